@@ -1,0 +1,422 @@
+// Package config loads taskcenter's configuration: built-in defaults, then a YAML file, then
+// TASKCENTER_* environment variables, validated once at start-up.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/hibiken/asynq"
+)
+
+// Config is the whole configuration of a taskcenter process. Every field can be set in the
+// YAML file and overridden by an environment variable named after its YAML path, upper-cased,
+// with every non-alphanumeric character turned into '_' and prefixed TASKCENTER_; for example
+// queues.exports.concurrency is TASKCENTER_QUEUES_EXPORTS_CONCURRENCY.
+type Config struct {
+	// DataDir holds uploads, results and temporary files. Default "./data".
+	DataDir string `yaml:"data_dir"`
+	// HTTP configures the API listener.
+	HTTP HTTP `yaml:"http"`
+	// Database is the Postgres source of truth.
+	Database Database `yaml:"database"`
+	// Redis carries asynq's queues and the progress hashes.
+	Redis Redis `yaml:"redis"`
+	// Auth lists the bearer tokens the API accepts.
+	Auth Auth `yaml:"auth"`
+	// Worker tunes the job runtime shared by every task type.
+	Worker Worker `yaml:"worker"`
+	// Queues maps a queue name to its worker pool. Each queue gets its own asynq server.
+	// Default: imports (2), exports (4), maintenance (1).
+	Queues map[string]Queue `yaml:"queues"`
+	// Types maps a task type to its queue and retry policy.
+	Types map[string]TaskType `yaml:"types"`
+	// Export tunes the report exports.
+	Export Export `yaml:"export"`
+	// Log selects the log format and level.
+	Log Log `yaml:"log"`
+}
+
+// HTTP configures the API server.
+type HTTP struct {
+	// Addr is the listen address. Default ":8080".
+	Addr string `yaml:"addr"`
+	// ReadHeaderTimeout bounds how long a client may take to send headers. Default 10s.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ShutdownTimeout bounds how long in-flight requests may take after SIGTERM. Default 20s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Database configures Postgres.
+type Database struct {
+	// URL is a postgres:// connection string.
+	// Default "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable".
+	URL string `yaml:"url"`
+	// MaxOpenConns caps the connection pool. Default 40.
+	MaxOpenConns int `yaml:"max_open_conns"`
+	// QueryTimeout bounds a single API query. Default 5s.
+	QueryTimeout time.Duration `yaml:"query_timeout"`
+}
+
+// Redis configures the Redis deployment asynq runs on.
+type Redis struct {
+	// Mode is "single", "sentinel" or "cluster". Default "single".
+	Mode string `yaml:"mode"`
+	// Addr is host:port of a single Redis. Default "127.0.0.1:6379".
+	Addr string `yaml:"addr"`
+	// Addrs lists the sentinels (mode sentinel) or the seed nodes (mode cluster).
+	Addrs []string `yaml:"addrs"`
+	// MasterName is the sentinel master name (mode sentinel).
+	MasterName string `yaml:"master_name"`
+	// Username and Password authenticate to Redis. Default none.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// SentinelPassword authenticates to the sentinels. Default none.
+	SentinelPassword string `yaml:"sentinel_password"`
+	// DB is the logical database (not used in cluster mode). Default 0.
+	DB int `yaml:"db"`
+	// PoolSize caps connections per process. Default 10 per CPU (go-redis' default) when 0.
+	PoolSize int `yaml:"pool_size"`
+}
+
+// Auth lists accepted API tokens.
+type Auth struct {
+	// Tokens maps bearer tokens to users. In the environment:
+	// TASKCENTER_AUTH_TOKENS="token:user:role,token2:user2:admin".
+	Tokens Tokens `yaml:"tokens"`
+}
+
+// Role is what a token may do: a user sees their own tasks, an admin sees all.
+type Role string
+
+// Roles a token can carry.
+const (
+	RoleUser  Role = "user"
+	RoleAdmin Role = "admin"
+)
+
+// Token is one API credential.
+type Token struct {
+	Token string `yaml:"token"`
+	User  string `yaml:"user"`
+	Role  Role   `yaml:"role"`
+}
+
+// Tokens is the list of API credentials; it reads "token:user:role,..." from the environment.
+type Tokens []Token
+
+// DecodeEnv parses "token:user:role,token:user:role".
+func (t *Tokens) DecodeEnv(s string) error {
+	var out Tokens
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		if len(parts) != 3 {
+			return fmt.Errorf("token entry %q must be token:user:role", redact(item))
+		}
+		out = append(out, Token{Token: parts[0], User: parts[1], Role: Role(parts[2])})
+	}
+	*t = out
+	return nil
+}
+
+// Worker tunes the runtime shared by every job type.
+type Worker struct {
+	// ID names this worker in task rows and logs. Default hostname-pid.
+	ID string `yaml:"id"`
+	// HeartbeatInterval is how often a running task proves it is alive. Default 5s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// TakeoverAfter is how old a RUNNING task's heartbeat must be before another worker may
+	// take it over. Must be several heartbeat intervals. Default 30s.
+	TakeoverAfter time.Duration `yaml:"takeover_after"`
+	// ProgressInterval throttles progress writes to Redis. Default 500ms.
+	ProgressInterval time.Duration `yaml:"progress_interval"`
+	// ShutdownTimeout is how long in-flight batches may run after SIGTERM before the rest is
+	// left to resume from its checkpoint. Default 25s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Queue is one worker pool.
+type Queue struct {
+	// Concurrency is how many tasks of this queue one process runs at once. Default 2.
+	Concurrency int `yaml:"concurrency"`
+	// BacklogLimit is how many waiting tasks the queue accepts before submit answers 429.
+	// 0 means no limit. Default 0.
+	BacklogLimit int `yaml:"backlog_limit"`
+}
+
+// TaskType is the policy for one task type.
+type TaskType struct {
+	// Queue runs the type. Required.
+	Queue string `yaml:"queue"`
+	// MaxRetry is how many automatic retries a transient failure gets. Default 3.
+	MaxRetry int `yaml:"max_retry"`
+	// RetryBase is the first retry delay; attempt n waits RetryBase·2^(n−1) plus up to
+	// RetryBase of jitter. Default 10s.
+	RetryBase time.Duration `yaml:"retry_base"`
+	// Timeout is how long a RUNNING task may go without a heartbeat before cleanup marks it
+	// TIMEOUT. Default 30m.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxRuntime bounds one attempt's wall time; past it the attempt ends TIMEOUT. Default 6h.
+	MaxRuntime time.Duration `yaml:"max_runtime"`
+	// Disabled removes the type: submits are refused and no handler is registered.
+	Disabled bool `yaml:"disabled"`
+}
+
+// Export tunes report exports.
+type Export struct {
+	// PageSize is the keyset page read per query. Default 2000.
+	PageSize int `yaml:"page_size"`
+	// ResultTTL is how long a result file can be downloaded. Default 168h (7 days).
+	ResultTTL time.Duration `yaml:"result_ttl"`
+	// MaxRows caps one export; an .xlsx sheet holds at most 1,048,575 data rows.
+	// Default 1,000,000.
+	MaxRows int `yaml:"max_rows"`
+}
+
+// Log selects the log output.
+type Log struct {
+	// Format is "json" or "text". Default "json".
+	Format string `yaml:"format"`
+	// Level is debug, info, warn or error. Default "info".
+	Level string `yaml:"level"`
+}
+
+// Default returns the built-in defaults: a working one-box set-up.
+func Default() Config {
+	return Config{
+		DataDir: "./data",
+		HTTP: HTTP{
+			Addr:              ":8080",
+			ReadHeaderTimeout: 10 * time.Second,
+			ShutdownTimeout:   20 * time.Second,
+		},
+		Database: Database{
+			URL:          "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable",
+			MaxOpenConns: 40,
+			QueryTimeout: 5 * time.Second,
+		},
+		Redis: Redis{Mode: "single", Addr: "127.0.0.1:6379"},
+		Worker: Worker{
+			HeartbeatInterval: 5 * time.Second,
+			TakeoverAfter:     30 * time.Second,
+			ProgressInterval:  500 * time.Millisecond,
+			ShutdownTimeout:   25 * time.Second,
+		},
+		Queues: map[string]Queue{
+			"imports":     {Concurrency: 2},
+			"exports":     {Concurrency: 4},
+			"maintenance": {Concurrency: 1},
+		},
+		Types: map[string]TaskType{
+			"export:customers": defaultType("exports"),
+			"export:tasks":     defaultType("exports"),
+		},
+		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
+		Log:    Log{Format: "json", Level: "info"},
+	}
+}
+
+func defaultType(queue string) TaskType {
+	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 10 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour}
+}
+
+// Load reads defaults, then the YAML file at path (skipped when path is empty), then the
+// environment through getenv, and validates the result.
+func Load(path string, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := yaml.UnmarshalWithOptions(b, &cfg, yaml.Strict()); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %s", path, yaml.FormatError(err, false, true))
+		}
+	}
+	if err := applyEnv(&cfg, "TASKCENTER", getenv); err != nil {
+		return Config{}, err
+	}
+	cfg.fillTypeDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// fillTypeDefaults gives every type the default policy for the fields the file left at zero.
+func (c *Config) fillTypeDefaults() {
+	for name, t := range c.Types {
+		d := defaultType(t.Queue)
+		if t.RetryBase == 0 {
+			t.RetryBase = d.RetryBase
+		}
+		if t.Timeout == 0 {
+			t.Timeout = d.Timeout
+		}
+		if t.MaxRuntime == 0 {
+			t.MaxRuntime = d.MaxRuntime
+		}
+		c.Types[name] = t
+	}
+}
+
+// Validate checks every field and cross-field rule, and reports all problems at once in
+// words an operator can act on.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.DataDir == "" {
+		bad("data_dir (TASKCENTER_DATA_DIR) must be set to a writable directory")
+	}
+	if c.HTTP.Addr == "" {
+		bad("http.addr (TASKCENTER_HTTP_ADDR) must be set, e.g. :8080")
+	}
+	if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		bad("database.url (TASKCENTER_DATABASE_URL) must be a postgres://user:password@host:port/dbname URL")
+	}
+	if c.Database.MaxOpenConns < 2 {
+		bad("database.max_open_conns must be at least 2, got %d", c.Database.MaxOpenConns)
+	}
+	switch c.Redis.Mode {
+	case "single":
+		if c.Redis.Addr == "" {
+			bad("redis.addr (TASKCENTER_REDIS_ADDR) must be host:port when redis.mode is single")
+		}
+	case "sentinel":
+		if len(c.Redis.Addrs) == 0 || c.Redis.MasterName == "" {
+			bad("redis.mode sentinel needs redis.addrs (the sentinels, TASKCENTER_REDIS_ADDRS=h1:26379,h2:26379) and redis.master_name")
+		}
+	case "cluster":
+		if len(c.Redis.Addrs) == 0 {
+			bad("redis.mode cluster needs redis.addrs (TASKCENTER_REDIS_ADDRS=h1:6379,h2:6379)")
+		}
+		if c.Redis.DB != 0 {
+			bad("redis.db must be 0 in cluster mode")
+		}
+	default:
+		bad("redis.mode (TASKCENTER_REDIS_MODE) must be single, sentinel or cluster, got %q", c.Redis.Mode)
+	}
+	if len(c.Auth.Tokens) == 0 {
+		bad("auth.tokens (TASKCENTER_AUTH_TOKENS=token:user:role,...) must list at least one token")
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		switch {
+		case len(t.Token) < 16:
+			bad("auth.tokens[%d] (user %q): token must be at least 16 characters", i, t.User)
+		case seen[t.Token]:
+			bad("auth.tokens[%d] (user %q): the same token is listed twice", i, t.User)
+		}
+		seen[t.Token] = true
+		if t.User == "" {
+			bad("auth.tokens[%d]: user must be set", i)
+		}
+		if t.Role != RoleUser && t.Role != RoleAdmin {
+			bad("auth.tokens[%d] (user %q): role must be user or admin, got %q", i, t.User, t.Role)
+		}
+	}
+	w := c.Worker
+	if w.HeartbeatInterval <= 0 {
+		bad("worker.heartbeat_interval must be positive")
+	} else if w.TakeoverAfter < 3*w.HeartbeatInterval {
+		bad("worker.takeover_after (%s) must be at least 3× worker.heartbeat_interval (%s), or live tasks get taken over", w.TakeoverAfter, w.HeartbeatInterval)
+	}
+	if w.ProgressInterval <= 0 {
+		bad("worker.progress_interval must be positive")
+	}
+	if w.ShutdownTimeout <= 0 {
+		bad("worker.shutdown_timeout must be positive")
+	}
+	if len(c.Queues) == 0 {
+		bad("queues must define at least one queue")
+	}
+	for name, q := range c.Queues {
+		if q.Concurrency < 1 {
+			bad("queues.%s.concurrency must be at least 1, got %d", name, q.Concurrency)
+		}
+		if q.BacklogLimit < 0 {
+			bad("queues.%s.backlog_limit must be 0 (no limit) or positive, got %d", name, q.BacklogLimit)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
+		t := c.Types[name]
+		if _, ok := c.Queues[t.Queue]; !ok {
+			bad("types.%s.queue %q is not defined under queues (have %s)", name, t.Queue, strings.Join(slices.Sorted(maps.Keys(c.Queues)), ", "))
+		}
+		if t.MaxRetry < 0 {
+			bad("types.%s.max_retry must be 0 or more", name)
+		}
+		if t.Timeout <= w.TakeoverAfter {
+			bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)
+		}
+	}
+	if c.Export.PageSize < 1 || c.Export.PageSize > 50_000 {
+		bad("export.page_size must be between 1 and 50000, got %d", c.Export.PageSize)
+	}
+	if c.Export.ResultTTL <= 0 {
+		bad("export.result_ttl must be positive, e.g. 168h")
+	}
+	if c.Export.MaxRows < 1 || c.Export.MaxRows > 1_048_575 {
+		bad("export.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", c.Export.MaxRows)
+	}
+	if c.Log.Format != "json" && c.Log.Format != "text" {
+		bad("log.format must be json or text, got %q", c.Log.Format)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		bad("log.level must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
+	}
+	return nil
+}
+
+// ConnOpt returns the asynq connection options for the configured Redis deployment.
+func (r Redis) ConnOpt() asynq.RedisConnOpt {
+	switch r.Mode {
+	case "sentinel":
+		return asynq.RedisFailoverClientOpt{MasterName: r.MasterName, SentinelAddrs: r.Addrs, SentinelPassword: r.SentinelPassword,
+			Username: r.Username, Password: r.Password, DB: r.DB, PoolSize: r.PoolSize}
+	case "cluster":
+		return asynq.RedisClusterClientOpt{Addrs: r.Addrs, Username: r.Username, Password: r.Password}
+	default:
+		return asynq.RedisClientOpt{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, PoolSize: r.PoolSize}
+	}
+}
+
+// QueueOf returns the queue a type runs on.
+func (c *Config) QueueOf(taskType string) (string, bool) {
+	t, ok := c.Types[taskType]
+	if !ok || t.Disabled {
+		return "", false
+	}
+	return t.Queue, true
+}
+
+func joinLines(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	slices.Sort(msgs)
+	return errors.New(strings.Join(msgs, "\n  - "))
+}
+
+func redact(s string) string {
+	if i := strings.Index(s, ":"); i > 0 {
+		return "***" + s[i:]
+	}
+	return "***"
+}

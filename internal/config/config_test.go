@@ -1,0 +1,98 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadShippedFile(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load("../../configs/taskcenter.yaml", envMap(nil))
+	if err != nil {
+		t.Fatalf("shipped config does not load: %v", err)
+	}
+	if len(cfg.Auth.Tokens) != 3 || cfg.Auth.Tokens[2].Role != RoleAdmin {
+		t.Fatalf("tokens = %+v, want three with an admin last", cfg.Auth.Tokens)
+	}
+	if got := cfg.Types["export:customers"]; got.Queue != "exports" || got.MaxRetry != 3 || got.RetryBase != 10*time.Second {
+		t.Fatalf("export:customers = %+v", got)
+	}
+	if cfg.Queues["exports"].BacklogLimit != 1000 {
+		t.Fatalf("exports backlog limit = %d", cfg.Queues["exports"].BacklogLimit)
+	}
+}
+
+func TestEnvironmentOverridesEveryKind(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load("../../configs/taskcenter.yaml", envMap(map[string]string{
+		"TASKCENTER_HTTP_ADDR":                        "127.0.0.1:9999",
+		"TASKCENTER_QUEUES_EXPORTS_CONCURRENCY":       "7",
+		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_MAX_RETRY": "5",
+		"TASKCENTER_WORKER_TAKEOVER_AFTER":            "1m",
+		"TASKCENTER_REDIS_MODE":                       "cluster",
+		"TASKCENTER_REDIS_ADDRS":                      "h1:6379, h2:6379",
+		"TASKCENTER_AUTH_TOKENS":                      "0123456789abcdef:carol:admin",
+		"TASKCENTER_TYPES_EXPORT_TASKS_DISABLED":      "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTP.Addr != "127.0.0.1:9999" || cfg.Queues["exports"].Concurrency != 7 ||
+		cfg.Types["export:customers"].MaxRetry != 5 || cfg.Worker.TakeoverAfter != time.Minute ||
+		cfg.Redis.Mode != "cluster" || len(cfg.Redis.Addrs) != 2 || cfg.Redis.Addrs[1] != "h2:6379" ||
+		!cfg.Types["export:tasks"].Disabled {
+		t.Fatalf("overrides not applied: %+v", cfg)
+	}
+	if len(cfg.Auth.Tokens) != 1 || cfg.Auth.Tokens[0].User != "carol" || cfg.Auth.Tokens[0].Role != RoleAdmin {
+		t.Fatalf("tokens = %+v", cfg.Auth.Tokens)
+	}
+	if _, ok := cfg.QueueOf("export:tasks"); ok {
+		t.Fatal("a disabled type must have no queue")
+	}
+}
+
+func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad duration", map[string]string{"TASKCENTER_WORKER_TAKEOVER_AFTER": "soon"}, "TASKCENTER_WORKER_TAKEOVER_AFTER=\"soon\": want a duration"},
+		{"takeover too short", map[string]string{"TASKCENTER_WORKER_TAKEOVER_AFTER": "6s"}, "worker.takeover_after (6s) must be at least 3× worker.heartbeat_interval"},
+		{"unknown queue", map[string]string{"TASKCENTER_TYPES_EXPORT_TASKS_QUEUE": "nope"}, `types.export:tasks.queue "nope" is not defined under queues`},
+		{"short token", map[string]string{"TASKCENTER_AUTH_TOKENS": "abc:dan:user"}, "token must be at least 16 characters"},
+		{"bad role", map[string]string{"TASKCENTER_AUTH_TOKENS": "0123456789abcdef:dan:root"}, `role must be user or admin, got "root"`},
+		{"bad redis mode", map[string]string{"TASKCENTER_REDIS_MODE": "ring"}, "redis.mode (TASKCENTER_REDIS_MODE) must be single, sentinel or cluster"},
+		{"sentinel without master", map[string]string{"TASKCENTER_REDIS_MODE": "sentinel", "TASKCENTER_REDIS_ADDRS": "s1:26379"}, "redis.master_name"},
+		{"bad database url", map[string]string{"TASKCENTER_DATABASE_URL": "mysql://x"}, "database.url (TASKCENTER_DATABASE_URL) must be a postgres://"},
+		{"not a number", map[string]string{"TASKCENTER_QUEUES_IMPORTS_CONCURRENCY": "many"}, "want a whole number"},
+		{"zero concurrency", map[string]string{"TASKCENTER_QUEUES_IMPORTS_CONCURRENCY": "0"}, "queues.imports.concurrency must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load("../../configs/taskcenter.yaml", envMap(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyInFileIsRefused(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("http:\n  adress: \":1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p, envMap(nil))
+	if err == nil || !strings.Contains(err.Error(), "adress") {
+		t.Fatalf("error = %v, want it to name the misspelt key", err)
+	}
+}

@@ -1,0 +1,176 @@
+// Package testenv gives each test its own Postgres schema and its own Redis logical database
+// on the real servers `make test` starts, so tests run in parallel without seeing each other.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// DatabaseURL is the server tests create their schemas on.
+func DatabaseURL() string {
+	if u := os.Getenv("TASKCENTER_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"
+}
+
+// RedisAddr is the server tests lease logical databases on.
+func RedisAddr() string {
+	if a := os.Getenv("TASKCENTER_REDIS_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+// Postgres is one test's private schema.
+type Postgres struct {
+	// URL connects with search_path set to the schema.
+	URL    string
+	Schema string
+	DB     *bun.DB
+}
+
+// NewPostgres creates a fresh schema with every migration applied, and drops it when the test
+// ends.
+func NewPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := store.Open(DatabaseURL(), store.OpenOptions{MaxOpenConns: 2})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	defer admin.Close()
+	if err := store.Ping(ctx, admin); err != nil {
+		t.Fatalf("testenv: Postgres at %s is not reachable (run `make services`): %v", redactURL(DatabaseURL()), err)
+	}
+	schema := "t_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("testenv: create schema: %v", err)
+	}
+	u := WithSearchPath(DatabaseURL(), schema)
+	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		a, err := store.Open(DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := a.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Logf("testenv: drop schema %s: %v", schema, err)
+		}
+	})
+	if _, err := store.Migrate(ctx, db); err != nil {
+		t.Fatalf("testenv: migrate: %v", err)
+	}
+	return &Postgres{URL: u, Schema: schema, DB: db}
+}
+
+// WithSearchPath returns dsn with its search_path set to schema.
+func WithSearchPath(dsn, schema string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Redis is one test's private logical database.
+type Redis struct {
+	Addr   string
+	DB     int
+	Client *redis.Client
+}
+
+// leaseTTL bounds how long a crashed test run can hold a database.
+const leaseTTL = 15 * time.Minute
+
+// NewRedis leases a logical database nobody else uses, empties it, and gives it back when the
+// test ends. Leases live in database 0, so concurrent `go test` processes share the pool.
+func NewRedis(t testing.TB) *Redis {
+	t.Helper()
+	ctx := context.Background()
+	ctl := redis.NewClient(&redis.Options{Addr: RedisAddr(), DB: 0})
+	defer ctl.Close()
+	if err := ctl.Ping(ctx).Err(); err != nil {
+		t.Fatalf("testenv: Redis at %s is not reachable (run `make services`): %v", RedisAddr(), err)
+	}
+	count := 16
+	if v, err := ctl.ConfigGet(ctx, "databases").Result(); err == nil {
+		if n, err := strconv.Atoi(v["databases"]); err == nil {
+			count = n
+		}
+	}
+	owner := fmt.Sprintf("%d/%s", os.Getpid(), t.Name())
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		for db := 1; db < count; db++ {
+			key := fmt.Sprintf("taskcenter:testlease:%d", db)
+			ok, err := ctl.SetNX(ctx, key, owner, leaseTTL).Result()
+			if err != nil {
+				t.Fatalf("testenv: lease redis db: %v", err)
+			}
+			if !ok {
+				continue
+			}
+			c := redis.NewClient(&redis.Options{Addr: RedisAddr(), DB: db})
+			if err := c.FlushDB(ctx).Err(); err != nil {
+				t.Fatalf("testenv: flush redis db %d: %v", db, err)
+			}
+			t.Cleanup(func() {
+				c.FlushDB(context.Background())
+				c.Close()
+				r := redis.NewClient(&redis.Options{Addr: RedisAddr(), DB: 0})
+				r.Del(context.Background(), key)
+				r.Close()
+			})
+			return &Redis{Addr: RedisAddr(), DB: db, Client: c}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: all %d Redis databases are leased by other tests", count-1)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Eventually polls cond until it holds or the deadline passes, then fails with what.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# services.sh — make Redis and Postgres available for taskcenter on this machine.
+#
+#   scripts/services.sh up       reuse what is reachable, otherwise install + start locally
+#   scripts/services.sh down     stop what this script started (data is kept)
+#   scripts/services.sh status   say what is reachable
+#
+# Addresses come from the same variables the service reads:
+#   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
+#   TASKCENTER_REDIS_ADDR    default 127.0.0.1:6379
+#   TASKCENTER_DATA_DIR      default <repo>/data  (Redis and Postgres data live under it)
+#
+# When a server is not reachable and its address is on this machine, the script installs the
+# Debian package if needed (apt-get, as root or through sudo) and starts a private instance
+# with its data under the data dir: Redis with appendonly persistence, Postgres initialised
+# and run as a non-root user (Postgres refuses to run as root). Running it twice is harmless.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+data_dir=${TASKCENTER_DATA_DIR:-$repo/data}
+case $data_dir in /*) ;; *) data_dir=$repo/$data_dir ;; esac
+db_url=${TASKCENTER_DATABASE_URL:-postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable}
+redis_addr=${TASKCENTER_REDIS_ADDR:-127.0.0.1:6379}
+
+log() { printf 'services: %s\n' "$*" >&2; }
+die() { printf 'services: error: %s\n' "$*" >&2; exit 1; }
+
+# --- parse addresses ---------------------------------------------------------------------
+re='^postgres(ql)?://([^:@/]+)(:([^@/]*))?@([^:/?]+)(:([0-9]+))?/([^?]+)'
+[[ $db_url =~ $re ]] || die "TASKCENTER_DATABASE_URL must look like postgres://user:password@host:port/dbname, got '$db_url'"
+pg_user=${BASH_REMATCH[2]}
+pg_pass=${BASH_REMATCH[4]}
+pg_host=${BASH_REMATCH[5]}
+pg_port=${BASH_REMATCH[7]:-5432}
+pg_db=${BASH_REMATCH[8]}
+redis_host=${redis_addr%:*}
+redis_port=${redis_addr##*:}
+[[ $redis_port =~ ^[0-9]+$ ]] || die "TASKCENTER_REDIS_ADDR must be host:port, got '$redis_addr'"
+
+is_local() { [[ $1 == 127.0.0.1 || $1 == localhost || $1 == ::1 ]]; }
+
+# tcp_open HOST PORT: true when something accepts connections there.
+tcp_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+redis_ping() {
+  timeout 2 bash -c "exec 3<>/dev/tcp/$redis_host/$redis_port; printf 'PING\r\n' >&3; head -c 5 <&3" 2>/dev/null | grep -q PONG
+}
+
+as_root() {
+  if [[ $(id -u) == 0 ]]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else die "need root to run: $* (install it yourself, or run as root)"; fi
+}
+
+apt_install() {
+  log "installing Debian package(s): $*"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! as_root apt-get install -y -q --no-install-recommends "$@" >/dev/null; then
+    as_root apt-get update -q >/dev/null || true
+    as_root apt-get install -y -q --no-install-recommends "$@" >/dev/null || die "apt-get install $* failed"
+  fi
+}
+
+wait_for() { # wait_for SECONDS CMD...
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+
+# --- Redis -------------------------------------------------------------------------------
+redis_dir=$data_dir/redis
+
+redis_up() {
+  if redis_ping; then log "redis: reachable at $redis_addr, reusing it"; return; fi
+  is_local "$redis_host" || die "redis: $redis_addr is not reachable and not on this machine; start it or fix TASKCENTER_REDIS_ADDR"
+  tcp_open "$redis_host" "$redis_port" && die "redis: something listens on $redis_addr but does not answer PING; free the port or set TASKCENTER_REDIS_ADDR"
+  command -v redis-server >/dev/null || apt_install redis-server
+  mkdir -p "$redis_dir"
+  log "redis: starting on $redis_addr, data in $redis_dir"
+  # databases 64: the test suite leases one logical database per test.
+  redis-server --bind "$redis_host" --port "$redis_port" --dir "$redis_dir" \
+    --appendonly yes --appendfsync everysec --databases 64 \
+    --daemonize yes --pidfile "$redis_dir/redis.pid" --logfile "$redis_dir/redis.log" \
+    --save "" --protected-mode yes </dev/null >/dev/null 2>&1 9>&-
+  wait_for 15 redis_ping || die "redis did not start; see $redis_dir/redis.log"
+}
+
+redis_down() {
+  if [[ -f $redis_dir/redis.pid ]] && kill -0 "$(cat "$redis_dir/redis.pid")" 2>/dev/null; then
+    log "redis: stopping"
+    kill "$(cat "$redis_dir/redis.pid")"
+    wait_for 15 bash -c "! kill -0 $(cat "$redis_dir/redis.pid") 2>/dev/null" || log "redis: still running"
+  fi
+}
+
+# --- Postgres ----------------------------------------------------------------------------
+pg_root=$data_dir/postgres
+
+pg_bindir() {
+  local d
+  if command -v pg_config >/dev/null && d=$(pg_config --bindir 2>/dev/null) && [[ -x $d/initdb ]]; then echo "$d"; return; fi
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [[ -n $d && -x $d/initdb ]] && echo "$d"
+}
+
+# pg_login: true when the configured user can log in to the configured database.
+pg_login() { PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" -c 'select 1' >/dev/null 2>&1; }
+
+# The OS user that owns and runs our private cluster: postgres refuses root.
+pg_os_user() {
+  if [[ $(id -u) != 0 ]]; then id -un; return; fi
+  id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+  echo postgres
+}
+
+as_pg() { # run a command as the cluster's OS user
+  if [[ $(id -u) == 0 ]]; then runuser -u "$(pg_os_user)" -- "$@"; else "$@"; fi
+}
+
+sql_literal() { printf "'%s'" "${1//\'/\'\'}"; }
+sql_ident() { printf '"%s"' "${1//\"/\"\"}"; }
+
+# pg_bootstrap PSQL_ARGS...: create the role and database as a superuser, idempotently.
+pg_bootstrap() {
+  local role db pass
+  role=$(sql_ident "$pg_user"); db=$(sql_ident "$pg_db"); pass=$(sql_literal "$pg_pass")
+  as_pg "$(pg_bindir)/psql" -X -q -v ON_ERROR_STOP=1 "$@" -d postgres <<SQL >/dev/null
+SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', $(sql_literal "$pg_user"), $(sql_literal "$pg_pass"))
+WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $(sql_literal "$pg_user")) \gexec
+ALTER ROLE $role LOGIN PASSWORD $pass;
+SELECT format('CREATE DATABASE %I OWNER %I', $(sql_literal "$pg_db"), $(sql_literal "$pg_user"))
+WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = $(sql_literal "$pg_db")) \gexec
+SQL
+  # Tests create one schema per test: the owner needs CREATE on the database (owners have it).
+  as_pg "$(pg_bindir)/psql" -X -q -v ON_ERROR_STOP=1 "$@" -d postgres -c "GRANT ALL ON DATABASE $db TO $role" >/dev/null
+}
+
+# pg_data_path prints where the cluster's files live. They live under the data dir; when the
+# data dir is not reachable by the cluster's OS user (a checkout under /root, say), the files
+# go to /var/lib/taskcenter/<hash> and the data dir holds a symlink to them.
+pg_data_path() {
+  local user; user=$(pg_os_user)
+  if [[ -L $pg_root ]]; then readlink -f "$pg_root"; return; fi
+  mkdir -p "$pg_root"
+  if [[ $(id -u) == 0 ]]; then
+    chown "$user" "$pg_root"
+    if ! runuser -u "$user" -- test -w "$pg_root"; then
+      rmdir "$pg_root"
+      local alt; alt=/var/lib/taskcenter/$(printf '%s' "$pg_root" | sha256sum | cut -c1-12)/postgres
+      mkdir -p "$alt"; chown "$user" "$alt"
+      ln -s "$alt" "$pg_root"
+      log "postgres: $data_dir is not reachable by OS user '$user'; cluster files live in $alt (linked from $pg_root)"
+      echo "$alt"; return
+    fi
+  fi
+  echo "$pg_root"
+}
+
+pg_up() {
+  command -v psql >/dev/null || apt_install postgresql-client
+  if tcp_open "$pg_host" "$pg_port"; then
+    if pg_login; then log "postgres: reachable at $pg_host:$pg_port, reusing it"; return; fi
+    # A server runs there but our role or database is missing. If it is this machine's own
+    # Debian cluster, bootstrap through its peer-authenticated socket.
+    if [[ $(id -u) == 0 ]] && id postgres >/dev/null 2>&1 && [[ -d /var/run/postgresql ]] &&
+      runuser -u postgres -- psql -X -q -h /var/run/postgresql -p "$pg_port" -d postgres -c 'select 1' >/dev/null 2>&1; then
+      log "postgres: creating role '$pg_user' and database '$pg_db' in the cluster on port $pg_port"
+      pg_bootstrap -h /var/run/postgresql -p "$pg_port"
+      pg_login && return
+    fi
+    die "postgres: a server listens on $pg_host:$pg_port but user '$pg_user' cannot log in to '$pg_db'. Create them, or point TASKCENTER_DATABASE_URL at another port and run again to get a private cluster there."
+  fi
+  is_local "$pg_host" || die "postgres: $pg_host:$pg_port is not reachable and not on this machine; start it or fix TASKCENTER_DATABASE_URL"
+  [[ -n $(pg_bindir) ]] || apt_install postgresql
+  local bin pgdata sock user
+  bin=$(pg_bindir) || die "postgres: no initdb found after installing"
+  user=$(pg_os_user)
+  pgdata=$(pg_data_path)/data
+  sock=$(dirname "$pgdata")/run
+  if [[ ${#sock} -gt 90 ]]; then sock=/tmp/taskcenter-pg-$pg_port; fi
+  as_pg mkdir -p "$sock"
+  if [[ ! -f $pgdata/PG_VERSION ]]; then
+    log "postgres: initialising a cluster in $pgdata (OS user $user)"
+    local pwfile; pwfile=$(as_pg mktemp)
+    as_pg bash -c "printf '%s' \"\$1\" > '$pwfile'" _ "$(openssl rand -hex 16 2>/dev/null || date +%s%N)"
+    as_pg "$bin/initdb" -D "$pgdata" -U postgres --pwfile="$pwfile" -E UTF8 --no-locale \
+      --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+    as_pg rm -f "$pwfile"
+  fi
+  log "postgres: starting on $pg_host:$pg_port"
+  as_pg "$bin/pg_ctl" -D "$pgdata" -l "$(dirname "$pgdata")/postgres.log" -w -t 60 \
+    -o "-c listen_addresses=$pg_host -p $pg_port -k $sock -c max_connections=300" start </dev/null >/dev/null 2>&1 9>&- ||
+    die "postgres did not start; see $(dirname "$pgdata")/postgres.log"
+  pg_bootstrap -h "$sock" -p "$pg_port" -U postgres
+  wait_for 15 pg_login || die "postgres: started, but '$pg_user' cannot log in to '$pg_db'"
+}
+
+pg_down() {
+  [[ -e $pg_root ]] || return 0
+  local pgdata; pgdata=$(readlink -f "$pg_root")/data
+  if [[ -f $pgdata/postmaster.pid ]]; then
+    log "postgres: stopping"
+    as_pg "$(pg_bindir)/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null || log "postgres: pg_ctl stop failed"
+  fi
+}
+
+# --- main --------------------------------------------------------------------------------
+cmd=${1:-up}
+mkdir -p "$data_dir"
+if [[ $cmd != status ]]; then
+  # Serialise concurrent runs (two `make test` at once). Daemons are started with fd 9 closed
+  # so they do not hold the lock after we exit.
+  exec 9>"$data_dir/.services.lock"
+  flock 9
+fi
+case $cmd in
+  up) redis_up; pg_up; log "ready: redis $redis_addr, postgres $pg_host:$pg_port/$pg_db" ;;
+  down) redis_down; pg_down ;;
+  status)
+    if redis_ping; then log "redis: up at $redis_addr"; else log "redis: down"; fi
+    if pg_login; then log "postgres: up at $pg_host:$pg_port/$pg_db"; else log "postgres: down or login refused"; fi ;;
+  *) die "usage: $0 up|down|status" ;;
+esac

@@ -1,0 +1,147 @@
+// Package store is taskcenter's source of truth in Postgres: the task rows, their runs, logs
+// and failed items, and the customers the import writes. Every task state transition lives
+// in transitions.go as one conditional UPDATE; nothing else in the code base changes status.
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Status is a task's position in the state machine (DESIGN §3).
+type Status string
+
+// Task statuses.
+const (
+	StatusPending        Status = "PENDING"
+	StatusRunning        Status = "RUNNING"
+	StatusRetryWait      Status = "RETRY_WAIT"
+	StatusSuccess        Status = "SUCCESS"
+	StatusPartialSuccess Status = "PARTIAL_SUCCESS"
+	StatusFailed         Status = "FAILED"
+	StatusTimeout        Status = "TIMEOUT"
+	StatusCancelled      Status = "CANCELLED"
+)
+
+// AllStatuses lists every status, for validation of filters.
+var AllStatuses = []Status{StatusPending, StatusRunning, StatusRetryWait, StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled}
+
+// Terminal reports whether no transition leaves s (except a manual retry).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Waiting reports whether s is runnable once due.
+func (s Status) Waiting() bool { return s == StatusPending || s == StatusRetryWait }
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool { return slices.Contains(AllStatuses, s) }
+
+// Task is one row of the tasks table.
+type Task struct {
+	bun.BaseModel `bun:"table:tasks"`
+
+	ID              int64           `bun:"id,pk,autoincrement"`
+	TaskNo          string          `bun:"task_no"`
+	Type            string          `bun:"type"`
+	Owner           string          `bun:"owner"`
+	Queue           string          `bun:"queue"`
+	Priority        int             `bun:"priority"`
+	BizKey          *string         `bun:"biz_key"`
+	Status          Status          `bun:"status"`
+	Params          json.RawMessage `bun:"params,type:jsonb"`
+	RequestID       string          `bun:"request_id,nullzero"`
+	ProgressCurrent int64           `bun:"progress_current"`
+	ProgressTotal   int64           `bun:"progress_total"`
+	TotalCount      int64           `bun:"total_count"`
+	SuccessCount    int64           `bun:"success_count"`
+	FailedCount     int64           `bun:"failed_count"`
+	Checkpoint      json.RawMessage `bun:"checkpoint,type:jsonb,nullzero"`
+	Attempt         int             `bun:"attempt"`
+	RetryCount      int             `bun:"retry_count"`
+	MaxRetry        int             `bun:"max_retry"`
+	NextRetryAt     *time.Time      `bun:"next_retry_at"`
+	HeartbeatAt     *time.Time      `bun:"heartbeat_at"`
+	Worker          string          `bun:"worker,nullzero"`
+	CancelRequested bool            `bun:"cancel_requested"`
+	ErrorCode       string          `bun:"error_code,nullzero"`
+	ErrorMessage    string          `bun:"error_message,nullzero"`
+	Result          json.RawMessage `bun:"result,type:jsonb,nullzero"`
+	ResultExpiresAt *time.Time      `bun:"result_expires_at"`
+	TimeoutSeconds  int             `bun:"timeout_seconds"`
+	EnqueuedAt      *time.Time      `bun:"enqueued_at"`
+	CreatedAt       time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
+	StartedAt       *time.Time      `bun:"started_at"`
+	FinishedAt      *time.Time      `bun:"finished_at"`
+	UpdatedAt       time.Time       `bun:"updated_at,nullzero,notnull,default:now()"`
+}
+
+// Run is one execution attempt of a task.
+type Run struct {
+	bun.BaseModel `bun:"table:task_runs"`
+
+	ID         int64      `bun:"id,pk,autoincrement"`
+	TaskID     int64      `bun:"task_id"`
+	Attempt    int        `bun:"attempt"`
+	Trigger    string     `bun:"trigger"`
+	Worker     string     `bun:"worker"`
+	Status     string     `bun:"status"`
+	Error      string     `bun:"error,nullzero"`
+	StartedAt  time.Time  `bun:"started_at"`
+	FinishedAt *time.Time `bun:"finished_at"`
+}
+
+// LogEntry is one line of a task's narrative.
+type LogEntry struct {
+	bun.BaseModel `bun:"table:task_logs"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	TaskID    int64     `bun:"task_id"`
+	Attempt   int       `bun:"attempt"`
+	Level     string    `bun:"level"`
+	Message   string    `bun:"message"`
+	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:now()"`
+}
+
+// Lease identifies one running attempt. Every write of that attempt is fenced by it:
+// once another worker takes the task over, the lease's writes change nothing.
+type Lease struct {
+	TaskID  int64
+	TaskNo  string
+	Attempt int
+}
+
+func (l Lease) String() string { return fmt.Sprintf("%s#%d", l.TaskNo, l.Attempt) }
+
+// Scope is who is asking: a user sees their own tasks, an admin sees all.
+type Scope struct {
+	Owner string
+	Admin bool
+}
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no such task, or not visible to the caller.
+	ErrNotFound = errors.New("task not found")
+	// ErrFenced: the attempt no longer owns the task (taken over, timed out or finished).
+	ErrFenced = errors.New("attempt no longer owns the task")
+)
+
+// ConflictError reports a transition the state machine forbids from the task's status.
+type ConflictError struct {
+	Op     string
+	Status Status
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("cannot %s a task that is %s", e.Op, e.Status)
+}
