@@ -146,3 +146,16 @@ func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error
 	}
 	return n, nil
 }
+
+// FindByKey returns the owner's task of a type with the given idempotency key.
+func (s *Store) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
+	t := new(Task)
+	err := s.db.NewSelect().Model(t).Where("owner = ? AND type = ? AND biz_key = ?", owner, taskType, bizKey).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find task by key: %w", err)
+	}
+	return t, nil
+}

@@ -85,7 +85,7 @@ func NewPostgres(t testing.TB) *Postgres {
 	return &Postgres{URL: u, Schema: schema, DB: db}
 }
 
-// WithSearchPath returns dsn with its search_path set to schema.
+// WithSearchPath returns dsn with its search_path and application_name set to schema.
 func WithSearchPath(dsn, schema string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -93,6 +93,7 @@ func WithSearchPath(dsn, schema string) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema) // lets a test find (and kill) its own connections
 	u.RawQuery = q.Encode()
 	return u.String()
 }

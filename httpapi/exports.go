@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// exportRequest is the body of POST /api/v1/exports.
+type exportRequest struct {
+	// Type is "customers" or "tasks" (the task type without its "export:" prefix also works).
+	Type   string          `json:"type"`
+	Filter json.RawMessage `json:"filter"`
+}
+
+// SubmitView is a submit's answer: the task, and whether it already existed.
+type SubmitView struct {
+	Task      TaskView `json:"task"`
+	Duplicate bool     `json:"duplicate"`
+}
+
+// submitExport answers POST /api/v1/exports. With an Idempotency-Key header, repeating the
+// request returns the first task (200, duplicate true) instead of creating another.
+func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req exportRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	taskType := req.Type
+	if !strings.Contains(taskType, ":") {
+		taskType = "export:" + taskType
+	}
+	var params any
+	switch taskType {
+	case export.CustomersType:
+		var f export.CustomerFilter
+		if err := decodeFilter(req.Filter, &f); err != nil {
+			return err
+		}
+		if err := f.Validate(); err != nil {
+			return err
+		}
+		params = export.CustomerParams{Filter: f}
+	case export.TasksType:
+		var f export.TaskFilter
+		if err := decodeFilter(req.Filter, &f); err != nil {
+			return err
+		}
+		if err := f.Validate(); err != nil {
+			return err
+		}
+		if f.Owner != "" && !p.Scope().Admin && f.Owner != p.User {
+			return problem(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
+		}
+		scope := p.Scope()
+		if !scope.Admin {
+			scope = store.Scope{Owner: p.User}
+		}
+		params = export.TaskParams{Filter: f, Scope: scope}
+	default:
+		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %q is not an export; use customers or tasks", req.Type))
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(key) > 200 {
+		return badRequest("bad_idempotency_key", "Idempotency-Key must be at most 200 characters")
+	}
+	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())})
+}
+
+func idempotencyBizKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return "idem:" + key
+}
+
+// submit creates the task and answers 202 (created) or 200 (an earlier identical submit).
+// A key reused with different parameters is refused rather than silently answered with a
+// task that does something else.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission) error {
+	t, created, err := s.Submitter.Submit(r.Context(), sub)
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if !created {
+		if strings.HasPrefix(sub.BizKey, "idem:") && !jsonEqual(t.Params, sub.Params) {
+			return problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+				"this Idempotency-Key was already used for a request with different parameters (task "+t.TaskNo+")")
+		}
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
+	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created})
+	return nil
+}
+
+// decodeJSON reads a JSON request body strictly, with errors a caller can act on.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json")
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return badRequest("invalid_body", "the request body is empty; send a JSON object")
+		}
+		return badRequest("invalid_body", "the request body is not valid: %v", err)
+	}
+	return nil
+}
+
+func decodeFilter(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid_filter", "filter is not valid: %v", err)
+	}
+	return nil
+}
+
+// jsonEqual compares two JSON documents by value (Postgres jsonb reorders keys).
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}

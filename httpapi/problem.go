@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Problem is an RFC 9457 problem details body (application/problem+json).
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Code is a stable machine-readable reason, e.g. "task_not_found".
+	Code string `json:"code"`
+	// Errors lists field problems of a rejected request.
+	Errors []FieldError `json:"errors,omitempty"`
+
+	retryAfter int // seconds; sent as Retry-After
+}
+
+// FieldError is one invalid field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string { return p.Detail }
+
+// problem builds a Problem; type URIs are relative references into the API description.
+func problem(status int, code, detail string) *Problem {
+	return &Problem{Type: "/openapi.yaml#/components/responses/" + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// The table of error kinds to HTTP answers. Anything not listed is a 500 whose body says
+// nothing about the cause: the cause goes to the log with the request id.
+func toProblem(err error) *Problem {
+	var (
+		p        *Problem
+		conflict *store.ConflictError
+		bad      *jobs.BadInputError
+		busy     *jobs.BusyError
+	)
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.Is(err, store.ErrNotFound):
+		return problem(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")
+	case errors.As(err, &conflict):
+		return problem(http.StatusConflict, "status_conflict", conflict.Error())
+	case errors.As(err, &bad):
+		return problem(http.StatusUnprocessableEntity, bad.Code, bad.Message)
+	case errors.As(err, &busy):
+		p := problem(http.StatusTooManyRequests, "queue_busy", busy.Error())
+		p.retryAfter = int(max(busy.RetryAfter.Seconds(), 1))
+		return p
+	case errors.Is(err, jobs.ErrUnknownType):
+		return problem(http.StatusUnprocessableEntity, "unknown_type", err.Error())
+	case store.IsUnavailable(err):
+		p := problem(http.StatusServiceUnavailable, "unavailable", "the task database is unavailable; try again shortly")
+		p.retryAfter = 5
+		return p
+	default:
+		return problem(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it")
+	}
+}
+
+// writeError answers with the problem for err, logging the cause of server-side failures.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := toProblem(err)
+	p.RequestID = requestID(r.Context())
+	if p.Status >= 500 {
+		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
+	}
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p) //nolint:errcheck // the client went away
+}
+
+// badRequest is a 400 for a malformed request.
+func badRequest(code, format string, args ...any) *Problem {
+	return problem(http.StatusBadRequest, code, fmt.Sprintf(format, args...))
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) //nolint:errcheck // the client went away
+}

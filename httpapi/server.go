@@ -1,0 +1,204 @@
+// Package httpapi is taskcenter's REST API (DESIGN §7): submit, list, inspect, cancel, retry
+// and download, behind bearer tokens, with problem+json errors.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store     *store.Store
+	Submitter *jobs.Submitter
+	Enqueuer  *jobs.Enqueuer
+	Board     *jobs.ProgressBoard
+	Files     *files.Store
+	Tokens    config.Tokens
+	// Ready reports each dependency's health for /readyz; nil values mean healthy.
+	Ready  func(ctx context.Context) map[string]error
+	Logger *slog.Logger
+	// QueryTimeout bounds each request's database work. Default 5s.
+	QueryTimeout time.Duration
+	// Observe, when set, is called after every request with its route pattern, status and
+	// duration (metrics).
+	Observe func(route string, status int, took time.Duration)
+}
+
+// Mount is an extra handler served under the API's middleware (request ids, logging):
+// the console and metrics are mounted by cmd.
+type Mount struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Server serves the API.
+type Server struct {
+	Deps
+	tokens map[[32]byte]Principal
+}
+
+// Principal is the caller a token identifies.
+type Principal struct {
+	User string
+	Role config.Role
+}
+
+// Scope is what the principal may see.
+func (p Principal) Scope() store.Scope {
+	return store.Scope{Owner: p.User, Admin: p.Role == config.RoleAdmin}
+}
+
+// New returns the API server.
+func New(d Deps) *Server {
+	if d.QueryTimeout <= 0 {
+		d.QueryTimeout = 5 * time.Second
+	}
+	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}}
+	for _, t := range d.Tokens {
+		s.tokens[sha256.Sum256([]byte(t.Token))] = Principal{User: t.User, Role: t.Role}
+	}
+	return s
+}
+
+// Handler returns the routed API with its middleware, plus the extra mounts.
+func (s *Server) Handler(mounts ...Mount) http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error) {
+		mux.Handle(pattern, s.authenticated(h))
+	}
+	api("POST /api/v1/exports", s.submitExport)
+	api("GET /api/v1/tasks", s.listTasks)
+	api("GET /api/v1/tasks/{id}", s.getTask)
+	api("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
+	api("POST /api/v1/tasks/{id}/retry", s.retryTask)
+	api("GET /api/v1/tasks/{id}/result", s.downloadResult)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	for _, m := range mounts {
+		mux.Handle(m.Pattern, m.Handler)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, problem(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+r.URL.Path))
+	})
+	return s.middleware(mux)
+}
+
+// authenticated resolves the bearer token, then runs h, turning its error into a problem.
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Principal) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authenticate(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
+			s.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
+		defer cancel()
+		if err := h(w, r.WithContext(ctx), p); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// Authenticate returns the principal of a request's bearer token.
+func (s *Server) authenticate(r *http.Request) (Principal, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	for k, p := range s.tokens {
+		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			return p, true
+		}
+	}
+	return Principal{}, false
+}
+
+// AuthenticateAdmin reports whether r carries an admin token; the console uses it.
+func (s *Server) AuthenticateAdmin(r *http.Request) bool {
+	p, ok := s.authenticate(r)
+	return ok && p.Role == config.RoleAdmin
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// middleware assigns the request id, recovers panics, and logs and measures each request.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-ID")
+		if !validRequestID.MatchString(id) {
+			id = "req_" + strings.ToLower(rand.Text()[:16])
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.Logger.Error("handler panicked", "request_id", id, "panic", p)
+				if rec.status == 0 {
+					s.writeError(rec, r, problem(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it"))
+				}
+			}
+			took := time.Since(start)
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			if s.Observe != nil {
+				s.Observe(route, rec.status, took)
+			}
+			s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request", slog.String("request_id", id),
+				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+				slog.Duration("took", took))
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+

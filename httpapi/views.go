@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// TaskView is a task as the API shows it.
+type TaskView struct {
+	ID              string          `json:"id"`
+	Type            string          `json:"type"`
+	Owner           string          `json:"owner"`
+	Status          store.Status    `json:"status"`
+	Queue           string          `json:"queue"`
+	Params          json.RawMessage `json:"params"`
+	Progress        jobs.Progress   `json:"progress"`
+	Counts          Counts          `json:"counts"`
+	Attempt         int             `json:"attempt"`
+	RetryCount      int             `json:"retry_count"`
+	MaxRetry        int             `json:"max_retry"`
+	NextRetryAt     *time.Time      `json:"next_retry_at"`
+	CancelRequested bool            `json:"cancel_requested"`
+	Error           *ErrorView      `json:"error"`
+	Result          *ResultView     `json:"result"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	Links           Links           `json:"links"`
+}
+
+// Counts are the rows a task has handled.
+type Counts struct {
+	Total   int64 `json:"total"`
+	Success int64 `json:"success"`
+	Failed  int64 `json:"failed"`
+}
+
+// ErrorView is why a task failed (or why its last attempt did).
+type ErrorView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ResultView describes a task's result file and summary.
+type ResultView struct {
+	Name        string          `json:"name,omitempty"`
+	Rows        int64           `json:"rows,omitempty"`
+	Size        int64           `json:"size,omitempty"`
+	ContentType string          `json:"content_type,omitempty"`
+	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
+	Expired     bool            `json:"expired"`
+	Summary     json.RawMessage `json:"summary,omitempty"`
+}
+
+// Links are the actions available on a task now.
+type Links struct {
+	Self        string `json:"self"`
+	Result      string `json:"result,omitempty"`
+	ErrorReport string `json:"error_report,omitempty"`
+	Cancel      string `json:"cancel,omitempty"`
+	Retry       string `json:"retry,omitempty"`
+}
+
+// DetailView is a task with its attempts and recent log.
+type DetailView struct {
+	TaskView
+	Attempts []AttemptView `json:"attempts"`
+	Logs     []LogView     `json:"logs"`
+}
+
+// AttemptView is one execution attempt.
+type AttemptView struct {
+	Attempt    int        `json:"attempt"`
+	Trigger    string     `json:"trigger"`
+	Worker     string     `json:"worker"`
+	Status     string     `json:"status"`
+	Error      string     `json:"error,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// LogView is one line of the task log.
+type LogView struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Level   string    `json:"level"`
+	Message string    `json:"message"`
+}
+
+// resultFile is the part of a task result the API reads: where the file is and its summary.
+type resultFile struct {
+	File        string          `json:"file"`
+	Name        string          `json:"name"`
+	Rows        int64           `json:"rows"`
+	Size        int64           `json:"size"`
+	ContentType string          `json:"content_type"`
+	ErrorReport string          `json:"error_report"`
+	Summary     json.RawMessage `json:"summary"`
+}
+
+func parseResult(t *store.Task) (resultFile, bool) {
+	var r resultFile
+	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
+		return r, false
+	}
+	return r, true
+}
+
+// expired reports whether the task's result may no longer be downloaded.
+func expired(t *store.Task, now time.Time) bool {
+	return t.ResultExpiresAt != nil && !now.Before(*t.ResultExpiresAt)
+}
+
+// taskView renders t; live is the Redis progress when there is one.
+func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
+	self := "/api/v1/tasks/" + t.TaskNo
+	v := TaskView{
+		ID: t.TaskNo, Type: t.Type, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
+		Counts:  Counts{Total: t.TotalCount, Success: t.SuccessCount, Failed: t.FailedCount},
+		Attempt: t.Attempt, RetryCount: t.RetryCount, MaxRetry: t.MaxRetry, NextRetryAt: utc(t.NextRetryAt),
+		CancelRequested: t.CancelRequested, CreatedAt: t.CreatedAt.UTC(), StartedAt: utc(t.StartedAt),
+		FinishedAt: utc(t.FinishedAt), UpdatedAt: t.UpdatedAt.UTC(), Links: Links{Self: self},
+	}
+	finished := t.Status == store.StatusSuccess || t.Status == store.StatusPartialSuccess
+	v.Progress = jobs.Progress{Current: t.ProgressCurrent, Total: t.ProgressTotal,
+		Percent: jobs.Percent(t.ProgressCurrent, t.ProgressTotal, finished), UpdatedAt: t.UpdatedAt.UTC()}
+	if live != nil && t.Status == store.StatusRunning && live.Current >= t.ProgressCurrent {
+		v.Progress = *live
+	}
+	if t.ErrorCode != "" || t.ErrorMessage != "" {
+		v.Error = &ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
+	}
+	if r, ok := parseResult(t); ok {
+		rv := &ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
+			ExpiresAt: utc(t.ResultExpiresAt), Expired: expired(t, now), Summary: r.Summary}
+		v.Result = rv
+		if r.File != "" && !rv.Expired {
+			v.Links.Result = self + "/result"
+		}
+		if r.ErrorReport != "" {
+			v.Links.ErrorReport = self + "/error-report"
+		}
+	}
+	switch {
+	case t.Status.Waiting() || (t.Status == store.StatusRunning && !t.CancelRequested):
+		v.Links.Cancel = self + "/cancel"
+	case t.Status == store.StatusFailed || t.Status == store.StatusTimeout || t.Status == store.StatusCancelled:
+		v.Links.Retry = self + "/retry"
+	}
+	if v.Params == nil {
+		v.Params = json.RawMessage(`{}`)
+	}
+	return v
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

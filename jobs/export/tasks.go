@@ -1,0 +1,103 @@
+package export
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// TasksType is the task type of the task-list export.
+const TasksType = "export:tasks"
+
+// TaskParams are the task parameters of export:tasks. Scope is fixed at submit from the
+// submitter's token: a user exports only their own tasks, an admin all (or one owner's).
+type TaskParams struct {
+	Filter TaskFilter  `json:"filter"`
+	Scope  store.Scope `json:"scope"`
+}
+
+// TaskFilter narrows a task export; the same filters as the task list API.
+type TaskFilter struct {
+	Statuses    []store.Status `json:"status,omitempty"`
+	Types       []string       `json:"type,omitempty"`
+	Owner       string         `json:"owner,omitempty"`
+	CreatedFrom *time.Time     `json:"created_from,omitempty"`
+	CreatedTo   *time.Time     `json:"created_to,omitempty"`
+}
+
+// Validate checks a filter before a task is created for it.
+func (f TaskFilter) Validate() error {
+	for _, s := range f.Statuses {
+		if !s.Valid() {
+			return jobs.BadInput("bad_filter", "filter.status %q is not a task status", s)
+		}
+	}
+	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
+		return jobs.BadInput("bad_filter", "filter.created_from must be before filter.created_to")
+	}
+	return nil
+}
+
+// Tasks is the export:tasks handler.
+type Tasks struct{ exporter }
+
+// NewTasks returns the task-list export handler.
+func NewTasks(db *bun.DB, fs *files.Store, cfg Config) *Tasks {
+	return &Tasks{exporter{db: db, files: fs, cfg: cfg}}
+}
+
+// Type implements jobs.Handler.
+func (t *Tasks) Type() string { return TasksType }
+
+// Run implements jobs.Handler.
+func (t *Tasks) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
+	var p TaskParams
+	if err := run.Params(&p); err != nil {
+		return jobs.Result{}, err
+	}
+	if err := p.Filter.Validate(); err != nil {
+		return jobs.Result{}, err
+	}
+	if !p.Scope.Admin && p.Scope.Owner == "" {
+		return jobs.Result{}, jobs.BadInput("bad_params", "the export has no owner scope")
+	}
+	return t.export(ctx, run, taskSource{p}, downloadName("tasks", run.Task.TaskNo))
+}
+
+type taskSource struct{ p TaskParams }
+
+func (taskSource) header() []string {
+	return []string{"task_no", "type", "owner", "status", "progress_current", "progress_total", "total", "success", "failed",
+		"attempts", "error", "created_at", "started_at", "finished_at"}
+}
+
+func (s taskSource) where(q *bun.SelectQuery) *bun.SelectQuery {
+	return store.ApplyTaskFilter(q, store.ListFilter{
+		Statuses: s.p.Filter.Statuses, Types: s.p.Filter.Types, Owner: s.p.Filter.Owner,
+		CreatedFrom: s.p.Filter.CreatedFrom, CreatedTo: s.p.Filter.CreatedTo,
+	}, s.p.Scope)
+}
+
+func (s taskSource) count(ctx context.Context, tx bun.Tx) (int64, error) {
+	n, err := s.where(tx.NewSelect().Model((*store.Task)(nil))).Count(ctx)
+	return int64(n), err
+}
+
+func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int) ([][]any, int64, error) {
+	var tasks []store.Task
+	err := s.where(tx.NewSelect().Model(&tasks).Where("id > ?", after)).OrderExpr("id").Limit(int64(limit)).Scan(ctx)
+	if err != nil || len(tasks) == 0 {
+		return nil, after, err
+	}
+	out := make([][]any, len(tasks))
+	for i, t := range tasks {
+		out[i] = []any{t.TaskNo, t.Type, t.Owner, string(t.Status), t.ProgressCurrent, t.ProgressTotal, t.TotalCount,
+			t.SuccessCount, t.FailedCount, t.Attempt, t.ErrorMessage, timeCell(&t.CreatedAt), timeCell(t.StartedAt), timeCell(t.FinishedAt)}
+	}
+	return out, tasks[len(tasks)-1].ID, nil
+}

@@ -1,0 +1,76 @@
+package jobs
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Progress is a running task's progress as readers see it.
+type Progress struct {
+	Current   int64     `json:"current"`
+	Total     int64     `json:"total"`
+	Percent   int       `json:"percent"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Percent is current/total in whole percent, capped at 99 until the task is finished.
+func Percent(current, total int64, finished bool) int {
+	switch {
+	case finished:
+		return 100
+	case total <= 0:
+		return 0
+	}
+	return int(min(current*100/total, 99))
+}
+
+// ProgressBoard keeps live progress in a Redis hash per task (current, total, percent,
+// updated_at) with a TTL. The database holds the per-batch copy; readers fall back to it.
+type ProgressBoard struct {
+	rdb redis.UniversalClient
+	ttl time.Duration
+}
+
+// NewProgressBoard returns a board on rdb.
+func NewProgressBoard(rdb redis.UniversalClient) *ProgressBoard {
+	return &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour}
+}
+
+func progressKey(taskNo string) string { return "taskcenter:progress:{" + taskNo + "}" }
+
+// setProgress only moves forward, so a late write from a slower path never shows a drop.
+var setProgress = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '-1')
+if tonumber(ARGV[1]) >= cur then
+  redis.call('HSET', KEYS[1], 'current', ARGV[1], 'total', ARGV[2], 'percent', ARGV[3], 'updated_at', ARGV[4])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`)
+
+// Set records progress for a running task.
+func (b *ProgressBoard) Set(ctx context.Context, taskNo string, current, total int64) error {
+	return setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
+		current, total, Percent(current, total, false), time.Now().UTC().Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
+}
+
+// Get returns the live progress, and false when Redis has none (finished, or Redis lost it).
+func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (Progress, bool, error) {
+	m, err := b.rdb.HGetAll(ctx, progressKey(taskNo)).Result()
+	if err != nil || len(m) == 0 {
+		return Progress{}, false, err
+	}
+	p := Progress{}
+	p.Current, _ = strconv.ParseInt(m["current"], 10, 64)
+	p.Total, _ = strconv.ParseInt(m["total"], 10, 64)
+	p.Percent, _ = strconv.Atoi(m["percent"])
+	p.UpdatedAt, _ = time.Parse(time.RFC3339Nano, m["updated_at"])
+	return p, true, nil
+}
+
+// Clear removes the hash when the task reaches a terminal state or starts a new generation.
+func (b *ProgressBoard) Clear(ctx context.Context, taskNo string) error {
+	return b.rdb.Del(ctx, progressKey(taskNo)).Err()
+}

@@ -1,0 +1,123 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Run is one attempt's handle on its task, given to Handler.Run. It carries the lease that
+// fences every write, reports progress, and tells the handler when to stop.
+type Run struct {
+	// Task is the task row as the claim left it: params, checkpoint, counts.
+	Task *store.Task
+	// Lease fences this attempt's writes.
+	Lease store.Lease
+	// Trigger says how the attempt came about: first, retry, resume, takeover, manual_retry.
+	Trigger string
+	// Logger carries task_no, type, attempt and request_id on every line.
+	Logger *slog.Logger
+
+	rt              *Runtime
+	cancelRequested atomic.Bool
+
+	mu           sync.Mutex
+	lastBoardPut time.Time
+}
+
+// Params decodes the task's parameters into v.
+func (r *Run) Params(v any) error {
+	if len(r.Task.Params) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Task.Params, v); err != nil {
+		return BadInput("bad_params", "task parameters are not valid: %v", err)
+	}
+	return nil
+}
+
+// Checkpoint is the batch boundary check: it returns ErrCancelRequested or ErrDraining when
+// the attempt should stop now, or the context's error.
+func (r *Run) Checkpoint(ctx context.Context) error {
+	switch {
+	case r.cancelRequested.Load():
+		return ErrCancelRequested
+	case r.rt.draining.Load():
+		return ErrDraining
+	}
+	return ctx.Err()
+}
+
+// Progress records progress: in the database (with a heartbeat) on every call, which handlers
+// make once per batch, and on the Redis board at most every progress interval. It then does
+// the Checkpoint check.
+func (r *Run) Progress(ctx context.Context, current, total int64) error {
+	req, err := r.rt.store.Progress(ctx, r.Lease, current, total)
+	if err != nil {
+		return err
+	}
+	r.observeCancel(req)
+	r.putBoard(ctx, current, total)
+	return r.Checkpoint(ctx)
+}
+
+// CommitBatch writes one batch in a transaction together with its checkpoint, counts,
+// progress and heartbeat, fenced by the lease (see store.CommitBatch), then does the
+// Checkpoint check.
+func (r *Run) CommitBatch(ctx context.Context, b store.Batch, write func(ctx context.Context, tx bun.Tx) error) error {
+	req, err := r.rt.store.CommitBatch(ctx, r.Lease, b, write)
+	if err != nil {
+		return err
+	}
+	r.observeCancel(req)
+	r.putBoard(ctx, b.ProgressCurrent, b.ProgressTotal)
+	return r.Checkpoint(ctx)
+}
+
+// Log appends a line to the task's narrative (shown in its detail view) and to the process log.
+func (r *Run) Log(ctx context.Context, level slog.Level, msg string) {
+	r.Logger.Log(ctx, level, msg)
+	if err := r.rt.store.AppendLog(ctx, r.Lease.TaskID, r.Lease.Attempt, levelName(level), msg); err != nil {
+		r.Logger.Warn("could not append to task log", "err", err)
+	}
+}
+
+func (r *Run) observeCancel(requested bool) {
+	if requested {
+		r.cancelRequested.Store(true)
+	}
+}
+
+func (r *Run) putBoard(ctx context.Context, current, total int64) {
+	r.mu.Lock()
+	due := time.Since(r.lastBoardPut) >= r.rt.cfg.ProgressInterval
+	if due {
+		r.lastBoardPut = time.Now()
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := r.rt.board.Set(ctx, r.Lease.TaskNo, current, total); err != nil {
+		// Progress in Redis is a convenience; the database copy is authoritative.
+		r.Logger.Debug("progress board unavailable", "err", err)
+	}
+}
+
+func levelName(l slog.Level) string {
+	switch {
+	case l >= slog.LevelError:
+		return "error"
+	case l >= slog.LevelWarn:
+		return "warn"
+	default:
+		return "info"
+	}
+}

@@ -1,0 +1,156 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// SubmitPolicy is what submit needs to know about a task type.
+type SubmitPolicy struct {
+	Queue          string
+	MaxRetry       int
+	TimeoutSeconds int
+}
+
+// ErrUnknownType is returned for a task type that is not configured or is disabled.
+var ErrUnknownType = errors.New("unknown task type")
+
+// BusyError is returned when a queue's backlog is over its limit: the submit is refused and
+// no task is created.
+type BusyError struct {
+	Queue      string
+	Limit      int
+	RetryAfter time.Duration
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("queue %s has %d or more tasks waiting; try again later", e.Queue, e.Limit)
+}
+
+// Submission is one submit.
+type Submission struct {
+	Type      string
+	Owner     string
+	BizKey    string // idempotency key; empty for none
+	Params    json.RawMessage
+	RequestID string
+}
+
+// Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
+type Submitter struct {
+	store    *store.Store
+	enqueuer *Enqueuer
+	types    map[string]SubmitPolicy
+	backlog  *backlog
+	logger   *slog.Logger
+}
+
+// NewSubmitter returns a Submitter. limits maps a queue to its backlog limit (0: none).
+func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, logger *slog.Logger) *Submitter {
+	return &Submitter{store: s, enqueuer: e, types: types, logger: logger,
+		backlog: &backlog{store: s, limits: limits, ttl: time.Second, counts: map[string]backlogCount{}}}
+}
+
+// Submit creates the task and hands it to asynq. It returns the existing task and
+// created=false when the owner already submitted the same type with the same key. If Redis
+// is unreachable the task is still created: it is committed, and the rescuer enqueues it.
+func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Task, created bool, err error) {
+	p, ok := s.types[sub.Type]
+	if !ok {
+		return nil, false, fmt.Errorf("%w %q", ErrUnknownType, sub.Type)
+	}
+	if sub.BizKey != "" {
+		// A replay of an earlier submit is answered even when the queue is full.
+		if t, err := s.store.FindByKey(ctx, sub.Owner, sub.Type, sub.BizKey); err == nil {
+			return t, false, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, false, err
+		}
+	}
+	if err := s.backlog.admit(ctx, p.Queue); err != nil {
+		return nil, false, err
+	}
+	task, created, err = s.store.Create(ctx, store.NewTask{
+		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
+		Params: sub.Params, RequestID: sub.RequestID, MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds,
+	})
+	if err != nil || !created {
+		return task, created, err
+	}
+	s.backlog.added(p.Queue)
+	s.Enqueue(ctx, task)
+	return task, true, nil
+}
+
+// Enqueue hands a waiting task to asynq, flagging it for the rescuer when that fails.
+func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
+	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.enqueuer.Enqueue(ectx, task); err != nil {
+		s.logger.Warn("task committed but not enqueued; the rescuer will enqueue it", "task_no", task.TaskNo, "err", err)
+		if err := s.store.MarkEnqueueFailed(context.WithoutCancel(ctx), task.ID, task.Attempt); err != nil {
+			s.logger.Warn("could not flag task for the rescuer", "task_no", task.TaskNo, "err", err)
+		}
+	}
+}
+
+// NewTaskNo returns a public task number: "tsk_" and 128 random bits, unguessable.
+func NewTaskNo() string { return "tsk_" + rand.Text() }
+
+// backlog caches each queue's count of waiting tasks for a second, so admission control costs
+// one bounded count per queue per second, not one per submit.
+type backlog struct {
+	store  *store.Store
+	limits map[string]int
+	ttl    time.Duration
+
+	mu     sync.Mutex
+	counts map[string]backlogCount
+}
+
+type backlogCount struct {
+	n  int
+	at time.Time
+}
+
+func (b *backlog) admit(ctx context.Context, queue string) error {
+	limit := b.limits[queue]
+	if limit <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	c, ok := b.counts[queue]
+	b.mu.Unlock()
+	if !ok || time.Since(c.at) > b.ttl {
+		n, err := b.store.Waiting(ctx, queue, limit)
+		if err != nil {
+			return err
+		}
+		c = backlogCount{n: n, at: time.Now()}
+		b.mu.Lock()
+		b.counts[queue] = c
+		b.mu.Unlock()
+	}
+	if c.n >= limit {
+		return &BusyError{Queue: queue, Limit: limit, RetryAfter: 5 * time.Second}
+	}
+	return nil
+}
+
+// added counts a new task against the cached figure until the next refresh.
+func (b *backlog) added(queue string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.counts[queue]; ok {
+		c.n++
+		b.counts[queue] = c
+	}
+}
