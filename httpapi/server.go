@@ -201,4 +201,3 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 	})
 }
-

@@ -83,4 +83,3 @@ func Ping(ctx context.Context, db *bun.DB) error {
 	var one int
 	return db.NewRaw("SELECT 1").Scan(ctx, &one)
 }
-

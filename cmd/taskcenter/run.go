@@ -304,4 +304,3 @@ func (a logAlerter) TaskFailed(ctx context.Context, al jobs.Alert) {
 	a.logger.ErrorContext(ctx, "ALERT task failed after retries", "alert", "task_failed", "task_no", al.TaskNo,
 		"type", al.Type, "owner", al.Owner, "attempts", al.Attempts, "message", al.Message)
 }
-

@@ -190,4 +190,3 @@ func timeCell(t *time.Time) any {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
