@@ -115,8 +115,8 @@ pg_os_user() {
   echo postgres
 }
 
-as_pg() { # run a command as the cluster's OS user
-  if [[ $(id -u) == 0 ]]; then runuser -u "$(pg_os_user)" -- "$@"; else "$@"; fi
+as_pg() { # run a command as the cluster's OS user (from /, which it can always enter)
+  if [[ $(id -u) == 0 ]]; then (cd / && runuser -u "$(pg_os_user)" -- "$@"); else "$@"; fi
 }
 
 sql_literal() { printf "'%s'" "${1//\'/\'\'}"; }
@@ -146,7 +146,7 @@ pg_data_path() {
   mkdir -p "$pg_root"
   if [[ $(id -u) == 0 ]]; then
     chown "$user" "$pg_root"
-    if ! runuser -u "$user" -- test -w "$pg_root"; then
+    if ! (cd / && runuser -u "$user" -- test -w "$pg_root"); then
       rmdir "$pg_root"
       local alt; alt=/var/lib/taskcenter/$(printf '%s' "$pg_root" | sha256sum | cut -c1-12)/postgres
       mkdir -p "$alt"; chown "$user" "$alt"
@@ -165,7 +165,7 @@ pg_up() {
     # A server runs there but our role or database is missing. If it is this machine's own
     # Debian cluster, bootstrap through its peer-authenticated socket.
     if [[ $(id -u) == 0 ]] && id postgres >/dev/null 2>&1 && [[ -d /var/run/postgresql ]] &&
-      runuser -u postgres -- psql -X -q -h /var/run/postgresql -p "$pg_port" -d postgres -c 'select 1' >/dev/null 2>&1; then
+      (cd / && runuser -u postgres -- psql -X -q -h /var/run/postgresql -p "$pg_port" -d postgres -c 'select 1' >/dev/null 2>&1); then
       log "postgres: creating role '$pg_user' and database '$pg_db' in the cluster on port $pg_port"
       pg_bootstrap -h /var/run/postgresql -p "$pg_port"
       pg_login && return
