@@ -37,3 +37,9 @@ vet:
 
 clean:
 	rm -rf bin
+
+## bench: build and run the benchmarks; figures print as a table and land in bench-results/
+.PHONY: bench
+bench: services build
+	$(GO) build -o bin/tcbench ./cmd/tcbench
+	bin/tcbench

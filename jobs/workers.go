@@ -21,7 +21,7 @@ type Workers struct {
 
 // NewWorkers builds one asynq server per queue (name → concurrency) on the shared Redis
 // client, all dispatching to rt.
-func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeout time.Duration, logger *slog.Logger) *Workers {
+func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger) *Workers {
 	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger}
 	for name, concurrency := range queues {
 		qlog := logger.With("queue", name)
@@ -32,6 +32,7 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 			IsFailure:                IsFailure,
 			ShutdownTimeout:          shutdownTimeout,
 			DelayedTaskCheckInterval: time.Second,
+			TaskCheckInterval:        pollInterval,
 			Logger:                   asynqLogger{qlog},
 			LogLevel:                 asynq.WarnLevel,
 			ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {

@@ -238,7 +238,7 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		for name, q := range cfg.Queues {
 			concurrency[name] = q.Concurrency
 		}
-		workers := jobs.NewWorkers(rdb, concurrency, cfg.Worker.ShutdownTimeout, logger)
+		workers := jobs.NewWorkers(rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, logger)
 		if err := workers.Start(rt); err != nil {
 			return err
 		}

@@ -144,6 +144,9 @@ type Worker struct {
 	// ShutdownTimeout is how long in-flight batches may run after SIGTERM before the rest is
 	// left to resume from its checkpoint. Default 25s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// PollInterval is how often an idle queue asks Redis for work: the pick-up latency of a
+	// new task. Default 100ms.
+	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
 // Queue is one worker pool.
@@ -212,6 +215,7 @@ func Default() Config {
 			TakeoverAfter:     30 * time.Second,
 			ProgressInterval:  500 * time.Millisecond,
 			ShutdownTimeout:   25 * time.Second,
+			PollInterval:      100 * time.Millisecond,
 		},
 		Queues: map[string]Queue{
 			"imports":     {Concurrency: 2},
@@ -338,6 +342,9 @@ func (c *Config) Validate() error {
 	}
 	if w.ShutdownTimeout <= 0 {
 		bad("worker.shutdown_timeout must be positive")
+	}
+	if w.PollInterval < 10*time.Millisecond {
+		bad("worker.poll_interval must be at least 10ms, got %s", w.PollInterval)
 	}
 	if len(c.Queues) == 0 {
 		bad("queues must define at least one queue")

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// bench is one benchmark run's world: a fresh schema, an empty Redis database and a data
+// dir, all removed at the end.
+type bench struct {
+	ctx        context.Context
+	stdout     io.Writer
+	bin        string
+	baseURL    string // database
+	schema     string
+	schemaURL  string
+	db         *bun.DB
+	redisAddr  string
+	redisDB    int
+	dataDir    string
+	exportRows int
+}
+
+const benchToken = "demo-admin-token-ops0"
+
+func newBench(ctx context.Context, getenv func(string) string, bin string, stdout io.Writer) (*bench, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("taskcenter binary %s: %w (run `make build` or `make bench`)", bin, err)
+	}
+	b := &bench{ctx: ctx, stdout: stdout, bin: bin,
+		baseURL:   cmpOr(getenv("TASKCENTER_DATABASE_URL"), "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"),
+		redisAddr: cmpOr(getenv("TASKCENTER_REDIS_ADDR"), "127.0.0.1:6379"),
+	}
+	admin, err := store.Open(b.baseURL, store.OpenOptions{MaxOpenConns: 2})
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	b.schema = "bench_" + strings.ToLower(rand.Text()[:10])
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+b.schema); err != nil {
+		return nil, fmt.Errorf("create bench schema (is Postgres up? run `make services`): %w", err)
+	}
+	u, _ := url.Parse(b.baseURL)
+	q := u.Query()
+	q.Set("search_path", b.schema)
+	u.RawQuery = q.Encode()
+	b.schemaURL = u.String()
+	if b.db, err = store.Open(b.schemaURL, store.OpenOptions{MaxOpenConns: 8}); err != nil {
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx, b.db); err != nil {
+		return nil, err
+	}
+	// The highest logical database: the test suite leases from the bottom.
+	ctl := redis.NewClient(&redis.Options{Addr: b.redisAddr})
+	defer ctl.Close()
+	b.redisDB = 15
+	if v, err := ctl.ConfigGet(ctx, "databases").Result(); err == nil {
+		if n, err := strconv.Atoi(v["databases"]); err == nil {
+			b.redisDB = n - 1
+		}
+	}
+	if err := b.flushRedis(); err != nil {
+		return nil, err
+	}
+	if b.dataDir, err = os.MkdirTemp("", "tcbench-"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "bench schema %s, redis db %d, data %s\n", b.schema, b.redisDB, b.dataDir)
+	return b, nil
+}
+
+func (b *bench) flushRedis() error {
+	c := redis.NewClient(&redis.Options{Addr: b.redisAddr, DB: b.redisDB})
+	defer c.Close()
+	return c.FlushDB(b.ctx).Err()
+}
+
+func (b *bench) close() {
+	if b.db != nil {
+		b.db.Close()
+	}
+	if admin, err := store.Open(b.baseURL, store.OpenOptions{MaxOpenConns: 1}); err == nil {
+		admin.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+b.schema+" CASCADE") //nolint:errcheck
+		admin.Close()
+	}
+	b.flushRedis() //nolint:errcheck
+	os.RemoveAll(b.dataDir)
+}
+
+// service is a taskcenter process under measurement.
+type service struct {
+	cmd  *exec.Cmd
+	base string
+	logs *bytes.Buffer
+}
+
+// startService runs the taskcenter binary against the bench schema with extra env.
+func (b *bench) startService(extra ...string) (*service, error) {
+	cmd := exec.CommandContext(b.ctx, b.bin, "serve", "--roles", "all")
+	cmd.Env = append(os.Environ(),
+		"TASKCENTER_CONFIG=configs/taskcenter.yaml",
+		"TASKCENTER_DATABASE_URL="+b.schemaURL,
+		"TASKCENTER_REDIS_ADDR="+b.redisAddr,
+		"TASKCENTER_REDIS_DB="+strconv.Itoa(b.redisDB),
+		"TASKCENTER_DATA_DIR="+b.dataDir,
+		"TASKCENTER_HTTP_ADDR=127.0.0.1:0",
+		"TASKCENTER_LOG_LEVEL=info",
+	)
+	cmd.Env = append(cmd.Env, extra...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &service{cmd: cmd, logs: &bytes.Buffer{}}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(line, `"http listening"`) {
+				var rec struct{ Addr string }
+				json.Unmarshal([]byte(line), &rec) //nolint:errcheck
+				addr <- rec.Addr
+			}
+			if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+				s.logs.WriteString(line + "\n")
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+		return s, nil
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("taskcenter did not start listening within 30s")
+	}
+}
+
+// stop ends the service with SIGTERM and returns its peak RSS in MB.
+func (s *service) stop() (float64, error) {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	err := s.cmd.Wait()
+	return maxRSSMB(s.cmd.ProcessState), err
+}
+
+func maxRSSMB(ps *os.ProcessState) float64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return float64(ru.Maxrss) / 1024 // Linux reports KiB
+	}
+	return 0
+}
+
+// call sends an API request and decodes the JSON answer into out.
+func (s *service) call(method, path string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		bs, _ := json.Marshal(body)
+		rd = bytes.NewReader(bs)
+	}
+	req, _ := http.NewRequest(method, s.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+			return res.StatusCode, err
+		}
+	} else {
+		io.Copy(io.Discard, res.Body)
+	}
+	return res.StatusCode, nil
+}
+
+type taskState struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// waitTerminal polls a task every 20 ms until it ends, and returns its final state.
+func (s *service) waitTerminal(id string, within time.Duration) (taskState, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var t taskState
+		if _, err := s.call("GET", "/api/v1/tasks/"+id, nil, &t); err != nil {
+			return t, err
+		}
+		switch t.Status {
+		case "SUCCESS", "PARTIAL_SUCCESS", "FAILED", "TIMEOUT", "CANCELLED":
+			return t, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return taskState{}, fmt.Errorf("task %s did not finish within %s", id, within)
+}
+
+// child runs this binary in a raw baseline mode and returns its report and peak RSS.
+func (b *bench) child(mode string, args ...string) (map[string]float64, float64, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.CommandContext(b.ctx, self, append([]string{mode}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", mode, err)
+	}
+	var report map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		return nil, 0, fmt.Errorf("%s printed %q: %w", mode, out.String(), err)
+	}
+	return report, maxRSSMB(cmd.ProcessState), nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func numCPU() int { return runtime.NumCPU() }

@@ -1,0 +1,152 @@
+// Command tcbench measures taskcenter against the ceilings its dependencies set, in one run on
+// one machine, and prints a table (and JSON) of ratios:
+//
+//	tcbench [-only export,...] [-json bench-results/latest.json]
+//
+// Each measured side runs in its own child process, so wall time and peak RSS (getrusage
+// maxrss of the child) are measured the same way for taskcenter and for the raw baseline.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "tcbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Figure is one measured row of the report.
+type Figure struct {
+	Name     string             `json:"name"`
+	Measure  map[string]float64 `json:"measure"`
+	Baseline map[string]float64 `json:"baseline,omitempty"`
+	Ratio    float64            `json:"ratio,omitempty"` // taskcenter time / baseline time
+	Target   string             `json:"target"`
+	Met      bool               `json:"met"`
+	Note     string             `json:"note,omitempty"`
+}
+
+type benchmark struct {
+	name string
+	run  func(ctx context.Context, b *bench) (Figure, error)
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	// Child modes: the raw baselines, run in their own process.
+	if len(args) > 0 && strings.HasPrefix(args[0], "raw-") {
+		return runRaw(ctx, args[0], args[1:], stdout)
+	}
+	fs := flag.NewFlagSet("tcbench", flag.ContinueOnError)
+	only := fs.String("only", "", "comma-separated benchmarks to run (default all): "+strings.Join(names(), ","))
+	jsonOut := fs.String("json", "bench-results/latest.json", "where to write the figures as JSON")
+	exportRows := fs.Int("export-rows", 100_000, "rows in the export benchmark")
+	bin := fs.String("taskcenter", "bin/taskcenter", "the taskcenter binary to measure")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := newBench(ctx, getenv, *bin, stdout)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	b.exportRows = *exportRows
+
+	var figures []Figure
+	for _, bm := range benchmarks() {
+		if *only != "" && !strings.Contains(","+*only+",", ","+bm.name+",") {
+			continue
+		}
+		fmt.Fprintf(stdout, "== %s\n", bm.name)
+		f, err := bm.run(ctx, b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", bm.name, err)
+		}
+		figures = append(figures, f)
+	}
+	printTable(stdout, figures)
+	if *jsonOut != "" {
+		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
+			return err
+		}
+		out, _ := json.MarshalIndent(map[string]any{"at": time.Now().UTC(), "machine": machine(), "figures": figures}, "", "  ")
+		if err := os.WriteFile(*jsonOut, out, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "figures written to", *jsonOut)
+	}
+	return nil
+}
+
+func benchmarks() []benchmark {
+	return []benchmark{
+		{"export", benchExport},
+	}
+}
+
+func names() []string {
+	var out []string
+	for _, b := range benchmarks() {
+		out = append(out, b.name)
+	}
+	return out
+}
+
+func printTable(w io.Writer, figures []Figure) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nbenchmark\ttaskcenter\tbaseline\tratio\ttarget\tmet")
+	for _, f := range figures {
+		ratio := "—"
+		if f.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f×", f.Ratio)
+		}
+		met := "yes"
+		if !f.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, formatMeasure(f.Measure), formatMeasure(f.Baseline), ratio, f.Target, met)
+	}
+	tw.Flush()
+}
+
+func formatMeasure(m map[string]float64) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%.3g", k, v))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func machine() map[string]any {
+	host, _ := os.Hostname()
+	cpu := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
+				break
+			}
+		}
+	}
+	return map[string]any{"host": host, "cpu": cpu, "cpus": numCPU()}
+}
