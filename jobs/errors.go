@@ -38,6 +38,8 @@ var (
 	ErrDraining = errors.New("worker shutting down")
 	// errMaxRuntime: the attempt ran past its type's max runtime; it ends TIMEOUT.
 	errMaxRuntime = errors.New("max runtime exceeded")
+	// errWorkersDied: takeovers used up the retry budget.
+	errWorkersDied = errors.New("workers running this task kept dying")
 )
 
 // retryAfterError asks asynq to deliver the job again after a set delay without counting a

@@ -174,6 +174,11 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, logger *slog.Logger) error {
 	policy := rt.cfg.Types[c.Task.Type]
 	run := &Run{Task: c.Task, Lease: c.Lease, Trigger: c.Trigger, Logger: logger, rt: rt}
+	if c.Trigger == "takeover" && c.Task.RetryCount > policy.MaxRetry {
+		// Each takeover spends a retry: a task whose workers keep dying ends here instead of
+		// taking down worker after worker.
+		return rt.conclude(context.WithoutCancel(ctx), run, policy, Result{}, errWorkersDied, nil)
+	}
 	run.cancelRequested.Store(c.Task.CancelRequested)
 	if rt.observer != nil {
 		rt.observer.AttemptStarted(c.Task.Type, c.Trigger)
@@ -309,7 +314,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 
 	// A transient fault. Retry with back-off while the budget lasts; then fail and alert once.
 	public := describe(runErr)
-	if run.Task.RetryCount < policy.MaxRetry {
+	if run.Task.RetryCount < policy.MaxRetry && !errors.Is(runErr, errWorkersDied) {
 		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
 		log.Warn("attempt failed; will retry", "err", runErr, "retry", run.Task.RetryCount+1, "of", policy.MaxRetry, "in", delay)
 		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) {
@@ -324,6 +329,9 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 	}
 	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
 	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
+	if errors.Is(runErr, errWorkersDied) {
+		msg = fmt.Sprintf("the worker running this task stopped responding %d times; giving up", run.Task.RetryCount)
+	}
 	task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) {
 		return rt.store.Fail(ctx, l, "retries_exhausted", msg)
 	})
@@ -417,4 +425,23 @@ func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 func IsFailure(err error) bool {
 	var ra *retryAfterError
 	return !errors.As(err, &ra)
+}
+
+// ResultFiles lists the data-dir files a task's result points to: the result file and the
+// error report. Cleanup deletes them on expiry and retention.
+func ResultFiles(t *store.Task) []string {
+	var r struct {
+		File        string `json:"file"`
+		ErrorReport string `json:"error_report"`
+	}
+	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range []string{r.File, r.ErrorReport} {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -33,7 +33,7 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 			ShutdownTimeout:          shutdownTimeout,
 			DelayedTaskCheckInterval: time.Second,
 			TaskCheckInterval:        pollInterval,
-			Logger:                   asynqLogger{qlog},
+			Logger:                   AsynqLogger(qlog),
 			LogLevel:                 asynq.WarnLevel,
 			ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 				if IsFailure(err) {
@@ -45,11 +45,15 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 	return w
 }
 
-// Start starts every server with rt as the handler.
-func (w *Workers) Start(rt *Runtime) error {
+// Start starts every server with rt as the handler of the task types, plus extra handlers
+// for jobs that are not task rows (the periodic cleanup).
+func (w *Workers) Start(rt *Runtime, extra map[string]asynq.Handler) error {
 	mux := asynq.NewServeMux()
 	for _, t := range rt.Types() {
 		mux.Handle(t, rt)
+	}
+	for t, h := range extra {
+		mux.Handle(t, h)
 	}
 	names := make([]string, 0, len(w.servers))
 	for name := range w.servers {
@@ -82,7 +86,9 @@ func (w *Workers) Shutdown() {
 	wg.Wait()
 }
 
-// asynqLogger routes asynq's own logging into slog.
+// AsynqLogger routes asynq's own logging into slog.
+func AsynqLogger(l *slog.Logger) asynq.Logger { return asynqLogger{l} }
+
 type asynqLogger struct{ l *slog.Logger }
 
 func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "component", "asynq") }

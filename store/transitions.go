@@ -111,9 +111,10 @@ type Claimed struct {
 }
 
 // Claim gives worker the task: PENDING or due RETRY_WAIT → RUNNING, or RUNNING whose
-// heartbeat is older than takeoverAfter → RUNNING (takeover). The attempt number goes up by
-// one; it is the lease every later write of this execution must carry. Exactly one of any
-// number of concurrent claimers wins; the others get *NotClaimableError.
+// heartbeat is older than takeoverAfter → RUNNING (takeover, which spends one retry). The
+// attempt number goes up by one; it is the lease every later write of this execution must
+// carry. Exactly one of any number of concurrent claimers wins; the others get
+// *NotClaimableError.
 func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	var row struct {
 		Task
@@ -125,6 +126,8 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 		), claimed AS (
 			UPDATE tasks t
 			SET status = 'RUNNING', attempt = t.attempt + 1, heartbeat_at = now(), worker = ?1,
+			    -- a takeover spends a retry: a task that keeps killing its workers must end
+			    retry_count = t.retry_count + CASE WHEN old.status = 'RUNNING' THEN 1 ELSE 0 END,
 			    started_at = COALESCE(t.started_at, now()), next_retry_at = NULL, updated_at = now()
 			FROM old
 			WHERE t.id = old.id AND (
@@ -361,6 +364,35 @@ func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, e
 		return nil, err
 	}
 	return task, nil
+}
+
+// TimeoutStale is the cleanup's transition: RUNNING tasks whose heartbeat is older than
+// their type's timeout_seconds → TIMEOUT, at most limit of them. Their worker is gone (or
+// cut off); if it comes back, its fenced writes change nothing.
+func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
+	var tasks []Task
+	err := s.db.NewRaw(`
+		WITH stale AS (
+			SELECT id FROM tasks
+			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => timeout_seconds)
+			ORDER BY heartbeat_at LIMIT ? FOR UPDATE SKIP LOCKED
+		), t AS (
+			UPDATE tasks t SET status = 'TIMEOUT', error_code = 'timeout', finished_at = now(), updated_at = now(),
+			       error_message = 'the worker stopped reporting for ' || t.timeout_seconds || ' seconds'
+			FROM stale WHERE t.id = stale.id AND t.status = 'RUNNING'
+			RETURNING t.*
+		), r AS (
+			UPDATE task_runs r SET status = 'TIMEOUT', finished_at = now(), error = 'no heartbeat since ' || t.heartbeat_at
+			FROM t WHERE r.task_id = t.id AND r.attempt = t.attempt AND r.finished_at IS NULL
+		), lg AS (
+			INSERT INTO task_logs (task_id, attempt, level, message)
+			SELECT id, attempt, 'error', 'timed out: no heartbeat for ' || timeout_seconds || 's' FROM t
+		)
+		SELECT * FROM t`, limit).Scan(ctx, &tasks)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("time out stale tasks: %w", err)
+	}
+	return tasks, nil
 }
 
 // CancelResult says what a cancel did.

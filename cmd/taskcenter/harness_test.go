@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -352,5 +354,67 @@ func (l *logBuffer) waitFor(t *testing.T, within time.Duration, sub string, exit
 		case <-l.cond:
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// binProc is a taskcenter process started from the built binary, to be killed for real.
+type binProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	logs *logBuffer
+	exit chan error
+}
+
+// startBinary runs the built binary with the env's settings.
+func (e *env) startBinary(roles string) *binProc {
+	e.t.Helper()
+	cmd := exec.Command(binary, "serve", "--roles", roles)
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
+	logs := newLogBuffer()
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	p := &binProc{t: e.t, cmd: cmd, logs: logs, exit: make(chan error, 1)}
+	go func() { p.exit <- cmd.Wait() }()
+	e.t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exit
+		p.exit <- nil
+		if e.t.Failed() {
+			e.t.Logf("logs of binary %s (pid %d):\n%s", roles, cmd.Process.Pid, logs.String())
+		}
+	})
+	want := "workers started"
+	if strings.Contains(roles, "api") || roles == "all" {
+		want = "http listening"
+	}
+	line := logs.waitFor(e.t, 30*time.Second, want, p.exit)
+	var rec struct{ Addr string }
+	json.Unmarshal([]byte(line), &rec) //nolint:errcheck
+	if rec.Addr != "" {
+		p.base = "http://" + rec.Addr
+	}
+	return p
+}
+
+// signal sends sig and, unless it is SIGKILL, waits for the exit and returns its error.
+func (p *binProc) signal(sig os.Signal, within time.Duration) error {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case err := <-p.exit:
+		p.exit <- err
+		return err
+	case <-time.After(within):
+		p.t.Fatalf("process did not exit within %s of %v", within, sig)
+		return nil
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -214,6 +215,11 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	submitter := jobs.NewSubmitter(st, enqueuer, submitTypes, limits, logger)
 
+	cleanupCfg, err := cleanupConfig(cfg)
+	if err != nil {
+		return err
+	}
+
 	var (
 		wg       sync.WaitGroup
 		errs     = make(chan error, 4)
@@ -238,8 +244,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		for name, q := range cfg.Queues {
 			concurrency[name] = q.Concurrency
 		}
+		cleaner := cleanup.New(cleanupCfg, st, enqueuer, fileStore, workerID, nil, logger)
 		workers := jobs.NewWorkers(rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, logger)
-		if err := workers.Start(rt); err != nil {
+		if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
 			return err
 		}
 		stopping = append(stopping, func() {
@@ -279,6 +286,24 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		})
 	}
 
+	if roles.scheduler {
+		scheduler := asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{
+			Location: cleanupCfg.Location, Logger: jobs.AsynqLogger(logger.With("component", "scheduler")), LogLevel: asynq.WarnLevel,
+		})
+		if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
+			asynq.Queue(cfg.Cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute)); err != nil {
+			return fmt.Errorf("register cleanup schedule: %w", err)
+		}
+		if err := scheduler.Start(); err != nil {
+			return fmt.Errorf("start scheduler: %w", err)
+		}
+		logger.Info("scheduler started", "cleanup_spec", cfg.Cleanup.Spec, "timezone", cfg.Cleanup.Timezone)
+		stopping = append(stopping, func() {
+			scheduler.Shutdown()
+			logger.Info("scheduler stopped")
+		})
+	}
+
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -295,6 +320,21 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	wg.Wait()
 	logger.Info("bye")
 	return runErr
+}
+
+func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
+	schedule, err := cleanup.ParseSpec(cfg.Cleanup.Spec)
+	if err != nil {
+		return cleanup.Config{}, err
+	}
+	loc, err := time.LoadLocation(cfg.Cleanup.Timezone)
+	if err != nil {
+		return cleanup.Config{}, err
+	}
+	return cleanup.Config{
+		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
+		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention,
+	}, nil
 }
 
 // logAlerter writes alerts to the log.

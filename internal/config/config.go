@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/hibiken/asynq"
+	"github.com/robfig/cron/v3"
 )
 
 // Config is the whole configuration of a taskcenter process. Every field can be set in the
@@ -40,6 +41,8 @@ type Config struct {
 	Types map[string]TaskType `yaml:"types"`
 	// Export tunes the report exports.
 	Export Export `yaml:"export"`
+	// Cleanup tunes the scheduled maintenance round.
+	Cleanup Cleanup `yaml:"cleanup"`
 	// Log selects the log format and level.
 	Log Log `yaml:"log"`
 }
@@ -187,6 +190,31 @@ type Export struct {
 	MaxRows int `yaml:"max_rows"`
 }
 
+// Cleanup tunes the scheduled maintenance round (maintenance:cleanup).
+type Cleanup struct {
+	// Spec is the cron spec of the round: "* * * * *", "@every 30s", "@hourly". Default every
+	// minute.
+	Spec string `yaml:"spec"`
+	// Timezone the spec is read in: an IANA name or "Local". Default "UTC".
+	Timezone string `yaml:"timezone"`
+	// Queue runs the round. Default "maintenance".
+	Queue string `yaml:"queue"`
+	// OrphanGrace is how long a waiting task may go without asynq holding it before the round
+	// enqueues it again. Default 1m.
+	OrphanGrace time.Duration `yaml:"orphan_grace"`
+	// BatchSize bounds every step of one round. Default 500.
+	BatchSize int `yaml:"batch_size"`
+	// UploadTTL: uploads older than this that no waiting or running task needs are deleted.
+	// Default 24h.
+	UploadTTL time.Duration `yaml:"upload_ttl"`
+	// TempTTL: temp files older than this that no running task is writing are deleted.
+	// Default 6h.
+	TempTTL time.Duration `yaml:"temp_ttl"`
+	// Retention: terminal tasks that finished longer ago are deleted with their runs, logs and
+	// failed rows. Default 720h (30 days).
+	Retention time.Duration `yaml:"retention"`
+}
+
 // Log selects the log output.
 type Log struct {
 	// Format is "json" or "text". Default "json".
@@ -227,6 +255,8 @@ func Default() Config {
 			"export:tasks":     defaultType("exports"),
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
+		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
+			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour},
 		Log:    Log{Format: "json", Level: "info"},
 	}
 }
@@ -377,6 +407,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Export.MaxRows < 1 || c.Export.MaxRows > 1_048_575 {
 		bad("export.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", c.Export.MaxRows)
+	}
+	cl := c.Cleanup
+	if _, err := cron.ParseStandard(cl.Spec); err != nil {
+		bad("cleanup.spec (TASKCENTER_CLEANUP_SPEC) %q is not a cron spec such as \"* * * * *\" or \"@every 30s\": %v", cl.Spec, err)
+	}
+	if _, err := time.LoadLocation(cl.Timezone); err != nil {
+		bad("cleanup.timezone %q is not a time zone such as UTC or Asia/Shanghai", cl.Timezone)
+	}
+	if _, ok := c.Queues[cl.Queue]; !ok {
+		bad("cleanup.queue %q is not defined under queues", cl.Queue)
+	}
+	if cl.BatchSize < 1 {
+		bad("cleanup.batch_size must be at least 1")
+	}
+	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 {
+		bad("cleanup.orphan_grace, upload_ttl, temp_ttl and retention must be positive durations")
 	}
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		bad("log.format must be json or text, got %q", c.Log.Format)

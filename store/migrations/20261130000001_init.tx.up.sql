@@ -51,8 +51,13 @@ CREATE INDEX tasks_created ON tasks (created_at DESC, id DESC);
 
 --bun:split
 
--- Waiting work per queue: backlog counts and the orphan rescuer (oldest hand-off first).
-CREATE INDEX tasks_waiting ON tasks (queue, enqueued_at NULLS FIRST) WHERE status IN ('PENDING','RETRY_WAIT');
+-- Waiting work per queue: admission control counts the backlog of one queue.
+CREATE INDEX tasks_waiting_queue ON tasks (queue) WHERE status IN ('PENDING','RETRY_WAIT');
+
+--bun:split
+
+-- The orphan rescuer: waiting tasks, least recently handed to asynq first.
+CREATE INDEX tasks_waiting_enqueued ON tasks (enqueued_at NULLS FIRST) WHERE status IN ('PENDING','RETRY_WAIT');
 
 --bun:split
 
@@ -131,4 +136,16 @@ CREATE TABLE customers (
     level      text        NOT NULL DEFAULT '',
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+--bun:split
+
+-- One row per cleanup slot: the guard that makes each scheduled round run once across all
+-- scheduler replicas.
+CREATE TABLE cleanup_rounds (
+    slot        timestamptz PRIMARY KEY,
+    worker      text        NOT NULL,
+    started_at  timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz,
+    report      jsonb
 );

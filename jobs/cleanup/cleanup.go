@@ -1,0 +1,297 @@
+// Package cleanup is the maintenance:cleanup task: the periodic round that re-enqueues
+// orphans, times out stale runs, expires result files, deletes unreferenced uploads and
+// applies retention. Every step is bounded per round. Each scheduled slot runs once across
+// all scheduler replicas, guarded by a row in Postgres.
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/robfig/cron/v3"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Type is the asynq task type of the periodic round.
+const Type = "maintenance:cleanup"
+
+// Config tunes the cleanup.
+type Config struct {
+	// Schedule is the parsed cron spec; Location its time zone.
+	Schedule cron.Schedule
+	Location *time.Location
+	// OrphanGrace is how long a waiting task may sit without asynq holding it before it is
+	// enqueued again.
+	OrphanGrace time.Duration
+	// TakeoverAfter is the worker setting: RUNNING tasks silent this long are re-delivered.
+	TakeoverAfter time.Duration
+	// BatchSize bounds every step of a round.
+	BatchSize int
+	// UploadTTL: uploads older than this that no live task needs are deleted.
+	UploadTTL time.Duration
+	// TempTTL: temp files older than this that no running task is writing are deleted.
+	TempTTL time.Duration
+	// Retention: terminal tasks that finished longer ago than this are deleted.
+	Retention time.Duration
+}
+
+// Report is what a round did; each count is also logged and exported as a metric.
+type Report struct {
+	Orphans         int `json:"orphans_enqueued"`
+	TimedOut        int `json:"timed_out"`
+	ResultsExpired  int `json:"results_expired"`
+	UploadsDeleted  int `json:"uploads_deleted"`
+	TempDeleted     int `json:"temp_files_deleted"`
+	RetentionPurged int `json:"tasks_deleted"`
+	Errors          int `json:"errors"`
+}
+
+// Observer receives each round's report (metrics).
+type Observer interface {
+	CleanupRound(r Report)
+}
+
+// Cleaner runs cleanup rounds.
+type Cleaner struct {
+	cfg      Config
+	store    *store.Store
+	enqueuer *jobs.Enqueuer
+	files    *files.Store
+	worker   string
+	observer Observer
+	logger   *slog.Logger
+}
+
+// New returns a Cleaner. observer may be nil.
+func New(cfg Config, st *store.Store, enq *jobs.Enqueuer, fs *files.Store, worker string, observer Observer, logger *slog.Logger) *Cleaner {
+	return &Cleaner{cfg: cfg, store: st, enqueuer: enq, files: fs, worker: worker, observer: observer, logger: logger.With("component", "cleanup")}
+}
+
+// ProcessTask implements asynq.Handler: it claims the current slot and runs the round, or does
+// nothing when another replica's job already ran this slot.
+func (c *Cleaner) ProcessTask(ctx context.Context, _ *asynq.Task) error {
+	slot := Slot(c.cfg.Schedule, time.Now().In(c.cfg.Location))
+	won, err := c.store.ClaimCleanupSlot(ctx, slot, c.worker)
+	if err != nil {
+		return err
+	}
+	if !won {
+		c.logger.Debug("cleanup slot already taken by another replica", "slot", slot)
+		return nil
+	}
+	c.logger.Info("cleanup round started", "slot", slot)
+	rep := c.Round(ctx)
+	if err := c.store.FinishCleanupRound(context.WithoutCancel(ctx), slot, rep); err != nil {
+		c.logger.Warn("could not record cleanup round", "err", err)
+	}
+	return nil
+}
+
+// Round runs every step once and reports what it did. A failing step is logged and does not
+// stop the others.
+func (c *Cleaner) Round(ctx context.Context) Report {
+	start := time.Now()
+	var rep Report
+	steps := []struct {
+		name string
+		run  func(context.Context) (int, error)
+		dst  *int
+	}{
+		{"orphans", c.orphans, &rep.Orphans},
+		{"stale_runs", c.staleRuns, &rep.TimedOut},
+		{"expired_results", c.expiredResults, &rep.ResultsExpired},
+		{"uploads", c.uploads, &rep.UploadsDeleted},
+		{"temp_files", c.tempFiles, &rep.TempDeleted},
+		{"retention", c.retention, &rep.RetentionPurged},
+	}
+	for _, s := range steps {
+		n, err := s.run(ctx)
+		*s.dst = n
+		if err != nil {
+			rep.Errors++
+			c.logger.Error("cleanup step failed", "step", s.name, "err", err)
+		}
+		if n > 0 || err != nil {
+			c.logger.Info("cleanup step", "step", s.name, "count", n)
+		}
+	}
+	c.logger.Info("cleanup round finished", "took", time.Since(start), "orphans_enqueued", rep.Orphans,
+		"timed_out", rep.TimedOut, "results_expired", rep.ResultsExpired, "uploads_deleted", rep.UploadsDeleted,
+		"temp_files_deleted", rep.TempDeleted, "tasks_deleted", rep.RetentionPurged)
+	if c.observer != nil {
+		c.observer.CleanupRound(rep)
+	}
+	return rep
+}
+
+// orphans hands waiting tasks asynq does not hold (and silent running ones) to asynq again.
+func (c *Cleaner) orphans(ctx context.Context) (int, error) {
+	tasks, err := c.store.TakeOrphans(ctx, c.cfg.OrphanGrace, c.cfg.TakeoverAfter, c.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for i := range tasks {
+		t := &tasks[i]
+		if err := c.enqueuer.Enqueue(ctx, t); err != nil {
+			errs = append(errs, err)
+			if err := c.store.MarkEnqueueFailed(ctx, t.ID, t.Attempt); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// staleRuns times out RUNNING tasks whose worker stopped reporting, and deletes their
+// partial files.
+func (c *Cleaner) staleRuns(ctx context.Context) (int, error) {
+	tasks, err := c.store.TimeoutStale(ctx, c.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		c.logger.Warn("task timed out: no heartbeat", "task_no", t.TaskNo, "type", t.Type, "attempt", t.Attempt)
+		if _, err := c.files.RemoveTemp(t.TaskNo, 0); err != nil {
+			c.logger.Warn("could not remove partial files", "task_no", t.TaskNo, "err", err)
+		}
+	}
+	return len(tasks), nil
+}
+
+// expiredResults deletes result files past their expiry and keeps the task rows.
+func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
+	tasks, err := c.store.ExpiredResults(ctx, c.cfg.BatchSize)
+	if err != nil || len(tasks) == 0 {
+		return 0, err
+	}
+	ids := make([]int64, 0, len(tasks))
+	for i := range tasks {
+		if err := c.removeResultFiles(&tasks[i]); err != nil {
+			c.logger.Warn("could not delete an expired result file", "task_no", tasks[i].TaskNo, "err", err)
+			continue
+		}
+		ids = append(ids, tasks[i].ID)
+	}
+	return len(ids), c.store.ForgetResultFiles(ctx, ids)
+}
+
+// uploads deletes uploaded files past their age that no waiting or running task needs.
+func (c *Cleaner) uploads(ctx context.Context) (int, error) {
+	_, live, err := c.store.LiveFiles(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.sweep(files.Uploads, c.cfg.UploadTTL, func(rel string) bool { return live[rel] })
+}
+
+// tempFiles deletes temp files past their age that no running task is writing.
+func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
+	running, _, err := c.store.LiveFiles(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.sweep(files.Temp, c.cfg.TempTTL, func(rel string) bool {
+		taskNo, _, _ := strings.Cut(filepath.Base(rel), "-")
+		return running[taskNo]
+	})
+}
+
+// sweep deletes up to BatchSize files in area older than ttl that keep does not claim.
+func (c *Cleaner) sweep(area string, ttl time.Duration, keep func(rel string) bool) (int, error) {
+	dir, err := c.files.Path(area)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if n >= c.cfg.BatchSize {
+			break
+		}
+		info, err := e.Info()
+		if err != nil || e.IsDir() || time.Since(info.ModTime()) < ttl {
+			continue
+		}
+		rel := area + "/" + e.Name()
+		if keep(rel) {
+			continue
+		}
+		if err := c.files.Remove(rel); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// retention deletes terminal tasks past retention with their runs, logs, failed rows and files.
+func (c *Cleaner) retention(ctx context.Context) (int, error) {
+	tasks, err := c.store.PastRetention(ctx, c.cfg.Retention, c.cfg.BatchSize)
+	if err != nil || len(tasks) == 0 {
+		return 0, err
+	}
+	ids := make([]int64, 0, len(tasks))
+	for i := range tasks {
+		if err := c.removeResultFiles(&tasks[i]); err != nil {
+			c.logger.Warn("could not delete the files of a task past retention", "task_no", tasks[i].TaskNo, "err", err)
+			continue
+		}
+		ids = append(ids, tasks[i].ID)
+	}
+	return c.store.DeleteTasks(ctx, ids)
+}
+
+// removeResultFiles deletes the files a task's result points to.
+func (c *Cleaner) removeResultFiles(t *store.Task) error {
+	for _, rel := range jobs.ResultFiles(t) {
+		if err := c.files.Remove(rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Slot is the scheduled activation a round belongs to: the latest activation of schedule at
+// or before now. Replicas that run the same slot agree on it, which is what the guard keys on.
+func Slot(schedule cron.Schedule, now time.Time) time.Time {
+	if every, ok := schedule.(cron.ConstantDelaySchedule); ok {
+		return now.Truncate(every.Delay)
+	}
+	// Search back for the window holding the previous activation, doubling it each time.
+	for window := time.Minute; window <= 400*24*time.Hour; window *= 2 {
+		var last time.Time
+		for t := schedule.Next(now.Add(-window)); !t.After(now) && !t.IsZero(); t = schedule.Next(t) {
+			last = t
+		}
+		if !last.IsZero() {
+			return last
+		}
+	}
+	return now.Truncate(time.Minute)
+}
+
+// ParseSpec parses a cron spec ("* * * * *", "@every 30s", "@hourly") as asynq's scheduler does.
+func ParseSpec(spec string) (cron.Schedule, error) {
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup spec %q: %w", spec, err)
+	}
+	return s, nil
+}

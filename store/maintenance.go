@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
+// the one status change cleanup makes (TIMEOUT) is TimeoutStale in transitions.go.
+
+// ClaimCleanupSlot records that worker runs the cleanup round of slot. It returns false when
+// another replica already has: the guard that makes each slot run once.
+func (s *Store) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker string) (bool, error) {
+	res, err := s.db.NewRaw(`INSERT INTO cleanup_rounds (slot, worker) VALUES (?, ?) ON CONFLICT (slot) DO NOTHING`,
+		slot.UTC(), worker).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("claim cleanup slot %s: %w", slot, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// FinishCleanupRound stores a round's report, and forgets rounds older than a week.
+func (s *Store) FinishCleanupRound(ctx context.Context, slot time.Time, report any) error {
+	b, err := json.Marshal(report)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.NewRaw(`UPDATE cleanup_rounds SET finished_at = now(), report = ?::jsonb WHERE slot = ?`, string(b), slot.UTC()).Exec(ctx); err != nil {
+		return fmt.Errorf("finish cleanup round: %w", err)
+	}
+	_, err = s.db.NewRaw(`DELETE FROM cleanup_rounds WHERE slot < now() - interval '7 days'`).Exec(ctx)
+	return err
+}
+
+// CleanupRound is one recorded round.
+type CleanupRound struct {
+	bun.BaseModel `bun:"table:cleanup_rounds"`
+
+	Slot       time.Time       `bun:"slot,pk"`
+	Worker     string          `bun:"worker"`
+	StartedAt  time.Time       `bun:"started_at"`
+	FinishedAt *time.Time      `bun:"finished_at"`
+	Report     json.RawMessage `bun:"report,type:jsonb"`
+}
+
+// CleanupRounds lists recorded rounds, oldest first.
+func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
+	var rounds []CleanupRound
+	err := s.db.NewSelect().Model(&rounds).Order("slot").Scan(ctx)
+	return rounds, err
+}
+
+// TakeOrphans returns up to limit tasks that should be (re)handed to asynq, and stamps their
+// enqueued_at so the next round skips them for grace:
+//   - PENDING or RETRY_WAIT not handed to asynq within grace (a failed enqueue, a process that
+//     died between commit and enqueue, or a Redis that lost its data);
+//   - RUNNING whose heartbeat is older than takeoverAfter (the worker died; if Redis also lost
+//     the job, nothing else would deliver it).
+//
+// Enqueueing is idempotent, so a task asynq still holds is not delivered twice.
+func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
+	var tasks []Task
+	err := s.db.NewRaw(`
+		WITH waiting AS (
+			SELECT id FROM tasks
+			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ?0))
+			ORDER BY enqueued_at NULLS FIRST LIMIT ?2 FOR UPDATE SKIP LOCKED
+		), silent AS (
+			SELECT id FROM tasks
+			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => ?1)
+			  AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ?0))
+			ORDER BY heartbeat_at LIMIT ?2 FOR UPDATE SKIP LOCKED
+		)
+		UPDATE tasks t SET enqueued_at = now()
+		WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*`,
+		grace.Seconds(), takeoverAfter.Seconds(), limit).Scan(ctx, &tasks)
+	if err != nil && !isNoRows(err) {
+		return nil, fmt.Errorf("find orphans: %w", err)
+	}
+	return tasks, nil
+}
+
+// ExpiredResults returns up to limit tasks whose result files are past their expiry and
+// still on record.
+func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
+	var tasks []Task
+	err := s.db.NewSelect().Model(&tasks).
+		Where("result_expires_at IS NOT NULL AND (result ->> 'file') IS NOT NULL AND result_expires_at < now()").
+		OrderExpr("result_expires_at").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find expired results: %w", err)
+	}
+	return tasks, nil
+}
+
+// ForgetResultFiles removes the file references of expired results, keeping the rest of
+// the result (rows, summary) and the task.
+func (s *Store) ForgetResultFiles(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.db.NewRaw(`UPDATE tasks SET result = (result - 'file' - 'error_report') || '{"expired": true}'::jsonb, updated_at = now()
+		WHERE id IN (?)`, bun.In(ids)).Exec(ctx)
+	return err
+}
+
+// PastRetention returns up to limit terminal tasks that finished before the cut-off.
+func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
+	var tasks []Task
+	err := s.db.NewSelect().Model(&tasks).
+		Where("status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED') AND finished_at < now() - make_interval(secs => ?)", retention.Seconds()).
+		OrderExpr("finished_at").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find tasks past retention: %w", err)
+	}
+	return tasks, nil
+}
+
+// DeleteTasks deletes terminal tasks with their runs, logs and failed rows.
+func (s *Store) DeleteTasks(ctx context.Context, ids []int64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res, err := s.db.NewRaw(`DELETE FROM tasks WHERE id IN (?) AND status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED')`,
+		bun.In(ids)).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("delete tasks: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// LiveFiles returns the task numbers of RUNNING tasks and the uploads that waiting or running
+// tasks still need: cleanup must not delete those.
+func (s *Store) LiveFiles(ctx context.Context) (running map[string]bool, uploads map[string]bool, err error) {
+	var rows []struct {
+		TaskNo string `bun:"task_no"`
+		Status Status `bun:"status"`
+		Upload string `bun:"upload"`
+	}
+	err = s.db.NewRaw(`
+		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT')
+		UNION ALL
+		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status = 'RUNNING'`).Scan(ctx, &rows)
+	if err != nil && !isNoRows(err) {
+		return nil, nil, fmt.Errorf("list live tasks: %w", err)
+	}
+	running, uploads = map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if r.Status == StatusRunning {
+			running[r.TaskNo] = true
+		}
+		if r.Upload != "" {
+			uploads[r.Upload] = true
+		}
+	}
+	return running, uploads, nil
+}
