@@ -245,4 +245,3 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 		t.Fatalf("after Redis came back: %+v", final)
 	}
 }
-

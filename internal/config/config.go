@@ -257,7 +257,7 @@ func Default() Config {
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour},
-		Log:    Log{Format: "json", Level: "info"},
+		Log: Log{Format: "json", Level: "info"},
 	}
 }
 
