@@ -107,8 +107,8 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		run  func(context.Context) (int, error)
 		dst  *int
 	}{
+		{"stale_runs", c.staleRuns, &rep.TimedOut}, // first: a timed-out task is no orphan
 		{"orphans", c.orphans, &rep.Orphans},
-		{"stale_runs", c.staleRuns, &rep.TimedOut},
 		{"expired_results", c.expiredResults, &rep.ResultsExpired},
 		{"uploads", c.uploads, &rep.UploadsDeleted},
 		{"temp_files", c.tempFiles, &rep.TempDeleted},

@@ -1,0 +1,317 @@
+package cleanup_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+func TestSlotIsTheLatestActivation(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 12, 34, 56, 0, time.UTC) // a Saturday
+	for spec, want := range map[string]time.Time{
+		"* * * * *":    time.Date(2026, 11, 28, 12, 34, 0, 0, time.UTC),
+		"*/15 * * * *": time.Date(2026, 11, 28, 12, 30, 0, 0, time.UTC),
+		"0 9 * * 1-5":  time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC),
+		"@hourly":      time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC),
+		"@every 30s":   time.Date(2026, 11, 28, 12, 34, 30, 0, time.UTC),
+	} {
+		s, err := cleanup.ParseSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cleanup.Slot(s, at); !got.Equal(want) {
+			t.Errorf("Slot(%q, %s) = %s, want %s", spec, at, got, want)
+		}
+		if got := cleanup.Slot(s, at.Add(-time.Nanosecond).Add(time.Nanosecond)); !got.Equal(want) {
+			t.Errorf("Slot(%q) is not stable", spec)
+		}
+	}
+}
+
+type fixture struct {
+	t       *testing.T
+	st      *store.Store
+	pg      *testenv.Postgres
+	files   *files.Store
+	cleaner *cleanup.Cleaner
+	insp    *asynq.Inspector
+}
+
+func newFixture(t *testing.T, batch int) *fixture {
+	t.Helper()
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	fs, err := files.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClientFromRedisClient(rd.Client)
+	insp := asynq.NewInspectorFromRedisClient(rd.Client)
+	st := store.New(pg.DB)
+	sched, _ := cleanup.ParseSpec("* * * * *")
+	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
+		BatchSize: batch, UploadTTL: time.Hour, TempTTL: time.Hour, Retention: 30 * 24 * time.Hour}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := cleanup.New(cfg, st, jobs.NewEnqueuer(client, insp, nil), fs, "test", nil, logger)
+	return &fixture{t: t, st: st, pg: pg, files: fs, cleaner: c, insp: insp}
+}
+
+func (f *fixture) task(params string) *store.Task {
+	f.t.Helper()
+	t, _, err := f.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice",
+		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Params: json.RawMessage(params)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return t
+}
+
+func (f *fixture) exec(q string, args ...any) {
+	f.t.Helper()
+	if _, err := f.pg.DB.ExecContext(context.Background(), q, args...); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func (f *fixture) get(id int64) *store.Task {
+	f.t.Helper()
+	t, err := f.st.GetByID(context.Background(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return t
+}
+
+// file writes a file under the data dir with the given age.
+func (f *fixture) file(rel string, age time.Duration) string {
+	f.t.Helper()
+	p, _ := f.files.Path(rel)
+	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	old := time.Now().Add(-age)
+	os.Chtimes(p, old, old)
+	return p
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	dead := f.task(`{}`)
+	if _, err := f.st.Claim(ctx, dead.ID, "gone", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	partial := f.file(files.Temp+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '11 minutes' WHERE id = ?", dead.ID)
+
+	slow := f.task(`{}`) // silent, but within its timeout: left to a takeover
+	if _, err := f.st.Claim(ctx, slow.ID, "slow", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '5 minutes', enqueued_at = now() - interval '1 hour' WHERE id = ?", slow.ID)
+
+	rep := f.cleaner.Round(ctx)
+	if rep.TimedOut != 1 || rep.Orphans != 1 || rep.Errors != 0 {
+		t.Fatalf("report = %+v, want one timed out and one re-delivered", rep)
+	}
+	if got := f.get(dead.ID); got.Status != store.StatusTimeout || got.ErrorCode != "timeout" {
+		t.Fatalf("dead task = %s %s", got.Status, got.ErrorCode)
+	}
+	if exists(partial) {
+		t.Fatal("the timed-out task's partial file is still there")
+	}
+	runs, _ := f.st.Runs(ctx, dead.ID)
+	if len(runs) != 1 || runs[0].Status != "TIMEOUT" || runs[0].FinishedAt == nil {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if got := f.get(slow.ID); got.Status != store.StatusRunning {
+		t.Fatalf("slow task = %s, want still RUNNING (to be taken over)", got.Status)
+	}
+	if _, err := f.insp.GetTaskInfo("exports", jobs.JobID(slow.TaskNo, 1)); err != nil {
+		t.Fatalf("the silent task was not handed to asynq for a takeover: %v", err)
+	}
+}
+
+func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	ctx := context.Background()
+	var ids []int64
+	for range 5 {
+		tk := f.task(`{}`)
+		ids = append(ids, tk.ID)
+	}
+	f.exec("UPDATE tasks SET enqueued_at = NULL")
+	fresh := f.task(`{}`) // enqueued just now: inside the grace period
+
+	counts := []int{}
+	for range 4 {
+		counts = append(counts, f.cleaner.Round(ctx).Orphans)
+	}
+	if counts[0] != 2 || counts[1] != 2 || counts[2] != 1 || counts[3] != 0 {
+		t.Fatalf("orphans per round = %v, want 2,2,1,0 (bounded by the batch size)", counts)
+	}
+	info, err := f.insp.GetQueueInfo("exports")
+	if err != nil || info.Pending != 5 {
+		t.Fatalf("asynq pending = %+v (%v), want the 5 orphans", info, err)
+	}
+	// Past the grace again: enqueueing again is a no-op, asynq still holds one job each.
+	f.exec("UPDATE tasks SET enqueued_at = now() - interval '2 minutes' WHERE id IN (?)", ids[0])
+	if n := f.cleaner.Round(ctx).Orphans; n != 1 {
+		t.Fatalf("second hand-off = %d", n)
+	}
+	if info, _ := f.insp.GetQueueInfo("exports"); info.Pending != 5 {
+		t.Fatalf("asynq pending after a repeat = %d, want still 5", info.Pending)
+	}
+	if _, err := f.insp.GetTaskInfo("exports", jobs.JobID(fresh.TaskNo, 0)); err == nil {
+		t.Fatal("a task inside its grace period was enqueued by the round (the test never enqueued it)")
+	}
+}
+
+func TestRoundExpiresResultFilesAndKeepsTheRecord(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	done := func(expiresIn string) (*store.Task, string) {
+		tk := f.task(`{}`)
+		c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := files.Results + "/" + tk.TaskNo + ".xlsx"
+		p := f.file(rel, 0)
+		exp := time.Now().Add(mustDuration(expiresIn))
+		if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+			Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
+			t.Fatal(err)
+		}
+		return tk, p
+	}
+	old, oldFile := done("-1s")
+	live, liveFile := done("1h")
+	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if exists(oldFile) || !exists(liveFile) {
+		t.Fatalf("expired file exists=%v, live file exists=%v", exists(oldFile), exists(liveFile))
+	}
+	got := f.get(old.ID)
+	var res map[string]any
+	json.Unmarshal(got.Result, &res)
+	if got.Status != store.StatusSuccess || res["file"] != nil || res["rows"] != 7.0 || res["expired"] != true {
+		t.Fatalf("expired task = %s %s", got.Status, got.Result)
+	}
+	if f.get(live.ID).Result == nil {
+		t.Fatal("the live result was touched")
+	}
+	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 0 {
+		t.Fatalf("an expired result was processed twice: %+v", rep)
+	}
+}
+
+func TestRoundDeletesOnlyOldUnreferencedUploads(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	oldOrphan := f.file(files.Uploads+"/aaa.xlsx", 2*time.Hour)
+	oldInUse := f.file(files.Uploads+"/bbb.xlsx", 2*time.Hour)
+	young := f.file(files.Uploads+"/ccc.xlsx", time.Minute)
+	f.task(`{"upload":"uploads/bbb.xlsx"}`) // a PENDING import still needs it
+	oldTemp := f.file(files.Temp+"/tsk_GONE-1.xlsx", 2*time.Hour)
+
+	rep := f.cleaner.Round(ctx)
+	if rep.UploadsDeleted != 1 || rep.TempDeleted != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if exists(oldOrphan) || !exists(oldInUse) || !exists(young) || exists(oldTemp) {
+		t.Fatalf("orphan=%v in-use=%v young=%v temp=%v; want only in-use and young left", exists(oldOrphan), exists(oldInUse), exists(young), exists(oldTemp))
+	}
+}
+
+func TestRoundAppliesRetentionWithRunsLogsItemsAndFiles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	finished := func(age string) (*store.Task, string) {
+		tk := f.task(`{}`)
+		c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := files.Results + "/" + tk.TaskNo + ".xlsx"
+		p := f.file(rel, 0)
+		if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"` + rel + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		f.exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, 2, 'phone', 'bad')", tk.ID)
+		f.exec("UPDATE tasks SET finished_at = now() - ?::interval WHERE id = ?", age, tk.ID)
+		return tk, p
+	}
+	old, oldFile := finished("31 days")
+	recent, _ := finished("29 days")
+	pending := f.task(`{}`)
+	f.exec("UPDATE tasks SET created_at = now() - interval '90 days' WHERE id = ?", pending.ID)
+
+	if rep := f.cleaner.Round(ctx); rep.RetentionPurged != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	if _, err := f.st.GetByID(ctx, old.ID); err == nil || exists(oldFile) {
+		t.Fatal("the task past retention, or its file, is still there")
+	}
+	var orphans int
+	f.pg.DB.NewRaw(`SELECT (SELECT count(*) FROM task_runs WHERE task_id = ?) + (SELECT count(*) FROM task_logs WHERE task_id = ?)
+		+ (SELECT count(*) FROM task_items WHERE task_id = ?)`, old.ID, old.ID, old.ID).Scan(ctx, &orphans)
+	if orphans != 0 {
+		t.Fatalf("%d runs/logs/items of the deleted task remain", orphans)
+	}
+	if _, err := f.st.GetByID(ctx, recent.ID); err != nil {
+		t.Fatal("a task within retention was deleted")
+	}
+	if _, err := f.st.GetByID(ctx, pending.ID); err != nil {
+		t.Fatal("an old but unfinished task was deleted")
+	}
+}
+
+func TestGuardRunsASlotOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 10)
+	for range 3 {
+		if err := f.cleaner.ProcessTask(context.Background(), asynq.NewTask(cleanup.Type, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rounds, err := f.st.CleanupRounds(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three deliveries within one minute's slot (or two, straddling a minute boundary).
+	if len(rounds) == 0 || len(rounds) > 2 || rounds[0].FinishedAt == nil {
+		t.Fatalf("rounds = %+v, want the slot recorded once and finished", rounds)
+	}
+}
+
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
