@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -48,6 +49,7 @@ func toProblem(err error) *Problem {
 		conflict *store.ConflictError
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
+		file     *importer.FileProblem
 	)
 	switch {
 	case errors.As(err, &p):
@@ -62,6 +64,10 @@ func toProblem(err error) *Problem {
 		p := problem(http.StatusTooManyRequests, "queue_busy", busy.Error())
 		p.retryAfter = int(max(busy.RetryAfter.Seconds(), 1))
 		return p
+	case errors.As(err, &file):
+		status := map[importer.ProblemKind]int{importer.Unsupported: http.StatusUnsupportedMediaType,
+			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge}[file.Kind]
+		return problem(status, file.Code, file.Message)
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem(http.StatusUnprocessableEntity, "unknown_type", err.Error())
 	case store.IsUnavailable(err):

@@ -32,6 +32,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// QueryTimeout bounds each request's database work. Default 5s.
 	QueryTimeout time.Duration
+	// Import bounds uploads.
+	Import ImportLimits
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
@@ -77,14 +79,17 @@ func New(d Deps) *Server {
 func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux := http.NewServeMux()
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error) {
-		mux.Handle(pattern, s.authenticated(h))
+		mux.Handle(pattern, s.authenticated(h, s.QueryTimeout))
 	}
 	api("POST /api/v1/exports", s.submitExport)
+	// An upload may take longer than a query: its handler bounds its own database work.
+	mux.Handle("POST /api/v1/imports", s.authenticated(s.submitImport, 0))
 	api("GET /api/v1/tasks", s.listTasks)
 	api("GET /api/v1/tasks/{id}", s.getTask)
 	api("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
 	api("POST /api/v1/tasks/{id}/retry", s.retryTask)
 	api("GET /api/v1/tasks/{id}/result", s.downloadResult)
+	api("GET /api/v1/tasks/{id}/error-report", s.downloadErrorReport)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	for _, m := range mounts {
@@ -96,8 +101,9 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	return s.middleware(mux)
 }
 
-// authenticated resolves the bearer token, then runs h, turning its error into a problem.
-func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Principal) error) http.Handler {
+// authenticated resolves the bearer token, then runs h within timeout (none when 0),
+// turning its error into a problem.
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.authenticate(r)
 		if !ok {
@@ -105,9 +111,12 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Princi
 			s.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>"))
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
-		defer cancel()
-		if err := h(w, r.WithContext(ctx), p); err != nil {
+		if timeout > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		if err := h(w, r, p); err != nil {
 			s.writeError(w, r, err)
 		}
 	})

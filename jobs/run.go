@@ -71,13 +71,18 @@ func (r *Run) Progress(ctx context.Context, current, total int64) error {
 // CommitBatch writes one batch in a transaction together with its checkpoint, counts,
 // progress and heartbeat, fenced by the lease (see store.CommitBatch), then does the
 // Checkpoint check.
-func (r *Run) CommitBatch(ctx context.Context, b store.Batch, write func(ctx context.Context, tx bun.Tx) error) error {
-	req, err := r.rt.store.CommitBatch(ctx, r.Lease, b, write)
+func (r *Run) CommitBatch(ctx context.Context, write func(ctx context.Context, tx bun.Tx) (store.Batch, error)) error {
+	var committed store.Batch
+	req, err := r.rt.store.CommitBatch(ctx, r.Lease, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
+		b, err := write(ctx, tx)
+		committed = b
+		return b, err
+	})
 	if err != nil {
 		return err
 	}
 	r.observeCancel(req)
-	r.putBoard(ctx, b.ProgressCurrent, b.ProgressTotal)
+	r.putBoard(ctx, committed.ProgressCurrent, committed.ProgressTotal)
 	return r.Checkpoint(ctx)
 }
 

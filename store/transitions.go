@@ -234,25 +234,28 @@ type Batch struct {
 	ProgressTotal   int64
 }
 
-// CommitBatch runs write inside one transaction together with the batch's checkpoint, counts,
-// progress and heartbeat, all fenced by the lease. The fenced update runs first and locks the
-// task row, so a takeover waits for the batch and a superseded attempt writes nothing.
-func (s *Store) CommitBatch(ctx context.Context, l Lease, b Batch, write func(ctx context.Context, tx bun.Tx) error) (cancelRequested bool, err error) {
+// CommitBatch runs write in one transaction with the batch's checkpoint, counts, progress and
+// heartbeat, all fenced by the lease. It first locks the task row if, and only if, the lease
+// still owns it: a superseded attempt writes nothing, and a takeover waits for the batch.
+// write returns the Batch it committed, so the counts are what the write actually did.
+func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context.Context, tx bun.Tx) (Batch, error)) (cancelRequested bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		err := tx.NewRaw(`
-			UPDATE tasks SET checkpoint = ?::jsonb, total_count = total_count + ?, success_count = success_count + ?,
-			       failed_count = failed_count + ?, progress_current = GREATEST(progress_current, ?), progress_total = ?,
-			       heartbeat_at = now(), updated_at = now()
-			WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
-			nullJSON(b.Checkpoint), b.TotalDelta, b.SuccessDelta, b.FailedDelta, b.ProgressCurrent, b.ProgressTotal,
+		err := tx.NewRaw(`SELECT cancel_requested FROM tasks WHERE id = ? AND attempt = ? AND status = 'RUNNING' FOR UPDATE`,
 			l.TaskID, l.Attempt).Scan(ctx, &cancelRequested)
 		if err := fenced(err, "commit batch", l); err != nil {
 			return err
 		}
-		if write == nil {
-			return nil
+		b, err := write(ctx, tx)
+		if err != nil {
+			return err
 		}
-		return write(ctx, tx)
+		_, err = tx.NewRaw(`
+			UPDATE tasks SET checkpoint = ?::jsonb, total_count = total_count + ?, success_count = success_count + ?,
+			       failed_count = failed_count + ?, progress_current = GREATEST(progress_current, ?), progress_total = ?,
+			       heartbeat_at = now(), updated_at = now()
+			WHERE id = ?`,
+			nullJSON(b.Checkpoint), b.TotalDelta, b.SuccessDelta, b.FailedDelta, b.ProgressCurrent, b.ProgressTotal, l.TaskID).Exec(ctx)
+		return err
 	})
 	return cancelRequested, err
 }

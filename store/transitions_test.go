@@ -232,7 +232,9 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 			return err
 		}},
 		{"commit batch", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.CommitBatch(ctx, lease(task, l), store.Batch{SuccessDelta: 1}, nil)
+			_, err := f.s.CommitBatch(ctx, lease(task, l), func(context.Context, bun.Tx) (store.Batch, error) {
+				return store.Batch{SuccessDelta: 1}, nil
+			})
 			return err
 		}},
 		{"succeed", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
@@ -324,11 +326,10 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		"retry later": func() error { _, err := f.s.RetryLater(ctx, zombie, "x", "y", time.Second); return err },
 		"release":     func() error { _, err := f.s.Release(ctx, zombie, "bye"); return err },
 		"commit batch": func() error {
-			_, err := f.s.CommitBatch(ctx, zombie, store.Batch{SuccessDelta: 1000, Checkpoint: json.RawMessage(`{"row":1000}`)},
-				func(ctx context.Context, tx bun.Tx) error {
-					_, err := tx.ExecContext(ctx, "INSERT INTO customers (code, name, phone) VALUES ('Z1', 'zombie', '13800138000')")
-					return err
-				})
+			_, err := f.s.CommitBatch(ctx, zombie, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
+				_, err := tx.ExecContext(ctx, "INSERT INTO customers (code, name, phone) VALUES ('Z1', 'zombie', '13800138000')")
+				return store.Batch{SuccessDelta: 1000, Checkpoint: json.RawMessage(`{"row":1000}`)}, err
+			})
 			return err
 		},
 	}

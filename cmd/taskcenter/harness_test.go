@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -180,7 +181,17 @@ type taskJSON struct {
 		Name    string `json:"name"`
 		Rows    int64  `json:"rows"`
 		Expired bool   `json:"expired"`
+		Summary *struct {
+			Total   int64 `json:"total"`
+			Success int64 `json:"success"`
+			Failed  int64 `json:"failed"`
+		} `json:"summary"`
 	} `json:"result"`
+	Counts struct {
+		Total   int64 `json:"total"`
+		Success int64 `json:"success"`
+		Failed  int64 `json:"failed"`
+	} `json:"counts"`
 	Links    map[string]string `json:"links"`
 	Attempts []struct {
 		Attempt int    `json:"attempt"`
@@ -417,4 +428,64 @@ func (p *binProc) signal(sig os.Signal, within time.Duration) error {
 		p.t.Fatalf("process did not exit within %s of %v", within, sig)
 		return nil
 	}
+}
+
+// upload posts a multipart import: the file's bytes under filename, plus form fields.
+func (p *proc) upload(token, filename string, content []byte, fields map[string]string) response {
+	p.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		mw.WriteField(k, v) //nolint:errcheck
+	}
+	fw, err := mw.CreateFormFile("file", filename)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	fw.Write(content) //nolint:errcheck
+	mw.Close()
+	req, _ := http.NewRequest("POST", p.base+"/api/v1/imports", &body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("upload %s: %v", filename, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// submitImport uploads and expects a new task.
+func (p *proc) submitImport(token, filename string, content []byte, fields map[string]string) taskJSON {
+	p.t.Helper()
+	res := p.upload(token, filename, content, fields)
+	if res.status != http.StatusAccepted {
+		p.t.Fatalf("import %s: %d %s", filename, res.status, res.body)
+	}
+	var out struct{ Task taskJSON }
+	res.json(p.t, &out)
+	return out.Task
+}
+
+// items returns a task's rejected rows: row number → message.
+func (e *env) items(taskNo string) map[int]string {
+	e.t.Helper()
+	var rows []struct {
+		Row     int    `bun:"row_no"`
+		Message string `bun:"message"`
+	}
+	err := e.pg.DB.NewRaw("SELECT row_no, message FROM task_items WHERE task_id = (SELECT id FROM tasks WHERE task_no = ?) ORDER BY row_no", taskNo).
+		Scan(context.Background(), &rows)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, r := range rows {
+		if _, dup := out[r.Row]; dup {
+			e.t.Fatalf("row %d was rejected twice", r.Row)
+		}
+		out[r.Row] = r.Message
+	}
+	return out
 }

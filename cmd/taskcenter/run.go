@@ -25,6 +25,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -215,6 +216,7 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	submitter := jobs.NewSubmitter(st, enqueuer, submitTypes, limits, logger)
 
+	importLimits := importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
 	cleanupCfg, err := cleanupConfig(cfg)
 	if err != nil {
 		return err
@@ -239,6 +241,7 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		}
 		register(export.NewCustomers(db, fileStore, exportCfg))
 		register(export.NewTasks(db, fileStore, exportCfg))
+		register(importer.New(st, fileStore, importer.Config{Limits: importLimits, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
 
 		concurrency := map[string]int{}
 		for name, q := range cfg.Queues {
@@ -261,6 +264,7 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		api := httpapi.New(httpapi.Deps{
 			Store: st, Submitter: submitter, Enqueuer: enqueuer, Board: board, Files: fileStore, Tokens: cfg.Auth.Tokens,
 			Logger: logger, QueryTimeout: cfg.Database.QueryTimeout,
+			Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: importLimits},
 			Ready: func(ctx context.Context) map[string]error {
 				return map[string]error{"postgres": store.Ping(ctx, db), "redis": rdb.Ping(ctx).Err()}
 			},

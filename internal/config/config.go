@@ -41,6 +41,8 @@ type Config struct {
 	Types map[string]TaskType `yaml:"types"`
 	// Export tunes the report exports.
 	Export Export `yaml:"export"`
+	// Import tunes spreadsheet imports.
+	Import Import `yaml:"import"`
 	// Cleanup tunes the scheduled maintenance round.
 	Cleanup Cleanup `yaml:"cleanup"`
 	// Log selects the log format and level.
@@ -190,6 +192,22 @@ type Export struct {
 	MaxRows int `yaml:"max_rows"`
 }
 
+// Import tunes spreadsheet imports.
+type Import struct {
+	// MaxUploadBytes caps an upload; larger bodies answer 413 before they are read.
+	// Default 104857600 (100 MiB).
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
+	// MaxUncompressedBytes caps what an .xlsx may expand to (zip bombs). Default 1073741824
+	// (1 GiB).
+	MaxUncompressedBytes int64 `yaml:"max_uncompressed_bytes"`
+	// MaxRows caps the data rows of one file. Default 1,000,000.
+	MaxRows int `yaml:"max_rows"`
+	// BatchSize is the rows written per transaction. Default 1000.
+	BatchSize int `yaml:"batch_size"`
+	// ReportTTL is how long an error report can be downloaded. Default 168h (7 days).
+	ReportTTL time.Duration `yaml:"report_ttl"`
+}
+
 // Cleanup tunes the scheduled maintenance round (maintenance:cleanup).
 type Cleanup struct {
 	// Spec is the cron spec of the round: "* * * * *", "@every 30s", "@hourly". Default every
@@ -253,8 +271,11 @@ func Default() Config {
 		Types: map[string]TaskType{
 			"export:customers": defaultType("exports"),
 			"export:tasks":     defaultType("exports"),
+			"import:customers": defaultType("imports"),
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
+		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
+			ReportTTL: 7 * 24 * time.Hour},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour},
 		Log: Log{Format: "json", Level: "info"},
@@ -407,6 +428,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Export.MaxRows < 1 || c.Export.MaxRows > 1_048_575 {
 		bad("export.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", c.Export.MaxRows)
+	}
+	im := c.Import
+	if im.MaxUploadBytes < 1<<10 {
+		bad("import.max_upload_bytes must be at least 1024, got %d", im.MaxUploadBytes)
+	}
+	if im.MaxUncompressedBytes < im.MaxUploadBytes {
+		bad("import.max_uncompressed_bytes (%d) must be at least import.max_upload_bytes (%d)", im.MaxUncompressedBytes, im.MaxUploadBytes)
+	}
+	if im.MaxRows < 1 || im.MaxRows > 1_048_575 {
+		bad("import.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", im.MaxRows)
+	}
+	if im.BatchSize < 1 || im.BatchSize > 10_000 {
+		bad("import.batch_size must be between 1 and 10000, got %d", im.BatchSize)
+	}
+	if im.ReportTTL <= 0 {
+		bad("import.report_ttl must be positive, e.g. 168h")
 	}
 	cl := c.Cleanup
 	if _, err := cron.ParseStandard(cl.Spec); err != nil {

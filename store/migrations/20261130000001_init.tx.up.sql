@@ -134,6 +134,10 @@ CREATE TABLE customers (
     email      text        NOT NULL DEFAULT '',
     city       text        NOT NULL DEFAULT '',
     level      text        NOT NULL DEFAULT '',
+    -- provenance: the import (and its row) that last wrote this customer. It also lets an
+    -- import tell "this code appeared earlier in the same file" from "it already existed".
+    last_import_task_id bigint,
+    last_import_row     int,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );

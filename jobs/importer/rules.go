@@ -1,0 +1,271 @@
+package importer
+
+import (
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// field is a column the import understands.
+type field int
+
+const (
+	fCode field = iota
+	fName
+	fPhone
+	fEmail
+	fCity
+	fLevel
+	numFields
+)
+
+var fieldNames = [numFields]string{"code", "name", "phone", "email", "city", "level"}
+
+// chineseNames are the Chinese headers shown in messages next to the English ones.
+var chineseNames = [numFields]string{"客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"}
+
+var required = []field{fCode, fName, fPhone}
+
+// aliases maps a normalised header to its field. Headers are compared lower-cased, without
+// spaces, underscores, '*' markers or a parenthesised note: "手机号(必填)*" reads as 手机号.
+var aliases = map[string]field{
+	"code": fCode, "customercode": fCode, "客户编号": fCode, "客户代码": fCode, "编号": fCode,
+	"name": fName, "customername": fName, "客户名称": fName, "客户名": fName, "名称": fName,
+	"phone": fPhone, "mobile": fPhone, "phonenumber": fPhone, "手机号": fPhone, "手机号码": fPhone, "手机": fPhone,
+	"email": fEmail, "e-mail": fEmail, "mail": fEmail, "邮箱": fEmail, "电子邮箱": fEmail, "邮件": fEmail,
+	"city": fCity, "城市": fCity, "所在城市": fCity,
+	"level": fLevel, "grade": fLevel, "等级": fLevel, "客户等级": fLevel,
+}
+
+var noteInHeader = regexp.MustCompile(`[(（][^)）]*[)）]`)
+
+func normalizeHeader(h string) string {
+	h = noteInHeader.ReplaceAllString(h, "")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r), r == '_', r == '*', r == '\uFEFF':
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, h)
+}
+
+// columns maps each field to its column index in the file (-1 when absent).
+type columns [numFields]int
+
+// mapHeader reads a header row. It returns how many cells name a known field, and an error
+// a user can act on when required columns are missing or a field appears twice.
+func mapHeader(cells []string) (columns, int, error) {
+	var cols columns
+	for i := range cols {
+		cols[i] = -1
+	}
+	known := 0
+	for i, c := range cells {
+		f, ok := aliases[normalizeHeader(c)]
+		if !ok {
+			continue // unknown extra columns are ignored
+		}
+		known++
+		if prev := cols[f]; prev >= 0 {
+			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", columnName(prev), columnName(i), fieldNames[f])
+		}
+		cols[f] = i
+	}
+	var missing []string
+	for _, f := range required {
+		if cols[f] < 0 {
+			missing = append(missing, fmt.Sprintf("%s (%s)", fieldNames[f], chineseNames[f]))
+		}
+	}
+	if len(missing) > 0 {
+		return cols, known, fmt.Errorf("the header row is missing required column(s): %s", strings.Join(missing, ", "))
+	}
+	return cols, known, nil
+}
+
+// columnName is the spreadsheet letter of a 0-based column.
+func columnName(i int) string {
+	name := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		name = string(rune('A'+(i-1)%26)) + name
+	}
+	return name
+}
+
+// fieldError is one problem with one cell.
+type fieldError struct {
+	field   field
+	message string
+}
+
+func (e fieldError) String() string { return fieldNames[e.field] + ": " + e.message }
+
+// Limits of the customers table.
+const (
+	maxName  = 100
+	maxEmail = 254
+	maxCity  = 64
+)
+
+var (
+	codePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+	phonePattern = regexp.MustCompile(`^1[0-9]{10}$`)
+	numberCell   = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+]?[0-9]+)?$`)
+)
+
+// levels maps accepted spellings to the canonical level stored.
+var levels = map[string]string{
+	"normal": "normal", "普通": "normal", "standard": "normal",
+	"silver": "silver", "白银": "silver", "银牌": "silver",
+	"gold": "gold", "黄金": "gold", "金牌": "gold",
+	"platinum": "platinum", "铂金": "platinum", "白金": "platinum",
+	"diamond": "diamond", "钻石": "diamond",
+}
+
+const levelChoices = "normal, silver, gold, platinum or diamond (普通, 白银, 黄金, 铂金, 钻石)"
+
+// cell returns the trimmed value of field f in a row (empty when the column is absent or the
+// row is short).
+func (c *columns) cell(row []string, f field) string {
+	i := c[f]
+	if i < 0 || i >= len(row) {
+		return ""
+	}
+	return strings.TrimSpace(row[i])
+}
+
+// validate turns a data row into a customer, or the list of its problems.
+func (c *columns) validate(rowNo int, row []string) (store.CustomerRow, []fieldError) {
+	out := store.CustomerRow{Row: rowNo}
+	var errs []fieldError
+	bad := func(f field, format string, args ...any) { errs = append(errs, fieldError{f, fmt.Sprintf(format, args...)}) }
+
+	for _, f := range required {
+		if c.cell(row, f) == "" {
+			bad(f, "is required")
+		}
+	}
+	if code := integral(c.cell(row, fCode)); code != "" {
+		if codePattern.MatchString(code) {
+			out.Code = code
+		} else {
+			bad(fCode, "must be 1 to 32 letters, digits, '-' or '_', starting with a letter or digit")
+		}
+	}
+	if name := c.cell(row, fName); name != "" {
+		if n := utf8.RuneCountInString(name); n > maxName {
+			bad(fName, "must be at most %d characters (this one has %d)", maxName, n)
+		} else {
+			out.Name = name
+		}
+	}
+	if raw := c.cell(row, fPhone); raw != "" {
+		phone, err := normalizePhone(raw)
+		if err != "" {
+			bad(fPhone, "%s", err)
+		} else {
+			out.Phone = phone
+		}
+	}
+	if email := c.cell(row, fEmail); email != "" {
+		if validEmail(email) {
+			out.Email = strings.ToLower(email)
+		} else {
+			bad(fEmail, "is not a valid email address")
+		}
+	}
+	if city := c.cell(row, fCity); city != "" {
+		if n := utf8.RuneCountInString(city); n > maxCity {
+			bad(fCity, "must be at most %d characters (this one has %d)", maxCity, n)
+		} else {
+			out.City = city
+		}
+	}
+	out.Level = "normal"
+	if lv := c.cell(row, fLevel); lv != "" {
+		if canon, ok := levels[strings.ToLower(lv)]; ok {
+			out.Level = canon
+		} else {
+			bad(fLevel, "must be %s", levelChoices)
+		}
+	}
+	return out, errs
+}
+
+// blank reports whether every cell of a row is empty after trimming.
+func blank(row []string) bool {
+	for _, c := range row {
+		if strings.TrimSpace(c) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizePhone accepts a mainland mobile number written as digits (spaces and dashes and
+// a +86 prefix allowed), or as the number a numeric cell holds (13800138000, 1.3800138E10).
+func normalizePhone(raw string) (string, string) {
+	const rule = "must be 11 digits starting with 1"
+	s := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' || r == '\u00a0' {
+			return -1
+		}
+		return r
+	}, raw)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "+86"), "0086")
+	if numberCell.MatchString(s) && strings.ContainsAny(s, ".eE") {
+		mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
+		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
+		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
+			// Excel shows long numbers rounded to six digits: the rest is lost.
+			return "", fmt.Sprintf("%s is a rounded number; format the column as text and enter all 11 digits", raw)
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v != float64(int64(v)) {
+			return "", rule
+		}
+		s = strconv.FormatInt(int64(v), 10)
+	}
+	if !phonePattern.MatchString(s) {
+		return "", rule
+	}
+	return s, ""
+}
+
+// integral turns "1001.0" (how some writers store a whole number) into "1001".
+func integral(s string) string {
+	if whole, frac, ok := strings.Cut(s, "."); ok && strings.Trim(frac, "0") == "" && whole != "" && strings.Trim(whole, "0123456789") == "" {
+		return whole
+	}
+	return s
+}
+
+func validEmail(s string) bool {
+	if len(s) > maxEmail || strings.ContainsAny(s, " <>\"") {
+		return false
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	return at > 0 && strings.Contains(s[at+1:], ".")
+}
+
+// rowMessage is how a failed row reads: "phone: must be …; email: …".
+func rowMessage(errs []fieldError) (fields, message string) {
+	fs := make([]string, len(errs))
+	ms := make([]string, len(errs))
+	for i, e := range errs {
+		fs[i] = fieldNames[e.field]
+		ms[i] = e.String()
+	}
+	return strings.Join(fs, ","), strings.Join(ms, "; ")
+}

@@ -1,0 +1,108 @@
+package importer
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHeaderMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		header  []string
+		want    map[field]int
+		wantErr string
+	}{
+		{"english in any order with extras", []string{"Phone", "note", " Code ", "NAME", "level"}, map[field]int{fPhone: 0, fCode: 2, fName: 3, fLevel: 4, fEmail: -1}, ""},
+		{"chinese with markers", []string{"客户编号*", "客户名称(必填)", "手机号（必填）", "邮箱", "城市", "等级"}, map[field]int{fCode: 0, fName: 1, fPhone: 2, fEmail: 3, fCity: 4, fLevel: 5}, ""},
+		{"bom and underscores", []string{"\uFEFFcustomer_code", "customer_name", "mobile"}, map[field]int{fCode: 0, fName: 1, fPhone: 2}, ""},
+		{"missing required", []string{"code", "email"}, nil, "missing required column(s): name (客户名称), phone (手机号)"},
+		{"same field twice", []string{"code", "name", "phone", "手机号"}, nil, "columns C and D both hold phone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cols, _, err := mapHeader(tt.header)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f, i := range tt.want {
+				if cols[f] != i {
+					t.Errorf("%s at %d, want %d", fieldNames[f], cols[f], i)
+				}
+			}
+		})
+	}
+}
+
+func TestRowValidation(t *testing.T) {
+	t.Parallel()
+	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		row  []string
+		want string // the row's message; empty for a valid row
+	}{
+		{"valid", []string{"C001", "Alice", "13800138000", "a@example.com", "上海", "黄金"}, ""},
+		{"trimmed and short row", []string{"  C002 ", " Bob ", " 13800138001 "}, ""},
+		{"numeric phone cell", []string{"C003", "n", "13800138000"}, ""},
+		{"scientific phone with all digits", []string{"C004", "n", "1.3800138E10"}, ""},
+		{"float phone", []string{"C005", "n", "13800138000.0"}, ""},
+		{"spaced phone with +86", []string{"C006", "n", "+86 138-0013-8000"}, ""},
+		{"rounded phone", []string{"C007", "n", "1.38001E+10"}, "phone: 1.38001E+10 is a rounded number"},
+		{"short phone", []string{"C008", "n", "1380013800"}, "phone: must be 11 digits starting with 1"},
+		{"landline", []string{"C009", "n", "02112345678"}, "phone: must be 11 digits starting with 1"},
+		{"missing name and phone", []string{"C010", "", ""}, "name: is required; phone: is required"},
+		{"bad code", []string{"C 011", "n", "13800138000"}, "code: must be 1 to 32 letters"},
+		{"long code", []string{strings.Repeat("A", 33), "n", "13800138000"}, "code: must be 1 to 32"},
+		{"bad email", []string{"C012", "n", "13800138000", "not-an-email"}, "email: is not a valid email address"},
+		{"email with name", []string{"C013", "n", "13800138000", "Bob <b@x.com>"}, "email: is not a valid"},
+		{"bad level", []string{"C014", "n", "13800138000", "", "", "vip"}, "level: must be normal, silver, gold, platinum or diamond"},
+		{"32k name", []string{"C015", strings.Repeat("名", 32767), "13800138000"}, "name: must be at most 100 characters (this one has 32767)"},
+		{"several problems", []string{"", "n", "123", "x@"}, "code: is required; phone: must be 11 digits starting with 1; email: is not a valid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, errs := cols.validate(7, tt.row)
+			_, msg := rowMessage(errs)
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Fatalf("valid row rejected: %s", msg)
+				}
+				if c.Row != 7 || c.Phone == "" || len(c.Phone) != 11 {
+					t.Fatalf("customer = %+v", c)
+				}
+				return
+			}
+			if !strings.HasPrefix(msg, tt.want) && !strings.Contains(msg, tt.want) {
+				t.Fatalf("message = %q, want %q", msg, tt.want)
+			}
+		})
+	}
+	c, _ := cols.validate(2, []string{"1001.0", "n", "13800138000", "A@Example.com", "", "Gold"})
+	if c.Code != "1001" || c.Level != "gold" || c.Email != "a@example.com" || c.Phone != "13800138000" {
+		t.Fatalf("normalised customer = %+v", c)
+	}
+	if c, _ := cols.validate(2, []string{"C1", "n", "1.3800138E10"}); c.Phone != "13800138000" {
+		t.Fatalf("scientific phone = %q", c.Phone)
+	}
+}
+
+func TestColumnName(t *testing.T) {
+	t.Parallel()
+	for i, want := range map[int]string{0: "A", 25: "Z", 26: "AA", 27: "AB", 701: "ZZ", 702: "AAA"} {
+		if got := columnName(i); got != want {
+			t.Errorf("columnName(%d) = %s, want %s", i, got, want)
+		}
+	}
+}
