@@ -314,4 +314,3 @@ func mustDuration(s string) time.Duration {
 	}
 	return d
 }
-

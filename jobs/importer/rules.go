@@ -145,7 +145,9 @@ func (c *columns) cell(row []string, f field) string {
 func (c *columns) validate(rowNo int, row []string) (store.CustomerRow, []fieldError) {
 	out := store.CustomerRow{Row: rowNo}
 	var errs []fieldError
-	bad := func(f field, format string, args ...any) { errs = append(errs, fieldError{f, fmt.Sprintf(format, args...)}) }
+	bad := func(f field, format string, args ...any) {
+		errs = append(errs, fieldError{f, fmt.Sprintf(format, args...)})
+	}
 
 	for _, f := range required {
 		if c.cell(row, f) == "" {

@@ -83,7 +83,7 @@ func (s *xlsxSource) damaged(err error) error {
 }
 
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
-func (s *xlsxSource) Err() error          { return s.err }
+func (s *xlsxSource) Err() error           { return s.err }
 func (s *xlsxSource) Close() error {
 	s.rows.Close()
 	return s.book.Close()
@@ -137,5 +137,5 @@ func (s *csvSource) Next() bool {
 }
 
 func (s *csvSource) Row() (int, []string) { return s.n, s.cells }
-func (s *csvSource) Err() error          { return s.err }
-func (s *csvSource) Close() error        { return s.f.Close() }
+func (s *csvSource) Err() error           { return s.err }
+func (s *csvSource) Close() error         { return s.f.Close() }
