@@ -120,7 +120,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		os.Chtimes(abs, now, now) //nolint:errcheck // freshness for the upload sweeper
 	}
 	params, err := json.Marshal(importer.Params{Upload: rel, Format: format, Mode: mode, Sheet: ins.Sheet,
-		Filename: filename, Size: size, SHA256: sum})
+		Filename: filename, Size: size, SHA256: sum, Rows: ins.Rows})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,13 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
+	// bun formats every argument into the SQL text itself, so no two batch statements are
+	// alike: pgx's prepared-statement cache would keep hundreds of 100 KB statements per
+	// connection (and as many prepared statements in Postgres). The simple protocol sends
+	// each query in one round trip and caches nothing.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.StatementCacheCapacity = 0
+	cfg.DescriptionCacheCapacity = 0
 	sqldb := stdlib.OpenDB(*cfg)
 	maxConns := opts.MaxOpenConns
 	if maxConns <= 0 {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"slices"
 	"strings"
@@ -273,7 +274,7 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.HTTP.Addr, err)
 		}
-		srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
+		srv := &http.Server{Handler: api.Handler(profilingMount(api)), ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
 		logger.Info("http listening", "addr", ln.Addr().String())
 		wg.Go(func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -339,6 +340,24 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention,
 	}, nil
+}
+
+// profilingMount serves Go's pprof profiles under /debug/pprof/ to admin tokens only.
+func profilingMount(api *httpapi.Server) httpapi.Mount {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return httpapi.Mount{Pattern: "/debug/pprof/", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.AuthenticateAdmin(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
+			http.Error(w, "admin token required", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})}
 }
 
 // logAlerter writes alerts to the log.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ type bench struct {
 	redisDB    int
 	dataDir    string
 	exportRows int
+	profileDir string // when set, CPU profiles of the measured service are saved here
 }
 
 const benchToken = "demo-admin-token-ops0"
@@ -162,19 +164,26 @@ func (b *bench) startService(extra ...string) (*service, error) {
 	}
 }
 
-// stop ends the service with SIGTERM and returns its peak RSS in MB.
+// stop ends the service with SIGTERM and returns its peak RSS in MB (VmHWM, read before
+// it exits).
 func (s *service) stop() (float64, error) {
+	hwm := vmHWM(s.cmd.Process.Pid)
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	err := s.cmd.Wait()
-	return maxRSSMB(s.cmd.ProcessState), err
+	return hwm, err
 }
 
-func maxRSSMB(ps *os.ProcessState) float64 {
-	if ps == nil {
+// vmHWM is a live process's peak resident set in MB, from /proc.
+func vmHWM(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
 		return 0
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return float64(ru.Maxrss) / 1024 // Linux reports KiB
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "VmHWM:"), "kB")))
+			return float64(kb) / 1024
+		}
 	}
 	return 0
 }
@@ -231,6 +240,29 @@ func (s *service) waitTerminal(id string, within time.Duration) (taskState, erro
 	return taskState{}, fmt.Errorf("task %s did not finish within %s", id, within)
 }
 
+// profile saves a CPU profile of the service over the next d, in the background.
+func (b *bench) profile(s *service, name string, d time.Duration) {
+	if b.profileDir == "" {
+		return
+	}
+	go func() {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.base, int(d.Seconds())), nil)
+		req.Header.Set("Authorization", "Bearer "+benchToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer res.Body.Close()
+		os.MkdirAll(b.profileDir, 0o755) //nolint:errcheck
+		f, err := os.Create(filepath.Join(b.profileDir, name+".pprof"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		io.Copy(f, res.Body) //nolint:errcheck
+	}()
+}
+
 // child runs this binary in a raw baseline mode and returns its report and peak RSS.
 func (b *bench) child(mode string, args ...string) (map[string]float64, float64, error) {
 	self, err := os.Executable()
@@ -248,7 +280,7 @@ func (b *bench) child(mode string, args ...string) (map[string]float64, float64,
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		return nil, 0, fmt.Errorf("%s printed %q: %w", mode, out.String(), err)
 	}
-	return report, maxRSSMB(cmd.ProcessState), nil
+	return report, report["peak_rss_mb"], nil
 }
 
 func cmpOr(a, b string) string {

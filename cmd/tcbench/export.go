@@ -41,6 +41,7 @@ func benchExport(ctx context.Context, b *bench) (Figure, error) {
 	}
 	var sub struct{ Task taskState }
 	start := time.Now()
+	b.profile(svc, "export", time.Second)
 	if code, err := svc.call("POST", "/api/v1/exports", map[string]any{"type": "customers"}, &sub); err != nil || code != 202 {
 		svc.stop()
 		return Figure{}, fmt.Errorf("submit: %d %v", code, err)
@@ -109,13 +110,15 @@ func rawWrite(args []string, stdout io.Writer) error {
 	}
 	tmp.Close()
 	f.Close()
-	return json.NewEncoder(stdout).Encode(map[string]float64{"seconds": time.Since(start).Seconds()})
+	return json.NewEncoder(stdout).Encode(map[string]float64{"seconds": time.Since(start).Seconds(), "peak_rss_mb": vmHWM(os.Getpid())})
 }
 
 func runRaw(_ context.Context, mode string, args []string, stdout io.Writer) error {
 	switch mode {
 	case "raw-write":
 		return rawWrite(args, stdout)
+	case "raw-read":
+		return rawRead(args, stdout)
 	}
 	return fmt.Errorf("unknown raw mode %s", mode)
 }

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	jsonOut := fs.String("json", "bench-results/latest.json", "where to write the figures as JSON")
 	exportRows := fs.Int("export-rows", 100_000, "rows in the export benchmark")
 	bin := fs.String("taskcenter", "bin/taskcenter", "the taskcenter binary to measure")
+	profileDir := fs.String("profile", "", "save CPU profiles of the measured service in this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer b.close()
 	b.exportRows = *exportRows
+	b.profileDir = *profileDir
 
 	var figures []Figure
 	for _, bm := range benchmarks() {
@@ -96,6 +98,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 func benchmarks() []benchmark {
 	return []benchmark{
 		{"export", benchExport},
+		{"import", benchImport(300_000)},
+		{"import-1m", benchImport(1_000_000)},
 	}
 }
 
@@ -122,6 +126,11 @@ func printTable(w io.Writer, figures []Figure) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, formatMeasure(f.Measure), formatMeasure(f.Baseline), ratio, f.Target, met)
 	}
 	tw.Flush()
+	for _, f := range figures {
+		if f.Note != "" {
+			fmt.Fprintf(w, "  %s: %s\n", f.Name, f.Note)
+		}
+	}
 }
 
 func formatMeasure(m map[string]float64) string {

@@ -40,6 +40,7 @@ type Params struct {
 	Filename string `json:"filename"` // as uploaded, for display only
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
+	Rows     int    `json:"rows"` // rows in the sheet, header included, as submit counted them
 }
 
 // Config tunes imports.
@@ -75,7 +76,7 @@ type checkpoint struct {
 // batch is up to BatchSize consecutive rows, validated.
 type batch struct {
 	customers []store.CustomerRow
-	raw       map[int][]string // original cells of each customer row, for a later rejection
+	raw       [][]string // original cells of each customer, by index, for a later rejection
 	rejected  []store.Item
 	rows      int // data rows (not blank) in the batch
 	last      int // the last row number read
@@ -109,10 +110,13 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
 		return jobs.Result{}, jobs.BadInput("upload_missing", "the uploaded file is no longer available; upload it again")
 	}
-	ins, err := Inspect(abs, p.Format, p.Sheet, im.cfg.Limits)
+	lim := im.cfg.Limits
+	lim.SkipRowCount = p.Rows > 0
+	ins, err := Inspect(abs, p.Format, p.Sheet, lim)
 	if err != nil {
 		return jobs.Result{}, badFile(err)
 	}
+	ins.Rows = max(ins.Rows, p.Rows)
 	src, err := openSource(abs, ins, im.cfg.Limits, filepath.Join(im.files.Root(), files.Temp))
 	if err != nil {
 		return jobs.Result{}, badFile(err)
@@ -207,11 +211,11 @@ func readHeader(src source, cp *checkpoint) (columns, error) {
 
 // read streams rows after the checkpoint, validates them and sends batches.
 func (im *Importer) read(ctx context.Context, src source, cols *columns, cp checkpoint, out chan<- batch) error {
-	b := batch{raw: map[int][]string{}}
+	b := batch{}
 	send := func() bool {
 		select {
 		case out <- b:
-			b = batch{raw: map[int][]string{}}
+			b = batch{}
 			return true
 		case <-ctx.Done():
 			return false
@@ -236,7 +240,7 @@ func (im *Importer) read(ctx context.Context, src source, cols *columns, cp chec
 			b.rejected = append(b.rejected, item(n, fields, msg, cells))
 		} else {
 			b.customers = append(b.customers, c)
-			b.raw[n] = append([]string(nil), cells...)
+			b.raw = append(b.raw, cells)
 		}
 		if b.rows >= im.cfg.BatchSize && !send() {
 			return nil
@@ -263,25 +267,27 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 		// A code twice in one batch: the first row wins, later ones are rejected.
 		first := make(map[string]int, len(b.customers))
 		unique := make([]store.CustomerRow, 0, len(b.customers))
-		for _, c := range b.customers {
+		uniqueRaw := make([][]string, 0, len(b.customers))
+		for i, c := range b.customers {
 			if row, dup := first[c.Code]; dup {
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, row), b.raw[c.Row]))
+				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, row), b.raw[i]))
 				continue
 			}
 			first[c.Code] = c.Row
 			unique = append(unique, c)
+			uniqueRaw = append(uniqueRaw, b.raw[i])
 		}
 		conflicts, err := store.WriteCustomers(ctx, tx, taskID, unique, insertOnly)
 		if err != nil {
 			return store.Batch{}, err
 		}
-		for _, c := range unique {
+		for i, c := range unique {
 			switch conflict, ok := conflicts[c.Code]; {
 			case !ok:
 			case conflict.EarlierRow > 0:
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, conflict.EarlierRow), b.raw[c.Row]))
+				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, conflict.EarlierRow), uniqueRaw[i]))
 			default:
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already exists", c.Code), b.raw[c.Row]))
+				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already exists", c.Code), uniqueRaw[i]))
 			}
 		}
 		for i := range rejected {

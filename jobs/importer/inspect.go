@@ -31,6 +31,9 @@ type Limits struct {
 	MaxEntries int
 	// MaxRows caps the data rows of a sheet.
 	MaxRows int
+	// SkipRowCount skips counting rows when a sheet does not declare its size: the worker
+	// already has the count submit made.
+	SkipRowCount bool
 }
 
 // FileProblem is why an uploaded file cannot be imported, in words for its uploader.
@@ -237,7 +240,7 @@ func inspectXLSX(f *os.File, size int64, sheet string, lim Limits) (Inspection, 
 	}
 	ins := Inspection{Format: XLSX, Sheet: chosen.name, Sheets: names}
 	if zf := entries[chosen.path]; zf != nil {
-		if ins.Rows = declaredRows(zf); ins.Rows <= 1 {
+		if ins.Rows = declaredRows(zf); ins.Rows <= 1 && !lim.SkipRowCount {
 			// Some writers (excelize outside its stream writer) declare "A1" whatever the data.
 			ins.Rows = countRows(zf)
 		}

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/xuri/excelize/v2"
 )
 
 // source streams a sheet's rows with their spreadsheet row numbers (header = 1). Memory
-// does not grow with the file: one row is held at a time, and the cells slice may be reused
-// by the next call, so callers copy what they keep.
+// does not grow with the file: rows are read one at a time. Each row's cells slice is new,
+// so callers may keep it.
 type source interface {
 	// Next advances to the next row; false at the end or on error.
 	Next() bool
@@ -30,63 +28,6 @@ func openSource(p string, ins Inspection, lim Limits, tmpDir string) (source, er
 		return openCSV(p)
 	}
 	return openXLSX(p, ins.Sheet, lim, tmpDir)
-}
-
-type xlsxSource struct {
-	book  *excelize.File
-	rows  *excelize.Rows
-	n     int
-	cells []string
-	err   error
-}
-
-func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
-	opts := excelize.Options{TmpDir: tmpDir}
-	if lim.MaxUncompressed > 0 {
-		opts.UnzipSizeLimit = lim.MaxUncompressed
-	}
-	book, err := excelize.OpenFile(p, opts)
-	if err != nil {
-		return nil, problem(Invalid, "damaged_file", "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
-	}
-	rows, err := book.Rows(sheet)
-	if err != nil {
-		book.Close()
-		return nil, problem(Invalid, "sheet_not_found", "the sheet %q cannot be read: %v", sheet, err)
-	}
-	return &xlsxSource{book: book, rows: rows}, nil
-}
-
-func (s *xlsxSource) Next() bool {
-	if s.err != nil || !s.rows.Next() {
-		if s.err == nil {
-			if err := s.rows.Error(); err != nil {
-				s.err = s.damaged(err)
-			}
-		}
-		return false
-	}
-	s.n++
-	s.cells, s.err = s.rows.Columns(excelize.Options{RawCellValue: true})
-	if s.err != nil {
-		s.err = s.damaged(s.err)
-		return false
-	}
-	return true
-}
-
-func (s *xlsxSource) damaged(err error) error {
-	if errors.Is(err, excelize.ErrMaxRows) {
-		return problem(Invalid, "too_many_rows", "the sheet has more rows than an .xlsx file may hold")
-	}
-	return problem(Invalid, "damaged_file", "the file is damaged near row %d (%v)", s.n+1, err)
-}
-
-func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
-func (s *xlsxSource) Err() error           { return s.err }
-func (s *xlsxSource) Close() error {
-	s.rows.Close()
-	return s.book.Close()
 }
 
 type csvSource struct {
@@ -109,7 +50,6 @@ func openCSV(p string) (*csvSource, error) {
 	r := csv.NewReader(br)
 	r.FieldsPerRecord = -1 // rows may be short or long
 	r.LazyQuotes = true
-	r.ReuseRecord = true
 	return &csvSource{f: f, r: r}, nil
 }
 
