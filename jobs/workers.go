@@ -91,10 +91,10 @@ func AsynqLogger(l *slog.Logger) asynq.Logger { return asynqLogger{l} }
 
 type asynqLogger struct{ l *slog.Logger }
 
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "component", "asynq") }
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "source", "asynq") }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "source", "asynq") }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "source", "asynq") }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "source", "asynq") }
 func (a asynqLogger) Fatal(args ...any) {
-	a.l.Error(fmt.Sprint(args...), "component", "asynq", "fatal", true)
+	a.l.Error(fmt.Sprint(args...), "source", "asynq", "fatal", true)
 }

@@ -292,7 +292,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 
 	if roles.scheduler {
-		scheduler := asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{
+		// The scheduler gets its own connection: asynq's scheduler closes its client on
+		// shutdown and complains about a shared one.
+		scheduler := asynq.NewScheduler(cfg.Redis.ConnOpt(), &asynq.SchedulerOpts{
 			Location: cleanupCfg.Location, Logger: jobs.AsynqLogger(logger.With("component", "scheduler")), LogLevel: asynq.WarnLevel,
 		})
 		if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
