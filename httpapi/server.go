@@ -75,23 +75,54 @@ func New(d Deps) *Server {
 	return s
 }
 
+// route is one authenticated API endpoint.
+type route struct {
+	pattern string
+	handle  func(*Server, http.ResponseWriter, *http.Request, Principal) error
+	// upload routes read a long body: they bound their own database work instead of running
+	// under the query timeout.
+	upload bool
+}
+
+// apiRoutes is the API's route table. The OpenAPI test checks each is documented.
+func apiRoutes() []route {
+	return []route{
+		{"POST /api/v1/exports", (*Server).submitExport, false},
+		{"POST /api/v1/imports", (*Server).submitImport, true},
+		{"GET /api/v1/tasks", (*Server).listTasks, false},
+		{"GET /api/v1/tasks/{id}", (*Server).getTask, false},
+		{"POST /api/v1/tasks/{id}/cancel", (*Server).cancelTask, false},
+		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},
+		{"GET /api/v1/tasks/{id}/result", (*Server).downloadResult, false},
+		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
+	}
+}
+
+// Routes lists every method and path pattern the server answers, API and operational.
+func Routes() []string {
+	out := []string{"GET /healthz", "GET /readyz", "GET /openapi.yaml"}
+	for _, r := range apiRoutes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
 // Handler returns the routed API with its middleware, plus the extra mounts.
 func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error) {
-		mux.Handle(pattern, s.authenticated(h, s.QueryTimeout))
+	for _, rt := range apiRoutes() {
+		timeout := s.QueryTimeout
+		if rt.upload {
+			timeout = 0
+		}
+		handle := rt.handle
+		mux.Handle(rt.pattern, s.authenticated(func(w http.ResponseWriter, r *http.Request, p Principal) error {
+			return handle(s, w, r, p)
+		}, timeout))
 	}
-	api("POST /api/v1/exports", s.submitExport)
-	// An upload may take longer than a query: its handler bounds its own database work.
-	mux.Handle("POST /api/v1/imports", s.authenticated(s.submitImport, 0))
-	api("GET /api/v1/tasks", s.listTasks)
-	api("GET /api/v1/tasks/{id}", s.getTask)
-	api("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
-	api("POST /api/v1/tasks/{id}/retry", s.retryTask)
-	api("GET /api/v1/tasks/{id}/result", s.downloadResult)
-	api("GET /api/v1/tasks/{id}/error-report", s.downloadErrorReport)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	for _, m := range mounts {
 		mux.Handle(m.Pattern, m.Handler)
 	}

@@ -81,6 +81,9 @@ func (r *Run) CommitBatch(ctx context.Context, write func(ctx context.Context, t
 	if err != nil {
 		return err
 	}
+	if r.rt.observer != nil {
+		r.rt.observer.RowsProcessed(r.Task.Type, int(committed.SuccessDelta), int(committed.FailedDelta))
+	}
 	r.observeCancel(req)
 	r.putBoard(ctx, committed.ProgressCurrent, committed.ProgressTotal)
 	return r.Checkpoint(ctx)

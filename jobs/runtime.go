@@ -62,8 +62,10 @@ type Alerter interface {
 
 // Observer is told about attempts and outcomes, for metrics.
 type Observer interface {
+	TaskSubmitted(taskType string)
 	AttemptStarted(taskType, trigger string)
 	TaskFinished(taskType string, status store.Status, took time.Duration)
+	RowsProcessed(taskType string, success, failed int)
 }
 
 // TypePolicy is the runtime's view of a task type's configuration.

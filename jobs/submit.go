@@ -50,12 +50,14 @@ type Submitter struct {
 	enqueuer *Enqueuer
 	types    map[string]SubmitPolicy
 	backlog  *backlog
+	observer Observer
 	logger   *slog.Logger
 }
 
-// NewSubmitter returns a Submitter. limits maps a queue to its backlog limit (0: none).
-func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, logger *slog.Logger) *Submitter {
-	return &Submitter{store: s, enqueuer: e, types: types, logger: logger,
+// NewSubmitter returns a Submitter. limits maps a queue to its backlog limit (0: none);
+// observer may be nil.
+func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, observer Observer, logger *slog.Logger) *Submitter {
+	return &Submitter{store: s, enqueuer: e, types: types, observer: observer, logger: logger,
 		backlog: &backlog{store: s, limits: limits, ttl: time.Second, counts: map[string]backlogCount{}}}
 }
 
@@ -86,6 +88,9 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 		return task, created, err
 	}
 	s.backlog.added(p.Queue)
+	if s.observer != nil {
+		s.observer.TaskSubmitted(sub.Type)
+	}
 	s.Enqueue(ctx, task)
 	return task, true, nil
 }

@@ -161,3 +161,28 @@ func (s *Store) LiveFiles(ctx context.Context) (running map[string]bool, uploads
 	}
 	return running, uploads, nil
 }
+
+// ConditionHolds records that an alert condition holds. It returns the time it started and
+// fire=true exactly once per episode: the first call after it has held for at least hold.
+func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
+	if _, err := s.db.NewRaw(`INSERT INTO alert_conditions (key) VALUES (?) ON CONFLICT (key) DO NOTHING`, key).Exec(ctx); err != nil {
+		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
+	}
+	var fired []time.Time
+	err = s.db.NewRaw(`UPDATE alert_conditions SET fired_at = now()
+		WHERE key = ? AND fired_at IS NULL AND active_since <= now() - make_interval(secs => ?) RETURNING active_since`,
+		key, hold.Seconds()).Scan(ctx, &fired)
+	if err != nil && !isNoRows(err) {
+		return time.Time{}, false, fmt.Errorf("fire alert condition: %w", err)
+	}
+	if len(fired) == 1 {
+		return fired[0], true, nil
+	}
+	return time.Time{}, false, nil
+}
+
+// ConditionCleared forgets an alert condition, so its next episode alerts again.
+func (s *Store) ConditionCleared(ctx context.Context, key string) error {
+	_, err := s.db.NewRaw(`DELETE FROM alert_conditions WHERE key = ?`, key).Exec(ctx)
+	return err
+}

@@ -159,3 +159,19 @@ func (s *Store) FindByKey(ctx context.Context, owner, taskType, bizKey string) (
 	}
 	return t, nil
 }
+
+// WaitingByQueue counts PENDING and RETRY_WAIT tasks per queue (metrics, backlog alerts).
+func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		Queue string `bun:"queue"`
+		N     int    `bun:"n"`
+	}
+	if err := s.db.NewRaw(`SELECT queue, count(*) AS n FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue`).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("count waiting tasks: %w", err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Queue] = r.N
+	}
+	return out, nil
+}

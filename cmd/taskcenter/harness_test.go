@@ -52,6 +52,7 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 		"TASKCENTER_REDIS_DB":                          strconv.Itoa(e.redis.DB),
 		"TASKCENTER_DATA_DIR":                          e.dataDir,
 		"TASKCENTER_HTTP_ADDR":                         "127.0.0.1:0",
+		"TASKCENTER_METRICS_ADDR":                      "127.0.0.1:0",
 		"TASKCENTER_LOG_LEVEL":                         "debug",
 		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL":         "200ms",
 		"TASKCENTER_WORKER_TAKEOVER_AFTER":             "1s",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +29,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/monitor"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -62,7 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg.Log, stdout)
+	dataDir, _ := filepath.Abs(cfg.DataDir)
+	logger := monitor.NewLogger(cfg.Log.Format, cfg.Log.Level, stdout, dataDir)
 	if cmd == "migrate" {
 		return migrate(ctx, cfg, logger)
 	}
@@ -115,22 +119,6 @@ func parseRoles(s string) (roleSet, error) {
 	return r, nil
 }
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-		// Durations read better as "1.5s" than as nanoseconds.
-		if a.Value.Kind() == slog.KindDuration {
-			return slog.String(a.Key, a.Value.Duration().String())
-		}
-		return a
-	}}
-	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
 func migrate(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	db, err := store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: 2})
 	if err != nil {
@@ -168,165 +156,247 @@ func waitForDatabase(ctx context.Context, db *bun.DB, logger *slog.Logger) error
 	}
 }
 
-func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.Logger) error {
-	workerID := cfg.Worker.ID
-	if workerID == "" {
-		host, _ := os.Hostname()
-		workerID = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
-	logger = logger.With("worker", workerID)
-	logger.Info("starting taskcenter", "roles", roles.String())
+// process is one running taskcenter: the shared connections and the roles it runs.
+type process struct {
+	cfg       config.Config
+	logger    *slog.Logger
+	workerID  string
+	db        *bun.DB
+	rdb       redis.UniversalClient
+	st        *store.Store
+	files     *files.Store
+	enqueuer  *jobs.Enqueuer
+	board     *jobs.ProgressBoard
+	submitter *jobs.Submitter
+	metrics   *monitor.Metrics
+	alerter   *monitor.Alerter
+	policies  map[string]jobs.TypePolicy
+	imports   importer.Limits
+	cleanup   cleanup.Config
 
-	db, err := store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns})
-	if err != nil {
+	wg       sync.WaitGroup
+	errs     chan error
+	stopping []func()
+}
+
+func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.Logger) error {
+	p := &process{cfg: cfg, workerID: cfg.Worker.ID, errs: make(chan error, 4)}
+	if p.workerID == "" {
+		host, _ := os.Hostname()
+		p.workerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	p.logger = logger.With("worker", p.workerID)
+	p.logger.Info("starting taskcenter", "roles", roles.String())
+	var err error
+	if p.db, err = store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns}); err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := waitForDatabase(ctx, db, logger); err != nil {
+	defer p.db.Close()
+	if err := waitForDatabase(ctx, p.db, p.logger); err != nil {
 		return fmt.Errorf("prepare database: %w", err)
 	}
 	rdb, ok := cfg.Redis.ConnOpt().MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return errors.New("redis: unsupported connection options")
 	}
+	p.rdb = rdb
 	defer rdb.Close()
-	fileStore, err := files.New(cfg.DataDir)
-	if err != nil {
+	if p.files, err = files.New(cfg.DataDir); err != nil {
 		return err
 	}
+	if p.cleanup, err = cleanupConfig(cfg); err != nil {
+		return err
+	}
+	p.wire()
+	defer p.alerter.Close(5 * time.Second)
 
-	st := store.New(db)
-	client := asynq.NewClientFromRedisClient(rdb)
-	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	if roles.worker {
+		if err := p.startWorkers(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case roles.api:
+		if err := p.startAPI(); err != nil {
+			return err
+		}
+	case cfg.Metrics.Addr != "":
+		if err := p.listen("metrics", cfg.Metrics.Addr, p.metricsOnly()); err != nil {
+			return err
+		}
+	}
+	if roles.scheduler {
+		if err := p.startScheduler(); err != nil {
+			return err
+		}
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		p.logger.Info("shutting down")
+	case runErr = <-p.errs:
+		p.logger.Error("a component failed; shutting down", "err", runErr)
+	}
+	// Stop every role at once: HTTP drains while workers finish their batches.
+	var stopWG sync.WaitGroup
+	for _, stop := range p.stopping {
+		stopWG.Go(stop)
+	}
+	stopWG.Wait()
+	p.wg.Wait()
+	p.logger.Info("bye")
+	return runErr
+}
+
+// wire builds what every role shares: the store, asynq client, progress board, submitter,
+// metrics and alerts.
+func (p *process) wire() {
+	cfg := p.cfg
+	p.st = store.New(p.db)
+	client := asynq.NewClientFromRedisClient(p.rdb)
+	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
 	runtimes := map[string]time.Duration{}
 	submitTypes := map[string]jobs.SubmitPolicy{}
-	policies := map[string]jobs.TypePolicy{}
+	p.policies = map[string]jobs.TypePolicy{}
 	for name, t := range cfg.Types {
 		if t.Disabled {
 			continue
 		}
 		runtimes[name] = t.MaxRuntime
 		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds())}
-		policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime}
+		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime}
 	}
-	enqueuer := jobs.NewEnqueuer(client, inspector, runtimes)
-	board := jobs.NewProgressBoard(rdb)
+	queues := slices.Sorted(maps.Keys(cfg.Queues))
+	p.metrics = monitor.NewMetrics(inspector, queues, p.st)
+	p.alerter = monitor.NewAlerter(monitor.AlertConfig{WebhookURL: cfg.Alerts.WebhookURL, WebhookTimeout: cfg.Alerts.WebhookTimeout,
+		WebhookRetries: cfg.Alerts.WebhookRetries}, p.metrics, p.logger)
+	p.enqueuer = jobs.NewEnqueuer(client, inspector, runtimes)
+	p.board = jobs.NewProgressBoard(p.rdb)
 	limits := map[string]int{}
 	for name, q := range cfg.Queues {
 		limits[name] = q.BacklogLimit
 	}
-	submitter := jobs.NewSubmitter(st, enqueuer, submitTypes, limits, logger)
+	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger)
+	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
+	p.cleanup.Queues = queues
+}
 
-	importLimits := importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
-	cleanupCfg, err := cleanupConfig(cfg)
-	if err != nil {
+// startWorkers registers every task type and starts one asynq server per queue.
+func (p *process) startWorkers() error {
+	cfg := p.cfg
+	rt := jobs.NewRuntime(jobs.RuntimeConfig{
+		WorkerID: p.workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
+		ProgressInterval: cfg.Worker.ProgressInterval, Types: p.policies,
+	}, jobs.RuntimeDeps{Store: p.st, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Alerter: p.alerter, Observer: p.metrics, Logger: p.logger})
+	exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
+	register := func(h jobs.Handler) {
+		if _, on := p.policies[h.Type()]; on {
+			rt.Register(h)
+		}
+	}
+	// The task types. Adding one is a handler and a line here.
+	register(export.NewCustomers(p.db, p.files, exportCfg))
+	register(export.NewTasks(p.db, p.files, exportCfg))
+	register(importer.New(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
+
+	concurrency := map[string]int{}
+	for name, q := range cfg.Queues {
+		concurrency[name] = q.Concurrency
+	}
+	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
+		Observer: p.metrics, Alerter: p.alerter, Logger: p.logger})
+	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger)
+	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
 		return err
 	}
+	p.stopping = append(p.stopping, func() {
+		workers.Stop()
+		rt.Drain()
+		workers.Shutdown()
+		p.logger.Info("workers stopped")
+	})
+	return nil
+}
 
-	var (
-		wg       sync.WaitGroup
-		errs     = make(chan error, 4)
-		stopping []func()
-	)
-
-	if roles.worker {
-		rt := jobs.NewRuntime(jobs.RuntimeConfig{
-			WorkerID: workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
-			ProgressInterval: cfg.Worker.ProgressInterval, Types: policies,
-		}, jobs.RuntimeDeps{Store: st, Enqueuer: enqueuer, Board: board, Files: fileStore, Alerter: logAlerter{logger}, Logger: logger})
-		exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
-		register := func(h jobs.Handler) {
-			if _, on := policies[h.Type()]; on {
-				rt.Register(h)
-			}
-		}
-		register(export.NewCustomers(db, fileStore, exportCfg))
-		register(export.NewTasks(db, fileStore, exportCfg))
-		register(importer.New(st, fileStore, importer.Config{Limits: importLimits, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
-
-		concurrency := map[string]int{}
-		for name, q := range cfg.Queues {
-			concurrency[name] = q.Concurrency
-		}
-		cleaner := cleanup.New(cleanupCfg, st, enqueuer, fileStore, workerID, nil, logger)
-		workers := jobs.NewWorkers(rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, logger)
-		if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
-			return err
-		}
-		stopping = append(stopping, func() {
-			workers.Stop()
-			rt.Drain()
-			workers.Shutdown()
-			logger.Info("workers stopped")
-		})
-	}
-
-	if roles.api {
-		api := httpapi.New(httpapi.Deps{
-			Store: st, Submitter: submitter, Enqueuer: enqueuer, Board: board, Files: fileStore, Tokens: cfg.Auth.Tokens,
-			Logger: logger, QueryTimeout: cfg.Database.QueryTimeout,
-			Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: importLimits},
-			Ready: func(ctx context.Context) map[string]error {
-				return map[string]error{"postgres": store.Ping(ctx, db), "redis": rdb.Ping(ctx).Err()}
-			},
-		})
-		ln, err := net.Listen("tcp", cfg.HTTP.Addr)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.HTTP.Addr, err)
-		}
-		srv := &http.Server{Handler: api.Handler(profilingMount(api)), ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
-		logger.Info("http listening", "addr", ln.Addr().String())
-		wg.Go(func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- fmt.Errorf("http server: %w", err)
+// startAPI serves the REST API, /metrics, the console and pprof on the API address.
+func (p *process) startAPI() error {
+	cfg := p.cfg
+	api := httpapi.New(httpapi.Deps{
+		Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
+		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP,
+		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports},
+		Ready: func(ctx context.Context) map[string]error {
+			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err()}
+		},
+	})
+	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api)}
+	if cfg.Console.Enabled {
+		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
+			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), SessionTTL: cfg.Console.SessionTTL})
+		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
+		p.stopping = append(p.stopping, func() {
+			if err := console.Close(); err != nil {
+				p.logger.Warn("close console", "err", err)
 			}
 		})
-		stopping = append(stopping, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				logger.Warn("http shutdown", "err", err)
-			}
-			logger.Info("http stopped")
-		})
 	}
+	return p.listen("http", cfg.HTTP.Addr, api.Handler(mounts...))
+}
 
-	if roles.scheduler {
-		// The scheduler gets its own connection: asynq's scheduler closes its client on
-		// shutdown and complains about a shared one.
-		scheduler := asynq.NewScheduler(cfg.Redis.ConnOpt(), &asynq.SchedulerOpts{
-			Location: cleanupCfg.Location, Logger: jobs.AsynqLogger(logger.With("component", "scheduler")), LogLevel: asynq.WarnLevel,
-		})
-		if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
-			asynq.Queue(cfg.Cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute)); err != nil {
-			return fmt.Errorf("register cleanup schedule: %w", err)
-		}
-		if err := scheduler.Start(); err != nil {
-			return fmt.Errorf("start scheduler: %w", err)
-		}
-		logger.Info("scheduler started", "cleanup_spec", cfg.Cleanup.Spec, "timezone", cfg.Cleanup.Timezone)
-		stopping = append(stopping, func() {
-			scheduler.Shutdown()
-			logger.Info("scheduler stopped")
-		})
-	}
+// metricsOnly serves /metrics and /healthz for processes without the api role.
+func (p *process) metricsOnly() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", p.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, `{"status":"ok"}`) })
+	return mux
+}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case runErr = <-errs:
-		logger.Error("a component failed; shutting down", "err", runErr)
+// listen serves h on addr until shutdown, draining in-flight requests.
+func (p *process) listen(name, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
-	// Stop every role at once: HTTP drains while workers finish their batches.
-	var stopWG sync.WaitGroup
-	for _, stop := range stopping {
-		stopWG.Go(stop)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
+	p.logger.Info(name+" listening", "addr", ln.Addr().String())
+	p.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.errs <- fmt.Errorf("%s server: %w", name, err)
+		}
+	})
+	p.stopping = append(p.stopping, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), p.cfg.HTTP.ShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			p.logger.Warn(name+" shutdown", "err", err)
+		}
+		p.logger.Info(name + " stopped")
+	})
+	return nil
+}
+
+// startScheduler registers the periodic cleanup on asynq's scheduler.
+func (p *process) startScheduler() error {
+	cfg := p.cfg
+	// The scheduler gets its own connection: asynq's scheduler closes its client on
+	// shutdown and complains about a shared one.
+	scheduler := asynq.NewScheduler(cfg.Redis.ConnOpt(), &asynq.SchedulerOpts{
+		Location: p.cleanup.Location, Logger: jobs.AsynqLogger(p.logger.With("component", "scheduler")), LogLevel: asynq.WarnLevel,
+	})
+	if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
+		asynq.Queue(cfg.Cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute)); err != nil {
+		return fmt.Errorf("register cleanup schedule: %w", err)
 	}
-	stopWG.Wait()
-	wg.Wait()
-	logger.Info("bye")
-	return runErr
+	if err := scheduler.Start(); err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
+	}
+	p.logger.Info("scheduler started", "cleanup_spec", cfg.Cleanup.Spec, "timezone", cfg.Cleanup.Timezone)
+	p.stopping = append(p.stopping, func() {
+		scheduler.Shutdown()
+		p.logger.Info("scheduler stopped")
+	})
+	return nil
 }
 
 func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
@@ -341,6 +411,7 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 	return cleanup.Config{
 		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention,
+		BacklogThreshold: cfg.Alerts.BacklogThreshold, BacklogFor: cfg.Alerts.BacklogFor,
 	}, nil
 }
 
@@ -360,12 +431,4 @@ func profilingMount(api *httpapi.Server) httpapi.Mount {
 		}
 		mux.ServeHTTP(w, r)
 	})}
-}
-
-// logAlerter writes alerts to the log.
-type logAlerter struct{ logger *slog.Logger }
-
-func (a logAlerter) TaskFailed(ctx context.Context, al jobs.Alert) {
-	a.logger.ErrorContext(ctx, "ALERT task failed after retries", "alert", "task_failed", "task_no", al.TaskNo,
-		"type", al.Type, "owner", al.Owner, "attempts", al.Attempts, "message", al.Message)
 }

@@ -45,6 +45,12 @@ type Config struct {
 	Import Import `yaml:"import"`
 	// Cleanup tunes the scheduled maintenance round.
 	Cleanup Cleanup `yaml:"cleanup"`
+	// Alerts configures alert delivery and the backlog alert.
+	Alerts Alerts `yaml:"alerts"`
+	// Console configures the asynqmon console at /monitor/.
+	Console Console `yaml:"console"`
+	// Metrics configures where Prometheus metrics are served.
+	Metrics Metrics `yaml:"metrics"`
 	// Log selects the log format and level.
 	Log Log `yaml:"log"`
 }
@@ -233,6 +239,43 @@ type Cleanup struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
+// Alerts configures alerting. Alerts are always logged (level ERROR, "alert":<kind>).
+type Alerts struct {
+	// WebhookURL, when set, receives each alert as a JSON POST. Default none.
+	WebhookURL string `yaml:"webhook_url"`
+	// WebhookTimeout bounds one delivery attempt. Default 5s.
+	WebhookTimeout time.Duration `yaml:"webhook_timeout"`
+	// WebhookRetries is how many more attempts a failed delivery gets. Default 3.
+	WebhookRetries int `yaml:"webhook_retries"`
+	// BacklogThreshold: a queue with more waiting tasks than this for BacklogFor raises one
+	// alert. 0 disables. Default 500.
+	BacklogThreshold int `yaml:"backlog_threshold"`
+	// BacklogFor is how long the backlog must stay over the threshold. Default 5m.
+	BacklogFor time.Duration `yaml:"backlog_for"`
+}
+
+// Console configures the asynqmon console, served to admins only.
+type Console struct {
+	// Enabled mounts the console at /monitor/. Default true.
+	Enabled bool `yaml:"enabled"`
+	// Username and Password enable HTTP basic auth as well as the admin-token login.
+	// Default none (token login only).
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// ReadOnly hides the console's actions (delete, archive, run, pause). Default false.
+	ReadOnly bool `yaml:"read_only"`
+	// SessionTTL is how long a console login lasts. Default 12h.
+	SessionTTL time.Duration `yaml:"session_ttl"`
+}
+
+// Metrics configures Prometheus metrics.
+type Metrics struct {
+	// Addr is a separate listener for /metrics and /healthz, for processes without the api
+	// role (workers, schedulers). API processes also serve /metrics on the API address.
+	// Default ":9091"; empty disables the separate listener.
+	Addr string `yaml:"addr"`
+}
+
 // Log selects the log output.
 type Log struct {
 	// Format is "json" or "text". Default "json".
@@ -276,6 +319,9 @@ func Default() Config {
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
 			ReportTTL: 7 * 24 * time.Hour},
+		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
+		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
+		Metrics: Metrics{Addr: ":9091"},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour},
 		Log: Log{Format: "json", Level: "info"},
@@ -461,6 +507,26 @@ func (c *Config) Validate() error {
 	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 {
 		bad("cleanup.orphan_grace, upload_ttl, temp_ttl and retention must be positive durations")
 	}
+	if a := c.Alerts; a.WebhookURL != "" {
+		if u, err := url.Parse(a.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("alerts.webhook_url must be an http(s) URL")
+		}
+		if a.WebhookTimeout <= 0 || a.WebhookRetries < 0 || a.WebhookRetries > 10 {
+			bad("alerts.webhook_timeout must be positive and alerts.webhook_retries between 0 and 10")
+		}
+	}
+	if c.Alerts.BacklogThreshold < 0 || (c.Alerts.BacklogThreshold > 0 && c.Alerts.BacklogFor <= 0) {
+		bad("alerts.backlog_threshold must be 0 (off) or positive, with a positive alerts.backlog_for")
+	}
+	if c.Console.Password != "" && c.Console.Username == "" {
+		bad("console.username must be set when console.password is")
+	}
+	if c.Console.Password != "" && len(c.Console.Password) < 12 {
+		bad("console.password must be at least 12 characters")
+	}
+	if c.Console.Enabled && c.Console.SessionTTL <= 0 {
+		bad("console.session_ttl must be positive")
+	}
 	if c.Log.Format != "json" && c.Log.Format != "text" {
 		bad("log.format must be json or text, got %q", c.Log.Format)
 	}
@@ -484,6 +550,17 @@ func (r Redis) ConnOpt() asynq.RedisConnOpt {
 	default:
 		return asynq.RedisClientOpt{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, PoolSize: r.PoolSize}
 	}
+}
+
+// AdminTokens lists the tokens with the admin role.
+func (c *Config) AdminTokens() []string {
+	var out []string
+	for _, t := range c.Auth.Tokens {
+		if t.Role == RoleAdmin {
+			out = append(out, t.Token)
+		}
+	}
+	return out
 }
 
 // QueueOf returns the queue a type runs on.

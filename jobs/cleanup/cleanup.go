@@ -43,6 +43,17 @@ type Config struct {
 	TempTTL time.Duration
 	// Retention: terminal tasks that finished longer ago than this are deleted.
 	Retention time.Duration
+	// BacklogThreshold: a queue with more waiting tasks than this for BacklogFor raises one
+	// alert per episode. 0 disables the check.
+	BacklogThreshold int
+	BacklogFor       time.Duration
+	// Queues are the configured queues (a backlog alert re-arms when its queue empties).
+	Queues []string
+}
+
+// BacklogAlerter is told when a queue's backlog has stayed over the threshold.
+type BacklogAlerter interface {
+	BacklogHigh(ctx context.Context, queue string, waiting, threshold int, since time.Time)
 }
 
 // Report is what a round did; each count is also logged and exported as a metric.
@@ -53,6 +64,7 @@ type Report struct {
 	UploadsDeleted  int `json:"uploads_deleted"`
 	TempDeleted     int `json:"temp_files_deleted"`
 	RetentionPurged int `json:"tasks_deleted"`
+	BacklogAlerts   int `json:"backlog_alerts"`
 	Errors          int `json:"errors"`
 }
 
@@ -69,12 +81,24 @@ type Cleaner struct {
 	files    *files.Store
 	worker   string
 	observer Observer
+	alerter  BacklogAlerter
 	logger   *slog.Logger
 }
 
-// New returns a Cleaner. observer may be nil.
-func New(cfg Config, st *store.Store, enq *jobs.Enqueuer, fs *files.Store, worker string, observer Observer, logger *slog.Logger) *Cleaner {
-	return &Cleaner{cfg: cfg, store: st, enqueuer: enq, files: fs, worker: worker, observer: observer, logger: logger.With("component", "cleanup")}
+// Deps are a Cleaner's collaborators; Observer and Alerter may be nil.
+type Deps struct {
+	Store    *store.Store
+	Enqueuer *jobs.Enqueuer
+	Files    *files.Store
+	Observer Observer
+	Alerter  BacklogAlerter
+	Logger   *slog.Logger
+}
+
+// New returns a Cleaner; worker names it in the cleanup_rounds table.
+func New(cfg Config, worker string, d Deps) *Cleaner {
+	return &Cleaner{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, files: d.Files, worker: worker, observer: d.Observer,
+		alerter: d.Alerter, logger: d.Logger.With("component", "cleanup")}
 }
 
 // ProcessTask implements asynq.Handler: it claims the current slot and runs the round, or does
@@ -113,6 +137,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"uploads", c.uploads, &rep.UploadsDeleted},
 		{"temp_files", c.tempFiles, &rep.TempDeleted},
 		{"retention", c.retention, &rep.RetentionPurged},
+		{"backlog", c.backlog, &rep.BacklogAlerts},
 	}
 	for _, s := range steps {
 		n, err := s.run(ctx)
@@ -256,6 +281,57 @@ func (c *Cleaner) retention(ctx context.Context) (int, error) {
 		ids = append(ids, tasks[i].ID)
 	}
 	return c.store.DeleteTasks(ctx, ids)
+}
+
+// backlog raises one alert per episode of a queue's backlog staying over the threshold.
+func (c *Cleaner) backlog(ctx context.Context) (int, error) {
+	if c.cfg.BacklogThreshold <= 0 {
+		return 0, nil
+	}
+	counts, err := c.store.WaitingByQueue(ctx)
+	if err != nil {
+		return 0, err
+	}
+	fired := 0
+	over := map[string]bool{}
+	for q, n := range counts {
+		if n <= c.cfg.BacklogThreshold {
+			continue
+		}
+		over[q] = true
+		since, fire, err := c.store.ConditionHolds(ctx, "backlog:"+q, c.cfg.BacklogFor)
+		if err != nil {
+			return fired, err
+		}
+		if fire && c.alerter != nil {
+			c.alerter.BacklogHigh(ctx, q, n, c.cfg.BacklogThreshold, since)
+			fired++
+		}
+	}
+	for _, q := range c.queues(counts) {
+		if !over[q] {
+			if err := c.store.ConditionCleared(ctx, "backlog:"+q); err != nil {
+				return fired, err
+			}
+		}
+	}
+	return fired, nil
+}
+
+// queues lists the queues to re-arm: every queue that has or had waiting tasks.
+func (c *Cleaner) queues(counts map[string]int) []string {
+	out := make([]string, 0, len(counts)+len(c.cfg.Queues))
+	seen := map[string]bool{}
+	for _, q := range c.cfg.Queues {
+		seen[q] = true
+		out = append(out, q)
+	}
+	for q := range counts {
+		if !seen[q] {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // removeResultFiles deletes the files a task's result points to.

@@ -66,7 +66,7 @@ func newFixture(t *testing.T, batch int) *fixture {
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: time.Hour, TempTTL: time.Hour, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := cleanup.New(cfg, st, jobs.NewEnqueuer(client, insp, nil), fs, "test", nil, logger)
+	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Files: fs, Logger: logger})
 	return &fixture{t: t, st: st, pg: pg, files: fs, cleaner: c, insp: insp}
 }
 

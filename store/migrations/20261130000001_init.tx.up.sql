@@ -153,3 +153,13 @@ CREATE TABLE cleanup_rounds (
     finished_at timestamptz,
     report      jsonb
 );
+
+--bun:split
+
+-- Conditions that alert once per episode (a queue's backlog over its threshold): when the
+-- condition started, and when its alert fired. The row is deleted when the condition clears.
+CREATE TABLE alert_conditions (
+    key          text PRIMARY KEY,
+    active_since timestamptz NOT NULL DEFAULT now(),
+    fired_at     timestamptz
+);

@@ -1,0 +1,36 @@
+package monitor
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/taskcenter/taskcenter/internal/redact"
+)
+
+// NewLogger returns the process logger: JSON (or text) on w, durations written as "1.5s",
+// and sensitive values masked in every line: secrets by attribute name, mobile numbers and
+// paths outside dataDir in any text, including error messages.
+func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if redact.IsSecretKey(a.Key) {
+			return slog.String(a.Key, "***")
+		}
+		switch a.Value.Kind() {
+		case slog.KindDuration:
+			return slog.String(a.Key, a.Value.Duration().String())
+		case slog.KindString:
+			return slog.String(a.Key, redact.String(a.Value.String(), dataDir))
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				return slog.String(a.Key, redact.String(err.Error(), dataDir))
+			}
+		}
+		return a
+	}}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

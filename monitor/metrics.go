@@ -1,0 +1,205 @@
+// Package monitor is what operators see: Prometheus metrics, alerts (log and webhook), the
+// asynqmon console behind admin authentication, and log masking.
+package monitor
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Metrics holds taskcenter's Prometheus metrics in its own registry.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	submitted   *prometheus.CounterVec
+	finished    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	attempts    *prometheus.CounterVec
+	takeovers   *prometheus.CounterVec
+	rows        *prometheus.CounterVec
+	timeouts    prometheus.Counter
+	orphans     prometheus.Counter
+	cleanup     *prometheus.CounterVec
+	cleanupRuns prometheus.Counter
+	alerts      *prometheus.CounterVec
+	http        *prometheus.HistogramVec
+}
+
+var (
+	_ jobs.Observer    = (*Metrics)(nil)
+	_ cleanup.Observer = (*Metrics)(nil)
+)
+
+// NewMetrics registers the metrics, the Go and process collectors, and the queue collectors
+// (asynq's per-state sizes and the database backlog) when inspector and st are given.
+func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.submitted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_tasks_submitted_total", Help: "Tasks created by a submit, by type.",
+	}, []string{"type"})
+	m.finished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_tasks_finished_total", Help: "Tasks that reached a terminal status, by type and status.",
+	}, []string{"type", "status"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "taskcenter_task_duration_seconds", Help: "Time from a task's first start to its terminal status, by type.",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600},
+	}, []string{"type"})
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_task_attempts_total", Help: "Execution attempts started, by type and trigger (first, retry, resume, takeover, manual_retry).",
+	}, []string{"type", "trigger"})
+	m.takeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_task_takeovers_total", Help: "RUNNING tasks taken over from a worker that stopped heart-beating, by type.",
+	}, []string{"type"})
+	m.rows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_rows_total", Help: "Rows handled by row-based tasks (imports), by type and result (success, failed).",
+	}, []string{"type", "result"})
+	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "taskcenter_heartbeat_timeouts_total", Help: "RUNNING tasks marked TIMEOUT by cleanup for lack of a heartbeat.",
+	})
+	m.orphans = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "taskcenter_orphans_reenqueued_total", Help: "Tasks cleanup handed to asynq again (lost by Redis, never enqueued, or silent while RUNNING).",
+	})
+	m.cleanup = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_cleanup_items_total", Help: "Items each cleanup step handled, by step.",
+	}, []string{"step"})
+	m.cleanupRuns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "taskcenter_cleanup_rounds_total", Help: "Cleanup rounds this process ran (one per slot across all replicas).",
+	})
+	m.alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_alerts_total", Help: "Alerts raised, by kind.",
+	}, []string{"kind"})
+	m.http = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "taskcenter_http_request_duration_seconds", Help: "HTTP request durations, by route and status code.",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
+	}, []string{"route", "code"})
+	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.orphans,
+		m.cleanup, m.cleanupRuns, m.alerts, m.http,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if inspector != nil {
+		m.reg.MustRegister(&queueCollector{inspector: inspector, queues: queues})
+	}
+	if st != nil {
+		m.reg.MustRegister(&backlogCollector{store: st})
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, Timeout: 10 * time.Second})
+}
+
+// Registry exposes the registry (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// TaskSubmitted counts a created task.
+func (m *Metrics) TaskSubmitted(taskType string) { m.submitted.WithLabelValues(taskType).Inc() }
+
+// AttemptStarted implements jobs.Observer.
+func (m *Metrics) AttemptStarted(taskType, trigger string) {
+	m.attempts.WithLabelValues(taskType, trigger).Inc()
+	if trigger == "takeover" {
+		m.takeovers.WithLabelValues(taskType).Inc()
+	}
+}
+
+// TaskFinished implements jobs.Observer.
+func (m *Metrics) TaskFinished(taskType string, status store.Status, took time.Duration) {
+	m.finished.WithLabelValues(taskType, string(status)).Inc()
+	if took > 0 {
+		m.duration.WithLabelValues(taskType).Observe(took.Seconds())
+	}
+}
+
+// RowsProcessed implements jobs.Observer.
+func (m *Metrics) RowsProcessed(taskType string, success, failed int) {
+	m.rows.WithLabelValues(taskType, "success").Add(float64(success))
+	m.rows.WithLabelValues(taskType, "failed").Add(float64(failed))
+}
+
+// CleanupRound implements cleanup.Observer.
+func (m *Metrics) CleanupRound(r cleanup.Report) {
+	m.cleanupRuns.Inc()
+	m.timeouts.Add(float64(r.TimedOut))
+	m.orphans.Add(float64(r.Orphans))
+	for step, n := range map[string]int{"orphans": r.Orphans, "stale_runs": r.TimedOut, "expired_results": r.ResultsExpired,
+		"uploads": r.UploadsDeleted, "temp_files": r.TempDeleted, "retention": r.RetentionPurged} {
+		m.cleanup.WithLabelValues(step).Add(float64(n))
+	}
+}
+
+// AlertRaised counts an alert.
+func (m *Metrics) AlertRaised(kind string) { m.alerts.WithLabelValues(kind).Inc() }
+
+// ObserveHTTP records one request (httpapi.Deps.Observe).
+func (m *Metrics) ObserveHTTP(route string, status int, took time.Duration) {
+	m.http.WithLabelValues(route, strconv.Itoa(status)).Observe(took.Seconds())
+}
+
+// queueCollector reports asynq's queue sizes per state at scrape time.
+type queueCollector struct {
+	inspector *asynq.Inspector
+	queues    []string
+}
+
+var (
+	queueTasksDesc = prometheus.NewDesc("taskcenter_queue_tasks", "Jobs in an asynq queue, by state (pending, active, scheduled, retry, archived, completed).",
+		[]string{"queue", "state"}, nil)
+	queueLatencyDesc = prometheus.NewDesc("taskcenter_queue_latency_seconds", "Age of the oldest pending job in an asynq queue.",
+		[]string{"queue"}, nil)
+	queueUpDesc = prometheus.NewDesc("taskcenter_queue_scrape_success", "1 when the queue's sizes could be read from Redis, else 0.",
+		[]string{"queue"}, nil)
+	backlogDesc = prometheus.NewDesc("taskcenter_tasks_waiting", "Tasks PENDING or RETRY_WAIT in the database, by queue: the backlog.",
+		[]string{"queue"}, nil)
+)
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueTasksDesc
+	ch <- queueLatencyDesc
+	ch <- queueUpDesc
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c.queues {
+		info, err := c.inspector.GetQueueInfo(q)
+		if err != nil {
+			ch <- prometheus.MustNewConstMetric(queueUpDesc, prometheus.GaugeValue, 0, q)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(queueUpDesc, prometheus.GaugeValue, 1, q)
+		for state, n := range map[string]int{"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+			"retry": info.Retry, "archived": info.Archived, "completed": info.Completed} {
+			ch <- prometheus.MustNewConstMetric(queueTasksDesc, prometheus.GaugeValue, float64(n), q, state)
+		}
+		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, info.Latency.Seconds(), q)
+	}
+}
+
+// backlogCollector reports the waiting tasks per queue from Postgres, the source of truth.
+type backlogCollector struct{ store *store.Store }
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc }
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := c.store.WaitingByQueue(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(backlogDesc, err)
+		return
+	}
+	for q, n := range counts {
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n), q)
+	}
+}
