@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
