@@ -13,6 +13,7 @@ run: services
 
 ## test: start Redis and Postgres if needed, then the whole test suite with the race detector
 test: services
+	@scripts/services.sh tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 

@@ -3,13 +3,15 @@ package monitor
 import (
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/taskcenter/taskcenter/internal/redact"
 )
 
 // NewLogger returns the process logger: JSON (or text) on w, durations written as "1.5s",
-// and sensitive values masked in every line: secrets by attribute name, mobile numbers and
-// paths outside dataDir in any text, including error messages.
+// and sensitive values masked in every line: secrets by attribute name, mobile numbers in any
+// text, and file paths outside dataDir in errors and in attributes that name a file or path
+// (a URL path such as a route is not a file and is left alone).
 func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(level))
@@ -21,7 +23,10 @@ func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
 		case slog.KindDuration:
 			return slog.String(a.Key, a.Value.Duration().String())
 		case slog.KindString:
-			return slog.String(a.Key, redact.String(a.Value.String(), dataDir))
+			if names(a.Key, "path", "file", "dir") {
+				return slog.String(a.Key, redact.String(a.Value.String(), dataDir))
+			}
+			return slog.String(a.Key, redact.Phones(a.Value.String()))
 		case slog.KindAny:
 			if err, ok := a.Value.Any().(error); ok {
 				return slog.String(a.Key, redact.String(err.Error(), dataDir))
@@ -33,4 +38,14 @@ func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func names(key string, words ...string) bool {
+	k := strings.ToLower(key)
+	for _, w := range words {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
 }

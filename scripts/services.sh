@@ -4,6 +4,7 @@
 #   scripts/services.sh up       reuse what is reachable, otherwise install + start locally
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
+#   scripts/services.sh tools    install what the tests need besides the servers (promtool)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
@@ -206,6 +207,14 @@ pg_down() {
   fi
 }
 
+# --- test tools --------------------------------------------------------------------------
+# promtool (from Debian's prometheus package) checks the metrics and the alert rules.
+tools_up() {
+  if command -v promtool >/dev/null; then return; fi
+  apt_install prometheus
+  command -v promtool >/dev/null || die "promtool is still missing after installing prometheus"
+}
+
 # --- main --------------------------------------------------------------------------------
 cmd=${1:-up}
 mkdir -p "$data_dir"
@@ -217,9 +226,10 @@ if [[ $cmd != status ]]; then
 fi
 case $cmd in
   up) redis_up; pg_up; log "ready: redis $redis_addr, postgres $pg_host:$pg_port/$pg_db" ;;
+  tools) tools_up ;;
   down) redis_down; pg_down ;;
   status)
     if redis_ping; then log "redis: up at $redis_addr"; else log "redis: down"; fi
     if pg_login; then log "postgres: up at $pg_host:$pg_port/$pg_db"; else log "postgres: down or login refused"; fi ;;
-  *) die "usage: $0 up|down|status" ;;
+  *) die "usage: $0 up|down|status|tools" ;;
 esac

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,7 +131,18 @@ func TestExportRetriesATransientFaultThenSucceeds(t *testing.T) {
 
 func TestExportFailingEveryAttemptFailsOnceWithOneAlert(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_TYPES_EXPORT_CUSTOMERS_MAX_RETRY": "2"})
+	var (
+		mu       sync.Mutex
+		webhooks []string
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		webhooks = append(webhooks, string(b))
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	e := newEnv(t, map[string]string{"TASKCENTER_TYPES_EXPORT_CUSTOMERS_MAX_RETRY": "2", "TASKCENTER_ALERTS_WEBHOOK_URL": hook.URL})
 	e.exec("ALTER TABLE customers RENAME TO customers_gone")
 	p := e.start("all")
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
@@ -146,6 +160,17 @@ func TestExportFailingEveryAttemptFailsOnceWithOneAlert(t *testing.T) {
 	})
 	if alerts := p.logs.matching("ALERT", task.ID); len(alerts) != 1 {
 		t.Fatalf("alerts for %s = %d, want exactly 1:\n%s", task.ID, len(alerts), strings.Join(alerts, "\n"))
+	}
+	testenv.Eventually(t, 10*time.Second, "the alert webhook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(webhooks) > 0
+	})
+	p.stop() // flushes the webhook sender
+	mu.Lock()
+	defer mu.Unlock()
+	if len(webhooks) != 1 || !strings.Contains(webhooks[0], `"kind":"task_failed"`) || !strings.Contains(webhooks[0], task.ID) {
+		t.Fatalf("webhook calls = %q, want one task_failed for %s", webhooks, task.ID)
 	}
 }
 
