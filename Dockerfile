@@ -18,6 +18,6 @@ ENV TASKCENTER_CONFIG=/etc/taskcenter/taskcenter.yaml \
     TASKCENTER_DATA_DIR=/data
 USER taskcenter
 VOLUME /data
-EXPOSE 8080
+EXPOSE 8080 9091
 ENTRYPOINT ["taskcenter", "serve"]
 CMD ["--roles", "all"]
