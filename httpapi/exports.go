@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/jobs/noop"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -78,6 +79,31 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		return badRequest("bad_idempotency_key", "Idempotency-Key must be at most 200 characters")
 	}
 	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())})
+}
+
+// genericTypes may be submitted through POST /api/v1/tasks with JSON parameters. Only the
+// bench type is, and only when the config enables it (a disabled type answers 422).
+var genericTypes = map[string]bool{noop.Type: true}
+
+// submitTask answers POST /api/v1/tasks {type, params}: a task of a type without its own
+// submit endpoint.
+func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req struct {
+		Type   string          `json:"type"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if !genericTypes[req.Type] {
+		return problem(http.StatusUnprocessableEntity, "unknown_type",
+			fmt.Sprintf("type %q cannot be submitted here; use POST /api/v1/imports or /api/v1/exports", req.Type))
+	}
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage(`{}`)
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	return s.submit(w, r, jobs.Submission{Type: req.Type, Owner: p.User, BizKey: idempotencyBizKey(key), Params: req.Params, RequestID: requestID(r.Context())})
 }
 
 func idempotencyBizKey(key string) string {

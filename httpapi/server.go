@@ -90,6 +90,7 @@ func apiRoutes() []route {
 		{"POST /api/v1/exports", (*Server).submitExport, false},
 		{"POST /api/v1/imports", (*Server).submitImport, true},
 		{"GET /api/v1/tasks", (*Server).listTasks, false},
+		{"POST /api/v1/tasks", (*Server).submitTask, false},
 		{"GET /api/v1/tasks/{id}", (*Server).getTask, false},
 		{"POST /api/v1/tasks/{id}/cancel", (*Server).cancelTask, false},
 		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},

@@ -29,7 +29,7 @@ type Run struct {
 	cancelRequested atomic.Bool
 
 	mu           sync.Mutex
-	lastBoardPut time.Time
+	lastBoardPut time.Time // zero until progress first reaches the board
 }
 
 // Params decodes the task's parameters into v.

@@ -185,7 +185,7 @@ func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, log
 	if rt.observer != nil {
 		rt.observer.AttemptStarted(c.Task.Type, c.Trigger)
 	}
-	logger.Info("attempt started", "trigger", c.Trigger)
+	logger.Debug("attempt started", "trigger", c.Trigger)
 
 	ctx, stop := context.WithCancelCause(ctx)
 	ctx, stopTimer := context.WithTimeoutCause(ctx, policy.MaxRuntime, errMaxRuntime)
@@ -350,8 +350,13 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 
 // finished is the common tail of a terminal write.
 func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
-	if err := rt.board.Clear(ctx, task.TaskNo); err != nil {
-		run.Logger.Debug("could not clear progress board", "err", err)
+	run.mu.Lock()
+	onBoard := !run.lastBoardPut.IsZero()
+	run.mu.Unlock()
+	if onBoard || run.Trigger != "first" { // an earlier attempt may have left progress behind
+		if err := rt.board.Clear(ctx, task.TaskNo); err != nil {
+			run.Logger.Debug("could not clear progress board", "err", err)
+		}
 	}
 	var took time.Duration
 	if task.StartedAt != nil && task.FinishedAt != nil {

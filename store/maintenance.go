@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -65,7 +66,16 @@ func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 // Enqueueing is idempotent, so a task asynq still holds is not delivered twice.
 func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewRaw(`
+	err := s.db.NewRaw(sqlTakeOrphans,
+		grace.Seconds(), takeoverAfter.Seconds(), limit).Scan(ctx, &tasks)
+	if err != nil && !isNoRows(err) {
+		return nil, fmt.Errorf("find orphans: %w", err)
+	}
+	return tasks, nil
+}
+
+// sqlTakeOrphans picks and stamps orphans: args grace seconds, takeover seconds, limit.
+const sqlTakeOrphans = `
 		WITH waiting AS (
 			SELECT id FROM tasks
 			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ?0))
@@ -77,22 +87,13 @@ func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Durat
 			ORDER BY heartbeat_at LIMIT ?2 FOR UPDATE SKIP LOCKED
 		)
 		UPDATE tasks t SET enqueued_at = now()
-		WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*`,
-		grace.Seconds(), takeoverAfter.Seconds(), limit).Scan(ctx, &tasks)
-	if err != nil && !isNoRows(err) {
-		return nil, fmt.Errorf("find orphans: %w", err)
-	}
-	return tasks, nil
-}
+		WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*`
 
 // ExpiredResults returns up to limit tasks whose result files are past their expiry and
 // still on record.
 func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewSelect().Model(&tasks).
-		Where("result_expires_at IS NOT NULL AND (result ->> 'file') IS NOT NULL AND result_expires_at < now()").
-		OrderExpr("result_expires_at").Limit(int64(limit)).Scan(ctx)
-	if err != nil {
+	if err := s.db.NewRaw(sqlExpiredResults, limit).Scan(ctx, &tasks); err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("find expired results: %w", err)
 	}
 	return tasks, nil
@@ -112,10 +113,7 @@ func (s *Store) ForgetResultFiles(ctx context.Context, ids []int64) error {
 // PastRetention returns up to limit terminal tasks that finished before the cut-off.
 func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewSelect().Model(&tasks).
-		Where("status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED') AND finished_at < now() - make_interval(secs => ?)", retention.Seconds()).
-		OrderExpr("finished_at").Limit(int64(limit)).Scan(ctx)
-	if err != nil {
+	if err := s.db.NewRaw(sqlPastRetention, retention.Seconds(), limit).Scan(ctx, &tasks); err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("find tasks past retention: %w", err)
 	}
 	return tasks, nil
@@ -143,10 +141,7 @@ func (s *Store) LiveFiles(ctx context.Context) (running map[string]bool, uploads
 		Status Status `bun:"status"`
 		Upload string `bun:"upload"`
 	}
-	err = s.db.NewRaw(`
-		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT')
-		UNION ALL
-		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status = 'RUNNING'`).Scan(ctx, &rows)
+	err = s.db.NewRaw(sqlLiveFiles).Scan(ctx, &rows)
 	if err != nil && !isNoRows(err) {
 		return nil, nil, fmt.Errorf("list live tasks: %w", err)
 	}
@@ -185,4 +180,45 @@ func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Durati
 func (s *Store) ConditionCleared(ctx context.Context, key string) error {
 	_, err := s.db.NewRaw(`DELETE FROM alert_conditions WHERE key = ?`, key).Exec(ctx)
 	return err
+}
+
+// The cleanup's reads, as constants so CleanupPlans explains exactly what runs.
+const (
+	sqlExpiredResults = `SELECT * FROM tasks
+		WHERE result_expires_at IS NOT NULL AND (result ->> 'file') IS NOT NULL AND result_expires_at < now()
+		ORDER BY result_expires_at LIMIT ?`
+	sqlPastRetention = `SELECT * FROM tasks
+		WHERE status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED') AND finished_at < now() - make_interval(secs => ?)
+		ORDER BY finished_at LIMIT ?`
+	sqlLiveFiles = `
+		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT')
+		UNION ALL
+		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status = 'RUNNING'`
+	sqlWaitingByQueue = `SELECT queue, count(*) AS n FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue`
+)
+
+// CleanupPlans returns Postgres' plan for each query a cleanup round runs over tasks, so a
+// benchmark can check every step is served by an index. Nothing is executed.
+func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retention time.Duration, limit int) (map[string]string, error) {
+	steps := []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"stale_runs", sqlTimeoutStale, []any{limit}},
+		{"orphans", sqlTakeOrphans, []any{grace.Seconds(), takeoverAfter.Seconds(), limit}},
+		{"expired_results", sqlExpiredResults, []any{limit}},
+		{"live_files", sqlLiveFiles, nil},
+		{"retention", sqlPastRetention, []any{retention.Seconds(), limit}},
+		{"backlog", sqlWaitingByQueue, nil},
+	}
+	out := map[string]string{}
+	for _, st := range steps {
+		var lines []string
+		if err := s.db.NewRaw("EXPLAIN "+st.sql, st.args...).Scan(ctx, &lines); err != nil {
+			return nil, fmt.Errorf("explain %s: %w", st.name, err)
+		}
+		out[st.name] = strings.Join(lines, "\n")
+	}
+	return out, nil
 }

@@ -166,7 +166,7 @@ func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 		Queue string `bun:"queue"`
 		N     int    `bun:"n"`
 	}
-	if err := s.db.NewRaw(`SELECT queue, count(*) AS n FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue`).Scan(ctx, &rows); err != nil {
+	if err := s.db.NewRaw(sqlWaitingByQueue).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("count waiting tasks: %w", err)
 	}
 	out := make(map[string]int, len(rows))

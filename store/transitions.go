@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"sync"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -19,7 +20,8 @@ import (
 
 // Store reads and writes tasks.
 type Store struct {
-	db *bun.DB
+	db        *bun.DB
+	rewritten sync.Map // query text → the same with $n placeholders (see prepared)
 }
 
 // New returns a Store over db.
@@ -54,21 +56,17 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 		bizKey = &nt.BizKey
 	}
 	task = new(Task)
-	err = s.db.NewRaw(`
+	err = s.prepared(ctx, task, `
 		WITH t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
 			                   max_retry, timeout_seconds, enqueued_at)
 			VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?::jsonb, NULLIF(?, ''), ?, ?, now())
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
-		), l AS (
-			INSERT INTO task_logs (task_id, attempt, level, message)
-			SELECT id, 0, 'info', 'submitted by ' || owner FROM t
 		)
 		SELECT * FROM t`,
 		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, bizKey, params, nt.RequestID,
-		nt.MaxRetry, nt.TimeoutSeconds,
-	).Scan(ctx, task)
+		nt.MaxRetry, nt.TimeoutSeconds)
 	if err == nil {
 		return task, true, nil
 	}
@@ -120,7 +118,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 		Task
 		PrevStatus Status `bun:"prev_status"`
 	}
-	err := s.db.NewRaw(`
+	err := s.prepared(ctx, &row, `
 		WITH old AS (
 			SELECT id, status, attempt, retry_count FROM tasks WHERE id = ?0 FOR UPDATE
 		), claimed AS (
@@ -143,14 +141,14 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			INSERT INTO task_runs (task_id, attempt, trigger, worker, status)
 			SELECT id, attempt, `+triggerSQL+`, worker, 'RUNNING' FROM claimed
 		), lg AS (
+			-- The run row records every attempt; the narrative only notes the unusual ones.
 			INSERT INTO task_logs (task_id, attempt, level, message)
 			SELECT id, attempt, CASE WHEN prev_status = 'RUNNING' THEN 'warn' ELSE 'info' END,
 			       'attempt ' || attempt || ' started on ' || worker || ' (' || `+triggerSQL+` || ')'
-			FROM claimed
+			FROM claimed WHERE attempt > 1
 		)
 		SELECT * FROM claimed`,
-		taskID, worker, takeoverAfter.Seconds(),
-	).Scan(ctx, &row)
+		taskID, worker, takeoverAfter.Seconds())
 	switch {
 	case err == nil:
 		t := &row.Task
@@ -209,18 +207,18 @@ func trigger(prev Status, t *Task) string {
 // Heartbeat proves the attempt is alive. It returns whether a cancel was requested, or
 // ErrFenced when the attempt no longer owns the task.
 func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, err error) {
-	err = s.db.NewRaw(`UPDATE tasks SET heartbeat_at = now() WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
-		l.TaskID, l.Attempt).Scan(ctx, &cancelRequested)
+	err = s.prepared(ctx, &cancelRequested, `UPDATE tasks SET heartbeat_at = now() WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
+		l.TaskID, l.Attempt)
 	return cancelRequested, fenced(err, "heartbeat", l)
 }
 
 // Progress records progress and a heartbeat for the attempt. Progress never goes down: a
 // retried attempt that starts over keeps the high-water mark until it passes it.
 func (s *Store) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {
-	err = s.db.NewRaw(`
-		UPDATE tasks SET progress_current = GREATEST(progress_current, ?), progress_total = ?, heartbeat_at = now(), updated_at = now()
+	err = s.prepared(ctx, &cancelRequested, `
+		UPDATE tasks SET progress_current = GREATEST(progress_current, ?::bigint), progress_total = ?, heartbeat_at = now(), updated_at = now()
 		WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
-		current, total, l.TaskID, l.Attempt).Scan(ctx, &cancelRequested)
+		current, total, l.TaskID, l.Attempt)
 	return cancelRequested, fenced(err, "record progress", l)
 }
 
@@ -273,7 +271,7 @@ func (s *Store) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) 
 	if o.Status != StatusSuccess && o.Status != StatusPartialSuccess {
 		return nil, fmt.Errorf("succeed %s: status %s is not a success", l, o.Status)
 	}
-	msg := cmp.Or(o.Message, "finished "+string(o.Status))
+	msg := o.Message // the run row records the outcome; the narrative gets what the job said
 	return s.endAttempt(ctx, l, endAttempt{
 		op: "succeed", to: o.Status,
 		set:  "result = ?::jsonb, result_expires_at = ?, progress_current = GREATEST(progress_current, progress_total), error_code = NULL, error_message = NULL, finished_at = now()",
@@ -347,11 +345,11 @@ type endAttempt struct {
 
 // endAttempt moves a RUNNING task owned by l to e.to, closes the attempt's run and logs it.
 func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, error) {
-	args := append([]any{e.to}, e.args...)
+	args := append([]any{string(e.to)}, e.args...)
 	args = append(args, l.TaskID, l.Attempt,
-		cmp.Or(e.runStatus, string(e.to)), nullString(e.error), cmp.Or(e.level, "info"), e.log)
+		cmp.Or(e.runStatus, string(e.to)), nullString(e.error), cmp.Or(e.level, "info"), e.log, e.log)
 	task := new(Task)
-	err := s.db.NewRaw(`
+	err := s.prepared(ctx, task, `
 		WITH t AS (
 			UPDATE tasks SET status = ?, `+e.set+`, updated_at = now()
 			WHERE id = ? AND attempt = ? AND status = 'RUNNING' `+e.where+`
@@ -360,9 +358,9 @@ func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, e
 			UPDATE task_runs r SET status = ?, error = ?, finished_at = now()
 			FROM t WHERE r.task_id = t.id AND r.attempt = t.attempt
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, ?, ? FROM t
+			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, ?, ?::text FROM t WHERE ?::text <> ''
 		)
-		SELECT * FROM t`, args...).Scan(ctx, task)
+		SELECT * FROM t`, args...)
 	if err := fenced(err, e.op, l); err != nil {
 		return nil, err
 	}
@@ -374,7 +372,15 @@ func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, e
 // cut off); if it comes back, its fenced writes change nothing.
 func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewRaw(`
+	err := s.db.NewRaw(sqlTimeoutStale, limit).Scan(ctx, &tasks)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("time out stale tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// sqlTimeoutStale times out at most ? silent RUNNING tasks (see TimeoutStale).
+const sqlTimeoutStale = `
 		WITH stale AS (
 			SELECT id FROM tasks
 			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => timeout_seconds)
@@ -391,12 +397,7 @@ func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 			INSERT INTO task_logs (task_id, attempt, level, message)
 			SELECT id, attempt, 'error', 'timed out: no heartbeat for ' || timeout_seconds || 's' FROM t
 		)
-		SELECT * FROM t`, limit).Scan(ctx, &tasks)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("time out stale tasks: %w", err)
-	}
-	return tasks, nil
-}
+		SELECT * FROM t`
 
 // CancelResult says what a cancel did.
 type CancelResult struct {

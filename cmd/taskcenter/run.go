@@ -29,6 +29,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/jobs/noop"
 	"github.com/taskcenter/taskcenter/monitor"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -299,6 +300,7 @@ func (p *process) startWorkers() error {
 	register(export.NewCustomers(p.db, p.files, exportCfg))
 	register(export.NewTasks(p.db, p.files, exportCfg))
 	register(importer.New(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
+	register(noop.Handler{})
 
 	concurrency := map[string]int{}
 	for name, q := range cfg.Queues {

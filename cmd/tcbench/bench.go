@@ -116,9 +116,14 @@ type service struct {
 	logs *bytes.Buffer
 }
 
-// startService runs the taskcenter binary against the bench schema with extra env.
+// startService runs the taskcenter binary with all roles against the bench schema.
 func (b *bench) startService(extra ...string) (*service, error) {
-	cmd := exec.CommandContext(b.ctx, b.bin, "serve", "--roles", "all")
+	return b.startRoles("all", extra...)
+}
+
+// startRoles runs the taskcenter binary with the given roles and extra env.
+func (b *bench) startRoles(roles string, extra ...string) (*service, error) {
+	cmd := exec.CommandContext(b.ctx, b.bin, "serve", "--roles", roles)
 	cmd.Env = append(os.Environ(),
 		"TASKCENTER_CONFIG=configs/taskcenter.yaml",
 		"TASKCENTER_DATABASE_URL="+b.schemaURL,
@@ -126,7 +131,8 @@ func (b *bench) startService(extra ...string) (*service, error) {
 		"TASKCENTER_REDIS_DB="+strconv.Itoa(b.redisDB),
 		"TASKCENTER_DATA_DIR="+b.dataDir,
 		"TASKCENTER_HTTP_ADDR=127.0.0.1:0",
-		"TASKCENTER_LOG_LEVEL=info",
+		"TASKCENTER_LOG_LEVEL="+cmpOr(os.Getenv("TCBENCH_LOG_LEVEL"), "info"),
+		"TASKCENTER_METRICS_ADDR=",
 	)
 	cmd.Env = append(cmd.Env, extra...)
 	out, err := cmd.StdoutPipe()

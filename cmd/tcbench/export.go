@@ -119,6 +119,8 @@ func runRaw(_ context.Context, mode string, args []string, stdout io.Writer) err
 		return rawWrite(args, stdout)
 	case "raw-read":
 		return rawRead(args, stdout)
+	case "raw-asynq":
+		return rawAsynq(args, stdout)
 	}
 	return fmt.Errorf("unknown raw mode %s", mode)
 }

@@ -97,9 +97,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 func benchmarks() []benchmark {
 	return []benchmark{
+		{"submit", benchSubmit},
+		{"pipeline", benchPipeline(20_000)},
 		{"export", benchExport},
 		{"import", benchImport(300_000)},
 		{"import-1m", benchImport(1_000_000)},
+		{"cleanup", benchCleanup(1_000_000)},
 	}
 }
 
@@ -138,7 +141,7 @@ func formatMeasure(m map[string]float64) string {
 		return "—"
 	}
 	var parts []string
-	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms"} {
+	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms", "median_ms"} {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%.3g", k, v))
 		}

@@ -310,11 +310,13 @@ func Default() Config {
 			"imports":     {Concurrency: 2},
 			"exports":     {Concurrency: 4},
 			"maintenance": {Concurrency: 1},
+			"bench":       {Concurrency: 8},
 		},
 		Types: map[string]TaskType{
 			"export:customers": defaultType("exports"),
 			"export:tasks":     defaultType("exports"),
 			"import:customers": defaultType("imports"),
+			"bench:noop":       {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute, Disabled: true},
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
@@ -462,7 +464,7 @@ func (c *Config) Validate() error {
 		if t.MaxRetry < 0 {
 			bad("types.%s.max_retry must be 0 or more", name)
 		}
-		if t.Timeout <= w.TakeoverAfter {
+		if !t.Disabled && t.Timeout <= w.TakeoverAfter {
 			bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)
 		}
 	}

@@ -13,8 +13,8 @@ var mobile = regexp.MustCompile(`(^|[^0-9])(1[3-9][0-9])([0-9]{4})([0-9]{4})([^0
 
 // Phones masks mobile numbers as 138****8000.
 func Phones(s string) string {
-	if !strings.ContainsAny(s, "0123456789") {
-		return s
+	if !hasElevenDigits(s) {
+		return s // the common case, decided without the regexp: it runs on every log attribute
 	}
 	// Twice: adjacent numbers share a separator, which one pass consumes.
 	for range 2 {
@@ -58,3 +58,19 @@ func IsSecretKey(key string) bool {
 
 // String applies every mask to free text.
 func String(s, dataDir string) string { return Paths(Phones(s), dataDir) }
+
+// hasElevenDigits reports whether s holds a run of exactly eleven ASCII digits.
+func hasElevenDigits(s string) bool {
+	run := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			run++
+			continue
+		}
+		if run == 11 {
+			return true
+		}
+		run = 0
+	}
+	return false
+}

@@ -66,6 +66,8 @@ type Report struct {
 	RetentionPurged int `json:"tasks_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
 	Errors          int `json:"errors"`
+	// TookMS is each step's duration in milliseconds.
+	TookMS map[string]float64 `json:"took_ms"`
 }
 
 // Observer receives each round's report (metrics).
@@ -125,7 +127,7 @@ func (c *Cleaner) ProcessTask(ctx context.Context, _ *asynq.Task) error {
 // stop the others.
 func (c *Cleaner) Round(ctx context.Context) Report {
 	start := time.Now()
-	var rep Report
+	rep := Report{TookMS: map[string]float64{}}
 	steps := []struct {
 		name string
 		run  func(context.Context) (int, error)
@@ -140,7 +142,9 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"backlog", c.backlog, &rep.BacklogAlerts},
 	}
 	for _, s := range steps {
+		began := time.Now()
 		n, err := s.run(ctx)
+		rep.TookMS[s.name] = float64(time.Since(began).Microseconds()) / 1000
 		*s.dst = n
 		if err != nil {
 			rep.Errors++
