@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
@@ -133,28 +134,32 @@ func (s *Store) DeleteTasks(ctx context.Context, ids []int64) (int, error) {
 	return int(n), nil
 }
 
-// LiveFiles returns the task numbers of RUNNING tasks and the uploads that waiting or running
-// tasks still need: cleanup must not delete those.
-func (s *Store) LiveFiles(ctx context.Context) (running map[string]bool, uploads map[string]bool, err error) {
-	var rows []struct {
-		TaskNo string `bun:"task_no"`
-		Status Status `bun:"status"`
-		Upload string `bun:"upload"`
+// LiveUploads returns which of the given upload paths a PENDING, RETRY_WAIT or RUNNING task
+// still needs.
+func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {
+	var live []string
+	if err := s.db.NewRaw(sqlLiveUploads, pgdialect.Array(paths), pgdialect.Array(paths)).Scan(ctx, &live); err != nil && !isNoRows(err) {
+		return nil, fmt.Errorf("find live uploads: %w", err)
 	}
-	err = s.db.NewRaw(sqlLiveFiles).Scan(ctx, &rows)
+	out := make(map[string]bool, len(live))
+	for _, p := range live {
+		out[p] = true
+	}
+	return out, nil
+}
+
+// RunningTasks returns which of the given task numbers are RUNNING.
+func (s *Store) RunningTasks(ctx context.Context, taskNos []string) (map[string]bool, error) {
+	var running []string
+	err := s.db.NewRaw(`SELECT task_no FROM tasks WHERE task_no = ANY(?::text[]) AND status = 'RUNNING'`, pgdialect.Array(taskNos)).Scan(ctx, &running)
 	if err != nil && !isNoRows(err) {
-		return nil, nil, fmt.Errorf("list live tasks: %w", err)
+		return nil, fmt.Errorf("find running tasks: %w", err)
 	}
-	running, uploads = map[string]bool{}, map[string]bool{}
-	for _, r := range rows {
-		if r.Status == StatusRunning {
-			running[r.TaskNo] = true
-		}
-		if r.Upload != "" {
-			uploads[r.Upload] = true
-		}
+	out := make(map[string]bool, len(running))
+	for _, t := range running {
+		out[t] = true
 	}
-	return running, uploads, nil
+	return out, nil
 }
 
 // ConditionHolds records that an alert condition holds. It returns the time it started and
@@ -190,10 +195,10 @@ const (
 	sqlPastRetention = `SELECT * FROM tasks
 		WHERE status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED') AND finished_at < now() - make_interval(secs => ?)
 		ORDER BY finished_at LIMIT ?`
-	sqlLiveFiles = `
-		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT')
-		UNION ALL
-		SELECT task_no, status, COALESCE(params ->> 'upload', '') AS upload FROM tasks WHERE status = 'RUNNING'`
+	sqlLiveUploads = `
+		SELECT params ->> 'upload' FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') AND params ->> 'upload' = ANY(?::text[])
+		UNION
+		SELECT params ->> 'upload' FROM tasks WHERE status = 'RUNNING' AND params ->> 'upload' = ANY(?::text[])`
 	sqlWaitingByQueue = `SELECT queue, count(*) AS n FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue`
 )
 
@@ -208,7 +213,7 @@ func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retentio
 		{"stale_runs", sqlTimeoutStale, []any{limit}},
 		{"orphans", sqlTakeOrphans, []any{grace.Seconds(), takeoverAfter.Seconds(), limit}},
 		{"expired_results", sqlExpiredResults, []any{limit}},
-		{"live_files", sqlLiveFiles, nil},
+		{"uploads", sqlLiveUploads, []any{pgdialect.Array([]string{"uploads/a.xlsx"}), pgdialect.Array([]string{"uploads/a.xlsx"})}},
 		{"retention", sqlPastRetention, []any{retention.Seconds(), limit}},
 		{"backlog", sqlWaitingByQueue, nil},
 	}

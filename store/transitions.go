@@ -2,12 +2,12 @@ package store
 
 import (
 	"cmp"
-	"sync"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"time"
 
@@ -220,27 +220,36 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 
 // uploads deletes uploaded files past their age that no waiting or running task needs.
 func (c *Cleaner) uploads(ctx context.Context) (int, error) {
-	_, live, err := c.store.LiveFiles(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return c.sweep(files.Uploads, c.cfg.UploadTTL, func(rel string) bool { return live[rel] })
+	return c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.store.LiveUploads)
 }
 
-// tempFiles deletes temp files past their age that no running task is writing.
+// tempFiles deletes temp files past their age that no running task is writing. A temp
+// file's name starts with the task number of its writer.
 func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
-	running, _, err := c.store.LiveFiles(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return c.sweep(files.Temp, c.cfg.TempTTL, func(rel string) bool {
-		taskNo, _, _ := strings.Cut(filepath.Base(rel), "-")
-		return running[taskNo]
+	return c.sweep(ctx, files.Temp, c.cfg.TempTTL, func(ctx context.Context, rels []string) (map[string]bool, error) {
+		owner := map[string]string{}
+		taskNos := make([]string, 0, len(rels))
+		for _, rel := range rels {
+			taskNo, _, _ := strings.Cut(path.Base(rel), "-")
+			owner[rel] = taskNo
+			taskNos = append(taskNos, taskNo)
+		}
+		running, err := c.store.RunningTasks(ctx, taskNos)
+		if err != nil {
+			return nil, err
+		}
+		keep := map[string]bool{}
+		for rel, taskNo := range owner {
+			keep[rel] = running[taskNo]
+		}
+		return keep, nil
 	})
 }
 
-// sweep deletes up to BatchSize files in area older than ttl that keep does not claim.
-func (c *Cleaner) sweep(area string, ttl time.Duration, keep func(rel string) bool) (int, error) {
+// sweep deletes up to BatchSize files in area older than ttl, except those keep claims.
+// The disk is read first; the database is asked only about actual candidates, so a round
+// with nothing old on disk costs no query at all.
+func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
 	dir, err := c.files.Path(area)
 	if err != nil {
 		return 0, err
@@ -249,17 +258,30 @@ func (c *Cleaner) sweep(area string, ttl time.Duration, keep func(rel string) bo
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var candidates []string
 	for _, e := range entries {
-		if n >= c.cfg.BatchSize {
+		if len(candidates) >= 4*c.cfg.BatchSize {
 			break
 		}
 		info, err := e.Info()
 		if err != nil || e.IsDir() || time.Since(info.ModTime()) < ttl {
 			continue
 		}
-		rel := area + "/" + e.Name()
-		if keep(rel) {
+		candidates = append(candidates, area+"/"+e.Name())
+	}
+	if len(candidates) == 0 {
+		return 0, nil
+	}
+	kept, err := keep(ctx, candidates)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rel := range candidates {
+		if n >= c.cfg.BatchSize {
+			break
+		}
+		if kept[rel] {
 			continue
 		}
 		if err := c.files.Remove(rel); err != nil {
