@@ -91,16 +91,7 @@ func (e *env) start(roles string) *proc {
 			e.t.Logf("logs of %s process:\n%s", roles, logs.String())
 		}
 	})
-	want := "workers started"
-	if strings.Contains(roles, "api") || roles == "all" {
-		want = "http listening"
-	}
-	line := logs.waitFor(e.t, 30*time.Second, want, p.done)
-	var rec struct{ Addr string }
-	json.Unmarshal([]byte(line), &rec) //nolint:errcheck
-	if rec.Addr != "" {
-		p.base = "http://" + rec.Addr
-	}
+	p.base = waitReady(e.t, roles, logs, p.done)
 	return p
 }
 
@@ -402,16 +393,7 @@ func (e *env) startBinary(roles string) *binProc {
 			e.t.Logf("logs of binary %s (pid %d):\n%s", roles, cmd.Process.Pid, logs.String())
 		}
 	})
-	want := "workers started"
-	if strings.Contains(roles, "api") || roles == "all" {
-		want = "http listening"
-	}
-	line := logs.waitFor(e.t, 30*time.Second, want, p.exit)
-	var rec struct{ Addr string }
-	json.Unmarshal([]byte(line), &rec) //nolint:errcheck
-	if rec.Addr != "" {
-		p.base = "http://" + rec.Addr
-	}
+	p.base = waitReady(e.t, roles, logs, p.exit)
 	return p
 }
 
@@ -489,4 +471,21 @@ func (e *env) items(taskNo string) map[int]string {
 		out[r.Row] = r.Message
 	}
 	return out
+}
+
+// waitReady waits until a process with these roles is up, and returns its API base URL
+// (empty without the api role).
+func waitReady(t *testing.T, roles string, logs *logBuffer, exited <-chan error) string {
+	t.Helper()
+	want := "workers started"
+	if strings.Contains(roles, "api") || roles == "all" {
+		want = "http listening"
+	}
+	line := logs.waitFor(t, 30*time.Second, want, exited)
+	var rec struct{ Addr string }
+	json.Unmarshal([]byte(line), &rec) //nolint:errcheck
+	if rec.Addr == "" {
+		return ""
+	}
+	return "http://" + rec.Addr
 }

@@ -108,6 +108,25 @@ func (f *fixture) file(rel string, age time.Duration) string {
 	return p
 }
 
+// succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
+func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
+	f.t.Helper()
+	ctx := context.Background()
+	tk := f.task(`{}`)
+	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	rel := files.Results + "/" + tk.TaskNo + ".xlsx"
+	p := f.file(rel, 0)
+	exp := time.Now().Add(expiresIn)
+	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
+		f.t.Fatal(err)
+	}
+	return tk, p
+}
+
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
@@ -189,23 +208,8 @@ func TestRoundExpiresResultFilesAndKeepsTheRecord(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	done := func(expiresIn string) (*store.Task, string) {
-		tk := f.task(`{}`)
-		c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel := files.Results + "/" + tk.TaskNo + ".xlsx"
-		p := f.file(rel, 0)
-		exp := time.Now().Add(mustDuration(expiresIn))
-		if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
-			Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
-			t.Fatal(err)
-		}
-		return tk, p
-	}
-	old, oldFile := done("-1s")
-	live, liveFile := done("1h")
+	old, oldFile := f.succeeded(mustDuration("-1s"))
+	live, liveFile := f.succeeded(time.Hour)
 	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 1 {
 		t.Fatalf("report = %+v", rep)
 	}
@@ -250,16 +254,7 @@ func TestRoundAppliesRetentionWithRunsLogsItemsAndFiles(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	finished := func(age string) (*store.Task, string) {
-		tk := f.task(`{}`)
-		c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel := files.Results + "/" + tk.TaskNo + ".xlsx"
-		p := f.file(rel, 0)
-		if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"` + rel + `"}`)}); err != nil {
-			t.Fatal(err)
-		}
+		tk, p := f.succeeded(time.Hour)
 		f.exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, 2, 'phone', 'bad')", tk.ID)
 		f.exec("UPDATE tasks SET finished_at = now() - ?::interval WHERE id = ?", age, tk.ID)
 		return tk, p

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
@@ -81,33 +80,11 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, err
 	}
 
-	tmp, err := e.files.CreateTemp(run.Task.TaskNo, ".xlsx")
+	out, err := xlsxsafe.NewWriter(e.files, run.Task.TaskNo, "Sheet1", src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			files.Discard(tmp)
-		}
-	}()
-	book := excelize.NewFile(excelize.Options{TmpDir: filepath.Dir(tmp.Name())})
-	defer book.Close()
-	sw, err := book.NewStreamWriter("Sheet1")
-	if err != nil {
-		return jobs.Result{}, fmt.Errorf("start sheet: %w", err)
-	}
-	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
-		return jobs.Result{}, fmt.Errorf("freeze header: %w", err)
-	}
-	header := src.header()
-	cells := make([]any, len(header))
-	for i, h := range header {
-		cells[i] = h
-	}
-	if err := sw.SetRow("A1", cells); err != nil {
-		return jobs.Result{}, fmt.Errorf("write header: %w", err)
-	}
+	defer out.Close()
 
 	// Read the next page while this one is written.
 	fetchCtx, stopFetch := context.WithCancel(ctx)
@@ -134,45 +111,29 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		}
 	}()
 
-	var written int64
 	for p := range pages {
 		if p.err != nil {
 			return jobs.Result{}, fmt.Errorf("read rows: %w", p.err)
 		}
 		for _, row := range p.rows {
-			for i, v := range row {
-				if s, ok := v.(string); ok {
-					row[i] = xlsxsafe.Neutralize(s)
-				}
+			if err := out.Row(row); err != nil {
+				return jobs.Result{}, err
 			}
-			cell, _ := excelize.CoordinatesToCellName(1, int(written)+2)
-			if err := sw.SetRow(cell, row); err != nil {
-				return jobs.Result{}, fmt.Errorf("write row: %w", err)
-			}
-			written++
 		}
+		written := int64(out.Rows())
 		if err := run.Progress(ctx, written, max(total, written)); err != nil {
 			return jobs.Result{}, err
 		}
 	}
-	if err := sw.Flush(); err != nil {
-		return jobs.Result{}, fmt.Errorf("finish sheet: %w", err)
-	}
-	if _, err := book.WriteTo(tmp); err != nil {
-		return jobs.Result{}, fmt.Errorf("write workbook: %w", err)
-	}
-	info, err := tmp.Stat()
+	rel := filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d.xlsx", run.Task.TaskNo, run.Lease.Attempt)))
+	size, err := out.Commit(rel)
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	rel := filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d.xlsx", run.Task.TaskNo, run.Lease.Attempt)))
-	if err := e.files.Commit(tmp, rel); err != nil {
-		return jobs.Result{}, err
-	}
-	committed = true
+	written := int64(out.Rows())
 	expires := time.Now().Add(e.cfg.ResultTTL).UTC()
 	return jobs.Result{
-		Data:      ResultData{File: rel, Name: downloadName, Rows: written, Size: info.Size(), ContentType: ContentTypeXLSX},
+		Data:      ResultData{File: rel, Name: downloadName, Rows: written, Size: size, ContentType: ContentTypeXLSX},
 		ExpiresAt: &expires,
 		Message:   fmt.Sprintf("exported %d rows", written),
 		Files:     []string{rel},

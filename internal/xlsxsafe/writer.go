@@ -1,0 +1,108 @@
+package xlsxsafe
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+)
+
+// Writer streams rows into a new .xlsx that users will open: a frozen header row, every
+// text cell neutralised, written through excelize's StreamWriter to a temp file under the
+// data dir and moved into place atomically by Commit. Close discards an uncommitted file.
+type Writer struct {
+	files     *files.Store
+	tmp       *os.File
+	book      *excelize.File
+	sw        *excelize.StreamWriter
+	rows      int
+	committed bool
+}
+
+// NewWriter starts a workbook whose temp file name begins with prefix (a task number, so
+// cleanup can tell whose partial file it is), with one sheet and its header row.
+func NewWriter(fs *files.Store, prefix, sheet string, header []string) (*Writer, error) {
+	tmp, err := fs.CreateTemp(prefix, ".xlsx")
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{files: fs, tmp: tmp, book: excelize.NewFile(excelize.Options{TmpDir: filepath.Dir(tmp.Name())})}
+	if err := w.start(sheet, header); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) start(sheet string, header []string) error {
+	if sheet != "Sheet1" {
+		if err := w.book.SetSheetName("Sheet1", sheet); err != nil {
+			return err
+		}
+	}
+	sw, err := w.book.NewStreamWriter(sheet)
+	if err != nil {
+		return fmt.Errorf("start sheet: %w", err)
+	}
+	w.sw = sw
+	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+		return fmt.Errorf("freeze header: %w", err)
+	}
+	cells := make([]any, len(header))
+	for i, h := range header {
+		cells[i] = h
+	}
+	return w.put(1, cells)
+}
+
+// Row appends a data row. Text values are neutralised in place.
+func (w *Writer) Row(values []any) error {
+	w.rows++
+	return w.put(w.rows+1, values)
+}
+
+func (w *Writer) put(line int, values []any) error {
+	for i, v := range values {
+		if s, ok := v.(string); ok {
+			values[i] = Neutralize(s)
+		}
+	}
+	cell, _ := excelize.CoordinatesToCellName(1, line)
+	if err := w.sw.SetRow(cell, values); err != nil {
+		return fmt.Errorf("write row %d: %w", line, err)
+	}
+	return nil
+}
+
+// Rows is how many data rows have been written.
+func (w *Writer) Rows() int { return w.rows }
+
+// Commit finishes the workbook and moves it to rel under the data dir; it returns its size.
+func (w *Writer) Commit(rel string) (int64, error) {
+	if err := w.sw.Flush(); err != nil {
+		return 0, fmt.Errorf("finish sheet: %w", err)
+	}
+	if _, err := w.book.WriteTo(w.tmp); err != nil {
+		return 0, fmt.Errorf("write workbook: %w", err)
+	}
+	info, err := w.tmp.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if err := w.files.Commit(w.tmp, rel); err != nil {
+		return 0, err
+	}
+	w.committed = true
+	return info.Size(), nil
+}
+
+// Close releases the workbook, deleting the temp file unless it was committed.
+func (w *Writer) Close() {
+	w.book.Close()
+	if !w.committed {
+		files.Discard(w.tmp)
+	}
+}
