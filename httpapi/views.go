@@ -54,6 +54,8 @@ type ResultView struct {
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
 	Expired     bool            `json:"expired"`
 	Summary     json.RawMessage `json:"summary,omitempty"`
+	// FirstErrors are an import's first rejected rows, e.g. "row 128, phone: must be …".
+	FirstErrors []string `json:"first_errors,omitempty"`
 }
 
 // Links are the actions available on a task now.
@@ -100,6 +102,7 @@ type resultFile struct {
 	ContentType string          `json:"content_type"`
 	ErrorReport string          `json:"error_report"`
 	Summary     json.RawMessage `json:"summary"`
+	FirstErrors []string        `json:"first_errors"`
 }
 
 func parseResult(t *store.Task) (resultFile, bool) {
@@ -136,7 +139,7 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	}
 	if r, ok := parseResult(t); ok {
 		rv := &ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: utc(t.ResultExpiresAt), Expired: expired(t, now), Summary: r.Summary}
+			ExpiresAt: utc(t.ResultExpiresAt), Expired: expired(t, now), Summary: r.Summary, FirstErrors: r.FirstErrors}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"

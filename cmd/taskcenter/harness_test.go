@@ -178,6 +178,7 @@ type taskJSON struct {
 			Success int64 `json:"success"`
 			Failed  int64 `json:"failed"`
 		} `json:"summary"`
+		FirstErrors []string `json:"first_errors"`
 	} `json:"result"`
 	Counts struct {
 		Total   int64 `json:"total"`

@@ -116,6 +116,9 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 			if s := final.Result.Summary; s == nil || s.Total != 15 || s.Success != 8 || s.Failed != 7 {
 				t.Fatalf("summary = %+v", final.Result.Summary)
 			}
+			if fe := final.Result.FirstErrors; len(fe) != 7 || !strings.HasPrefix(fe[0], "row 4, email: is not a valid email address") {
+				t.Fatalf("first_errors = %q", fe)
+			}
 			items := e.items(task.ID)
 			if len(items) != len(messyOutcome) {
 				t.Errorf("rejected rows = %v, want rows %v", items, messyOutcome)
