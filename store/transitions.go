@@ -116,7 +116,8 @@ type Claimed struct {
 func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	var row struct {
 		Task
-		PrevStatus Status `bun:"prev_status"`
+		PrevStatus Status `bun:"prev_status"` // the status the claim left
+		Trigger    string `bun:"trigger"`     // how this attempt came about
 	}
 	err := s.prepared(ctx, &row, `
 		WITH old AS (
@@ -131,7 +132,11 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			WHERE t.id = old.id AND (
 			      (old.status IN ('PENDING', 'RETRY_WAIT') AND (t.next_retry_at IS NULL OR t.next_retry_at <= now()))
 			   OR (old.status = 'RUNNING' AND t.heartbeat_at < now() - make_interval(secs => ?2)))
-			RETURNING t.*, old.status AS prev_status
+			RETURNING t.*, old.status AS prev_status, CASE
+			    WHEN old.status = 'RUNNING' THEN 'takeover'
+			    WHEN old.status = 'RETRY_WAIT' AND t.error_code = 'interrupted' THEN 'resume'
+			    WHEN old.status = 'RETRY_WAIT' THEN 'retry'
+			    WHEN t.attempt = 1 THEN 'first' ELSE 'manual_retry' END AS trigger
 		), superseded AS (
 			UPDATE task_runs r SET status = 'SUPERSEDED', finished_at = now(),
 			       error = 'no heartbeat for ' || ?2 || 's; taken over by ' || ?1
@@ -139,12 +144,12 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			WHERE c.prev_status = 'RUNNING' AND r.task_id = c.id AND r.attempt = c.attempt - 1 AND r.finished_at IS NULL
 		), run AS (
 			INSERT INTO task_runs (task_id, attempt, trigger, worker, status)
-			SELECT id, attempt, `+triggerSQL+`, worker, 'RUNNING' FROM claimed
+			SELECT id, attempt, trigger, worker, 'RUNNING' FROM claimed
 		), lg AS (
 			-- The run row records every attempt; the narrative only notes the unusual ones.
 			INSERT INTO task_logs (task_id, attempt, level, message)
 			SELECT id, attempt, CASE WHEN prev_status = 'RUNNING' THEN 'warn' ELSE 'info' END,
-			       'attempt ' || attempt || ' started on ' || worker || ' (' || `+triggerSQL+` || ')'
+			       'attempt ' || attempt || ' started on ' || worker || ' (' || trigger || ')'
 			FROM claimed WHERE attempt > 1
 		)
 		SELECT * FROM claimed`,
@@ -152,7 +157,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 	switch {
 	case err == nil:
 		t := &row.Task
-		return &Claimed{Task: t, Trigger: trigger(row.PrevStatus, t), Lease: Lease{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt}}, nil
+		return &Claimed{Task: t, Trigger: row.Trigger, Lease: Lease{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt}}, nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("claim task %d: %w", taskID, err)
 	}
@@ -182,27 +187,6 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 
 // errCodeInterrupted marks a RETRY_WAIT left by Release, so the next claim is a resume.
 const errCodeInterrupted = "interrupted"
-
-// triggerSQL names how an attempt came about, from the claimed row.
-const triggerSQL = `CASE WHEN prev_status = 'RUNNING' THEN 'takeover'
-	WHEN prev_status = 'RETRY_WAIT' AND error_code = 'interrupted' THEN 'resume'
-	WHEN prev_status = 'RETRY_WAIT' THEN 'retry'
-	WHEN attempt = 1 THEN 'first' ELSE 'manual_retry' END`
-
-func trigger(prev Status, t *Task) string {
-	switch {
-	case prev == StatusRunning:
-		return "takeover"
-	case prev == StatusRetryWait && t.ErrorCode == errCodeInterrupted:
-		return "resume"
-	case prev == StatusRetryWait:
-		return "retry"
-	case t.Attempt == 1:
-		return "first"
-	default:
-		return "manual_retry"
-	}
-}
 
 // Heartbeat proves the attempt is alive. It returns whether a cancel was requested, or
 // ErrFenced when the attempt no longer owns the task.
