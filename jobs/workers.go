@@ -25,6 +25,7 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger}
 	for name, concurrency := range queues {
 		qlog := logger.With("queue", name)
+		alog := AsynqLogger(qlog)
 		w.servers[name] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
 			Concurrency:              concurrency,
 			Queues:                   map[string]int{name: 1},
@@ -33,7 +34,7 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 			ShutdownTimeout:          shutdownTimeout,
 			DelayedTaskCheckInterval: time.Second,
 			TaskCheckInterval:        pollInterval,
-			Logger:                   AsynqLogger(qlog),
+			Logger:                   alog,
 			LogLevel:                 asynq.WarnLevel,
 			ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 				if IsFailure(err) {
@@ -86,15 +87,65 @@ func (w *Workers) Shutdown() {
 	wg.Wait()
 }
 
-// AsynqLogger routes asynq's own logging into slog.
-func AsynqLogger(l *slog.Logger) asynq.Logger { return asynqLogger{l} }
-
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "source", "asynq") }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "source", "asynq") }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "source", "asynq") }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "source", "asynq") }
-func (a asynqLogger) Fatal(args ...any) {
-	a.l.Error(fmt.Sprint(args...), "source", "asynq", "fatal", true)
+// AsynqLogger routes asynq's own logging into slog. During an outage asynq's loops repeat
+// the same error every second on every queue; a message already logged in the last 30
+// seconds is counted instead and reported with its repeat count when it next gets through.
+func AsynqLogger(l *slog.Logger) asynq.Logger {
+	return asynqLogger{l: l, seen: &repeats{last: map[string]repeat{}}}
 }
+
+type asynqLogger struct {
+	l    *slog.Logger
+	seen *repeats
+}
+
+type repeats struct {
+	mu   sync.Mutex
+	last map[string]repeat
+}
+
+type repeat struct {
+	at         time.Time
+	suppressed int
+}
+
+const repeatWindow = 30 * time.Second
+
+// admit reports whether msg should be logged now, and how many copies were held back.
+func (r *repeats) admit(msg string) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	prev, ok := r.last[msg]
+	if ok && now.Sub(prev.at) < repeatWindow {
+		prev.suppressed++
+		r.last[msg] = prev
+		return false, 0
+	}
+	if len(r.last) > 1000 {
+		clear(r.last)
+	}
+	r.last[msg] = repeat{at: now}
+	return true, prev.suppressed
+}
+
+func (a asynqLogger) log(level slog.Level, args ...any) {
+	msg := fmt.Sprint(args...)
+	if level < slog.LevelWarn {
+		a.l.Log(context.Background(), level, msg, "source", "asynq")
+		return
+	}
+	if ok, held := a.seen.admit(msg); ok {
+		if held > 0 {
+			a.l.Log(context.Background(), level, msg, "source", "asynq", "repeated", held)
+		} else {
+			a.l.Log(context.Background(), level, msg, "source", "asynq")
+		}
+	}
+}
+
+func (a asynqLogger) Debug(args ...any) { a.log(slog.LevelDebug, args...) }
+func (a asynqLogger) Info(args ...any)  { a.log(slog.LevelInfo, args...) }
+func (a asynqLogger) Warn(args ...any)  { a.log(slog.LevelWarn, args...) }
+func (a asynqLogger) Error(args ...any) { a.log(slog.LevelError, args...) }
+func (a asynqLogger) Fatal(args ...any) { a.log(slog.LevelError, append(args, " (fatal)")...) }
