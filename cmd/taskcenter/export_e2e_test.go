@@ -107,10 +107,7 @@ func TestExportRetriesATransientFaultThenSucceeds(t *testing.T) {
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
 
 	// Kill the export's database connection mid-export.
-	testenv.Eventually(t, 30*time.Second, "the export to be under way", func() bool {
-		got := p.task(aliceToken, task.ID)
-		return got.Status == "RUNNING" && got.Progress.Current > 0
-	})
+	p.waitUnderWay(aliceToken, task.ID)
 	killed := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE application_name = ? AND xact_start IS NOT NULL AND pid <> pg_backend_pid() AND query ILIKE '%customers%') k`, e.pg.Schema)
 	if killed == 0 {
@@ -222,10 +219,7 @@ func TestCancelRunningStopsAtNextPageAndIsNotRetried(t *testing.T) {
 	e.seedCustomers(30000)
 	p := e.start("all")
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	testenv.Eventually(t, 30*time.Second, "the export to be under way", func() bool {
-		got := p.task(aliceToken, task.ID)
-		return got.Status == "RUNNING" && got.Progress.Current > 0
-	})
+	p.waitUnderWay(aliceToken, task.ID)
 	res := p.do("POST", "/api/v1/tasks/"+task.ID+"/cancel", aliceToken, nil)
 	var got taskJSON
 	res.json(t, &got)

@@ -235,6 +235,15 @@ func (p *proc) waitStatus(token, id string, within time.Duration, statuses ...st
 	return last
 }
 
+// waitUnderWay waits until the task is RUNNING and has made progress.
+func (p *proc) waitUnderWay(token, id string) {
+	p.t.Helper()
+	testenv.Eventually(p.t, 30*time.Second, "task "+id+" to be under way", func() bool {
+		got := p.task(token, id)
+		return got.Status == "RUNNING" && got.Progress.Current > 0
+	})
+}
+
 // seedCustomers inserts n customers with codes C000001…; extra rows are appended as given.
 func (e *env) seedCustomers(n int, extra ...[3]string) {
 	e.t.Helper()

@@ -59,10 +59,7 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	api := e.start("api,scheduler")
 	doomed := e.startBinary("worker")
 	task := api.submitExport(aliceToken, map[string]any{"type": "customers"})
-	testenv.Eventually(t, 30*time.Second, "the export to be under way on the doomed worker", func() bool {
-		got := api.task(aliceToken, task.ID)
-		return got.Status == "RUNNING" && got.Progress.Current > 0
-	})
+	api.waitUnderWay(aliceToken, task.ID)
 	doomed.signal(syscall.SIGKILL, 10*time.Second)
 
 	e.start("worker")
@@ -91,10 +88,7 @@ func TestSIGTERMDuringALongTaskHandsItBackAndExitsZero(t *testing.T) {
 	w := e.startBinary("all")
 	p := &proc{t: t, base: w.base}
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	testenv.Eventually(t, 30*time.Second, "the export to be under way", func() bool {
-		got := p.task(aliceToken, task.ID)
-		return got.Status == "RUNNING" && got.Progress.Current > 0
-	})
+	p.waitUnderWay(aliceToken, task.ID)
 	began := time.Now()
 	if err := w.signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM: %v (want status 0)", err)
@@ -172,10 +166,7 @@ func TestPostgresOutageAnswers503AndTheTaskFinishes(t *testing.T) {
 	}
 	p := e.start("all")
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	testenv.Eventually(t, 30*time.Second, "the export to be under way", func() bool {
-		got := p.task(aliceToken, task.ID)
-		return got.Status == "RUNNING" && got.Progress.Current > 0
-	})
+	p.waitUnderWay(aliceToken, task.ID)
 
 	pgProxy.Cut()
 	if res := p.do("GET", "/readyz", "", nil); res.status != http.StatusServiceUnavailable || !strings.Contains(string(res.body), `"postgres":"unavailable"`) {

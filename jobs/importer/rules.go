@@ -160,13 +160,7 @@ func (c *columns) validate(rowNo int, row []string) (store.CustomerRow, []fieldE
 			bad(fCode, "must be 1 to 32 letters, digits, '-' or '_', starting with a letter or digit")
 		}
 	}
-	if name := c.cell(row, fName); name != "" {
-		if n := utf8.RuneCountInString(name); n > maxName {
-			bad(fName, "must be at most %d characters (this one has %d)", maxName, n)
-		} else {
-			out.Name = name
-		}
-	}
+	out.Name = c.text(row, fName, maxName, bad)
 	if raw := c.cell(row, fPhone); raw != "" {
 		phone, err := normalizePhone(raw)
 		if err != "" {
@@ -182,13 +176,7 @@ func (c *columns) validate(rowNo int, row []string) (store.CustomerRow, []fieldE
 			bad(fEmail, "is not a valid email address")
 		}
 	}
-	if city := c.cell(row, fCity); city != "" {
-		if n := utf8.RuneCountInString(city); n > maxCity {
-			bad(fCity, "must be at most %d characters (this one has %d)", maxCity, n)
-		} else {
-			out.City = city
-		}
-	}
+	out.City = c.text(row, fCity, maxCity, bad)
 	out.Level = "normal"
 	if lv := c.cell(row, fLevel); lv != "" {
 		if canon, ok := levels[strings.ToLower(lv)]; ok {
@@ -208,6 +196,16 @@ func lower(s string) string {
 		}
 	}
 	return s
+}
+
+// text returns a free-text field, or reports it when it is longer than limit characters.
+func (c *columns) text(row []string, f field, limit int, bad func(field, string, ...any)) string {
+	v := c.cell(row, f)
+	if n := utf8.RuneCountInString(v); n > limit {
+		bad(f, "must be at most %d characters (this one has %d)", limit, n)
+		return ""
+	}
+	return v
 }
 
 // blank reports whether every cell of a row is empty after trimming.
