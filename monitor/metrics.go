@@ -100,9 +100,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, Timeout: 10 * time.Second})
 }
 
-// Registry exposes the registry (tests gather from it).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // TaskSubmitted counts a created task.
 func (m *Metrics) TaskSubmitted(taskType string) { m.submitted.WithLabelValues(taskType).Inc() }
 

@@ -31,10 +31,4 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "conn closed")
 }
 
-// IsUniqueViolation reports whether err is a unique-constraint violation.
-func IsUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -27,9 +27,6 @@ type Store struct {
 // New returns a Store over db.
 func New(db *bun.DB) *Store { return &Store{db: db} }
 
-// DB exposes the handle for job code that writes business tables inside a fenced batch.
-func (s *Store) DB() *bun.DB { return s.db }
-
 // NewTask is what a submit knows about a task.
 type NewTask struct {
 	TaskNo         string
