@@ -446,6 +446,29 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 	return nil, s.refusal(ctx, taskNo, scope, "retry")
 }
 
+// ExpediteRetry makes a RETRY_WAIT task due now instead of at its back-off time (the
+// console's "run now" on a scheduled retry). who is recorded in the task log. A task in any
+// other status answers *ConflictError.
+func (s *Store) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
+	task := new(Task)
+	err := s.db.NewRaw(`
+		WITH t AS (
+			UPDATE tasks SET next_retry_at = now(), updated_at = now()
+			WHERE task_no = ? AND status = 'RETRY_WAIT'
+			RETURNING *
+		), lg AS (
+			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry brought forward by ' || ? FROM t
+		)
+		SELECT * FROM t`, taskNo, who).Scan(ctx, task)
+	if err == nil {
+		return task, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("expedite retry of task %s: %w", taskNo, err)
+	}
+	return nil, s.refusal(ctx, taskNo, Scope{Admin: true}, "run now")
+}
+
 // refusal explains a refused API transition: not found, or a conflict with the status.
 func (s *Store) refusal(ctx context.Context, taskNo string, scope Scope, op string) error {
 	t, err := s.Get(ctx, taskNo, scope)
