@@ -42,6 +42,16 @@ var (
 	errWorkersDied = errors.New("workers running this task kept dying")
 )
 
+// stalledError stops an attempt that made no progress for too long.
+type stalledError struct {
+	after time.Duration
+	where string
+}
+
+func (e *stalledError) Error() string {
+	return fmt.Sprintf("the task stalled: no progress for %s (%s); it was stopped and can be retried", e.after, e.where)
+}
+
 // retryAfterError asks asynq to deliver the job again after a set delay without counting a
 // failure: the task is running elsewhere, or not yet due.
 type retryAfterError struct {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,47 @@ type Run struct {
 
 	mu           sync.Mutex
 	lastBoardPut time.Time // zero until progress first reaches the board
+	started      time.Time
+	lastProgress time.Time // last progress report or committed batch
+	current      int64     // progress at lastProgress
+	total        int64
+}
+
+func newRun(rt *Runtime, c *store.Claimed, logger *slog.Logger) *Run {
+	r := &Run{Task: c.Task, Lease: c.Lease, Trigger: c.Trigger, Logger: logger, rt: rt, started: time.Now()}
+	r.lastProgress = r.started
+	r.current, r.total = c.Task.ProgressCurrent, c.Task.ProgressTotal
+	r.cancelRequested.Store(c.Task.CancelRequested)
+	return r
+}
+
+// moved records that the attempt made progress: a progress report or a committed batch.
+func (r *Run) moved(current, total int64) {
+	r.mu.Lock()
+	r.lastProgress = time.Now()
+	r.current, r.total = current, total
+	r.mu.Unlock()
+}
+
+// idle is how long the attempt has made no progress.
+func (r *Run) idle() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Since(r.lastProgress)
+}
+
+// position says where the attempt is, for a stall message.
+func (r *Run) position() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastProgress.Equal(r.started) {
+		return fmt.Sprintf("it reported no progress since it started at %s", r.started.UTC().Format(time.RFC3339))
+	}
+	at := r.lastProgress.UTC().Format(time.RFC3339)
+	if r.total > 0 {
+		return fmt.Sprintf("its last progress was %d of %d at %s", r.current, r.total, at)
+	}
+	return fmt.Sprintf("its last progress was %d at %s", r.current, at)
 }
 
 // Params decodes the task's parameters into v.
@@ -64,6 +106,7 @@ func (r *Run) Progress(ctx context.Context, current, total int64) error {
 		return err
 	}
 	r.observeCancel(req)
+	r.moved(current, total)
 	r.putBoard(ctx, current, total)
 	return r.Checkpoint(ctx)
 }
@@ -85,15 +128,18 @@ func (r *Run) CommitBatch(ctx context.Context, write func(ctx context.Context, t
 		r.rt.observer.RowsProcessed(r.Task.Type, int(committed.SuccessDelta), int(committed.FailedDelta))
 	}
 	r.observeCancel(req)
+	r.moved(committed.ProgressCurrent, committed.ProgressTotal)
 	r.putBoard(ctx, committed.ProgressCurrent, committed.ProgressTotal)
 	return r.Checkpoint(ctx)
 }
 
-// Log appends a line to the task's narrative (shown in its detail view) and to the process log.
+// Log appends a line to the task's narrative (shown in its detail view) and to the process
+// log. The line is fenced like every write of the attempt: a superseded attempt's line only
+// reaches the process log.
 func (r *Run) Log(ctx context.Context, level slog.Level, msg string) {
 	r.Logger.Log(ctx, level, msg)
-	if err := r.rt.store.AppendLog(ctx, r.Lease.TaskID, r.Lease.Attempt, levelName(level), msg); err != nil {
-		r.Logger.Warn("could not append to task log", "err", err)
+	if err := r.rt.store.AppendLog(ctx, r.Lease, levelName(level), msg); err != nil {
+		r.Logger.Debug("task log line not written", "err", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,7 @@ type Observer interface {
 	AttemptStarted(taskType, trigger string)
 	TaskFinished(taskType string, status store.Status, took time.Duration)
 	RowsProcessed(taskType string, success, failed int)
+	AttemptStalled(taskType string)
 }
 
 // TypePolicy is the runtime's view of a task type's configuration.
@@ -73,6 +75,9 @@ type TypePolicy struct {
 	MaxRetry   int
 	RetryBase  time.Duration
 	MaxRuntime time.Duration
+	// StallAfter: an attempt that reports no progress and commits no batch for this long is
+	// stopped and ends TIMEOUT. Zero disables the check.
+	StallAfter time.Duration
 }
 
 // RuntimeConfig tunes the runtime.
@@ -82,6 +87,9 @@ type RuntimeConfig struct {
 	TakeoverAfter     time.Duration
 	ProgressInterval  time.Duration
 	Types             map[string]TypePolicy
+	// AbandonAfter is how long a stopped handler (stalled, or past its max runtime) gets to
+	// return before the attempt is concluded without it. Default 5s.
+	AbandonAfter time.Duration
 }
 
 // Runtime runs task handlers for asynq deliveries.
@@ -96,6 +104,7 @@ type Runtime struct {
 	logger   *slog.Logger
 	handlers map[string]Handler
 	draining atomic.Bool
+	inflight sync.WaitGroup // attempts between claim and their terminal write
 }
 
 // RuntimeDeps are the runtime's collaborators.
@@ -111,6 +120,9 @@ type RuntimeDeps struct {
 
 // NewRuntime returns a runtime with no handlers registered.
 func NewRuntime(cfg RuntimeConfig, d RuntimeDeps) *Runtime {
+	if cfg.AbandonAfter <= 0 {
+		cfg.AbandonAfter = 5 * time.Second
+	}
 	return &Runtime{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, board: d.Board, files: d.Files,
 		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}}
 }
@@ -140,6 +152,24 @@ func (rt *Runtime) Types() []string {
 // back; used on SIGTERM.
 func (rt *Runtime) Drain() { rt.draining.Store(true) }
 
+// Wait blocks until every attempt this runtime started has written how it ended, or until
+// timeout. asynq stops waiting for handlers after its shutdown timeout; without this the
+// process could exit between a handler returning and its terminal write (a Release cut off).
+// It reports whether everything finished.
+func (rt *Runtime) Wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		rt.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
 // ProcessTask implements asynq.Handler.
 func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	var p payload
@@ -153,10 +183,21 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		logger.Error("no handler registered for this task type on this worker")
 		return fmt.Errorf("no handler for %s: %w", job.Type(), asynq.SkipRetry)
 	}
+	if rt.draining.Load() {
+		return &retryAfterError{delay: time.Second, reason: "worker shutting down"}
+	}
+	rt.inflight.Add(1)
+	defer rt.inflight.Done()
 	claimed, err := rt.store.Claim(ctx, p.TaskID, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
 	var nc *store.NotClaimableError
 	switch {
 	case errors.As(err, &nc):
+		if nc.Status == store.StatusRunning && nc.Attempt > p.Attempt {
+			// A later delivery already started this task and it is alive. If its worker dies,
+			// the cleanup round hands the task to asynq again; this copy is not needed.
+			logger.Debug("delivery for a task another attempt is running", "attempt", nc.Attempt)
+			return nil
+		}
 		if nc.RetryIn > 0 {
 			logger.Debug("task not claimable yet", "status", nc.Status, "retry_in", nc.RetryIn)
 			return &retryAfterError{delay: nc.RetryIn, reason: nc.Error()}
@@ -173,33 +214,72 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	return rt.execute(ctx, h, claimed, logger.With("attempt", claimed.Lease.Attempt))
 }
 
+// outcome is what a handler returned.
+type outcome struct {
+	res Result
+	err error
+}
+
 func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, logger *slog.Logger) error {
 	policy := rt.cfg.Types[c.Task.Type]
-	run := &Run{Task: c.Task, Lease: c.Lease, Trigger: c.Trigger, Logger: logger, rt: rt}
+	run := newRun(rt, c, logger)
+	wctx := context.WithoutCancel(ctx)
+	if c.Trigger == "takeover" || c.Trigger == "resume" || c.Trigger == "retry" {
+		// Earlier attempts' partial files are dead: only this attempt writes from now on.
+		rt.removeTemp(c.Task.TaskNo, c.Lease.Attempt, logger)
+	}
 	if c.Trigger == "takeover" && c.Task.RetryCount > policy.MaxRetry {
 		// Each takeover spends a retry: a task whose workers keep dying ends here instead of
 		// taking down worker after worker.
-		return rt.conclude(context.WithoutCancel(ctx), run, policy, Result{}, errWorkersDied, nil)
+		return rt.conclude(wctx, run, policy, Result{}, errWorkersDied, nil)
 	}
-	run.cancelRequested.Store(c.Task.CancelRequested)
+	if c.Task.CancelRequested {
+		// Cancelled while its previous attempt was dying: nothing to run.
+		return rt.conclude(wctx, run, policy, Result{}, ErrCancelRequested, nil)
+	}
 	if rt.observer != nil {
 		rt.observer.AttemptStarted(c.Task.Type, c.Trigger)
 	}
 	logger.Debug("attempt started", "trigger", c.Trigger)
 
-	ctx, stop := context.WithCancelCause(ctx)
-	ctx, stopTimer := context.WithTimeoutCause(ctx, policy.MaxRuntime, errMaxRuntime)
+	hctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if policy.MaxRuntime > 0 {
+		var stopTimer context.CancelFunc
+		hctx, stopTimer = context.WithTimeoutCause(hctx, policy.MaxRuntime, errMaxRuntime)
+		defer stopTimer()
+	}
 	beating := make(chan struct{})
+	watchCtx, stopWatch := context.WithCancel(hctx)
 	go func() {
 		defer close(beating)
-		rt.heartbeat(ctx, run, stop)
+		rt.watch(watchCtx, run, policy, stop)
 	}()
-	res, runErr := safeRun(ctx, h, run)
-	cause := context.Cause(ctx)
-	stop(nil)
-	stopTimer()
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := safeRun(hctx, h, run)
+		done <- outcome{res, err}
+	}()
+
+	var out outcome
+	select {
+	case out = <-done:
+	case <-hctx.Done():
+		// Stopped (stall, max runtime, superseded, asynq withdrew the job). A handler that
+		// honours its context returns at once; one blocked in a call that does not is left
+		// behind after a grace period, and the attempt concludes without it.
+		select {
+		case out = <-done:
+		case <-time.After(rt.cfg.AbandonAfter):
+			out = outcome{err: fmt.Errorf("the handler did not return within %s of being stopped: %w", rt.cfg.AbandonAfter, context.Cause(hctx))}
+			logger.Error("handler did not stop; abandoning it", "cause", context.Cause(hctx))
+			go func() { rt.discard((<-done).res) }() // whatever it makes when it returns is void
+		}
+	}
+	cause := context.Cause(hctx)
+	stopWatch()
 	<-beating
-	return rt.conclude(context.WithoutCancel(ctx), run, policy, res, runErr, cause)
+	return rt.conclude(wctx, run, policy, out.res, out.err, cause)
 }
 
 func safeRun(ctx context.Context, h Handler, run *Run) (res Result, err error) {
@@ -212,9 +292,10 @@ func safeRun(ctx context.Context, h Handler, run *Run) (res Result, err error) {
 	return h.Run(ctx, run)
 }
 
-// heartbeat keeps the attempt's heartbeat fresh and picks up cancel requests. When the
-// attempt turns out to be superseded it stops the handler.
-func (rt *Runtime) heartbeat(ctx context.Context, run *Run, stop context.CancelCauseFunc) {
+// watch keeps the attempt's heartbeat fresh, picks up cancel requests, and stops the handler
+// when the attempt turns out to be superseded or when it stalls: liveness follows progress,
+// not a ticker, so a handler stuck in a call does not heartbeat for hours.
+func (rt *Runtime) watch(ctx context.Context, run *Run, policy TypePolicy, stop context.CancelCauseFunc) {
 	t := time.NewTicker(rt.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -222,6 +303,16 @@ func (rt *Runtime) heartbeat(ctx context.Context, run *Run, stop context.CancelC
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if policy.StallAfter > 0 {
+			if idle := run.idle(); idle > policy.StallAfter {
+				run.Logger.Warn("attempt stalled: no progress", "idle", idle.Round(time.Second), "stall_after", policy.StallAfter)
+				if rt.observer != nil {
+					rt.observer.AttemptStalled(run.Task.Type)
+				}
+				stop(&stalledError{after: policy.StallAfter, where: run.position()})
+				return
+			}
 		}
 		hctx, cancel := context.WithTimeout(ctx, rt.cfg.HeartbeatInterval)
 		req, err := rt.store.Heartbeat(hctx, run.Lease)
@@ -237,218 +328,4 @@ func (rt *Runtime) heartbeat(ctx context.Context, run *Run, stop context.CancelC
 			run.observeCancel(req)
 		}
 	}
-}
-
-// conclude records how the attempt ended. ctx is not cancelled by shutdown: the terminal
-// write must not be dropped.
-func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, res Result, runErr, cause error) error {
-	l := run.Lease
-	log := run.Logger
-	var bad *BadInputError
-	switch {
-	case errors.Is(cause, store.ErrFenced) || errors.Is(runErr, store.ErrFenced):
-		log.Warn("attempt was superseded; its work is discarded", "err", runErr)
-		rt.discard(res)
-		return nil
-
-	case runErr == nil:
-		data, err := json.Marshal(res.Data)
-		if err != nil {
-			runErr = fmt.Errorf("encode result: %w", err)
-			break
-		}
-		status := cmpStatus(res.Status, store.StatusSuccess)
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.Succeed(ctx, l, store.Outcome{Status: status, Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message})
-		})
-		if err != nil {
-			log.Error("could not record success; the result is discarded", "err", err)
-			rt.discard(res)
-			return nil
-		}
-		rt.finished(ctx, run, task)
-		return nil
-
-	case errors.Is(runErr, ErrCancelRequested):
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) { return rt.store.Cancelled(ctx, l) })
-		if err != nil {
-			log.Error("could not record cancellation", "err", err)
-			return nil
-		}
-		rt.finished(ctx, run, task)
-		return nil
-
-	case errors.Is(cause, errMaxRuntime):
-		msg := fmt.Sprintf("the attempt ran longer than the %s limit for %s", policy.MaxRuntime, run.Task.Type)
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) { return rt.store.TimedOut(ctx, l, msg) })
-		if err != nil {
-			log.Error("could not record timeout", "err", err)
-			return nil
-		}
-		rt.finished(ctx, run, task)
-		return nil
-
-	case errors.Is(runErr, ErrDraining), cause != nil:
-		// Shutdown, or asynq withdrew the job (lease lost while Redis was unreachable):
-		// hand the task back without spending a retry; the next attempt resumes.
-		reason := "worker shutting down"
-		if !errors.Is(runErr, ErrDraining) {
-			reason = "worker lost its queue lease"
-		}
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) { return rt.store.Release(ctx, l, reason) })
-		if err != nil {
-			log.Error("could not hand the task back; it will be taken over after the heartbeat window", "err", err)
-			return nil
-		}
-		log.Info("attempt interrupted; task handed back to resume", "reason", reason)
-		rt.enqueue(ctx, task, log)
-		return nil
-
-	case errors.As(runErr, &bad):
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) { return rt.store.Fail(ctx, l, bad.Code, bad.Message) })
-		if err != nil {
-			log.Error("could not record failure", "err", err)
-			return nil
-		}
-		rt.finished(ctx, run, task)
-		return fmt.Errorf("%s: %w", bad.Message, asynq.SkipRetry)
-	}
-
-	// A transient fault. Retry with back-off while the budget lasts; then fail and alert once.
-	public := describe(runErr)
-	if run.Task.RetryCount < policy.MaxRetry && !errors.Is(runErr, errWorkersDied) {
-		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
-		log.Warn("attempt failed; will retry", "err", runErr, "retry", run.Task.RetryCount+1, "of", policy.MaxRetry, "in", delay)
-		task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.RetryLater(ctx, l, "transient", public, delay)
-		})
-		if err != nil {
-			log.Error("could not schedule the retry; the task will be taken over after the heartbeat window", "err", err)
-			return nil
-		}
-		rt.enqueue(ctx, task, log)
-		return nil
-	}
-	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
-	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
-	if errors.Is(runErr, errWorkersDied) {
-		msg = fmt.Sprintf("the worker running this task stopped responding %d times; giving up", run.Task.RetryCount)
-	}
-	task, err := persist(ctx, func(ctx context.Context) (*store.Task, error) {
-		return rt.store.Fail(ctx, l, "retries_exhausted", msg)
-	})
-	if err != nil {
-		log.Error("could not record failure", "err", err)
-		return nil
-	}
-	rt.finished(ctx, run, task)
-	if rt.alerter != nil {
-		rt.alerter.TaskFailed(ctx, Alert{TaskNo: task.TaskNo, Type: task.Type, Owner: task.Owner, Attempts: task.Attempt, Message: msg})
-	}
-	return fmt.Errorf("%s: %w", msg, asynq.SkipRetry)
-}
-
-// finished is the common tail of a terminal write.
-func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
-	run.mu.Lock()
-	onBoard := !run.lastBoardPut.IsZero()
-	run.mu.Unlock()
-	if onBoard || run.Trigger != "first" { // an earlier attempt may have left progress behind
-		if err := rt.board.Clear(ctx, task.TaskNo); err != nil {
-			run.Logger.Debug("could not clear progress board", "err", err)
-		}
-	}
-	var took time.Duration
-	if task.StartedAt != nil && task.FinishedAt != nil {
-		took = task.FinishedAt.Sub(*task.StartedAt)
-	}
-	if rt.observer != nil {
-		rt.observer.TaskFinished(task.Type, task.Status, took)
-	}
-	run.Logger.Info("task finished", "status", task.Status, "took", took)
-}
-
-// enqueue hands a task that is waiting again to asynq. If Redis is unreachable the task stays
-// committed and the rescuer enqueues it later.
-func (rt *Runtime) enqueue(ctx context.Context, task *store.Task, log *slog.Logger) {
-	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rt.enqueuer.Enqueue(ectx, task); err != nil {
-		log.Warn("could not enqueue; the rescuer will", "err", err)
-		if err := rt.store.MarkEnqueueFailed(ctx, task.ID, task.Attempt); err != nil {
-			log.Warn("could not flag the task for the rescuer", "err", err)
-		}
-	}
-}
-
-func (rt *Runtime) discard(res Result) {
-	for _, f := range res.Files {
-		if err := rt.files.Remove(f); err != nil {
-			rt.logger.Warn("could not remove a discarded result file", "file", f, "err", err)
-		}
-	}
-}
-
-// persist retries a terminal write through short database outages, for up to 30 seconds.
-// A fenced write is final and is not retried.
-func persist[T any](ctx context.Context, write func(ctx context.Context) (T, error)) (T, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	wait := 100 * time.Millisecond
-	for {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := write(wctx)
-		cancel()
-		if err == nil || errors.Is(err, store.ErrFenced) || time.Now().After(deadline) {
-			return v, err
-		}
-		time.Sleep(wait)
-		wait = min(wait*2, 3*time.Second)
-	}
-}
-
-func cmpStatus(s, def store.Status) store.Status {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// RetryDelay is the asynq RetryDelayFunc: a busy or not-yet-due task is delivered again when
-// it can be claimed; a crashed worker's job (lease expired) comes back soon, to be taken over
-// once its heartbeat is stale; infrastructure errors back off exponentially.
-func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
-	var ra *retryAfterError
-	switch {
-	case errors.As(err, &ra):
-		return ra.delay
-	case errors.Is(err, asynq.ErrLeaseExpired):
-		return 5 * time.Second
-	}
-	return Backoff(time.Second, n+1)
-}
-
-// IsFailure tells asynq whether an error counts against the job's retry budget: waiting for a
-// busy task does not.
-func IsFailure(err error) bool {
-	var ra *retryAfterError
-	return !errors.As(err, &ra)
-}
-
-// ResultFiles lists the data-dir files a task's result points to: the result file and the
-// error report. Cleanup deletes them on expiry and retention.
-func ResultFiles(t *store.Task) []string {
-	var r struct {
-		File        string `json:"file"`
-		ErrorReport string `json:"error_report"`
-	}
-	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
-		return nil
-	}
-	var out []string
-	for _, f := range []string{r.File, r.ErrorReport} {
-		if f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

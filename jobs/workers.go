@@ -27,8 +27,10 @@ func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeou
 		qlog := logger.With("queue", name)
 		alog := AsynqLogger(qlog)
 		w.servers[name] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
-			Concurrency:              concurrency,
-			Queues:                   map[string]int{name: 1},
+			Concurrency: concurrency,
+			// The resume lane first, strictly: a task already under way goes before new ones.
+			Queues:                   map[string]int{Lanes(name)[0]: 2, Lanes(name)[1]: 1},
+			StrictPriority:           true,
 			RetryDelayFunc:           RetryDelay,
 			IsFailure:                IsFailure,
 			ShutdownTimeout:          shutdownTimeout,

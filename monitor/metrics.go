@@ -29,6 +29,7 @@ type Metrics struct {
 	takeovers   *prometheus.CounterVec
 	rows        *prometheus.CounterVec
 	timeouts    prometheus.Counter
+	stalls      *prometheus.CounterVec
 	orphans     prometheus.Counter
 	cleanup     *prometheus.CounterVec
 	cleanupRuns prometheus.Counter
@@ -67,6 +68,9 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "taskcenter_heartbeat_timeouts_total", Help: "RUNNING tasks marked TIMEOUT by cleanup for lack of a heartbeat.",
 	})
+	m.stalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_tasks_stalled_total", Help: "Attempts stopped because they made no progress for the type's stall_after, by type.",
+	}, []string{"type"})
 	m.orphans = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "taskcenter_orphans_reenqueued_total", Help: "Tasks cleanup handed to asynq again (lost by Redis, never enqueued, or silent while RUNNING).",
 	})
@@ -83,7 +87,7 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 		Name: "taskcenter_http_request_duration_seconds", Help: "HTTP request durations, by route and status code.",
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
 	}, []string{"route", "code"})
-	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.orphans,
+	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.stalls, m.orphans,
 		m.cleanup, m.cleanupRuns, m.alerts, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if inspector != nil {
@@ -124,6 +128,9 @@ func (m *Metrics) RowsProcessed(taskType string, success, failed int) {
 	m.rows.WithLabelValues(taskType, "success").Add(float64(success))
 	m.rows.WithLabelValues(taskType, "failed").Add(float64(failed))
 }
+
+// AttemptStalled implements jobs.Observer.
+func (m *Metrics) AttemptStalled(taskType string) { m.stalls.WithLabelValues(taskType).Inc() }
 
 // CleanupRound implements cleanup.Observer.
 func (m *Metrics) CleanupRound(r cleanup.Report) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -94,13 +95,26 @@ func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []Custome
 			missing = append(missing, c)
 		}
 	}
-	var owners []struct {
-		Code string `bun:"code"`
-		Task *int64 `bun:"last_import_task_id"`
-		Row  *int   `bun:"last_import_row"`
+	res, err = tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
+		cached([]any{missing})...)
+	if err != nil {
+		return nil, fmt.Errorf("explain unwritten customers: %w", err)
 	}
-	if err := tx.NewRaw(`SELECT code, last_import_task_id, last_import_row FROM customers WHERE code IN (?)`, bun.In(missing)).
-		Scan(ctx, &owners); err != nil {
+	defer res.Close()
+	type owner struct {
+		Code string
+		Task *int64
+		Row  *int
+	}
+	var owners []owner
+	for res.Next() {
+		var o owner
+		if err := res.Scan(&o.Code, &o.Task, &o.Row); err != nil {
+			return nil, fmt.Errorf("explain unwritten customers: %w", err)
+		}
+		owners = append(owners, o)
+	}
+	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("explain unwritten customers: %w", err)
 	}
 	out := make(map[string]Conflict, len(owners))
@@ -127,12 +141,28 @@ type Item struct {
 	CreatedAt time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
 }
 
-// InsertItems records rejected rows inside tx.
+// InsertItems records rejected rows inside tx, as one statement with array parameters.
 func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	if _, err := tx.NewInsert().Model(&items).Exec(ctx); err != nil {
+	taskIDs := make([]int64, len(items))
+	rowNos := make([]int32, len(items))
+	fields := make([]string, len(items))
+	messages := make([]string, len(items))
+	raws := make([]string, len(items))
+	for i, it := range items {
+		taskIDs[i], rowNos[i], fields[i], messages[i] = it.TaskID, int32(it.Row), it.Field, it.Message
+		raws[i] = string(it.Raw)
+		if len(it.Raw) == 0 {
+			raws[i] = "[]"
+		}
+	}
+	_, err := exec(ctx, tx.Tx, `
+		INSERT INTO task_items (task_id, row_no, field, message, raw)
+		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::jsonb[])`,
+		taskIDs, rowNos, fields, messages, raws)
+	if err != nil {
 		return fmt.Errorf("record rejected rows: %w", err)
 	}
 	return nil
@@ -141,10 +171,68 @@ func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 // Items returns a task's rejected rows in row order, after row afterRow.
 func (s *Store) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
 	var items []Item
-	err := s.db.NewSelect().Model(&items).Where("task_id = ? AND row_no > ?", taskID, afterRow).
-		Order("row_no", "id").Limit(int64(limit)).Scan(ctx)
+	err := all(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
+		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list rejected rows: %w", err)
 	}
 	return items, nil
+}
+
+// CustomerQuery narrows a customer export; empty fields match everything.
+type CustomerQuery struct {
+	City       string
+	Level      string
+	CodePrefix string
+}
+
+// ExportedCustomer is one customer as the export writes it.
+type ExportedCustomer struct {
+	ID        int64     `bun:"id"`
+	Code      string    `bun:"code"`
+	Name      string    `bun:"name"`
+	Phone     string    `bun:"phone"`
+	Email     string    `bun:"email"`
+	City      string    `bun:"city"`
+	Level     string    `bun:"level"`
+	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+func (q CustomerQuery) conditions() *conditions {
+	c := &conditions{}
+	if q.City != "" {
+		c.and("city = " + c.arg(q.City))
+	}
+	if q.Level != "" {
+		c.and("level = " + c.arg(q.Level))
+	}
+	if q.CodePrefix != "" {
+		c.and("code LIKE " + c.arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
+	}
+	return c
+}
+
+// CountCustomers counts the customers q selects, inside tx (an export's snapshot).
+func CountCustomers(ctx context.Context, tx bun.Tx, q CustomerQuery) (int64, error) {
+	c := q.conditions()
+	var n int64
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM customers`+c.where(), cached(c.args)...).Scan(&n)
+	return n, err
+}
+
+// CustomerPage returns up to limit customers q selects with id > after, in id order, inside
+// tx (an export's snapshot).
+func CustomerPage(ctx context.Context, tx bun.Tx, db *bun.DB, q CustomerQuery, after int64, limit int) ([]ExportedCustomer, error) {
+	c := q.conditions()
+	c.and("id > " + c.arg(after) + "::bigint")
+	var rows []ExportedCustomer
+	err := all(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
+		c.where()+` ORDER BY id LIMIT `+c.arg(limit), c.args...)
+	return rows, err
+}
+
+// escapeLike escapes LIKE's wildcards (and its escape character) in s.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

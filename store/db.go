@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,13 +32,12 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
-	// bun formats every argument into the SQL text itself, so no two of its statements are
-	// alike: caching them would keep hundreds of unique (some 100 KB) statements per
-	// connection, and as many prepared statements in Postgres. So by default nothing is
-	// prepared. The handful of fixed hot-path statements ask for the cache explicitly (see
-	// prepared); the cache only ever holds those.
+	// The store's statements are fixed texts with bound parameters and ask for pgx's
+	// statement cache explicitly (see cached in sql.go): each is prepared once per connection.
+	// Anything else (migrations, tests' ad hoc SQL) runs unprepared, so the cache only ever
+	// holds the store's statements.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
-	cfg.StatementCacheCapacity = 64
+	cfg.StatementCacheCapacity = 256
 	cfg.DescriptionCacheCapacity = 0
 	sqldb := stdlib.OpenDB(*cfg)
 	maxConns := opts.MaxOpenConns
@@ -51,7 +47,7 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	sqldb.SetMaxOpenConns(maxConns)
 	sqldb.SetMaxIdleConns(maxConns)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	return bun.NewDB(sqldb, pgdialect.New()), nil
+	return bun.NewDB(sqldb, pgdialect.New(), bun.WithDiscardUnknownColumns()), nil
 }
 
 // migrationLockID is the advisory lock that serialises migrations across processes.
@@ -91,67 +87,6 @@ func Migrate(ctx context.Context, db *bun.DB) ([]string, error) {
 
 // Ping reports whether Postgres answers within the context's deadline.
 func Ping(ctx context.Context, db *bun.DB) error {
-	var one int
-	return db.NewRaw("SELECT 1").Scan(ctx, &one)
+	return db.DB.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
 }
 
-// prepared runs query — written with bun's ? and ?N placeholders, like the rest of the
-// store — as a statement Postgres prepares once per connection and then reuses, through
-// pgx's statement cache and $n parameters. The per-task hot path (submit, claim, heartbeat,
-// terminal writes) goes through it: planning those multi-step CTEs on every call cost more
-// Postgres CPU than running them. Everything else is formatted by bun and not cached (see
-// Open). dest is a model or scalar pointer for the first row, or nil; a missing row is
-// sql.ErrNoRows.
-func (s *Store) prepared(ctx context.Context, dest any, query string, args ...any) error {
-	rows, err := s.db.DB.QueryContext(ctx, s.dollars(query), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if dest == nil {
-		for rows.Next() {
-		}
-		return rows.Err()
-	}
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := s.db.ScanRow(ctx, rows, dest); err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	return rows.Err()
-}
-
-// dollars rewrites ? and ?N placeholders as $n, once per query text.
-func (s *Store) dollars(query string) string {
-	if q, ok := s.rewritten.Load(query); ok {
-		return q.(string)
-	}
-	var b strings.Builder
-	next := 1
-	for i := 0; i < len(query); i++ {
-		if query[i] != '?' {
-			b.WriteByte(query[i])
-			continue
-		}
-		j := i + 1
-		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
-			j++
-		}
-		if j > i+1 {
-			n, _ := strconv.Atoi(query[i+1 : j])
-			fmt.Fprintf(&b, "$%d", n+1)
-			i = j - 1
-			continue
-		}
-		fmt.Fprintf(&b, "$%d", next)
-		next++
-	}
-	s.rewritten.Store(query, b.String())
-	return b.String()
-}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/jackc/pgx/v5"
 )
 
 // This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
@@ -17,13 +17,12 @@ import (
 // ClaimCleanupSlot records that worker runs the cleanup round of slot. It returns false when
 // another replica already has: the guard that makes each slot run once.
 func (s *Store) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker string) (bool, error) {
-	res, err := s.db.NewRaw(`INSERT INTO cleanup_rounds (slot, worker) VALUES (?, ?) ON CONFLICT (slot) DO NOTHING`,
-		slot.UTC(), worker).Exec(ctx)
+	n, err := exec(ctx, s.db.DB, `INSERT INTO cleanup_rounds (slot, worker) VALUES ($1, $2) ON CONFLICT (slot) DO NOTHING`,
+		slot.UTC(), worker)
 	if err != nil {
 		return false, fmt.Errorf("claim cleanup slot %s: %w", slot, err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return n == 1, nil
 }
 
 // FinishCleanupRound stores a round's report, and forgets rounds older than a week.
@@ -32,10 +31,10 @@ func (s *Store) FinishCleanupRound(ctx context.Context, slot time.Time, report a
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.NewRaw(`UPDATE cleanup_rounds SET finished_at = now(), report = ?::jsonb WHERE slot = ?`, string(b), slot.UTC()).Exec(ctx); err != nil {
+	if _, err := exec(ctx, s.db.DB, `UPDATE cleanup_rounds SET finished_at = now(), report = $1::jsonb WHERE slot = $2`, string(b), slot.UTC()); err != nil {
 		return fmt.Errorf("finish cleanup round: %w", err)
 	}
-	_, err = s.db.NewRaw(`DELETE FROM cleanup_rounds WHERE slot < now() - interval '7 days'`).Exec(ctx)
+	_, err = exec(ctx, s.db.DB, `DELETE FROM cleanup_rounds WHERE slot < now() - interval '7 days'`)
 	return err
 }
 
@@ -53,23 +52,24 @@ type CleanupRound struct {
 // CleanupRounds lists recorded rounds, oldest first.
 func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 	var rounds []CleanupRound
-	err := s.db.NewSelect().Model(&rounds).Order("slot").Scan(ctx)
+	err := all(ctx, s.db, s.db.DB, &rounds, `SELECT `+roundColumns+` FROM cleanup_rounds ORDER BY slot`)
 	return rounds, err
 }
 
 // TakeOrphans returns up to limit tasks that should be (re)handed to asynq, and stamps their
-// enqueued_at so the next round skips them for grace:
+// enqueued_at so the next rounds skip them for grace:
 //   - PENDING or RETRY_WAIT not handed to asynq within grace (a failed enqueue, a process that
 //     died between commit and enqueue, or a Redis that lost its data);
-//   - RUNNING whose heartbeat is older than takeoverAfter (the worker died; if Redis also lost
-//     the job, nothing else would deliver it).
+//   - RUNNING whose heartbeat is older than takeoverAfter and that was not handed to asynq
+//     since it went silent (its worker died; asynq would only notice at its next lease check,
+//     up to a minute later, and if Redis also lost the job nothing else would deliver it).
 //
-// Enqueueing is idempotent, so a task asynq still holds is not delivered twice.
+// Recovery is judged by the heartbeat, not by when the task was submitted: a worker killed
+// mid-task is re-delivered about takeoverAfter plus one cleanup interval after its last
+// heartbeat. Enqueueing is idempotent, so a task asynq still holds is not delivered twice.
 func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewRaw(sqlTakeOrphans,
-		grace.Seconds(), takeoverAfter.Seconds(), limit).Scan(ctx, &tasks)
-	if err != nil && !isNoRows(err) {
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find orphans: %w", err)
 	}
 	return tasks, nil
@@ -79,42 +79,44 @@ func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Durat
 const sqlTakeOrphans = `
 		WITH waiting AS (
 			SELECT id FROM tasks
-			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ?0))
-			ORDER BY enqueued_at NULLS FIRST LIMIT ?2 FOR UPDATE SKIP LOCKED
+			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => $1))
+			ORDER BY enqueued_at NULLS FIRST LIMIT $3 FOR UPDATE SKIP LOCKED
 		), silent AS (
 			SELECT id FROM tasks
-			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => ?1)
-			  AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => ?0))
-			ORDER BY heartbeat_at LIMIT ?2 FOR UPDATE SKIP LOCKED
+			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => $2)
+			  AND (enqueued_at IS NULL OR enqueued_at < heartbeat_at OR enqueued_at < now() - make_interval(secs => $1))
+			ORDER BY heartbeat_at LIMIT $3 FOR UPDATE SKIP LOCKED
+		), t AS (
+			UPDATE tasks t SET enqueued_at = now()
+			WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*
 		)
-		UPDATE tasks t SET enqueued_at = now()
-		WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*`
+		SELECT ` + taskColumns + ` FROM t`
 
-// ExpiredResults returns up to limit tasks whose result files are past their expiry and
-// still on record.
+// ExpiredResults returns up to limit tasks whose result files (an export's result, an
+// import's error report) are past their expiry and still on record.
 func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := s.db.NewRaw(sqlExpiredResults, limit).Scan(ctx, &tasks); err != nil && !isNoRows(err) {
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlExpiredResults, limit); err != nil {
 		return nil, fmt.Errorf("find expired results: %w", err)
 	}
 	return tasks, nil
 }
 
 // ForgetResultFiles removes the file references of expired results, keeping the rest of
-// the result (rows, summary) and the task.
+// the result (rows, summary) and the task, marked expired so downloads answer 410.
 func (s *Store) ForgetResultFiles(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.db.NewRaw(`UPDATE tasks SET result = (result - 'file' - 'error_report') || '{"expired": true}'::jsonb, updated_at = now()
-		WHERE id IN (?)`, bun.In(ids)).Exec(ctx)
+	_, err := exec(ctx, s.db.DB, `UPDATE tasks SET result = (result - 'file' - 'error_report') || '{"expired": true}'::jsonb, updated_at = now()
+		WHERE id = ANY($1::bigint[])`, ids)
 	return err
 }
 
 // PastRetention returns up to limit terminal tasks that finished before the cut-off.
 func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := s.db.NewRaw(sqlPastRetention, retention.Seconds(), limit).Scan(ctx, &tasks); err != nil && !isNoRows(err) {
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlPastRetention, retention.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find tasks past retention: %w", err)
 	}
 	return tasks, nil
@@ -125,12 +127,10 @@ func (s *Store) DeleteTasks(ctx context.Context, ids []int64) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := s.db.NewRaw(`DELETE FROM tasks WHERE id IN (?) AND status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED')`,
-		bun.In(ids)).Exec(ctx)
+	n, err := exec(ctx, s.db.DB, `DELETE FROM tasks WHERE id = ANY($1::bigint[]) AND status IN `+terminalStates, ids)
 	if err != nil {
 		return 0, fmt.Errorf("delete tasks: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return int(n), nil
 }
 
@@ -138,7 +138,7 @@ func (s *Store) DeleteTasks(ctx context.Context, ids []int64) (int, error) {
 // still needs.
 func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {
 	var live []string
-	if err := s.db.NewRaw(sqlLiveUploads, pgdialect.Array(paths), pgdialect.Array(paths)).Scan(ctx, &live); err != nil && !isNoRows(err) {
+	if err := all(ctx, s.db, s.db.DB, &live, sqlLiveUploads, paths); err != nil {
 		return nil, fmt.Errorf("find live uploads: %w", err)
 	}
 	out := make(map[string]bool, len(live))
@@ -148,16 +148,20 @@ func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]boo
 	return out, nil
 }
 
-// RunningTasks returns which of the given task numbers are RUNNING.
-func (s *Store) RunningTasks(ctx context.Context, taskNos []string) (map[string]bool, error) {
-	var running []string
-	err := s.db.NewRaw(`SELECT task_no FROM tasks WHERE task_no = ANY(?::text[]) AND status = 'RUNNING'`, pgdialect.Array(taskNos)).Scan(ctx, &running)
-	if err != nil && !isNoRows(err) {
+// RunningAttempts returns, for those of the given task numbers that are RUNNING, the attempt
+// that runs them: the only attempt whose temp files are still being written.
+func (s *Store) RunningAttempts(ctx context.Context, taskNos []string) (map[string]int, error) {
+	var running []struct {
+		TaskNo  string `bun:"task_no"`
+		Attempt int    `bun:"attempt"`
+	}
+	err := all(ctx, s.db, s.db.DB, &running, `SELECT task_no, attempt FROM tasks WHERE task_no = ANY($1::text[]) AND status = 'RUNNING'`, taskNos)
+	if err != nil {
 		return nil, fmt.Errorf("find running tasks: %w", err)
 	}
-	out := make(map[string]bool, len(running))
+	out := make(map[string]int, len(running))
 	for _, t := range running {
-		out[t] = true
+		out[t.TaskNo] = t.Attempt
 	}
 	return out, nil
 }
@@ -165,14 +169,14 @@ func (s *Store) RunningTasks(ctx context.Context, taskNos []string) (map[string]
 // ConditionHolds records that an alert condition holds. It returns the time it started and
 // fire=true exactly once per episode: the first call after it has held for at least hold.
 func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
-	if _, err := s.db.NewRaw(`INSERT INTO alert_conditions (key) VALUES (?) ON CONFLICT (key) DO NOTHING`, key).Exec(ctx); err != nil {
+	if _, err := exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
 		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
 	}
 	var fired []time.Time
-	err = s.db.NewRaw(`UPDATE alert_conditions SET fired_at = now()
-		WHERE key = ? AND fired_at IS NULL AND active_since <= now() - make_interval(secs => ?) RETURNING active_since`,
-		key, hold.Seconds()).Scan(ctx, &fired)
-	if err != nil && !isNoRows(err) {
+	err = all(ctx, s.db, s.db.DB, &fired, `UPDATE alert_conditions SET fired_at = now()
+		WHERE key = $1 AND fired_at IS NULL AND active_since <= now() - make_interval(secs => $2) RETURNING active_since`,
+		key, hold.Seconds())
+	if err != nil {
 		return time.Time{}, false, fmt.Errorf("fire alert condition: %w", err)
 	}
 	if len(fired) == 1 {
@@ -183,23 +187,26 @@ func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Durati
 
 // ConditionCleared forgets an alert condition, so its next episode alerts again.
 func (s *Store) ConditionCleared(ctx context.Context, key string) error {
-	_, err := s.db.NewRaw(`DELETE FROM alert_conditions WHERE key = ?`, key).Exec(ctx)
+	_, err := exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
 	return err
 }
 
 // The cleanup's reads, as constants so CleanupPlans explains exactly what runs.
 const (
-	sqlExpiredResults = `SELECT * FROM tasks
-		WHERE result_expires_at IS NOT NULL AND (result ->> 'file') IS NOT NULL AND result_expires_at < now()
-		ORDER BY result_expires_at LIMIT ?`
-	sqlPastRetention = `SELECT * FROM tasks
-		WHERE status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED') AND finished_at < now() - make_interval(secs => ?)
-		ORDER BY finished_at LIMIT ?`
+	sqlExpiredResults = `SELECT ` + taskColumns + ` FROM tasks
+		WHERE result_expires_at IS NOT NULL AND ((result ->> 'file') IS NOT NULL OR (result ->> 'error_report') IS NOT NULL)
+		  AND result_expires_at < now()
+		ORDER BY result_expires_at LIMIT $1`
+	sqlPastRetention = `SELECT ` + taskColumns + ` FROM tasks
+		WHERE status IN ` + terminalStates + ` AND finished_at < now() - make_interval(secs => $1)
+		ORDER BY finished_at LIMIT $2`
 	sqlLiveUploads = `
-		SELECT params ->> 'upload' FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') AND params ->> 'upload' = ANY(?::text[])
+		SELECT params ->> 'upload' FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') AND params ->> 'upload' = ANY($1::text[])
 		UNION
-		SELECT params ->> 'upload' FROM tasks WHERE status = 'RUNNING' AND params ->> 'upload' = ANY(?::text[])`
+		SELECT params ->> 'upload' FROM tasks WHERE status = 'RUNNING' AND params ->> 'upload' = ANY($1::text[])`
 	sqlWaitingByQueue = `SELECT queue, count(*) AS n FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue`
+	sqlDueAlerts      = `SELECT id FROM tasks WHERE alert_due_at IS NOT NULL AND alerted_at IS NULL
+		AND alert_due_at < now() - make_interval(secs => $1) LIMIT $2`
 )
 
 // CleanupPlans returns Postgres' plan for each query a cleanup round runs over tasks, so a
@@ -213,14 +220,29 @@ func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retentio
 		{"stale_runs", sqlTimeoutStale, []any{limit}},
 		{"orphans", sqlTakeOrphans, []any{grace.Seconds(), takeoverAfter.Seconds(), limit}},
 		{"expired_results", sqlExpiredResults, []any{limit}},
-		{"uploads", sqlLiveUploads, []any{pgdialect.Array([]string{"uploads/a.xlsx"}), pgdialect.Array([]string{"uploads/a.xlsx"})}},
+		{"uploads", sqlLiveUploads, []any{[]string{"uploads/a.xlsx"}}},
 		{"retention", sqlPastRetention, []any{retention.Seconds(), limit}},
 		{"backlog", sqlWaitingByQueue, nil},
+		{"alerts", sqlDueAlerts, []any{60.0, limit}},
 	}
 	out := map[string]string{}
 	for _, st := range steps {
 		var lines []string
-		if err := s.db.NewRaw("EXPLAIN "+st.sql, st.args...).Scan(ctx, &lines); err != nil {
+		// EXPLAIN with parameters needs the extended protocol's parameter types: describe it.
+		rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+st.sql, append([]any{pgx.QueryExecModeDescribeExec}, st.args...)...)
+		if err != nil {
+			return nil, fmt.Errorf("explain %s: %w", st.name, err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			lines = append(lines, line)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("explain %s: %w", st.name, err)
 		}
 		out[st.name] = strings.Join(lines, "\n")

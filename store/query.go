@@ -13,14 +13,12 @@ import (
 // Get returns a task by its public number, if scope may see it.
 func (s *Store) Get(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	t := new(Task)
-	q := s.db.NewSelect().Model(t).Where("task_no = ?", taskNo)
-	if !scope.Admin {
-		q = q.Where("owner = ?", scope.Owner)
+	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
+		taskNo, scope.Admin, scope.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
 	}
-	if err := q.Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
+	if err != nil {
 		return nil, fmt.Errorf("get task %s: %w", taskNo, err)
 	}
 	return t, nil
@@ -29,10 +27,11 @@ func (s *Store) Get(ctx context.Context, taskNo string, scope Scope) (*Task, err
 // GetByID returns a task by its internal id.
 func (s *Store) GetByID(ctx context.Context, id int64) (*Task, error) {
 	t := new(Task)
-	if err := s.db.NewSelect().Model(t).Where("id = ?", id).Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
+	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
 		return nil, fmt.Errorf("get task %d: %w", id, err)
 	}
 	return t, nil
@@ -62,10 +61,14 @@ func (s *Store) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *C
 	if limit <= 0 || limit > 500 {
 		limit = 50
 	}
+	c := taskConditions(f, scope)
+	if f.After != nil {
+		c.and("(created_at, id) < (" + c.arg(f.After.CreatedAt) + "::timestamptz, " + c.arg(f.After.ID) + "::bigint)")
+	}
 	var tasks []Task
-	q := s.db.NewSelect().Model(&tasks).OrderExpr("created_at DESC, id DESC").Limit(int64(limit + 1))
-	ApplyTaskFilter(q, f, scope)
-	if err := q.Scan(ctx); err != nil {
+	err := all(ctx, s.db, s.db.DB, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.where()+
+		` ORDER BY created_at DESC, id DESC LIMIT `+c.arg(limit+1), c.args...)
+	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var next *Cursor
@@ -77,37 +80,57 @@ func (s *Store) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *C
 	return tasks, next, nil
 }
 
-// ApplyTaskFilter adds f and scope's conditions to a query over tasks. The task list API and
-// the task export share it, so both see exactly the same rows.
-func ApplyTaskFilter(q *bun.SelectQuery, f ListFilter, scope Scope) *bun.SelectQuery {
+// taskConditions are f and scope's conditions over tasks. The task list API and the task
+// export share them, so both see exactly the same rows.
+func taskConditions(f ListFilter, scope Scope) *conditions {
+	c := &conditions{}
 	switch {
 	case !scope.Admin:
-		q = q.Where("owner = ?", scope.Owner)
+		c.and("owner = " + c.arg(scope.Owner))
 	case f.Owner != "":
-		q = q.Where("owner = ?", f.Owner)
+		c.and("owner = " + c.arg(f.Owner))
 	}
 	if len(f.Statuses) > 0 {
-		q = q.Where("status IN (?)", bun.In(f.Statuses))
+		statuses := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			statuses[i] = string(st)
+		}
+		c.and("status = ANY(" + c.arg(statuses) + "::text[])")
 	}
 	if len(f.Types) > 0 {
-		q = q.Where("type IN (?)", bun.In(f.Types))
+		c.and("type = ANY(" + c.arg(f.Types) + "::text[])")
 	}
 	if f.CreatedFrom != nil {
-		q = q.Where("created_at >= ?", *f.CreatedFrom)
+		c.and("created_at >= " + c.arg(*f.CreatedFrom) + "::timestamptz")
 	}
 	if f.CreatedTo != nil {
-		q = q.Where("created_at < ?", *f.CreatedTo)
+		c.and("created_at < " + c.arg(*f.CreatedTo) + "::timestamptz")
 	}
-	if f.After != nil {
-		q = q.Where("(created_at, id) < (?, ?)", f.After.CreatedAt, f.After.ID)
-	}
-	return q
+	return c
+}
+
+// CountTasks counts the tasks f and scope select, inside tx (an export's snapshot).
+func CountTasks(ctx context.Context, tx bun.Tx, f ListFilter, scope Scope) (int64, error) {
+	c := taskConditions(f, scope)
+	var n int64
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks`+c.where(), cached(c.args)...).Scan(&n)
+	return n, err
+}
+
+// TaskPage returns up to limit tasks that f and scope select with id > after, in id order,
+// inside tx (an export's snapshot).
+func TaskPage(ctx context.Context, tx bun.Tx, db *bun.DB, f ListFilter, scope Scope, after int64, limit int) ([]Task, error) {
+	c := taskConditions(f, scope)
+	c.and("id > " + c.arg(after) + "::bigint")
+	var tasks []Task
+	err := all(ctx, db, tx.Tx, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.where()+` ORDER BY id LIMIT `+c.arg(limit), c.args...)
+	return tasks, err
 }
 
 // Runs returns every attempt of a task, oldest first.
 func (s *Store) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 	var runs []Run
-	if err := s.db.NewSelect().Model(&runs).Where("task_id = ?", taskID).Order("attempt").Scan(ctx); err != nil {
+	if err := all(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID); err != nil {
 		return nil, fmt.Errorf("list runs of task %d: %w", taskID, err)
 	}
 	return runs, nil
@@ -116,7 +139,7 @@ func (s *Store) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 // RecentLogs returns the newest n log lines of a task, oldest first.
 func (s *Store) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
 	var logs []LogEntry
-	err := s.db.NewSelect().Model(&logs).Where("task_id = ?", taskID).Order("id DESC").Limit(int64(n)).Scan(ctx)
+	err := all(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
 	if err != nil {
 		return nil, fmt.Errorf("list logs of task %d: %w", taskID, err)
 	}
@@ -126,11 +149,19 @@ func (s *Store) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry
 	return logs, nil
 }
 
-// AppendLog adds a line to a task's narrative.
-func (s *Store) AppendLog(ctx context.Context, taskID int64, attempt int, level, message string) error {
-	_, err := s.db.NewInsert().Model(&LogEntry{TaskID: taskID, Attempt: attempt, Level: level, Message: message}).Exec(ctx)
+// AppendLog adds a line to a task's narrative on behalf of a running attempt. It is fenced
+// like every other write of the attempt: a superseded attempt's line is not written, and
+// ErrFenced says so.
+func (s *Store) AppendLog(ctx context.Context, l Lease, level, message string) error {
+	n, err := exec(ctx, s.db.DB, `
+		INSERT INTO task_logs (task_id, attempt, level, message)
+		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
+		l.TaskID, l.Attempt, level, message)
 	if err != nil {
-		return fmt.Errorf("append log to task %d: %w", taskID, err)
+		return fmt.Errorf("append log to %s: %w", l, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("append log to %s: %w", l, ErrFenced)
 	}
 	return nil
 }
@@ -139,8 +170,9 @@ func (s *Store) AppendLog(ctx context.Context, taskID int64, attempt int, level,
 // only needs to know whether the backlog is over its limit.
 func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error) {
 	var n int
-	err := s.db.NewRaw(`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = ? AND status IN ('PENDING', 'RETRY_WAIT') LIMIT ?) w`,
-		queue, upTo).Scan(ctx, &n)
+	err := one(ctx, s.db, s.db.DB, &n,
+		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $2) w`,
+		queue, upTo)
 	if err != nil {
 		return 0, fmt.Errorf("count waiting tasks in %s: %w", queue, err)
 	}
@@ -150,7 +182,8 @@ func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error
 // FindByKey returns the owner's task of a type with the given idempotency key.
 func (s *Store) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
 	t := new(Task)
-	err := s.db.NewSelect().Model(t).Where("owner = ? AND type = ? AND biz_key = ?", owner, taskType, bizKey).Scan(ctx)
+	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
+		owner, taskType, bizKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -166,7 +199,7 @@ func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 		Queue string `bun:"queue"`
 		N     int    `bun:"n"`
 	}
-	if err := s.db.NewRaw(sqlWaitingByQueue).Scan(ctx, &rows); err != nil {
+	if err := all(ctx, s.db, s.db.DB, &rows, sqlWaitingByQueue); err != nil {
 		return nil, fmt.Errorf("count waiting tasks: %w", err)
 	}
 	out := make(map[string]int, len(rows))

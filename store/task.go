@@ -79,6 +79,8 @@ type Task struct {
 	ResultExpiresAt *time.Time      `bun:"result_expires_at"`
 	TimeoutSeconds  int             `bun:"timeout_seconds"`
 	EnqueuedAt      *time.Time      `bun:"enqueued_at"`
+	AlertDueAt      *time.Time      `bun:"alert_due_at"`
+	AlertedAt       *time.Time      `bun:"alerted_at"`
 	CreatedAt       time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
 	StartedAt       *time.Time      `bun:"started_at"`
 	FinishedAt      *time.Time      `bun:"finished_at"`

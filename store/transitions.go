@@ -1,13 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -15,13 +13,19 @@ import (
 
 // This file holds every task state transition (DESIGN §3). Each one is a single conditional
 // UPDATE: it names the statuses it may leave, and running attempts are fenced by their lease
-// (`AND attempt = ?`), so a transition either happens exactly once or changes nothing.
+// (`AND attempt = $n`), so a transition either happens exactly once or changes nothing.
 // The attempt's task_runs row and a task_logs line are written in the same statement.
+//
+// Two rules hold in the SQL of every way out of RUNNING, not in the callers:
+//   - a cancel that was requested wins over every outcome but success: an attempt that ends
+//     with an error, hands its task back, or times out while a cancel is pending ends the
+//     task CANCELLED, so a cancelled task is never run again;
+//   - a finished attempt's work that completed stays what it is: success is recorded even
+//     when the cancel arrived after the last batch.
 
 // Store reads and writes tasks.
 type Store struct {
-	db        *bun.DB
-	rewritten sync.Map // query text → the same with $n placeholders (see prepared)
+	db *bun.DB
 }
 
 // New returns a Store over db.
@@ -48,31 +52,25 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 	if params == "" {
 		params = "{}"
 	}
-	var bizKey *string
-	if nt.BizKey != "" {
-		bizKey = &nt.BizKey
-	}
 	task = new(Task)
-	err = s.prepared(ctx, task, `
+	err = one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
 			                   max_retry, timeout_seconds, enqueued_at)
-			VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?::jsonb, NULLIF(?, ''), ?, ?, now())
+			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), 'PENDING', $7::jsonb, NULLIF($8, ''), $9, $10, now())
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
 		)
-		SELECT * FROM t`,
-		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, bizKey, params, nt.RequestID,
+		SELECT `+taskColumns+` FROM t`,
+		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, nt.BizKey, params, nt.RequestID,
 		nt.MaxRetry, nt.TimeoutSeconds)
 	if err == nil {
 		return task, true, nil
 	}
-	if !errors.Is(err, sql.ErrNoRows) || bizKey == nil {
+	if !errors.Is(err, sql.ErrNoRows) || nt.BizKey == "" {
 		return nil, false, fmt.Errorf("create task: %w", err)
 	}
-	existing := new(Task)
-	err = s.db.NewSelect().Model(existing).
-		Where("owner = ? AND type = ? AND biz_key = ?", nt.Owner, nt.Type, nt.BizKey).Scan(ctx)
+	existing, err := s.FindByKey(ctx, nt.Owner, nt.Type, nt.BizKey)
 	if err != nil {
 		return nil, false, fmt.Errorf("find task with the same key: %w", err)
 	}
@@ -83,6 +81,8 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 type ClaimOutcome struct {
 	// Status is the task's status when the claim was refused.
 	Status Status
+	// Attempt is the task's attempt number when the claim was refused.
+	Attempt int
 	// RetryIn is set when the task may become claimable: a live RUNNING task's takeover
 	// window, or a RETRY_WAIT task's remaining back-off.
 	RetryIn time.Duration
@@ -101,7 +101,7 @@ func (e *NotClaimableError) Error() string {
 // Claimed is a successful claim: the task as it is now, and how this attempt came about.
 type Claimed struct {
 	Task    *Task
-	Trigger string // first | retry | resume | takeover
+	Trigger string // first | retry | resume | takeover | manual_retry
 	Lease   Lease
 }
 
@@ -116,19 +116,19 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 		PrevStatus Status `bun:"prev_status"` // the status the claim left
 		Trigger    string `bun:"trigger"`     // how this attempt came about
 	}
-	err := s.prepared(ctx, &row, `
+	err := one(ctx, s.db, s.db.DB, &row, `
 		WITH old AS (
-			SELECT id, status, attempt, retry_count FROM tasks WHERE id = ?0 FOR UPDATE
+			SELECT id, status, attempt, retry_count FROM tasks WHERE id = $1 FOR UPDATE
 		), claimed AS (
 			UPDATE tasks t
-			SET status = 'RUNNING', attempt = t.attempt + 1, heartbeat_at = now(), worker = ?1,
+			SET status = 'RUNNING', attempt = t.attempt + 1, heartbeat_at = now(), worker = $2,
 			    -- a takeover spends a retry: a task that keeps killing its workers must end
 			    retry_count = t.retry_count + CASE WHEN old.status = 'RUNNING' THEN 1 ELSE 0 END,
 			    started_at = COALESCE(t.started_at, now()), next_retry_at = NULL, updated_at = now()
 			FROM old
 			WHERE t.id = old.id AND (
 			      (old.status IN ('PENDING', 'RETRY_WAIT') AND (t.next_retry_at IS NULL OR t.next_retry_at <= now()))
-			   OR (old.status = 'RUNNING' AND t.heartbeat_at < now() - make_interval(secs => ?2)))
+			   OR (old.status = 'RUNNING' AND t.heartbeat_at < now() - make_interval(secs => $3)))
 			RETURNING t.*, old.status AS prev_status, CASE
 			    WHEN old.status = 'RUNNING' THEN 'takeover'
 			    WHEN old.status = 'RETRY_WAIT' AND t.error_code = 'interrupted' THEN 'resume'
@@ -136,7 +136,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			    WHEN t.attempt = 1 THEN 'first' ELSE 'manual_retry' END AS trigger
 		), superseded AS (
 			UPDATE task_runs r SET status = 'SUPERSEDED', finished_at = now(),
-			       error = 'no heartbeat for ' || ?2 || 's; taken over by ' || ?1
+			       error = 'no heartbeat for ' || $3::float8 || 's; taken over by ' || $2
 			FROM claimed c
 			WHERE c.prev_status = 'RUNNING' AND r.task_id = c.id AND r.attempt = c.attempt - 1 AND r.finished_at IS NULL
 		), run AS (
@@ -149,7 +149,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			       'attempt ' || attempt || ' started on ' || worker || ' (' || trigger || ')'
 			FROM claimed WHERE attempt > 1
 		)
-		SELECT * FROM claimed`,
+		SELECT `+taskColumns+`, prev_status, trigger FROM claimed`,
 		taskID, worker, takeoverAfter.Seconds())
 	switch {
 	case err == nil:
@@ -161,18 +161,19 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 	// Not claimed: say why, and when it could be.
 	var st struct {
 		Status      Status     `bun:"status"`
+		Attempt     int        `bun:"attempt"`
 		HeartbeatAt *time.Time `bun:"heartbeat_at"`
 		NextRetryAt *time.Time `bun:"next_retry_at"`
 		Now         time.Time  `bun:"now"`
 	}
-	err = s.db.NewRaw(`SELECT status, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = ?`, taskID).Scan(ctx, &st)
+	err = one(ctx, s.db, s.db.DB, &st, `SELECT status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = $1`, taskID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim task %d: %w", taskID, err)
 	}
-	out := ClaimOutcome{Status: st.Status}
+	out := ClaimOutcome{Status: st.Status, Attempt: st.Attempt}
 	switch {
 	case st.Status == StatusRunning && st.HeartbeatAt != nil:
 		out.RetryIn = max(st.HeartbeatAt.Add(takeoverAfter).Sub(st.Now), time.Second)
@@ -188,7 +189,8 @@ const errCodeInterrupted = "interrupted"
 // Heartbeat proves the attempt is alive. It returns whether a cancel was requested, or
 // ErrFenced when the attempt no longer owns the task.
 func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, err error) {
-	err = s.prepared(ctx, &cancelRequested, `UPDATE tasks SET heartbeat_at = now() WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
+	err = one(ctx, s.db, s.db.DB, &cancelRequested,
+		`UPDATE tasks SET heartbeat_at = now() WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' RETURNING cancel_requested`,
 		l.TaskID, l.Attempt)
 	return cancelRequested, fenced(err, "heartbeat", l)
 }
@@ -196,9 +198,9 @@ func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, e
 // Progress records progress and a heartbeat for the attempt. Progress never goes down: a
 // retried attempt that starts over keeps the high-water mark until it passes it.
 func (s *Store) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {
-	err = s.prepared(ctx, &cancelRequested, `
-		UPDATE tasks SET progress_current = GREATEST(progress_current, ?::bigint), progress_total = ?, heartbeat_at = now(), updated_at = now()
-		WHERE id = ? AND attempt = ? AND status = 'RUNNING' RETURNING cancel_requested`,
+	err = one(ctx, s.db, s.db.DB, &cancelRequested, `
+		UPDATE tasks SET progress_current = GREATEST(progress_current, $1::bigint), progress_total = $2, heartbeat_at = now(), updated_at = now()
+		WHERE id = $3 AND attempt = $4 AND status = 'RUNNING' RETURNING cancel_requested`,
 		current, total, l.TaskID, l.Attempt)
 	return cancelRequested, fenced(err, "record progress", l)
 }
@@ -219,8 +221,9 @@ type Batch struct {
 // write returns the Batch it committed, so the counts are what the write actually did.
 func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context.Context, tx bun.Tx) (Batch, error)) (cancelRequested bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		err := tx.NewRaw(`SELECT cancel_requested FROM tasks WHERE id = ? AND attempt = ? AND status = 'RUNNING' FOR UPDATE`,
-			l.TaskID, l.Attempt).Scan(ctx, &cancelRequested)
+		err := one(ctx, s.db, tx.Tx, &cancelRequested,
+			`SELECT cancel_requested FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' FOR UPDATE`,
+			l.TaskID, l.Attempt)
 		if err := fenced(err, "commit batch", l); err != nil {
 			return err
 		}
@@ -228,12 +231,12 @@ func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context
 		if err != nil {
 			return err
 		}
-		_, err = tx.NewRaw(`
-			UPDATE tasks SET checkpoint = ?::jsonb, total_count = total_count + ?, success_count = success_count + ?,
-			       failed_count = failed_count + ?, progress_current = GREATEST(progress_current, ?), progress_total = ?,
+		_, err = exec(ctx, tx.Tx, `
+			UPDATE tasks SET checkpoint = $1::jsonb, total_count = total_count + $2, success_count = success_count + $3,
+			       failed_count = failed_count + $4, progress_current = GREATEST(progress_current, $5::bigint), progress_total = $6,
 			       heartbeat_at = now(), updated_at = now()
-			WHERE id = ?`,
-			nullJSON(b.Checkpoint), b.TotalDelta, b.SuccessDelta, b.FailedDelta, b.ProgressCurrent, b.ProgressTotal, l.TaskID).Exec(ctx)
+			WHERE id = $7`,
+			nullJSON(b.Checkpoint), b.TotalDelta, b.SuccessDelta, b.FailedDelta, b.ProgressCurrent, b.ProgressTotal, l.TaskID)
 		return err
 	})
 	return cancelRequested, err
@@ -247,101 +250,117 @@ type Outcome struct {
 	Message         string // for the task log
 }
 
-// Succeed ends the attempt: RUNNING → SUCCESS or PARTIAL_SUCCESS.
+// Succeed ends the attempt: RUNNING → SUCCESS or PARTIAL_SUCCESS. A cancel requested after the
+// work was done does not undo it: the task ends by its real outcome, and the log says so.
 func (s *Store) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) {
 	if o.Status != StatusSuccess && o.Status != StatusPartialSuccess {
 		return nil, fmt.Errorf("succeed %s: status %s is not a success", l, o.Status)
 	}
-	msg := o.Message // the run row records the outcome; the narrative gets what the job said
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "succeed", to: o.Status,
-		set:  "result = ?::jsonb, result_expires_at = ?, progress_current = GREATEST(progress_current, progress_total), error_code = NULL, error_message = NULL, finished_at = now()",
-		args: []any{nullJSON(o.Result), o.ResultExpiresAt},
-		log:  msg,
-	})
+	return s.endAttempt(ctx, l, ending{op: "succeed", to: o.Status, result: nullJSON(o.Result),
+		resultExpiresAt: o.ResultExpiresAt, log: o.Message})
 }
 
-// Fail ends the attempt and the task: RUNNING → FAILED. Bad input, or retries exhausted.
-// The caller alerts when it returns without error: that happens once per failure.
+// Fail ends the attempt and the task on bad input: RUNNING → FAILED (CANCELLED when a cancel
+// was requested). No alert: the submitter's input is at fault, not the system.
 func (s *Store) Fail(ctx context.Context, l Lease, code, message string) (*Task, error) {
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "fail", to: StatusFailed,
-		set:   "error_code = ?, error_message = ?, finished_at = now()",
-		args:  []any{code, message},
-		error: message, level: "error", log: "failed: " + message,
-	})
+	return s.endAttempt(ctx, l, ending{op: "fail", to: StatusFailed, cancelWins: true, errorCode: code,
+		errorMessage: message, runError: message, level: "error", log: "failed: " + message})
 }
 
-// RetryLater ends the attempt on a transient error: RUNNING → RETRY_WAIT, due after delay.
+// GiveUp ends the attempt and the task when its retries are used up: RUNNING → FAILED, with
+// an alert due (CANCELLED, and no alert, when a cancel was requested). The alert is recorded
+// on the row and sent by whoever claims it (ClaimAlert), so it goes out exactly once.
+func (s *Store) GiveUp(ctx context.Context, l Lease, code, message string) (*Task, error) {
+	return s.endAttempt(ctx, l, ending{op: "give up", to: StatusFailed, cancelWins: true, errorCode: code,
+		errorMessage: message, runError: message, alert: true, level: "error", log: "failed: " + message})
+}
+
+// RetryLater ends the attempt on a transient error: RUNNING → RETRY_WAIT, due after delay
+// (CANCELLED when a cancel was requested).
 func (s *Store) RetryLater(ctx context.Context, l Lease, code, message string, delay time.Duration) (*Task, error) {
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "schedule a retry of", to: StatusRetryWait,
-		set:   "retry_count = retry_count + 1, next_retry_at = now() + make_interval(secs => ?), error_code = ?, error_message = ?, enqueued_at = now()",
-		args:  []any{delay.Seconds(), code, message},
-		error: message, level: "warn", log: fmt.Sprintf("attempt failed, retrying in %s: %s", delay.Round(time.Second), message),
-	})
+	secs := delay.Seconds()
+	return s.endAttempt(ctx, l, ending{op: "schedule a retry of", to: StatusRetryWait, cancelWins: true, errorCode: code,
+		errorMessage: message, retryDelta: 1, retryInSecs: &secs, runError: message, level: "warn",
+		log: fmt.Sprintf("attempt failed, retrying in %s: %s", delay.Round(time.Second), message)})
 }
 
 // Release hands an interrupted attempt back without spending a retry: RUNNING → RETRY_WAIT,
-// due at once. Used at shutdown; the next attempt resumes from the checkpoint.
+// due at once (CANCELLED when a cancel was requested). Used at shutdown; the next attempt
+// resumes from the checkpoint.
 func (s *Store) Release(ctx context.Context, l Lease, reason string) (*Task, error) {
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "release", to: StatusRetryWait, runStatus: "INTERRUPTED",
-		set:   "next_retry_at = now(), enqueued_at = now(), error_code = ?, error_message = ?",
-		args:  []any{errCodeInterrupted, reason},
-		error: reason, level: "warn", log: "interrupted, will resume: " + reason,
-	})
+	now := 0.0
+	return s.endAttempt(ctx, l, ending{op: "release", to: StatusRetryWait, runStatus: "INTERRUPTED", cancelWins: true,
+		errorCode: errCodeInterrupted, errorMessage: reason, retryInSecs: &now, runError: reason, level: "warn",
+		log: "interrupted, will resume: " + reason})
 }
 
 // Cancelled ends an attempt whose cancel was requested: RUNNING → CANCELLED.
 func (s *Store) Cancelled(ctx context.Context, l Lease) (*Task, error) {
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "cancel", to: StatusCancelled, where: "AND cancel_requested",
-		set: "finished_at = now()",
-		log: "cancelled while running",
-	})
+	return s.endAttempt(ctx, l, ending{op: "cancel", to: StatusCancelled, needCancel: true, log: "cancelled while running"})
 }
 
-// TimedOut ends an attempt that ran past its type's max runtime: RUNNING → TIMEOUT.
+// TimedOut ends an attempt that ran past its type's max runtime or stalled: RUNNING → TIMEOUT
+// (CANCELLED when a cancel was requested).
 func (s *Store) TimedOut(ctx context.Context, l Lease, message string) (*Task, error) {
-	return s.endAttempt(ctx, l, endAttempt{
-		op: "time out", to: StatusTimeout,
-		set:   "error_code = 'timeout', error_message = ?, finished_at = now()",
-		args:  []any{message},
-		error: message, level: "error", log: "timed out: " + message,
-	})
+	return s.endAttempt(ctx, l, ending{op: "time out", to: StatusTimeout, cancelWins: true, errorCode: "timeout",
+		errorMessage: message, runError: message, level: "error", log: "timed out: " + message})
 }
 
-type endAttempt struct {
-	op        string
-	to        Status
-	set       string // extra SET assignments
-	args      []any  // their arguments
-	where     string // extra condition
-	runStatus string // default: to
-	error     string // task_runs.error
-	level     string // task log level; default info
-	log       string // task log message
+// ending is one way an attempt ends; endAttempt turns it into the fenced UPDATE.
+type ending struct {
+	op              string
+	to              Status
+	cancelWins      bool     // a requested cancel turns this ending into CANCELLED
+	needCancel      bool     // only when a cancel was requested
+	errorCode       string   // tasks.error_code (empty: NULL)
+	errorMessage    string   // tasks.error_message
+	retryDelta      int      // added to retry_count
+	retryInSecs     *float64 // next_retry_at = now() + this; nil: NULL
+	result          *string  // result jsonb, for a success
+	resultExpiresAt *time.Time
+	alert           bool   // an alert is due once this commits
+	runStatus       string // task_runs.status; default: to
+	runError        string // task_runs.error
+	level           string // task log level; default info
+	log             string // task log message; empty: no line
 }
 
-// endAttempt moves a RUNNING task owned by l to e.to, closes the attempt's run and logs it.
-func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, error) {
-	args := append([]any{string(e.to)}, e.args...)
-	args = append(args, l.TaskID, l.Attempt,
-		cmp.Or(e.runStatus, string(e.to)), nullString(e.error), cmp.Or(e.level, "info"), e.log, e.log)
+// endAttempt moves a RUNNING task owned by l to e.to (or CANCELLED, see ending.cancelWins),
+// closes the attempt's run and logs it, in one statement.
+func (s *Store) endAttempt(ctx context.Context, l Lease, e ending) (*Task, error) {
 	task := new(Task)
-	err := s.prepared(ctx, task, `
+	err := one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
-			UPDATE tasks SET status = ?, `+e.set+`, updated_at = now()
-			WHERE id = ? AND attempt = ? AND status = 'RUNNING' `+e.where+`
-			RETURNING *
+			UPDATE tasks SET
+			    status = CASE WHEN $3 AND cancel_requested THEN 'CANCELLED' ELSE $4::text END,
+			    error_code = CASE WHEN $3 AND cancel_requested THEN NULL ELSE NULLIF($5, '') END,
+			    error_message = CASE WHEN $3 AND cancel_requested THEN NULL ELSE NULLIF($6, '') END,
+			    retry_count = retry_count + CASE WHEN $3 AND cancel_requested THEN 0 ELSE $7::int END,
+			    next_retry_at = CASE WHEN ($3 AND cancel_requested) OR $8::float8 IS NULL THEN NULL
+			                         ELSE now() + make_interval(secs => $8::float8) END,
+			    enqueued_at = CASE WHEN $4::text = 'RETRY_WAIT' AND NOT ($3 AND cancel_requested) THEN now() ELSE enqueued_at END,
+			    finished_at = CASE WHEN $4::text = 'RETRY_WAIT' AND NOT ($3 AND cancel_requested) THEN NULL ELSE now() END,
+			    result = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN $9::jsonb ELSE result END,
+			    result_expires_at = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN $10::timestamptz ELSE result_expires_at END,
+			    progress_current = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN GREATEST(progress_current, progress_total)
+			                            ELSE progress_current END,
+			    alert_due_at = CASE WHEN $11 AND NOT ($3 AND cancel_requested) THEN now() ELSE alert_due_at END,
+			    updated_at = now()
+			WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' AND (cancel_requested OR NOT $12)
+			RETURNING *, ($3 AND cancel_requested) AS cancel_won
 		), r AS (
-			UPDATE task_runs r SET status = ?, error = ?, finished_at = now()
+			UPDATE task_runs r SET status = CASE WHEN t.cancel_won THEN 'CANCELLED' ELSE $13 END, error = NULLIF($14, ''), finished_at = now()
 			FROM t WHERE r.task_id = t.id AND r.attempt = t.attempt
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, ?, ?::text FROM t WHERE ?::text <> ''
+			INSERT INTO task_logs (task_id, attempt, level, message)
+			SELECT id, attempt, CASE WHEN cancel_won THEN 'info' ELSE $15 END,
+			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || $16 ELSE $16 END
+			FROM t WHERE $16 <> ''
 		)
-		SELECT * FROM t`, args...)
+		SELECT `+taskColumns+` FROM t`,
+		l.TaskID, l.Attempt, e.cancelWins, string(e.to), e.errorCode, e.errorMessage, e.retryDelta, e.retryInSecs,
+		e.result, e.resultExpiresAt, e.alert, e.needCancel, cmpOr(e.runStatus, string(e.to)), e.runError,
+		cmpOr(e.level, "info"), e.log)
 	if err := fenced(err, e.op, l); err != nil {
 		return nil, err
 	}
@@ -349,36 +368,42 @@ func (s *Store) endAttempt(ctx context.Context, l Lease, e endAttempt) (*Task, e
 }
 
 // TimeoutStale is the cleanup's transition: RUNNING tasks whose heartbeat is older than
-// their type's timeout_seconds → TIMEOUT, at most limit of them. Their worker is gone (or
-// cut off); if it comes back, its fenced writes change nothing.
+// their type's timeout_seconds → TIMEOUT (CANCELLED when a cancel was requested), at most
+// limit of them. Their worker is gone (or cut off); if it comes back, its fenced writes change
+// nothing.
 func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	err := s.db.NewRaw(sqlTimeoutStale, limit).Scan(ctx, &tasks)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTimeoutStale, limit); err != nil {
 		return nil, fmt.Errorf("time out stale tasks: %w", err)
 	}
 	return tasks, nil
 }
 
-// sqlTimeoutStale times out at most ? silent RUNNING tasks (see TimeoutStale).
+// sqlTimeoutStale times out at most $1 silent RUNNING tasks (see TimeoutStale).
 const sqlTimeoutStale = `
 		WITH stale AS (
 			SELECT id FROM tasks
 			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => timeout_seconds)
-			ORDER BY heartbeat_at LIMIT ? FOR UPDATE SKIP LOCKED
+			ORDER BY heartbeat_at LIMIT $1 FOR UPDATE SKIP LOCKED
 		), t AS (
-			UPDATE tasks t SET status = 'TIMEOUT', error_code = 'timeout', finished_at = now(), updated_at = now(),
-			       error_message = 'the worker stopped reporting for ' || t.timeout_seconds || ' seconds'
+			UPDATE tasks t SET status = CASE WHEN t.cancel_requested THEN 'CANCELLED' ELSE 'TIMEOUT' END,
+			       error_code = CASE WHEN t.cancel_requested THEN NULL ELSE 'timeout' END,
+			       error_message = CASE WHEN t.cancel_requested THEN NULL
+			                       ELSE 'the worker stopped reporting for ' || t.timeout_seconds || ' seconds' END,
+			       finished_at = now(), updated_at = now()
 			FROM stale WHERE t.id = stale.id AND t.status = 'RUNNING'
 			RETURNING t.*
 		), r AS (
-			UPDATE task_runs r SET status = 'TIMEOUT', finished_at = now(), error = 'no heartbeat since ' || t.heartbeat_at
+			UPDATE task_runs r SET status = t.status, finished_at = now(), error = 'no heartbeat since ' || t.heartbeat_at
 			FROM t WHERE r.task_id = t.id AND r.attempt = t.attempt AND r.finished_at IS NULL
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message)
-			SELECT id, attempt, 'error', 'timed out: no heartbeat for ' || timeout_seconds || 's' FROM t
+			SELECT id, attempt, CASE WHEN status = 'CANCELLED' THEN 'info' ELSE 'error' END,
+			       CASE WHEN status = 'CANCELLED' THEN 'cancelled as requested; its worker had stopped reporting'
+			            ELSE 'timed out: no heartbeat for ' || timeout_seconds || 's' END
+			FROM t
 		)
-		SELECT * FROM t`
+		SELECT ` + taskColumns + ` FROM t`
 
 // CancelResult says what a cancel did.
 type CancelResult struct {
@@ -391,15 +416,21 @@ type CancelResult struct {
 }
 
 // Cancel is the cancel API: PENDING or RETRY_WAIT → CANCELLED at once; RUNNING → cancel
-// requested. A terminal task answers *ConflictError.
+// requested. who is recorded in the task log. A terminal task answers *ConflictError.
 func (s *Store) Cancel(ctx context.Context, taskNo string, scope Scope) (*CancelResult, error) {
+	return s.CancelBy(ctx, taskNo, scope, scope.Owner)
+}
+
+// CancelBy is Cancel with the actor named separately from the scope (the console acts with
+// admin scope on behalf of an operator).
+func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who string) (*CancelResult, error) {
 	var row struct {
 		Task
 		PrevStatus Status `bun:"prev_status"`
 	}
-	err := s.db.NewRaw(`
+	err := one(ctx, s.db, s.db.DB, &row, `
 		WITH old AS (
-			SELECT id, status FROM tasks WHERE task_no = ? AND (? OR owner = ?) FOR UPDATE
+			SELECT id, status FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3) FOR UPDATE
 		), t AS (
 			UPDATE tasks t
 			SET status = CASE WHEN old.status = 'RUNNING' THEN 'RUNNING' ELSE 'CANCELLED' END,
@@ -409,10 +440,10 @@ func (s *Store) Cancel(ctx context.Context, taskNo string, scope Scope) (*Cancel
 			RETURNING t.*, old.status AS prev_status
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message)
-			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || ?
+			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4
 			FROM t
 		)
-		SELECT * FROM t`, taskNo, scope.Admin, scope.Owner, scope.Owner).Scan(ctx, &row)
+		SELECT `+taskColumns+`, prev_status FROM t`, taskNo, scope.Admin, scope.Owner, who)
 	if err == nil {
 		return &CancelResult{Task: &row.Task, Immediate: row.PrevStatus != StatusRunning, PrevAttempt: row.Attempt}, nil
 	}
@@ -427,16 +458,17 @@ func (s *Store) Cancel(ctx context.Context, taskNo string, scope Scope) (*Cancel
 // retry budget starts again, and the checkpoint is kept so an import resumes.
 func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	task := new(Task)
-	err := s.db.NewRaw(`
+	err := one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			UPDATE tasks SET status = 'PENDING', retry_count = 0, next_retry_at = NULL, cancel_requested = false,
-			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now()
-			WHERE task_no = ? AND (? OR owner = ?) AND status IN ('FAILED', 'TIMEOUT', 'CANCELLED')
+			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
+			       alert_due_at = NULL, alerted_at = NULL
+			WHERE task_no = $1 AND ($2 OR owner = $3) AND status IN ('FAILED', 'TIMEOUT', 'CANCELLED')
 			RETURNING *
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || ? FROM t
+			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
 		)
-		SELECT * FROM t`, taskNo, scope.Admin, scope.Owner, scope.Owner).Scan(ctx, task)
+		SELECT `+taskColumns+` FROM t`, taskNo, scope.Admin, scope.Owner)
 	if err == nil {
 		return task, nil
 	}
@@ -451,15 +483,15 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // other status answers *ConflictError.
 func (s *Store) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
 	task := new(Task)
-	err := s.db.NewRaw(`
+	err := one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			UPDATE tasks SET next_retry_at = now(), updated_at = now()
-			WHERE task_no = ? AND status = 'RETRY_WAIT'
+			WHERE task_no = $1 AND status = 'RETRY_WAIT'
 			RETURNING *
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry brought forward by ' || ? FROM t
+			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry brought forward by ' || $2 FROM t
 		)
-		SELECT * FROM t`, taskNo, who).Scan(ctx, task)
+		SELECT `+taskColumns+` FROM t`, taskNo, who)
 	if err == nil {
 		return task, nil
 	}
@@ -481,9 +513,42 @@ func (s *Store) refusal(ctx context.Context, taskNo string, scope Scope, op stri
 // MarkEnqueueFailed records that handing a waiting task to asynq failed, so the rescuer
 // picks it up at its next round instead of after the grace period.
 func (s *Store) MarkEnqueueFailed(ctx context.Context, taskID int64, attempt int) error {
-	_, err := s.db.NewRaw(`UPDATE tasks SET enqueued_at = NULL WHERE id = ? AND attempt = ? AND status IN ('PENDING', 'RETRY_WAIT')`,
-		taskID, attempt).Exec(ctx)
+	_, err := exec(ctx, s.db.DB,
+		`UPDATE tasks SET enqueued_at = NULL WHERE id = $1 AND attempt = $2 AND status IN ('PENDING', 'RETRY_WAIT', 'RUNNING')`,
+		taskID, attempt)
 	return err
+}
+
+// ClaimAlert records that the failure alert of a task is being sent, and returns the task
+// when this caller is the one to send it: at most one caller ever gets it.
+func (s *Store) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
+	task := new(Task)
+	err := one(ctx, s.db, s.db.DB, task, `
+		UPDATE tasks SET alerted_at = now()
+		WHERE id = $1 AND alert_due_at IS NOT NULL AND alerted_at IS NULL
+		RETURNING `+taskColumns, taskID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim alert of task %d: %w", taskID, err)
+	}
+	return task, nil
+}
+
+// ClaimDueAlerts claims up to limit failure alerts that became due more than olderThan ago
+// and were never sent (the process that failed the task died before sending). The caller
+// sends them.
+func (s *Store) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, limit int) ([]Task, error) {
+	var tasks []Task
+	err := all(ctx, s.db, s.db.DB, &tasks, `
+		UPDATE tasks SET alerted_at = now()
+		WHERE id IN (`+sqlDueAlerts+` FOR UPDATE SKIP LOCKED)
+		RETURNING `+taskColumns, olderThan.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due alerts: %w", err)
+	}
+	return tasks, nil
 }
 
 // fenced maps "no row" of a lease-fenced write to ErrFenced.
@@ -506,9 +571,9 @@ func nullJSON(b json.RawMessage) *string {
 	return &s
 }
 
-func nullString(s string) *string {
+func cmpOr(s, def string) string {
 	if s == "" {
-		return nil
+		return def
 	}
-	return &s
+	return s
 }

@@ -152,7 +152,7 @@ func TestExportFailingEveryAttemptFailsOnceWithOneAlert(t *testing.T) {
 	}
 	// Give asynq a moment to archive the job, then count alerts: exactly one.
 	testenv.Eventually(t, 10*time.Second, "the job to be archived", func() bool {
-		info, err := e.inspector().GetQueueInfo("exports")
+		info, err := e.inspector().GetQueueInfo("exports.resume")
 		return err == nil && info.Archived == 1
 	})
 	if alerts := p.logs.matching("ALERT", task.ID); len(alerts) != 1 {

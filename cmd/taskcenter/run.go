@@ -266,10 +266,14 @@ func (p *process) wire() {
 		}
 		runtimes[name] = t.MaxRuntime
 		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds())}
-		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime}
+		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter}
 	}
 	queues := slices.Sorted(maps.Keys(cfg.Queues))
-	p.metrics = monitor.NewMetrics(inspector, queues, p.st)
+	var lanes []string
+	for _, q := range queues {
+		lanes = append(lanes, jobs.Lanes(q)...)
+	}
+	p.metrics = monitor.NewMetrics(inspector, lanes, p.st)
 	p.alerter = monitor.NewAlerter(monitor.AlertConfig{WebhookURL: cfg.Alerts.WebhookURL, WebhookTimeout: cfg.Alerts.WebhookTimeout,
 		WebhookRetries: cfg.Alerts.WebhookRetries}, p.metrics, p.logger)
 	p.enqueuer = jobs.NewEnqueuer(client, inspector, runtimes)
@@ -307,7 +311,7 @@ func (p *process) startWorkers() error {
 		concurrency[name] = q.Concurrency
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
-		Observer: p.metrics, Alerter: p.alerter, Logger: p.logger})
+		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Logger: p.logger})
 	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
 		return err
@@ -316,6 +320,11 @@ func (p *process) startWorkers() error {
 		workers.Stop()
 		rt.Drain()
 		workers.Shutdown()
+		// asynq stops waiting for handlers after its shutdown timeout; the attempts' terminal
+		// writes (a hand-back, a result) still get a bounded moment to commit.
+		if !rt.Wait(15 * time.Second) {
+			p.logger.Warn("some attempts had not recorded how they ended at exit; they will be taken over")
+		}
 		p.logger.Info("workers stopped")
 	})
 	return nil

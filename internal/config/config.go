@@ -35,9 +35,13 @@ type Config struct {
 	// Worker tunes the job runtime shared by every task type.
 	Worker Worker `yaml:"worker"`
 	// Queues maps a queue name to its worker pool. Each queue gets its own asynq server.
-	// Default: imports (2), exports (4), maintenance (1).
+	// Default: imports (2), exports (4), maintenance (1), bench (8). The file's entries are
+	// merged into the defaults key by key, and within an entry field by field: a file that
+	// lists one queue keeps the others, and a field it leaves out keeps its default.
 	Queues map[string]Queue `yaml:"queues"`
-	// Types maps a task type to its queue and retry policy.
+	// Types maps a task type to its queue and policy. Merged into the defaults like Queues:
+	// listing one type does not remove the others (use disabled: true for that), and every
+	// field left out keeps its documented default.
 	Types map[string]TaskType `yaml:"types"`
 	// Export tunes the report exports.
 	Export Export `yaml:"export"`
@@ -176,13 +180,17 @@ type TaskType struct {
 	// MaxRetry is how many automatic retries a transient failure gets. Default 3.
 	MaxRetry int `yaml:"max_retry"`
 	// RetryBase is the first retry delay; attempt n waits RetryBase·2^(n−1) plus up to
-	// RetryBase of jitter. Default 10s.
+	// RetryBase of jitter: 30s, 60s, 120s by default. Default 30s.
 	RetryBase time.Duration `yaml:"retry_base"`
 	// Timeout is how long a RUNNING task may go without a heartbeat before cleanup marks it
 	// TIMEOUT. Default 30m.
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxRuntime bounds one attempt's wall time; past it the attempt ends TIMEOUT. Default 6h.
 	MaxRuntime time.Duration `yaml:"max_runtime"`
+	// StallAfter: an attempt that reports no progress and commits no batch for this long is
+	// stopped and ends TIMEOUT with a message saying where it stalled (the user may retry it).
+	// 0 disables the check. Default 10m.
+	StallAfter time.Duration `yaml:"stall_after"`
 	// Disabled removes the type: submits are refused and no handler is registered.
 	Disabled bool `yaml:"disabled"`
 }
@@ -316,7 +324,8 @@ func Default() Config {
 			"export:customers": defaultType("exports"),
 			"export:tasks":     defaultType("exports"),
 			"import:customers": defaultType("imports"),
-			"bench:noop":       {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute, Disabled: true},
+			"bench:noop": {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute,
+				StallAfter: time.Minute, Disabled: true},
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
@@ -331,8 +340,12 @@ func Default() Config {
 }
 
 func defaultType(queue string) TaskType {
-	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 10 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour}
+	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour,
+		StallAfter: 10 * time.Minute}
 }
+
+// defaultQueue is the pool a queue named only in the file gets for the fields it leaves out.
+func defaultQueue() Queue { return Queue{Concurrency: 2} }
 
 // Load reads defaults, then the YAML file at path (skipped when path is empty), then the
 // environment through getenv, and validates the result.
@@ -346,6 +359,10 @@ func Load(path string, getenv func(string) string) (Config, error) {
 		if err := yaml.UnmarshalWithOptions(b, &cfg, yaml.Strict()); err != nil {
 			return Config{}, fmt.Errorf("config file %s: %s", path, yaml.FormatError(err, false, true))
 		}
+		// Decoding a map replaces it whole; merge the file's entries into the defaults instead.
+		if err := mergeMaps(&cfg, b); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
 	}
 	if err := applyEnv(&cfg, "TASKCENTER", getenv); err != nil {
 		return Config{}, err
@@ -355,6 +372,49 @@ func Load(path string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// mergeMaps rebuilds the queues and types from the defaults and the file's entries: an entry
+// of the file starts from its default (or a fresh default for a new name) and its fields
+// overlay it, so nothing the file does not mention is lost or zeroed.
+func mergeMaps(cfg *Config, file []byte) error {
+	var raw struct {
+		Queues map[string]any `yaml:"queues"`
+		Types  map[string]any `yaml:"types"`
+	}
+	if err := yaml.Unmarshal(file, &raw); err != nil {
+		return err
+	}
+	def := Default()
+	queues, err := mergeEntries("queues", def.Queues, raw.Queues, func(string) Queue { return defaultQueue() })
+	if err != nil {
+		return err
+	}
+	types, err := mergeEntries("types", def.Types, raw.Types, func(string) TaskType { return defaultType("") })
+	if err != nil {
+		return err
+	}
+	cfg.Queues, cfg.Types = queues, types
+	return nil
+}
+
+func mergeEntries[T any](section string, defaults map[string]T, file map[string]any, fresh func(string) T) (map[string]T, error) {
+	out := maps.Clone(defaults)
+	for name, v := range file {
+		entry, ok := out[name]
+		if !ok {
+			entry = fresh(name)
+		}
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.UnmarshalWithOptions(b, &entry, yaml.Strict()); err != nil {
+			return nil, fmt.Errorf("%s.%s: %s", section, name, yaml.FormatError(err, false, false))
+		}
+		out[name] = entry
+	}
+	return out, nil
 }
 
 // fillTypeDefaults gives every type the default policy for the fields the file left at zero.
@@ -369,6 +429,9 @@ func (c *Config) fillTypeDefaults() {
 		}
 		if t.MaxRuntime == 0 {
 			t.MaxRuntime = d.MaxRuntime
+		}
+		if t.StallAfter < 0 {
+			t.StallAfter = 0
 		}
 		c.Types[name] = t
 	}
@@ -466,6 +529,9 @@ func (c *Config) Validate() error {
 		}
 		if !t.Disabled && t.Timeout <= w.TakeoverAfter {
 			bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)
+		}
+		if t.StallAfter != 0 && t.StallAfter < 2*w.HeartbeatInterval {
+			bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, w.HeartbeatInterval)
 		}
 	}
 	if c.Export.PageSize < 1 || c.Export.PageSize > 50_000 {

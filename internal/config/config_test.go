@@ -19,7 +19,7 @@ func TestLoadShippedFile(t *testing.T) {
 	if len(cfg.Auth.Tokens) != 3 || cfg.Auth.Tokens[2].Role != RoleAdmin {
 		t.Fatalf("tokens = %+v, want three with an admin last", cfg.Auth.Tokens)
 	}
-	if got := cfg.Types["export:customers"]; got.Queue != "exports" || got.MaxRetry != 3 || got.RetryBase != 10*time.Second {
+	if got := cfg.Types["export:customers"]; got.Queue != "exports" || got.MaxRetry != 3 || got.RetryBase != 30*time.Second || got.StallAfter != 10*time.Minute {
 		t.Fatalf("export:customers = %+v", got)
 	}
 	if cfg.Queues["exports"].BacklogLimit != 1000 {
@@ -94,5 +94,57 @@ func TestUnknownKeyInFileIsRefused(t *testing.T) {
 	_, err := Load(p, envMap(nil))
 	if err == nil || !strings.Contains(err.Error(), "adress") {
 		t.Fatalf("error = %v, want it to name the misspelt key", err)
+	}
+}
+
+func TestFileEntriesMergeIntoTheDefaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	// One type tuned, one new type with only its queue, one new queue with only a limit.
+	file := `
+types:
+  export:customers: { max_retry: 7 }
+  report:weekly: { queue: reports }
+queues:
+  reports: { backlog_limit: 10 }
+`
+	if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p, envMap(map[string]string{"TASKCENTER_AUTH_TOKENS": "0123456789abcdef:carol:admin"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Types["import:customers"]; !ok {
+		t.Fatal("a types: section in the file removed the default import:customers type")
+	}
+	if got := cfg.Types["export:customers"]; got.MaxRetry != 7 || got.Queue != "exports" || got.RetryBase != 30*time.Second || got.StallAfter != 10*time.Minute {
+		t.Fatalf("tuned type lost its other defaults: %+v", got)
+	}
+	if got := cfg.Types["report:weekly"]; got.MaxRetry != 3 || got.RetryBase != 30*time.Second || got.Timeout != 30*time.Minute ||
+		got.MaxRuntime != 6*time.Hour || got.StallAfter != 10*time.Minute {
+		t.Fatalf("a new type without max_retry must get the documented defaults (3 retries, 30s base), got %+v", got)
+	}
+	if got := cfg.Queues["reports"]; got.Concurrency != 2 || got.BacklogLimit != 10 {
+		t.Fatalf("new queue = %+v, want concurrency 2 (default) and limit 10", got)
+	}
+	if cfg.Queues["imports"].Concurrency != 2 || cfg.Queues["exports"].Concurrency != 4 {
+		t.Fatalf("default queues lost: %+v", cfg.Queues)
+	}
+}
+
+func TestExplicitZeroInTheFileIsKept(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("types:\n  export:tasks: { max_retry: 0, stall_after: 0s }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p, envMap(map[string]string{"TASKCENTER_AUTH_TOKENS": "0123456789abcdef:carol:admin"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Types["export:tasks"]; got.MaxRetry != 0 || got.StallAfter != 0 {
+		t.Fatalf("explicit zeros must stay zero: %+v", got)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
 )
 
 // Areas under the root.
@@ -52,11 +52,22 @@ func (s *Store) Path(rel string) (string, error) {
 	return filepath.Join(s.root, clean), nil
 }
 
-// CreateTemp opens a new temp file whose name starts with prefix (a task number), so
-// cleanup can find the partial files of a task.
+// AttemptPrefix is the temp-file prefix of one attempt of a task: cleanup and takeovers
+// delete exactly the partial files of attempts that are dead.
+func AttemptPrefix(taskNo string, attempt int) string { return fmt.Sprintf("%s-a%d", taskNo, attempt) }
+
+// CreateTemp opens a new temp file in a directory of its own under the temp area, named
+// prefix-<random> (prefix: AttemptPrefix, or what the file is for). Anything a writer
+// spills beside the file (excelize's own temp files) lands in the same directory, so
+// removing the directory removes every trace of an abandoned write.
 func (s *Store) CreateTemp(prefix, ext string) (*os.File, error) {
-	f, err := os.CreateTemp(filepath.Join(s.root, Temp), prefix+"-*"+ext)
+	dir, err := os.MkdirTemp(filepath.Join(s.root, Temp), prefix+"-*")
 	if err != nil {
+		return nil, fmt.Errorf("create temp dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "part"+ext), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		os.Remove(dir)
 		return nil, fmt.Errorf("create temp file: %w", err)
 	}
 	return f, nil
@@ -81,6 +92,7 @@ func (s *Store) Commit(tmp *os.File, rel string) error {
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return fmt.Errorf("move result into place: %w", err)
 	}
+	removeTempDir(tmp.Name())
 	if d, err := os.Open(filepath.Dir(dst)); err == nil {
 		d.Sync() //nolint:errcheck // best effort: makes the rename itself durable
 		d.Close()
@@ -88,10 +100,20 @@ func (s *Store) Commit(tmp *os.File, rel string) error {
 	return nil
 }
 
-// Discard removes a temp file that will not be committed.
+// Discard removes a temp file that will not be committed, with its directory.
 func Discard(tmp *os.File) {
 	tmp.Close()
 	os.Remove(tmp.Name())
+	removeTempDir(tmp.Name())
+}
+
+// removeTempDir removes the directory CreateTemp made for the file at p, with whatever else
+// was spilled into it.
+func removeTempDir(p string) {
+	dir := filepath.Dir(p)
+	if filepath.Base(filepath.Dir(dir)) == Temp {
+		os.RemoveAll(dir)
+	}
 }
 
 // Remove deletes a stored file; a missing file is not an error.
@@ -106,22 +128,46 @@ func (s *Store) Remove(rel string) error {
 	return nil
 }
 
-// RemoveTemp deletes the temp files of a task (prefix) older than olderThan. It returns how
-// many it removed.
-func (s *Store) RemoveTemp(prefix string, olderThan time.Duration) (int, error) {
-	matches, err := filepath.Glob(filepath.Join(s.root, Temp, prefix+"-*"))
+// RemoveTemp deletes a temp entry (a file, or a directory CreateTemp made) by its path
+// relative to the data dir.
+func (s *Store) RemoveTemp(rel string) error {
+	p, err := s.Path(rel)
+	if err != nil {
+		return err
+	}
+	if filepath.Base(filepath.Dir(p)) != Temp {
+		return fmt.Errorf("%q is not a temp entry", rel)
+	}
+	return os.RemoveAll(p)
+}
+
+// RemoveAttemptTemp deletes the temp entries of every attempt of a task except attempt keep
+// (0: all of them). It returns how many it removed.
+func (s *Store) RemoveAttemptTemp(taskNo string, keep int) (int, error) {
+	matches, err := filepath.Glob(filepath.Join(s.root, Temp, taskNo+"-*"))
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, m := range matches {
-		info, err := os.Stat(m)
-		if err != nil || time.Since(info.ModTime()) < olderThan {
+		if _, attempt := TempOwner(filepath.Base(m)); keep != 0 && attempt == keep {
 			continue
 		}
-		if os.Remove(m) == nil {
+		if os.RemoveAll(m) == nil {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// TempOwner reads the task number and attempt from a temp entry's name
+// ("tsk_X-a3-123456"); attempt is 0 when the name carries none.
+func TempOwner(name string) (taskNo string, attempt int) {
+	taskNo, rest, _ := strings.Cut(name, "-")
+	if a, _, ok := strings.Cut(rest, "-"); ok && len(a) > 1 && a[0] == 'a' {
+		if n, err := strconv.Atoi(a[1:]); err == nil {
+			attempt = n
+		}
+	}
+	return taskNo, attempt
 }

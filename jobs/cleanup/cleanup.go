@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -65,6 +64,7 @@ type Report struct {
 	TempDeleted     int `json:"temp_files_deleted"`
 	RetentionPurged int `json:"tasks_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
+	FailureAlerts   int `json:"failure_alerts"`
 	Errors          int `json:"errors"`
 	// TookMS is each step's duration in milliseconds.
 	TookMS map[string]float64 `json:"took_ms"`
@@ -84,6 +84,7 @@ type Cleaner struct {
 	worker   string
 	observer Observer
 	alerter  BacklogAlerter
+	failures jobs.Alerter
 	logger   *slog.Logger
 }
 
@@ -94,13 +95,15 @@ type Deps struct {
 	Files    *files.Store
 	Observer Observer
 	Alerter  BacklogAlerter
-	Logger   *slog.Logger
+	// TaskAlerter sends the failure alerts whose worker died before sending them.
+	TaskAlerter jobs.Alerter
+	Logger      *slog.Logger
 }
 
 // New returns a Cleaner; worker names it in the cleanup_rounds table.
 func New(cfg Config, worker string, d Deps) *Cleaner {
 	return &Cleaner{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, files: d.Files, worker: worker, observer: d.Observer,
-		alerter: d.Alerter, logger: d.Logger.With("component", "cleanup")}
+		alerter: d.Alerter, failures: d.TaskAlerter, logger: d.Logger.With("component", "cleanup")}
 }
 
 // ProcessTask implements asynq.Handler: it claims the current slot and runs the round, or does
@@ -140,6 +143,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"temp_files", c.tempFiles, &rep.TempDeleted},
 		{"retention", c.retention, &rep.RetentionPurged},
 		{"backlog", c.backlog, &rep.BacklogAlerts},
+		{"failure_alerts", c.failureAlerts, &rep.FailureAlerts},
 	}
 	for _, s := range steps {
 		began := time.Now()
@@ -194,7 +198,7 @@ func (c *Cleaner) staleRuns(ctx context.Context) (int, error) {
 	}
 	for _, t := range tasks {
 		c.logger.Warn("task timed out: no heartbeat", "task_no", t.TaskNo, "type", t.Type, "attempt", t.Attempt)
-		if _, err := c.files.RemoveTemp(t.TaskNo, 0); err != nil {
+		if _, err := c.files.RemoveAttemptTemp(t.TaskNo, 0); err != nil {
 			c.logger.Warn("could not remove partial files", "task_no", t.TaskNo, "err", err)
 		}
 	}
@@ -220,36 +224,37 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 
 // uploads deletes uploaded files past their age that no waiting or running task needs.
 func (c *Cleaner) uploads(ctx context.Context) (int, error) {
-	return c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.store.LiveUploads)
+	return c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.files.Remove, c.store.LiveUploads)
 }
 
-// tempFiles deletes temp files past their age that no running task is writing. A temp
-// file's name starts with the task number of its writer.
+// tempFiles deletes temp entries past their age that no running attempt is writing. A temp
+// entry's name starts with the task number and attempt of its writer (files.AttemptPrefix).
 func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
-	return c.sweep(ctx, files.Temp, c.cfg.TempTTL, func(ctx context.Context, rels []string) (map[string]bool, error) {
-		owner := map[string]string{}
+	return c.sweep(ctx, files.Temp, c.cfg.TempTTL, c.files.RemoveTemp, func(ctx context.Context, rels []string) (map[string]bool, error) {
 		taskNos := make([]string, 0, len(rels))
 		for _, rel := range rels {
-			taskNo, _, _ := strings.Cut(path.Base(rel), "-")
-			owner[rel] = taskNo
+			taskNo, _ := files.TempOwner(path.Base(rel))
 			taskNos = append(taskNos, taskNo)
 		}
-		running, err := c.store.RunningTasks(ctx, taskNos)
+		running, err := c.store.RunningAttempts(ctx, taskNos)
 		if err != nil {
 			return nil, err
 		}
 		keep := map[string]bool{}
-		for rel, taskNo := range owner {
-			keep[rel] = running[taskNo]
+		for _, rel := range rels {
+			taskNo, attempt := files.TempOwner(path.Base(rel))
+			if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
+				keep[rel] = true
+			}
 		}
 		return keep, nil
 	})
 }
 
-// sweep deletes up to BatchSize files in area older than ttl, except those keep claims.
-// The disk is read first; the database is asked only about actual candidates, so a round
-// with nothing old on disk costs no query at all.
-func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
+// sweep deletes (with remove) up to BatchSize entries in area older than ttl, except those
+// keep claims. The disk is read first; the database is asked only about actual candidates,
+// so a round with nothing old on disk costs no query at all.
+func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, remove func(string) error, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
 	dir, err := c.files.Path(area)
 	if err != nil {
 		return 0, err
@@ -264,7 +269,7 @@ func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, kee
 			break
 		}
 		info, err := e.Info()
-		if err != nil || e.IsDir() || time.Since(info.ModTime()) < ttl {
+		if err != nil || time.Since(info.ModTime()) < ttl {
 			continue
 		}
 		candidates = append(candidates, area+"/"+e.Name())
@@ -284,7 +289,7 @@ func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, kee
 		if kept[rel] {
 			continue
 		}
-		if err := c.files.Remove(rel); err != nil {
+		if err := remove(rel); err != nil {
 			return n, err
 		}
 		n++
@@ -342,6 +347,25 @@ func (c *Cleaner) backlog(ctx context.Context) (int, error) {
 		}
 	}
 	return fired, nil
+}
+
+// alertGrace is how long a due failure alert is left to the worker that failed the task
+// before the round sends it.
+const alertGrace = 30 * time.Second
+
+// failureAlerts sends the failure alerts of tasks whose worker died between failing the task
+// and sending its alert. The claim is recorded on the task row: each alert goes out once.
+func (c *Cleaner) failureAlerts(ctx context.Context) (int, error) {
+	tasks, err := c.store.ClaimDueAlerts(ctx, alertGrace, c.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	for i := range tasks {
+		if c.failures != nil {
+			c.failures.TaskFailed(ctx, jobs.AlertOf(&tasks[i]))
+		}
+	}
+	return len(tasks), nil
 }
 
 // queues lists the queues to re-arm: every queue that has or had waiting tasks.

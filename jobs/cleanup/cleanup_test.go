@@ -163,8 +163,36 @@ func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
 	if got := f.get(slow.ID); got.Status != store.StatusRunning {
 		t.Fatalf("slow task = %s, want still RUNNING (to be taken over)", got.Status)
 	}
-	if _, err := f.insp.GetTaskInfo("exports", jobs.JobID(slow.TaskNo, 1)); err != nil {
+	if _, err := f.insp.GetTaskInfo(jobs.Lane(f.get(slow.ID)), jobs.JobID(slow.TaskNo, 1)); err != nil {
 		t.Fatalf("the silent task was not handed to asynq for a takeover: %v", err)
+	}
+}
+
+// A worker killed soon after its task was submitted: the task's enqueued_at (stamped at submit)
+// is recent, well within the orphan grace. Recovery is judged by the heartbeat: the task is
+// re-delivered once its heartbeat is older than the takeover window, not a grace later, into
+// the resume lane that workers drain before new work; and only once per silence.
+func TestSilentRunningTaskIsRedeliveredByHeartbeatNotBySubmitTime(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	task := f.task(`{}`)
+	if _, err := f.st.Claim(ctx, task.ID, "killed", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)
+	if rep := f.cleaner.Round(ctx); rep.Orphans != 1 {
+		t.Fatalf("report = %+v, want the silent task re-delivered (heartbeat 40s old, takeover after 30s)", rep)
+	}
+	info, err := f.insp.GetTaskInfo("exports.resume", jobs.JobID(task.TaskNo, 1))
+	if err != nil {
+		t.Fatalf("not in the resume lane: %v", err)
+	}
+	if info.Queue != "exports.resume" {
+		t.Fatalf("queue = %s", info.Queue)
+	}
+	if rep := f.cleaner.Round(ctx); rep.Orphans != 0 {
+		t.Fatalf("second round re-delivered it again: %+v", rep)
 	}
 }
 

@@ -2,14 +2,12 @@ package export
 
 import (
 	"context"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // CustomersType is the task type of the customer export.
@@ -25,16 +23,6 @@ type CustomerFilter struct {
 // CustomerParams are the task parameters of export:customers.
 type CustomerParams struct {
 	Filter CustomerFilter `json:"filter"`
-}
-
-// Validate checks a filter before a task is created for it.
-func (f CustomerFilter) Validate() error {
-	for name, v := range map[string]string{"city": f.City, "level": f.Level, "code_prefix": f.CodePrefix} {
-		if utf8.RuneCountInString(v) > 64 {
-			return jobs.BadInput("bad_filter", "filter.%s must be at most 64 characters", name)
-		}
-	}
-	return nil
 }
 
 // Customers is the export:customers handler.
@@ -57,50 +45,28 @@ func (c *Customers) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := p.Filter.Validate(); err != nil {
 		return jobs.Result{}, err
 	}
-	return c.export(ctx, run, customerSource{p.Filter}, downloadName("customers", run.Task.TaskNo))
+	return c.export(ctx, run, customerSource{f: p.Filter, db: c.db}, downloadName("customers", run.Task.TaskNo))
 }
 
-type customerRow struct {
-	ID        int64     `bun:"id"`
-	Code      string    `bun:"code"`
-	Name      string    `bun:"name"`
-	Phone     string    `bun:"phone"`
-	Email     string    `bun:"email"`
-	City      string    `bun:"city"`
-	Level     string    `bun:"level"`
-	CreatedAt time.Time `bun:"created_at"`
-	UpdatedAt time.Time `bun:"updated_at"`
+type customerSource struct {
+	f  CustomerFilter
+	db *bun.DB
 }
-
-type customerSource struct{ f CustomerFilter }
 
 func (customerSource) header() []string {
 	return []string{"code", "name", "phone", "email", "city", "level", "created_at", "updated_at"}
 }
 
-func (s customerSource) where(q *bun.SelectQuery) *bun.SelectQuery {
-	if s.f.City != "" {
-		q = q.Where("city = ?", s.f.City)
-	}
-	if s.f.Level != "" {
-		q = q.Where("level = ?", s.f.Level)
-	}
-	if s.f.CodePrefix != "" {
-		q = q.Where("code LIKE ? ESCAPE '\\'", escapeLike(s.f.CodePrefix)+"%")
-	}
-	return q
+func (s customerSource) query() store.CustomerQuery {
+	return store.CustomerQuery{City: s.f.City, Level: s.f.Level, CodePrefix: s.f.CodePrefix}
 }
 
 func (s customerSource) count(ctx context.Context, tx bun.Tx) (int64, error) {
-	n, err := s.where(tx.NewSelect().Table("customers")).Count(ctx)
-	return int64(n), err
+	return store.CountCustomers(ctx, tx, s.query())
 }
 
 func (s customerSource) page(ctx context.Context, tx bun.Tx, after int64, limit int) ([][]any, int64, error) {
-	var rows []customerRow
-	err := s.where(tx.NewSelect().Table("customers").
-		Column("id", "code", "name", "phone", "email", "city", "level", "created_at", "updated_at").
-		Where("id > ?", after)).OrderExpr("id").Limit(int64(limit)).Scan(ctx, &rows)
+	rows, err := store.CustomerPage(ctx, tx, s.db, s.query(), after, limit)
 	if err != nil || len(rows) == 0 {
 		return nil, after, err
 	}
@@ -109,8 +75,4 @@ func (s customerSource) page(ctx context.Context, tx bun.Tx, after int64, limit 
 		out[i] = []any{r.Code, r.Name, r.Phone, r.Email, r.City, r.Level, timeCell(&r.CreatedAt), timeCell(&r.UpdatedAt)}
 	}
 	return out, rows[len(rows)-1].ID, nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

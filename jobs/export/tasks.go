@@ -30,19 +30,6 @@ type TaskFilter struct {
 	CreatedTo   *time.Time     `json:"created_to,omitempty"`
 }
 
-// Validate checks a filter before a task is created for it.
-func (f TaskFilter) Validate() error {
-	for _, s := range f.Statuses {
-		if !s.Valid() {
-			return jobs.BadInput("bad_filter", "filter.status %q is not a task status", s)
-		}
-	}
-	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
-		return jobs.BadInput("bad_filter", "filter.created_from must be before filter.created_to")
-	}
-	return nil
-}
-
 // Tasks is the export:tasks handler.
 type Tasks struct{ exporter }
 
@@ -66,31 +53,32 @@ func (t *Tasks) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 	if !p.Scope.Admin && p.Scope.Owner == "" {
 		return jobs.Result{}, jobs.BadInput("bad_params", "the export has no owner scope")
 	}
-	return t.export(ctx, run, taskSource{p}, downloadName("tasks", run.Task.TaskNo))
+	return t.export(ctx, run, taskSource{p: p, db: t.db}, downloadName("tasks", run.Task.TaskNo))
 }
 
-type taskSource struct{ p TaskParams }
+type taskSource struct {
+	p  TaskParams
+	db *bun.DB
+}
 
 func (taskSource) header() []string {
 	return []string{"task_no", "type", "owner", "status", "progress_current", "progress_total", "total", "success", "failed",
 		"attempts", "error", "created_at", "started_at", "finished_at"}
 }
 
-func (s taskSource) where(q *bun.SelectQuery) *bun.SelectQuery {
-	return store.ApplyTaskFilter(q, store.ListFilter{
+func (s taskSource) filter() store.ListFilter {
+	return store.ListFilter{
 		Statuses: s.p.Filter.Statuses, Types: s.p.Filter.Types, Owner: s.p.Filter.Owner,
 		CreatedFrom: s.p.Filter.CreatedFrom, CreatedTo: s.p.Filter.CreatedTo,
-	}, s.p.Scope)
+	}
 }
 
 func (s taskSource) count(ctx context.Context, tx bun.Tx) (int64, error) {
-	n, err := s.where(tx.NewSelect().Model((*store.Task)(nil))).Count(ctx)
-	return int64(n), err
+	return store.CountTasks(ctx, tx, s.filter(), s.p.Scope)
 }
 
 func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int) ([][]any, int64, error) {
-	var tasks []store.Task
-	err := s.where(tx.NewSelect().Model(&tasks).Where("id > ?", after)).OrderExpr("id").Limit(int64(limit)).Scan(ctx)
+	tasks, err := store.TaskPage(ctx, tx, s.db, s.filter(), s.p.Scope, after, limit)
 	if err != nil || len(tasks) == 0 {
 		return nil, after, err
 	}

@@ -1,0 +1,334 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// conclude records how the attempt ended. ctx is not cancelled by shutdown: the terminal
+// write must not be dropped. The SQL of every way out of RUNNING lets a requested cancel win
+// (see store), so each branch looks at the status the write actually left.
+func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, res Result, runErr, cause error) error {
+	l := run.Lease
+	log := run.Logger
+	var (
+		bad     *BadInputError
+		stalled *stalledError
+	)
+	if runErr != nil && !errors.As(runErr, &bad) && !errors.Is(runErr, ErrCancelRequested) && !errors.Is(runErr, ErrDraining) {
+		if d := dataProblem(runErr); d != nil {
+			bad = d // deterministic: the same input fails the same way every time
+			runErr = d
+		}
+	}
+	switch {
+	case errors.Is(cause, store.ErrFenced) || errors.Is(runErr, store.ErrFenced):
+		log.Warn("attempt was superseded; its work is discarded", "err", runErr)
+		rt.discard(res)
+		return nil
+
+	case runErr == nil:
+		data, err := json.Marshal(res.Data)
+		if err != nil {
+			runErr = fmt.Errorf("encode result: %w", err)
+			break
+		}
+		status := cmpStatus(res.Status, store.StatusSuccess)
+		if run.cancelRequested.Load() {
+			run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
+		}
+		task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.Succeed(ctx, l, store.Outcome{Status: status, Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message})
+		})
+		if err != nil {
+			log.Error("could not record success; the result is discarded", "err", err)
+			rt.discard(res)
+			return nil
+		}
+		rt.finished(ctx, run, task)
+		return nil
+
+	case errors.Is(runErr, ErrCancelRequested):
+		task, err := rt.persist(ctx, l, []store.Status{store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.Cancelled(ctx, l)
+		})
+		if err != nil {
+			log.Error("could not record cancellation", "err", err)
+			return nil
+		}
+		rt.finished(ctx, run, task)
+		return nil
+
+	case errors.As(cause, &stalled), errors.Is(cause, errMaxRuntime):
+		msg := fmt.Sprintf("the attempt ran longer than the %s limit for %s", policy.MaxRuntime, run.Task.Type)
+		if stalled != nil {
+			msg = stalled.Error()
+		}
+		task, err := rt.persist(ctx, l, []store.Status{store.StatusTimeout, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.TimedOut(ctx, l, msg)
+		})
+		if err != nil {
+			log.Error("could not record timeout", "err", err)
+			return nil
+		}
+		rt.finished(ctx, run, task)
+		return nil
+
+	case errors.Is(runErr, ErrDraining), cause != nil:
+		// Shutdown, or asynq withdrew the job (lease lost while Redis was unreachable):
+		// hand the task back without spending a retry; the next attempt resumes.
+		reason := "worker shutting down"
+		if !errors.Is(runErr, ErrDraining) {
+			reason = "worker lost its queue lease"
+		}
+		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.Release(ctx, l, reason)
+		})
+		if err != nil {
+			log.Error("could not hand the task back; it will be taken over after the heartbeat window", "err", err)
+			return nil
+		}
+		if task.Status == store.StatusCancelled {
+			rt.finished(ctx, run, task)
+			return nil
+		}
+		log.Info("attempt interrupted; task handed back to resume", "reason", reason)
+		rt.enqueue(ctx, task, log)
+		return nil
+
+	case bad != nil:
+		task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.Fail(ctx, l, bad.Code, bad.Message)
+		})
+		if err != nil {
+			log.Error("could not record failure", "err", err)
+			return nil
+		}
+		rt.finished(ctx, run, task)
+		return fmt.Errorf("%s: %w", bad.Message, asynq.SkipRetry)
+	}
+
+	// A transient fault. Retry with back-off while the budget lasts; then fail and alert once.
+	public := describe(runErr)
+	if run.Task.RetryCount < policy.MaxRetry && !errors.Is(runErr, errWorkersDied) {
+		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
+		log.Warn("attempt failed; will retry", "err", runErr, "retry", run.Task.RetryCount+1, "of", policy.MaxRetry, "in", delay)
+		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+			return rt.store.RetryLater(ctx, l, "transient", public, delay)
+		})
+		if err != nil {
+			log.Error("could not schedule the retry; the task will be taken over after the heartbeat window", "err", err)
+			return nil
+		}
+		if task.Status == store.StatusCancelled {
+			rt.finished(ctx, run, task)
+			return nil
+		}
+		rt.enqueue(ctx, task, log)
+		return nil
+	}
+	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
+	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
+	if errors.Is(runErr, errWorkersDied) {
+		msg = fmt.Sprintf("the worker running this task stopped responding %d times; giving up", run.Task.RetryCount)
+	}
+	task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+		return rt.store.GiveUp(ctx, l, "retries_exhausted", msg)
+	})
+	if err != nil {
+		log.Error("could not record failure", "err", err)
+		return nil
+	}
+	rt.finished(ctx, run, task)
+	if task.AlertDueAt != nil {
+		rt.SendAlert(ctx, task.ID)
+	}
+	return fmt.Errorf("%s: %w", msg, asynq.SkipRetry)
+}
+
+// SendAlert sends the failure alert of a task whose retries ran out, if nobody has: the
+// claim is recorded on the task row, so a task alerts exactly once however many processes
+// try (the worker that failed it, or the cleanup round when that worker died first).
+func (rt *Runtime) SendAlert(ctx context.Context, taskID int64) {
+	task, err := rt.store.ClaimAlert(ctx, taskID)
+	if err != nil {
+		rt.logger.Warn("could not claim a failure alert; the cleanup round will send it", "task_id", taskID, "err", err)
+		return
+	}
+	if task != nil && rt.alerter != nil {
+		rt.alerter.TaskFailed(ctx, AlertOf(task))
+	}
+}
+
+// AlertOf is the failure alert of a task.
+func AlertOf(t *store.Task) Alert {
+	return Alert{TaskNo: t.TaskNo, Type: t.Type, Owner: t.Owner, Attempts: t.Attempt, Message: t.ErrorMessage}
+}
+
+// finished is the common tail of a terminal write.
+func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
+	run.mu.Lock()
+	onBoard := !run.lastBoardPut.IsZero()
+	run.mu.Unlock()
+	if onBoard || run.Trigger != "first" { // an earlier attempt may have left progress behind
+		if err := rt.board.Clear(ctx, task.TaskNo); err != nil {
+			run.Logger.Debug("could not clear progress board", "err", err)
+		}
+	}
+	// Whatever partial files any attempt of this task left are dead now.
+	rt.removeTemp(task.TaskNo, 0, run.Logger)
+	var took time.Duration
+	if task.StartedAt != nil && task.FinishedAt != nil {
+		took = task.FinishedAt.Sub(*task.StartedAt)
+	}
+	if rt.observer != nil {
+		rt.observer.TaskFinished(task.Type, task.Status, took)
+	}
+	run.Logger.Info("task finished", "status", task.Status, "took", took)
+}
+
+// removeTemp deletes the temp files of every attempt of a task but keep (0: all).
+func (rt *Runtime) removeTemp(taskNo string, keep int, log *slog.Logger) {
+	if rt.files == nil {
+		return
+	}
+	if n, err := rt.files.RemoveAttemptTemp(taskNo, keep); err != nil {
+		log.Warn("could not remove partial files of earlier attempts", "err", err)
+	} else if n > 0 {
+		log.Info("removed partial files of earlier attempts", "count", n)
+	}
+}
+
+// enqueue hands a task that is waiting again to asynq. If Redis is unreachable the task stays
+// committed and the rescuer enqueues it later.
+func (rt *Runtime) enqueue(ctx context.Context, task *store.Task, log *slog.Logger) {
+	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rt.enqueuer.Enqueue(ectx, task); err != nil {
+		log.Warn("could not enqueue; the rescuer will", "err", err)
+		if err := rt.store.MarkEnqueueFailed(ctx, task.ID, task.Attempt); err != nil {
+			log.Warn("could not flag the task for the rescuer", "err", err)
+		}
+	}
+}
+
+func (rt *Runtime) discard(res Result) {
+	for _, f := range res.Files {
+		if err := rt.files.Remove(f); err != nil {
+			rt.logger.Warn("could not remove a discarded result file", "file", f, "err", err)
+		}
+	}
+}
+
+// persist retries a terminal write through short database outages, for up to 30 seconds. A
+// fenced write is final and is not retried. A commit whose reply was lost is ambiguous: when
+// a retry comes back fenced, the row is read again, and if it shows this attempt's own
+// ending (one of want, at the lease's attempt) the first commit landed and it is returned.
+func (rt *Runtime) persist(ctx context.Context, l store.Lease, want []store.Status, write func(ctx context.Context) (*store.Task, error)) (*store.Task, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 100 * time.Millisecond
+	for try := 0; ; try++ {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t, err := write(wctx)
+		cancel()
+		if err == nil {
+			return t, nil
+		}
+		if errors.Is(err, store.ErrFenced) {
+			if try == 0 {
+				return nil, err
+			}
+			if row, rerr := rt.store.GetByID(ctx, l.TaskID); rerr == nil && row.Attempt == l.Attempt && slices.Contains(want, row.Status) {
+				rt.logger.Info("an earlier try of the terminal write had committed", "task_no", l.TaskNo, "status", row.Status)
+				return row, nil
+			}
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(wait)
+		wait = min(wait*2, 3*time.Second)
+	}
+}
+
+// dataProblem recognises a Postgres data exception (SQLSTATE class 22: a value out of range,
+// too long, malformed, with a NUL byte): the same input fails the same way on every try, so
+// it is bad input, not a transient fault.
+func dataProblem(err error) *BadInputError {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 || pgErr.Code[:2] != "22" {
+		return nil
+	}
+	what := map[string]string{
+		"22001": "a value is longer than the column allows",
+		"22003": "a number is out of range",
+		"22007": "a date or time is not valid",
+		"22008": "a date or time is out of range",
+		"22012": "a division by zero",
+		"22021": "a value contains a byte that is not valid text (such as a NUL byte)",
+		"22P02": "a value is not in the expected format",
+		"22P05": "a value contains a character that cannot be stored",
+	}[pgErr.Code]
+	if what == "" {
+		what = "a value could not be stored"
+	}
+	return &BadInputError{Code: "bad_data", Message: fmt.Sprintf("the task's data cannot be processed: %s (SQLSTATE %s)", what, pgErr.Code)}
+}
+
+func cmpStatus(s, def store.Status) store.Status {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// RetryDelay is the asynq RetryDelayFunc: a busy or not-yet-due task is delivered again when
+// it can be claimed; a crashed worker's job (lease expired) comes back soon, to be taken over
+// once its heartbeat is stale; infrastructure errors back off exponentially.
+func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	var ra *retryAfterError
+	switch {
+	case errors.As(err, &ra):
+		return ra.delay
+	case errors.Is(err, asynq.ErrLeaseExpired):
+		return 5 * time.Second
+	}
+	return Backoff(time.Second, n+1)
+}
+
+// IsFailure tells asynq whether an error counts against the job's retry budget: waiting for a
+// busy task does not.
+func IsFailure(err error) bool {
+	var ra *retryAfterError
+	return !errors.As(err, &ra)
+}
+
+// ResultFiles lists the data-dir files a task's result points to: the result file and the
+// error report. Cleanup deletes them on expiry and retention.
+func ResultFiles(t *store.Task) []string {
+	var r struct {
+		File        string `json:"file"`
+		ErrorReport string `json:"error_report"`
+	}
+	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range []string{r.File, r.ErrorReport} {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

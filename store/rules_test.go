@@ -1,0 +1,327 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// A cancel acknowledged while a task runs wins over every way the attempt can end except
+// success: the task ends CANCELLED and is never retried, whatever error follows.
+func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	endings := map[string]func(f *fixture, l store.Lease) (*store.Task, error){
+		"transient error": func(f *fixture, l store.Lease) (*store.Task, error) {
+			return f.s.RetryLater(ctx, l, "transient", "db blip", time.Second)
+		},
+		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Release(ctx, l, "shutdown") },
+		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Fail(ctx, l, "bad", "broken") },
+		"retries exhausted": func(f *fixture, l store.Lease) (*store.Task, error) {
+			return f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+		},
+		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.TimedOut(ctx, l, "stalled") },
+	}
+	for name, end := range endings {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			task, l := f.inStatus(store.StatusRunning)
+			if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := end(f, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := f.get(task.ID)
+			if got.Status != store.StatusCancelled || row.Status != store.StatusCancelled {
+				t.Fatalf("returned %s, row %s; want CANCELLED", got.Status, row.Status)
+			}
+			if row.NextRetryAt != nil || row.FinishedAt == nil || row.AlertDueAt != nil || row.RetryCount != 0 {
+				t.Fatalf("a cancelled task must not be scheduled, alerted or charged a retry: %+v", row)
+			}
+			if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+				t.Fatal("a cancelled task was claimed again")
+			}
+			runs, _ := f.s.Runs(ctx, task.ID)
+			if runs[len(runs)-1].Status != "CANCELLED" {
+				t.Fatalf("run = %+v", runs[len(runs)-1])
+			}
+		})
+	}
+	t.Run("success after the last batch stays a success", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		task, l := f.inStatus(store.StatusRunning)
+		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess})
+		if err != nil || got.Status != store.StatusSuccess {
+			t.Fatalf("succeed: %v %v", got, err)
+		}
+	})
+	t.Run("cleanup timing out a silent cancelled task cancels it", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		task, _ := f.inStatus(store.StatusRunning)
+		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		f.exec("UPDATE tasks SET heartbeat_at = now() - interval '2 hours' WHERE id = ?", task.ID)
+		out, err := f.s.TimeoutStale(ctx, 10)
+		if err != nil || len(out) != 1 || out[0].Status != store.StatusCancelled {
+			t.Fatalf("timeout stale: %+v %v", out, err)
+		}
+	})
+}
+
+// Racing a cancel against every ending, many times: whatever order Postgres serialises them
+// in, a task whose cancel was acknowledged (Cancel returned) before the ending committed is
+// never left to run again.
+func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	for i := range 40 {
+		task, l := f.inStatus(store.StatusRunning)
+		var wg sync.WaitGroup
+		var ended *store.Task
+		var endErr, cancelErr error
+		wg.Go(func() {
+			if i%2 == 0 {
+				ended, endErr = f.s.RetryLater(ctx, l, "transient", "blip", time.Millisecond)
+			} else {
+				ended, endErr = f.s.Release(ctx, l, "shutdown")
+			}
+		})
+		wg.Go(func() { _, cancelErr = f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}) })
+		wg.Wait()
+		if endErr != nil {
+			t.Fatalf("ending: %v", endErr)
+		}
+		row := f.get(task.ID)
+		switch {
+		case cancelErr == nil && ended.Status == store.StatusCancelled:
+			// cancel first, ending second: the ending turned into CANCELLED
+		case cancelErr == nil && ended.Status == store.StatusRetryWait:
+			// ending first, then the cancel cancelled the waiting task at once
+			if row.Status != store.StatusCancelled {
+				t.Fatalf("round %d: cancel acknowledged after the ending, row is %s", i, row.Status)
+			}
+		default:
+			t.Fatalf("round %d: ending %s, cancel err %v", i, ended.Status, cancelErr)
+		}
+		if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+			t.Fatalf("round %d: a cancelled task was claimed", i)
+		}
+	}
+}
+
+// An attempt that lost its lease writes no log line either.
+func TestAppendLogIsFenced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	task, old := f.inStatus(store.StatusRunning)
+	f.staleHeartbeat(task.ID)
+	live := f.claim(task, "w2")
+	if err := f.s.AppendLog(ctx, old, "info", "zombie was here"); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("zombie log: %v", err)
+	}
+	if err := f.s.AppendLog(ctx, live, "info", "live attempt"); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := f.s.RecentLogs(ctx, task.ID, 50)
+	for _, l := range logs {
+		if strings.Contains(l.Message, "zombie") {
+			t.Fatalf("the superseded attempt's line was written: %+v", logs)
+		}
+	}
+}
+
+// The failure alert is recorded on the row: of any number of claimers exactly one sends it,
+// and a manual retry re-arms it for the next exhaustion.
+func TestFailureAlertIsClaimedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	task, l := f.inStatus(store.StatusRunning)
+	failed, err := f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+	if err != nil || failed.AlertDueAt == nil {
+		t.Fatalf("give up: %+v %v", failed, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	claims := 0
+	for range 8 {
+		wg.Go(func() {
+			got, err := f.s.ClaimAlert(ctx, task.ID)
+			if err != nil {
+				t.Error(err)
+			}
+			if got != nil {
+				mu.Lock()
+				claims++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		due, err := f.s.ClaimDueAlerts(ctx, 0, 10)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		claims += len(due)
+		mu.Unlock()
+	})
+	wg.Wait()
+	if claims != 1 {
+		t.Fatalf("alert claimed %d times, want once", claims)
+	}
+	if _, err := f.s.Retry(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if row := f.get(task.ID); row.AlertDueAt != nil || row.AlertedAt != nil {
+		t.Fatalf("a retried task keeps its old alert state: %+v", row)
+	}
+	// Bad input fails without an alert.
+	task2, l2 := f.inStatus(store.StatusRunning)
+	if _, err := f.s.Fail(ctx, l2, "bad", "broken"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.s.ClaimAlert(ctx, task2.ID); got != nil {
+		t.Fatal("bad input raised an alert")
+	}
+}
+
+// hostileStrings are values that break a query built by formatting values into SQL.
+var hostileStrings = []string{"\x00", "a\x00b", "'", "''; DROP TABLE tasks; --", "?", "?0", "$1", "::", "::text", `\`, `\'`,
+	"%", "_", "a?b$2::c", "\u202e", strings.Repeat("x", 10000)}
+
+// Every value reaches Postgres as a bound parameter: a hostile string is data (a lookup that
+// finds nothing, or a stored value read back unchanged), never a change to the query's text.
+// A NUL byte cannot be stored in Postgres text at all; it is refused as a data exception
+// (SQLSTATE 22021), never a syntax error.
+func TestValuesNeverChangeTheQueryText(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	scope := store.Scope{Owner: "alice"}
+	for _, v := range hostileStrings {
+		hasNUL := strings.ContainsRune(v, 0)
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil || errors.Is(err, store.ErrNotFound) {
+				return
+			}
+			if hasNUL && strings.Contains(err.Error(), "22021") {
+				return
+			}
+			t.Fatalf("%s with %q: %v", what, v, err)
+		}
+		_, err := f.s.Get(ctx, v, scope)
+		check("get", err)
+		_, err = f.s.Get(ctx, "tsk_x", store.Scope{Owner: v})
+		check("get as owner", err)
+		_, _, err = f.s.List(ctx, store.ListFilter{Types: []string{v}, Owner: v, Statuses: []store.Status{store.Status(v)}}, store.Scope{Admin: true})
+		check("list", err)
+		_, err = f.s.Cancel(ctx, v, scope)
+		check("cancel", err)
+		_, err = f.s.Retry(ctx, v, scope)
+		check("retry", err)
+		_, err = f.s.FindByKey(ctx, v, v, v)
+		check("find by key", err)
+		task, _, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_" + strings.ToUpper(strings.Repeat("a", 4)) + randomSuffix(),
+			Type: "export:customers", Owner: "alice", Queue: "exports", BizKey: v, MaxRetry: 3, TimeoutSeconds: 60})
+		check("create", err)
+		if err == nil && (task.BizKey == nil || *task.BizKey != v) {
+			t.Fatalf("biz key %q stored as %v", v, task.BizKey)
+		}
+	}
+	if n := f.count("SELECT count(*) FROM tasks"); n == 0 {
+		t.Fatal("no task was created: the test did not exercise writes")
+	}
+}
+
+// A rolling deploy: the new binary's migration adds columns, the old binary keeps working.
+// Every statement names its columns, so replicas still running the previous code claim,
+// heartbeat, commit and finish tasks on the wider tables.
+func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, table := range []string{"tasks", "task_runs", "task_logs", "task_items", "customers", "cleanup_rounds"} {
+		f.exec("ALTER TABLE " + table + " ADD COLUMN added_by_a_later_release text NOT NULL DEFAULT 'new'")
+	}
+	task := f.task()
+	l := f.claim(task, "old-binary")
+	if _, err := f.s.Heartbeat(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Progress(ctx, l, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.AppendLog(ctx, l, "info", "still here"); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
+	if err != nil || done.Status != store.StatusSuccess {
+		t.Fatalf("succeed: %v", err)
+	}
+	if _, _, err := f.s.List(ctx, store.ListFilter{}, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Runs(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.RecentLogs(ctx, task.ID, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.TakeOrphans(ctx, time.Minute, time.Minute, 10); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The column lists the statements name are exactly the models' columns, in model order: a
+// field added to a model without its column (or the reverse) fails here, not in production.
+func TestColumnListsMatchModels(t *testing.T) {
+	t.Parallel()
+	for typ, cols := range store.ColumnLists() {
+		var want []string
+		for i := range typ.NumField() {
+			tag := typ.Field(i).Tag.Get("bun")
+			name, _, _ := strings.Cut(tag, ",")
+			if name == "" || strings.HasPrefix(tag, "table:") {
+				continue
+			}
+			want = append(want, name)
+		}
+		var got []string
+		for c := range strings.SplitSeq(cols, ",") {
+			got = append(got, strings.TrimSpace(c))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: column list %v, model %v", typ.Name(), got, want)
+		}
+	}
+}
+
+func (f *fixture) count(query string) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.QueryRowContext(context.Background(), query).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func randomSuffix() string { return strings.ToUpper(time.Now().Format("150405.000000000")) }
