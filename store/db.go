@@ -89,4 +89,3 @@ func Migrate(ctx context.Context, db *bun.DB) ([]string, error) {
 func Ping(ctx context.Context, db *bun.DB) error {
 	return db.DB.QueryRowContext(ctx, "SELECT 1").Scan(new(int))
 }
-

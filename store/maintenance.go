@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
 	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 )
 
 // This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
