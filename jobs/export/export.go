@@ -6,6 +6,7 @@ package export
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -80,7 +81,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, err
 	}
 
-	out, err := xlsxsafe.NewWriter(e.files, run.Task.TaskNo, "Sheet1", src.header())
+	out, err := xlsxsafe.NewWriter(e.files, files.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), "Sheet1", src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -122,6 +123,11 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		}
 		written := int64(out.Rows())
 		if err := run.Progress(ctx, written, max(total, written)); err != nil {
+			if errors.Is(err, jobs.ErrCancelRequested) && written >= total {
+				// Every row is written: the cancel came too late to save any work, so the
+				// export finishes (the runtime logs that the cancel came after the work).
+				continue
+			}
 			return jobs.Result{}, err
 		}
 	}

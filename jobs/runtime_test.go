@@ -1,0 +1,310 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// handlerFunc adapts a function to Handler under the type "test:work".
+type handlerFunc func(ctx context.Context, run *Run) (Result, error)
+
+func (handlerFunc) Type() string                                        { return "test:work" }
+func (h handlerFunc) Run(ctx context.Context, run *Run) (Result, error) { return h(ctx, run) }
+
+type countingAlerter struct {
+	mu     sync.Mutex
+	alerts []Alert
+}
+
+func (a *countingAlerter) TaskFailed(_ context.Context, al Alert) {
+	a.mu.Lock()
+	a.alerts = append(a.alerts, al)
+	a.mu.Unlock()
+}
+
+type rtFixture struct {
+	t       *testing.T
+	st      *store.Store
+	pg      *testenv.Postgres
+	files   *files.Store
+	insp    *asynq.Inspector
+	rdb     *redis.Client
+	alerter *countingAlerter
+	policy  TypePolicy
+}
+
+func newRTFixture(t *testing.T, policy TypePolicy) *rtFixture {
+	t.Helper()
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	fs, err := files.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rtFixture{t: t, st: store.New(pg.DB), pg: pg, files: fs, insp: asynq.NewInspectorFromRedisClient(rd.Client), rdb: rd.Client,
+		alerter: &countingAlerter{}, policy: policy}
+}
+
+func (f *rtFixture) runtime(h Handler, worker string) *Runtime {
+	client := asynq.NewClientFromRedisClient(f.rdb)
+	rt := NewRuntime(RuntimeConfig{WorkerID: worker, HeartbeatInterval: 50 * time.Millisecond, TakeoverAfter: 300 * time.Millisecond,
+		ProgressInterval: 10 * time.Millisecond, AbandonAfter: 200 * time.Millisecond, Types: map[string]TypePolicy{"test:work": f.policy}},
+		RuntimeDeps{Store: f.st, Enqueuer: NewEnqueuer(client, f.insp, nil), Board: NewProgressBoard(f.rdb), Files: f.files,
+			Alerter: f.alerter, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rt.Register(h)
+	return rt
+}
+
+// task creates a PENDING test task.
+func (f *rtFixture) task() *store.Task {
+	f.t.Helper()
+	task, _, err := f.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: "alice",
+		Queue: "work", MaxRetry: f.policy.MaxRetry, TimeoutSeconds: 1800})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return task
+}
+
+// deliver hands the task to rt as asynq would.
+func deliver(rt *Runtime, t *store.Task) error {
+	body, _ := json.Marshal(payload{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt})
+	return rt.ProcessTask(context.Background(), asynq.NewTask("test:work", body))
+}
+
+func (f *rtFixture) get(id int64) *store.Task {
+	f.t.Helper()
+	t, err := f.st.GetByID(context.Background(), id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return t
+}
+
+// A handler blocked in a call that ignores its context: liveness follows progress, so the
+// attempt is stopped after stall_after, the task ends TIMEOUT saying where it stalled, and
+// the asynq slot is freed; what the handler makes when it finally returns is discarded.
+func TestHandlerBlockedForeverEndsTimeoutAfterStallAfter(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 400 * time.Millisecond})
+	release := make(chan struct{})
+	var made atomic.Bool
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		if err := run.Progress(ctx, 5, 20); err != nil {
+			return Result{}, err
+		}
+		<-release // blocked, deaf to ctx
+		tmp, _ := f.files.CreateTemp("late", ".xlsx")
+		leftover := filepath.Join(files.Results, "late.xlsx")
+		if err := f.files.Commit(tmp, leftover); err != nil {
+			t.Error(err)
+		}
+		made.Store(true)
+		return Result{Files: []string{leftover}}, nil
+	}), "w1")
+	task := f.task()
+	start := time.Now()
+	if err := deliver(rt, task); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	took := time.Since(start)
+	got := f.get(task.ID)
+	if got.Status != store.StatusTimeout || !strings.Contains(got.ErrorMessage, "stalled") || !strings.Contains(got.ErrorMessage, "5 of 20") {
+		t.Fatalf("task = %s %q", got.Status, got.ErrorMessage)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("the blocked attempt held its slot for %s", took)
+	}
+	close(release)
+	abs, _ := f.files.Path(filepath.Join(files.Results, "late.xlsx"))
+	testenv.Eventually(t, 5*time.Second, "the abandoned handler's file to be discarded", func() bool {
+		if !made.Load() {
+			return false
+		}
+		_, err := os.Stat(abs)
+		return errors.Is(err, os.ErrNotExist)
+	})
+	// TIMEOUT is retryable by the user.
+	if _, err := f.st.Retry(context.Background(), task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatalf("retry after a stall: %v", err)
+	}
+}
+
+// Progress keeps a slow attempt alive: stalling is about progress, not duration.
+func TestProgressingAttemptIsNotStalled(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 300 * time.Millisecond})
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		for i := range 12 {
+			time.Sleep(100 * time.Millisecond)
+			if err := run.Progress(ctx, int64(i), 12); err != nil {
+				return Result{}, err
+			}
+		}
+		return Result{}, nil
+	}), "w1")
+	task := f.task()
+	if err := deliver(rt, task); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(task.ID); got.Status != store.StatusSuccess {
+		t.Fatalf("status = %s %q", got.Status, got.ErrorMessage)
+	}
+}
+
+// A user cancels a running task, then the attempt hits a transient error: the task ends
+// CANCELLED and nothing is enqueued to run it again.
+func TestCancelledTaskIsNeverRetriedWhateverErrorFollows(t *testing.T) {
+	t.Parallel()
+	for name, fail := range map[string]error{
+		"transient": errors.New("connection reset by peer"),
+		"bad input": BadInput("bad", "broken row"),
+		"panic":     nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Millisecond, MaxRuntime: time.Hour})
+			rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+				if _, err := f.st.Cancel(ctx, run.Task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+					return Result{}, err
+				}
+				if fail == nil {
+					panic("boom")
+				}
+				return Result{}, fail
+			}), "w1")
+			task := f.task()
+			deliver(rt, task) //nolint:errcheck // the outcome is in the row
+			got := f.get(task.ID)
+			if got.Status != store.StatusCancelled || got.RetryCount != 0 {
+				t.Fatalf("task = %s retries %d", got.Status, got.RetryCount)
+			}
+			for _, lane := range Lanes("work") {
+				if _, err := f.insp.GetTaskInfo(lane, JobID(task.TaskNo, got.Attempt)); err == nil {
+					t.Fatalf("a cancelled task was enqueued again in %s", lane)
+				}
+			}
+			if len(f.alerter.alerts) != 0 {
+				t.Fatal("a cancelled task raised an alert")
+			}
+		})
+	}
+}
+
+// Retries used up: FAILED with exactly one alert, recorded on the row, so neither a second
+// delivery nor the cleanup's sweep of due alerts sends it again.
+func TestExhaustedTaskAlertsOnce(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 0, RetryBase: time.Millisecond, MaxRuntime: time.Hour})
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		return Result{}, errors.New("dependency down")
+	}), "w1")
+	task := f.task()
+	deliver(rt, task) //nolint:errcheck
+	if got := f.get(task.ID); got.Status != store.StatusFailed || got.AlertedAt == nil {
+		t.Fatalf("task = %+v", got)
+	}
+	deliver(rt, task) //nolint:errcheck // a duplicate delivery
+	rt.SendAlert(context.Background(), task.ID)
+	due, err := f.st.ClaimDueAlerts(context.Background(), 0, 10)
+	if err != nil || len(due) != 0 {
+		t.Fatalf("due alerts after sending: %v %v", due, err)
+	}
+	if len(f.alerter.alerts) != 1 || f.alerter.alerts[0].TaskNo != task.TaskNo {
+		t.Fatalf("alerts = %+v, want exactly one", f.alerter.alerts)
+	}
+}
+
+// The terminal write's first commit succeeded but its reply was lost; the retry finds the row
+// fenced. The row shows this attempt's own success, so the result is kept, not deleted.
+func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	rt := f.runtime(handlerFunc(func(context.Context, *Run) (Result, error) { return Result{}, nil }), "w1")
+	task := f.task()
+	c, err := f.st.Claim(context.Background(), task.ID, "w1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	got, err := rt.persist(context.Background(), c.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
+		tries++
+		row, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"file":"results/x.xlsx"}`)})
+		if tries == 1 && err == nil {
+			return nil, io.ErrUnexpectedEOF // committed, but the reply never arrived
+		}
+		return row, err
+	})
+	if err != nil || got == nil || got.Status != store.StatusSuccess || tries != 2 {
+		t.Fatalf("persist = %+v, %v after %d tries; want the committed success", got, err, tries)
+	}
+	// A write fenced on its first try is somebody else's ending: still refused.
+	other := f.task()
+	c2, _ := f.st.Claim(context.Background(), other.ID, "w1", time.Minute)
+	if _, err := f.st.TimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.persist(context.Background(), c2.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
+		return f.st.Succeed(ctx, c2.Lease, store.Outcome{Status: store.StatusSuccess})
+	})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("persist over a timed-out task = %v, want fenced", err)
+	}
+}
+
+// A takeover deletes the partial files of the attempt it replaces (an excelize spill left by
+// a killed export held ~67 MB each); the new attempt's own files are kept until it ends.
+func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	task := f.task()
+	if _, err := f.st.Claim(context.Background(), task.ID, "killed", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := f.files.CreateTemp(files.AttemptPrefix(task.TaskNo, 1), ".xlsx")
+	os.WriteFile(filepath.Join(filepath.Dir(dead.Name()), "excelize-spill"), []byte("spill"), 0o600) //nolint:errcheck
+	dead.Close()
+	var sawOwn bool
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		own, err := f.files.CreateTemp(files.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), ".xlsx")
+		if err != nil {
+			return Result{}, err
+		}
+		defer files.Discard(own)
+		if _, err := os.Stat(dead.Name()); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the dead attempt's partial file survived the takeover")
+		}
+		_, err = os.Stat(own.Name())
+		sawOwn = err == nil
+		return Result{}, nil
+	}), "w2")
+	time.Sleep(400 * time.Millisecond) // the killed attempt's heartbeat goes stale
+	if err := deliver(rt, f.get(task.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(task.ID); got.Status != store.StatusSuccess || got.Attempt != 2 || !sawOwn {
+		t.Fatalf("task = %s attempt %d (own file seen: %v)", got.Status, got.Attempt, sawOwn)
+	}
+	entries, _ := os.ReadDir(filepath.Join(f.files.Root(), files.Temp))
+	if len(entries) != 0 {
+		t.Fatalf("temp area after the task ended: %v", entries)
+	}
+}
