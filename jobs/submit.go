@@ -52,12 +52,13 @@ type Submitter struct {
 	backlog  *backlog
 	observer Observer
 	logger   *slog.Logger
+	redis    Dependency
 }
 
 // NewSubmitter returns a Submitter. limits maps a queue to its backlog limit (0: none);
-// observer may be nil.
-func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, observer Observer, logger *slog.Logger) *Submitter {
-	return &Submitter{store: s, enqueuer: e, types: types, observer: observer, logger: logger,
+// observer may be nil; redis, when not nil, lets a submit skip Redis during an outage.
+func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, observer Observer, logger *slog.Logger, redis Dependency) *Submitter {
+	return &Submitter{store: s, enqueuer: e, types: types, observer: observer, logger: logger, redis: redis,
 		backlog: &backlog{store: s, limits: limits, ttl: time.Second, counts: map[string]backlogCount{}}}
 }
 
@@ -95,17 +96,38 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 	return task, true, nil
 }
 
-// Enqueue hands a waiting task to asynq, flagging it for the rescuer when that fails.
+// enqueueTimeout bounds the hand-off to asynq inside a submit. Redis answers in a millisecond
+// when it is up; a submit must answer within its budget when it is not.
+const enqueueTimeout = 300 * time.Millisecond
+
+// Enqueue hands a waiting task to asynq, flagging it for the rescuer when that fails. During a
+// Redis outage it does not try at all: the task is committed, and the cleanup round hands it
+// over once Redis is back, so a submit answers in milliseconds instead of waiting on a dead
+// connection.
 func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
-	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := s.enqueuer.Enqueue(ectx, task); err != nil {
-		s.logger.Warn("task committed but not enqueued; the rescuer will enqueue it", "task_no", task.TaskNo, "err", err)
-		if err := s.store.MarkEnqueueFailed(context.WithoutCancel(ctx), task.ID, task.Attempt); err != nil {
-			s.logger.Warn("could not flag task for the rescuer", "task_no", task.TaskNo, "err", err)
+	var err error
+	if s.redis != nil && s.redis.Down() {
+		err = errRedisDown
+	} else {
+		ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
+		err = s.enqueuer.Enqueue(ectx, task)
+		cancel()
+		if err != nil && s.redis != nil {
+			s.redis.Fail(err)
 		}
 	}
+	if err == nil {
+		return
+	}
+	if s.redis == nil || !s.redis.Suppress() {
+		s.logger.Warn("task committed but not enqueued; the rescuer will enqueue it", "task_no", task.TaskNo, "err", err)
+	}
+	if err := s.store.MarkEnqueueFailed(context.WithoutCancel(ctx), task.ID, task.Attempt); err != nil {
+		s.logger.Warn("could not flag task for the rescuer", "task_no", task.TaskNo, "err", err)
+	}
 }
+
+var errRedisDown = errors.New("redis is unreachable; skipped")
 
 // NewTaskNo returns a public task number: "tsk_" and 128 random bits, unguessable.
 func NewTaskNo() string { return "tsk_" + rand.Text() }

@@ -21,11 +21,12 @@ type Workers struct {
 
 // NewWorkers builds one asynq server per queue (name → concurrency) on the shared Redis
 // client, all dispatching to rt.
-func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger) *Workers {
+// redis, when not nil, holds back asynq's complaints while a Redis outage is already reported.
+func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger, redis Dependency) *Workers {
 	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger}
 	for name, concurrency := range queues {
 		qlog := logger.With("queue", name)
-		alog := AsynqLogger(qlog)
+		alog := AsynqLogger(qlog, redis)
 		w.servers[name] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
 			Concurrency: concurrency,
 			// The resume lane first, strictly: a task already under way goes before new ones.
@@ -89,16 +90,30 @@ func (w *Workers) Shutdown() {
 	wg.Wait()
 }
 
+// Dependency is what the worker knows of a dependency's availability (internal/outage's
+// Tracker): whether an outage is under way and already reported.
+type Dependency interface {
+	// Down reports whether the dependency is in an outage.
+	Down() bool
+	// Fail records a failed operation.
+	Fail(err error)
+	// Suppress reports (and counts) whether a line about the dependency should be held back.
+	Suppress() bool
+}
+
 // AsynqLogger routes asynq's own logging into slog. During an outage asynq's loops repeat
-// the same error every second on every queue; a message already logged in the last 30
-// seconds is counted instead and reported with its repeat count when it next gets through.
-func AsynqLogger(l *slog.Logger) asynq.Logger {
-	return asynqLogger{l: l, seen: &repeats{last: map[string]repeat{}}}
+// errors every second on every queue: while redis (when not nil) reports an outage, its
+// warnings and errors are held back and counted in the outage's summary line; otherwise a
+// message already logged in the last 30 seconds is counted and reported with its repeat
+// count when it next gets through.
+func AsynqLogger(l *slog.Logger, redis Dependency) asynq.Logger {
+	return asynqLogger{l: l, seen: &repeats{last: map[string]repeat{}}, redis: redis}
 }
 
 type asynqLogger struct {
-	l    *slog.Logger
-	seen *repeats
+	l     *slog.Logger
+	seen  *repeats
+	redis Dependency
 }
 
 type repeats struct {
@@ -135,6 +150,10 @@ func (a asynqLogger) log(level slog.Level, args ...any) {
 	msg := fmt.Sprint(args...)
 	if level < slog.LevelWarn {
 		a.l.Log(context.Background(), level, msg, "source", "asynq")
+		return
+	}
+	if a.redis != nil && a.redis.Suppress() {
+		a.l.Log(context.Background(), slog.LevelDebug, msg, "source", "asynq", "during_outage", true)
 		return
 	}
 	if ok, held := a.seen.admit(msg); ok {

@@ -11,7 +11,7 @@ import (
 func TestAsynqLoggerHoldsBackRepeats(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	l := AsynqLogger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	l := AsynqLogger(slog.New(slog.NewJSONHandler(&buf, nil)), nil)
 	for range 50 {
 		l.Error("Failed to forward scheduled tasks: connection refused")
 	}

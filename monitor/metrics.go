@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
@@ -35,11 +36,14 @@ type Metrics struct {
 	cleanupRuns prometheus.Counter
 	alerts      *prometheus.CounterVec
 	http        *prometheus.HistogramVec
+	depUp       *prometheus.GaugeVec
+	depErrors   *prometheus.CounterVec
 }
 
 var (
 	_ jobs.Observer    = (*Metrics)(nil)
 	_ cleanup.Observer = (*Metrics)(nil)
+	_ outage.Observer  = (*Metrics)(nil)
 )
 
 // NewMetrics registers the metrics, the Go and process collectors, and the queue collectors
@@ -87,6 +91,13 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 		Name: "taskcenter_http_request_duration_seconds", Help: "HTTP request durations, by route and status code.",
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
 	}, []string{"route", "code"})
+	m.depUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "taskcenter_dependency_up", Help: "1 when this process reaches the dependency (redis, postgres), 0 during an outage.",
+	}, []string{"dependency"})
+	m.depErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "taskcenter_dependency_errors_total", Help: "Failed operations against a dependency (probes and calls), by dependency.",
+	}, []string{"dependency"})
+	m.reg.MustRegister(m.depUp, m.depErrors)
 	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.stalls, m.orphans,
 		m.cleanup, m.cleanupRuns, m.alerts, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -128,6 +139,18 @@ func (m *Metrics) RowsProcessed(taskType string, success, failed int) {
 	m.rows.WithLabelValues(taskType, "success").Add(float64(success))
 	m.rows.WithLabelValues(taskType, "failed").Add(float64(failed))
 }
+
+// DependencyUp implements outage.Observer.
+func (m *Metrics) DependencyUp(name string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.depUp.WithLabelValues(name).Set(v)
+}
+
+// DependencyError implements outage.Observer.
+func (m *Metrics) DependencyError(name string) { m.depErrors.WithLabelValues(name).Inc() }
 
 // AttemptStalled implements jobs.Observer.
 func (m *Metrics) AttemptStalled(taskType string) { m.stalls.WithLabelValues(taskType).Inc() }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -25,6 +26,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -171,6 +173,8 @@ type process struct {
 	submitter *jobs.Submitter
 	metrics   *monitor.Metrics
 	alerter   *monitor.Alerter
+	redisDep  *outage.Tracker
+	pgDep     *outage.Tracker
 	policies  map[string]jobs.TypePolicy
 	imports   importer.Limits
 	cleanup   cleanup.Config
@@ -210,6 +214,11 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.wire()
 	defer p.alerter.Close(5 * time.Second)
+	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProbes()
+	p.wg.Go(func() { p.redisDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return p.rdb.Ping(ctx).Err() }) })
+	p.wg.Go(func() { p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) }) })
+	p.stopping = append(p.stopping, stopProbes)
 
 	if roles.worker {
 		if err := p.startWorkers(); err != nil {
@@ -274,6 +283,8 @@ func (p *process) wire() {
 		lanes = append(lanes, jobs.Lanes(q)...)
 	}
 	p.metrics = monitor.NewMetrics(inspector, lanes, p.st)
+	p.redisDep = outage.New("redis", p.logger, p.metrics)
+	p.pgDep = outage.New("postgres", p.logger, p.metrics)
 	p.alerter = monitor.NewAlerter(monitor.AlertConfig{WebhookURL: cfg.Alerts.WebhookURL, WebhookTimeout: cfg.Alerts.WebhookTimeout,
 		WebhookRetries: cfg.Alerts.WebhookRetries}, p.metrics, p.logger)
 	p.enqueuer = jobs.NewEnqueuer(client, inspector, runtimes)
@@ -282,7 +293,7 @@ func (p *process) wire() {
 	for name, q := range cfg.Queues {
 		limits[name] = q.BacklogLimit
 	}
-	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger)
+	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep)
 	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
 	p.cleanup.Queues = queues
 }
@@ -312,7 +323,7 @@ func (p *process) startWorkers() error {
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Logger: p.logger})
-	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger)
+	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
 		return err
 	}
@@ -365,7 +376,7 @@ func (p *process) metricsOnly() http.Handler {
 
 // listen serves h on addr until shutdown, draining in-flight requests.
 func (p *process) listen(name, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenRetrying(addr, 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
@@ -387,13 +398,27 @@ func (p *process) listen(name, addr string, h http.Handler) error {
 	return nil
 }
 
+// listenRetrying listens on addr, retrying for up to patience while the port is in use: a
+// restarted process whose dying predecessor still holds the port waits for it instead of
+// exiting.
+func listenRetrying(addr string, patience time.Duration) (net.Listener, error) {
+	deadline := time.Now().Add(patience)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return ln, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // startScheduler registers the periodic cleanup on asynq's scheduler.
 func (p *process) startScheduler() error {
 	cfg := p.cfg
 	// The scheduler gets its own connection: asynq's scheduler closes its client on
 	// shutdown and complains about a shared one.
 	scheduler := asynq.NewScheduler(cfg.Redis.ConnOpt(), &asynq.SchedulerOpts{
-		Location: p.cleanup.Location, Logger: jobs.AsynqLogger(p.logger.With("component", "scheduler")), LogLevel: asynq.WarnLevel,
+		Location: p.cleanup.Location, Logger: jobs.AsynqLogger(p.logger.With("component", "scheduler"), p.redisDep), LogLevel: asynq.WarnLevel,
 	})
 	if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
 		asynq.Queue(cfg.Cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute)); err != nil {
