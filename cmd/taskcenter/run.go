@@ -216,8 +216,12 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	defer p.alerter.Close(5 * time.Second)
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopProbes()
-	p.wg.Go(func() { p.redisDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return p.rdb.Ping(ctx).Err() }) })
-	p.wg.Go(func() { p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) }) })
+	p.wg.Go(func() {
+		p.redisDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return p.rdb.Ping(ctx).Err() })
+	})
+	p.wg.Go(func() {
+		p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) })
+	})
 	p.stopping = append(p.stopping, stopProbes)
 
 	if roles.worker {
