@@ -120,7 +120,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 
 	// A transient fault. Retry with back-off while the budget lasts; then fail and alert once.
 	public := describe(runErr)
-	if run.Task.RetryCount < policy.MaxRetry && !errors.Is(runErr, errWorkersDied) {
+	if run.Task.RetryCount < policy.MaxRetry {
 		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
 		log.Warn("attempt failed; will retry", "err", runErr, "retry", run.Task.RetryCount+1, "of", policy.MaxRetry, "in", delay)
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
@@ -139,9 +139,6 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 	}
 	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
 	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
-	if errors.Is(runErr, errWorkersDied) {
-		msg = fmt.Sprintf("the worker running this task stopped responding %d times; giving up", run.Task.RetryCount)
-	}
 	task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
 		return rt.store.GiveUp(ctx, l, "retries_exhausted", msg)
 	})

@@ -38,8 +38,6 @@ var (
 	ErrDraining = errors.New("worker shutting down")
 	// errMaxRuntime: the attempt ran past its type's max runtime; it ends TIMEOUT.
 	errMaxRuntime = errors.New("max runtime exceeded")
-	// errWorkersDied: takeovers used up the retry budget.
-	errWorkersDied = errors.New("workers running this task kept dying")
 )
 
 // stalledError stops an attempt that made no progress for too long.

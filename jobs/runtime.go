@@ -189,8 +189,22 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	rt.inflight.Add(1)
 	defer rt.inflight.Done()
 	claimed, err := rt.store.Claim(ctx, p.TaskID, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
-	var nc *store.NotClaimableError
+	var (
+		nc    *store.NotClaimableError
+		ended *store.ClaimEndedError
+	)
 	switch {
+	case errors.As(err, &ended):
+		// The dead attempt's task was over by the rules (cancelled, or out of retries).
+		logger.Warn("task ended instead of being taken over", "status", ended.Task.Status, "reason", ended.Task.ErrorMessage)
+		if rt.observer != nil {
+			rt.observer.TaskFinished(ended.Task.Type, ended.Task.Status, 0)
+		}
+		rt.removeTemp(ended.Task.TaskNo, 0, logger)
+		if ended.Task.AlertDueAt != nil {
+			rt.SendAlert(context.WithoutCancel(ctx), ended.Task.ID)
+		}
+		return nil
 	case errors.As(err, &nc):
 		if nc.Status == store.StatusRunning && nc.Attempt > p.Attempt {
 			// A later delivery already started this task and it is alive. If its worker dies,
@@ -227,11 +241,6 @@ func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, log
 	if c.Trigger == "takeover" || c.Trigger == "resume" || c.Trigger == "retry" {
 		// Earlier attempts' partial files are dead: only this attempt writes from now on.
 		rt.removeTemp(c.Task.TaskNo, c.Lease.Attempt, logger)
-	}
-	if c.Trigger == "takeover" && c.Task.RetryCount > policy.MaxRetry {
-		// Each takeover spends a retry: a task whose workers keep dying ends here instead of
-		// taking down worker after worker.
-		return rt.conclude(wctx, run, policy, Result{}, errWorkersDied, nil)
 	}
 	if c.Task.CancelRequested {
 		// Cancelled while its previous attempt was dying: nothing to run.

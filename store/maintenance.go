@@ -166,6 +166,31 @@ func (s *Store) RunningAttempts(ctx context.Context, taskNos []string) (map[stri
 	return out, nil
 }
 
+// ResultRef is what a task row says about its result files, for the sweep of result files
+// no row points at.
+type ResultRef struct {
+	TaskNo      string `bun:"task_no"`
+	Status      Status `bun:"status"`
+	Attempt     int    `bun:"attempt"`
+	File        string `bun:"file"`
+	ErrorReport string `bun:"error_report"`
+}
+
+// ResultRefs returns the result references of the given tasks that exist.
+func (s *Store) ResultRefs(ctx context.Context, taskNos []string) (map[string]ResultRef, error) {
+	var refs []ResultRef
+	err := all(ctx, s.db, s.db.DB, &refs, `SELECT task_no, status, attempt, COALESCE(result ->> 'file', '') AS file,
+		COALESCE(result ->> 'error_report', '') AS error_report FROM tasks WHERE task_no = ANY($1::text[])`, taskNos)
+	if err != nil {
+		return nil, fmt.Errorf("find result references: %w", err)
+	}
+	out := make(map[string]ResultRef, len(refs))
+	for _, r := range refs {
+		out[r.TaskNo] = r
+	}
+	return out, nil
+}
+
 // ConditionHolds records that an alert condition holds. It returns the time it started and
 // fire=true exactly once per episode: the first call after it has held for at least hold.
 func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {

@@ -325,3 +325,47 @@ func (f *fixture) count(query string) int {
 }
 
 func randomSuffix() string { return strings.ToUpper(time.Now().Format("150405.000000000")) }
+
+// A takeover never exceeds the retry budget and never runs a cancelled task: the claim that
+// finds such a task's worker gone ends the task instead.
+func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	task := f.task() // max_retry 3
+	for i := range 3 {
+		f.claim(task, "dies")
+		f.staleHeartbeat(task.ID)
+		if row := f.get(task.ID); row.RetryCount != i {
+			t.Fatalf("before takeover %d: retry_count %d", i+1, row.RetryCount)
+		}
+	}
+	f.claim(task, "dies") // the third takeover: retry_count 3 = max_retry
+	f.staleHeartbeat(task.ID)
+	_, err := f.s.Claim(ctx, task.ID, "w", takeover)
+	var ended *store.ClaimEndedError
+	if !errors.As(err, &ended) || ended.Task.Status != store.StatusFailed || ended.Task.AlertDueAt == nil {
+		t.Fatalf("claim over a worn-out task = %v", err)
+	}
+	row := f.get(task.ID)
+	if row.RetryCount != row.MaxRetry || row.ErrorCode != "retries_exhausted" || !strings.Contains(row.ErrorMessage, "stopped responding 4 times") {
+		t.Fatalf("row = %+v", row)
+	}
+	runs, _ := f.s.Runs(ctx, task.ID)
+	for _, r := range runs {
+		if r.FinishedAt == nil {
+			t.Fatalf("an attempt is still open: %+v", runs)
+		}
+	}
+
+	cancelled := f.task()
+	f.claim(cancelled, "dies")
+	if _, err := f.s.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	f.staleHeartbeat(cancelled.ID)
+	_, err = f.s.Claim(ctx, cancelled.ID, "w", takeover)
+	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {
+		t.Fatalf("claim over a cancelled dead task = %v", err)
+	}
+}

@@ -105,40 +105,75 @@ type Claimed struct {
 	Lease   Lease
 }
 
+// ClaimEndedError is returned when a claim found a RUNNING task whose worker is gone and
+// ended the task instead of taking it over: its cancel had been requested (CANCELLED), or
+// the takeovers had used up its retries (FAILED, with an alert due). Task is the row as the
+// claim left it.
+type ClaimEndedError struct{ Task *Task }
+
+func (e *ClaimEndedError) Error() string {
+	return fmt.Sprintf("the task's worker is gone and the task ended %s instead of being taken over", e.Task.Status)
+}
+
 // Claim gives worker the task: PENDING or due RETRY_WAIT → RUNNING, or RUNNING whose
 // heartbeat is older than takeoverAfter → RUNNING (takeover, which spends one retry). The
 // attempt number goes up by one; it is the lease every later write of this execution must
 // carry. Exactly one of any number of concurrent claimers wins; the others get
 // *NotClaimableError.
+//
+// A takeover never runs a task the rules say is over: when its cancel was requested the task
+// ends CANCELLED, and when its retries are used up (a task that keeps killing its workers)
+// it ends FAILED with an alert due; both answer *ClaimEndedError. So retry_count never
+// exceeds max_retry.
 func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	var row struct {
 		Task
 		PrevStatus Status `bun:"prev_status"` // the status the claim left
-		Trigger    string `bun:"trigger"`     // how this attempt came about
+		Trigger    string `bun:"trigger"`     // how this attempt came about, or "ended"
 	}
 	err := one(ctx, s.db, s.db.DB, &row, `
 		WITH old AS (
-			SELECT id, status, attempt, retry_count FROM tasks WHERE id = $1 FOR UPDATE
+			SELECT id, status, attempt, retry_count, max_retry, cancel_requested, heartbeat_at, next_retry_at
+			FROM tasks WHERE id = $1 FOR UPDATE
+		), decision AS (
+			SELECT id, CASE
+			    WHEN status IN ('PENDING', 'RETRY_WAIT') AND (next_retry_at IS NULL OR next_retry_at <= now()) THEN 'claim'
+			    WHEN status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => $3) THEN
+			        CASE WHEN cancel_requested THEN 'cancel' WHEN retry_count >= max_retry THEN 'give_up' ELSE 'takeover' END
+			    END AS d
+			FROM old
 		), claimed AS (
 			UPDATE tasks t
 			SET status = 'RUNNING', attempt = t.attempt + 1, heartbeat_at = now(), worker = $2,
 			    -- a takeover spends a retry: a task that keeps killing its workers must end
 			    retry_count = t.retry_count + CASE WHEN old.status = 'RUNNING' THEN 1 ELSE 0 END,
 			    started_at = COALESCE(t.started_at, now()), next_retry_at = NULL, updated_at = now()
-			FROM old
-			WHERE t.id = old.id AND (
-			      (old.status IN ('PENDING', 'RETRY_WAIT') AND (t.next_retry_at IS NULL OR t.next_retry_at <= now()))
-			   OR (old.status = 'RUNNING' AND t.heartbeat_at < now() - make_interval(secs => $3)))
+			FROM old, decision
+			WHERE t.id = old.id AND decision.d IN ('claim', 'takeover')
 			RETURNING t.*, old.status AS prev_status, CASE
 			    WHEN old.status = 'RUNNING' THEN 'takeover'
 			    WHEN old.status = 'RETRY_WAIT' AND t.error_code = 'interrupted' THEN 'resume'
 			    WHEN old.status = 'RETRY_WAIT' THEN 'retry'
 			    WHEN t.attempt = 1 THEN 'first' ELSE 'manual_retry' END AS trigger
+		), ended AS (
+			UPDATE tasks t
+			SET status = CASE WHEN decision.d = 'cancel' THEN 'CANCELLED' ELSE 'FAILED' END,
+			    error_code = CASE WHEN decision.d = 'cancel' THEN NULL ELSE 'retries_exhausted' END,
+			    error_message = CASE WHEN decision.d = 'cancel' THEN NULL
+			        ELSE 'the worker running this task stopped responding ' || (t.retry_count + 1) || ' times; giving up' END,
+			    alert_due_at = CASE WHEN decision.d = 'give_up' THEN now() ELSE t.alert_due_at END,
+			    finished_at = now(), next_retry_at = NULL, updated_at = now()
+			FROM decision
+			WHERE t.id = decision.id AND decision.d IN ('cancel', 'give_up')
+			RETURNING t.*, 'RUNNING'::text AS prev_status, 'ended'::text AS trigger
 		), superseded AS (
-			UPDATE task_runs r SET status = 'SUPERSEDED', finished_at = now(),
-			       error = 'no heartbeat for ' || $3::float8 || 's; taken over by ' || $2
-			FROM claimed c
-			WHERE c.prev_status = 'RUNNING' AND r.task_id = c.id AND r.attempt = c.attempt - 1 AND r.finished_at IS NULL
+			UPDATE task_runs r SET status = CASE WHEN e.id IS NULL THEN 'SUPERSEDED' ELSE e.status END, finished_at = now(),
+			       error = 'no heartbeat for ' || $3::float8 || 's; ' || CASE WHEN e.id IS NULL THEN 'taken over by ' || $2
+			               WHEN e.status = 'CANCELLED' THEN 'cancelled as requested' ELSE 'retries used up' END
+			FROM (SELECT id, attempt - 1 AS attempt FROM claimed WHERE prev_status = 'RUNNING'
+			      UNION ALL SELECT id, attempt FROM ended) dead
+			LEFT JOIN ended e ON e.id = dead.id
+			WHERE r.task_id = dead.id AND r.attempt = dead.attempt AND r.finished_at IS NULL
 		), run AS (
 			INSERT INTO task_runs (task_id, attempt, trigger, worker, status)
 			SELECT id, attempt, trigger, worker, 'RUNNING' FROM claimed
@@ -148,10 +183,19 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			SELECT id, attempt, CASE WHEN prev_status = 'RUNNING' THEN 'warn' ELSE 'info' END,
 			       'attempt ' || attempt || ' started on ' || worker || ' (' || trigger || ')'
 			FROM claimed WHERE attempt > 1
+			UNION ALL
+			SELECT id, attempt, CASE WHEN status = 'CANCELLED' THEN 'info' ELSE 'error' END,
+			       CASE WHEN status = 'CANCELLED' THEN 'cancelled as requested; its worker had stopped responding'
+			            ELSE 'failed: ' || error_message END
+			FROM ended
 		)
-		SELECT `+taskColumns+`, prev_status, trigger FROM claimed`,
+		SELECT `+taskColumns+`, prev_status, trigger FROM claimed
+		UNION ALL
+		SELECT `+taskColumns+`, prev_status, trigger FROM ended`,
 		taskID, worker, takeoverAfter.Seconds())
 	switch {
+	case err == nil && row.Trigger == "ended":
+		return nil, &ClaimEndedError{Task: &row.Task}
 	case err == nil:
 		t := &row.Task
 		return &Claimed{Task: t, Trigger: row.Trigger, Lease: Lease{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt}}, nil

@@ -171,3 +171,22 @@ func TempOwner(name string) (taskNo string, attempt int) {
 	}
 	return taskNo, attempt
 }
+
+// ResultOwner reads the task number and attempt from a result file's name
+// ("tsk_X-a3.xlsx", "tsk_X-a3-errors.xlsx"); ok is false for any other name.
+func ResultOwner(name string) (taskNo string, attempt int, ok bool) {
+	base := strings.TrimSuffix(name, filepath.Ext(name))
+	taskNo, rest, found := strings.Cut(base, "-")
+	if !found || taskNo == "" {
+		return "", 0, false
+	}
+	a, _, _ := strings.Cut(rest, "-")
+	if len(a) < 2 || a[0] != 'a' {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(a[1:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return taskNo, n, true
+}

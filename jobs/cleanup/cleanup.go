@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -62,6 +64,7 @@ type Report struct {
 	ResultsExpired  int `json:"results_expired"`
 	UploadsDeleted  int `json:"uploads_deleted"`
 	TempDeleted     int `json:"temp_files_deleted"`
+	ResultsOrphaned int `json:"orphan_results_deleted"`
 	RetentionPurged int `json:"tasks_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
 	FailureAlerts   int `json:"failure_alerts"`
@@ -86,6 +89,9 @@ type Cleaner struct {
 	alerter  BacklogAlerter
 	failures jobs.Alerter
 	logger   *slog.Logger
+
+	mu            sync.Mutex
+	resultsCursor string // the orphan-results sweep continues after this name
 }
 
 // Deps are a Cleaner's collaborators; Observer and Alerter may be nil.
@@ -141,6 +147,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"expired_results", c.expiredResults, &rep.ResultsExpired},
 		{"uploads", c.uploads, &rep.UploadsDeleted},
 		{"temp_files", c.tempFiles, &rep.TempDeleted},
+		{"orphan_results", c.orphanResults, &rep.ResultsOrphaned},
 		{"retention", c.retention, &rep.RetentionPurged},
 		{"backlog", c.backlog, &rep.BacklogAlerts},
 		{"failure_alerts", c.failureAlerts, &rep.FailureAlerts},
@@ -249,6 +256,75 @@ func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
 		}
 		return keep, nil
 	})
+}
+
+// orphanResults deletes result files no task row points at: the output of an attempt that
+// was killed after moving its file into place and before recording it. A file is kept while
+// its attempt is still RUNNING (it may be about to record it); once the task has moved on,
+// that attempt can never record it. Files younger than TempTTL are left alone. The results
+// area holds every live result, so each round looks at the next BatchSize·4 names after where
+// the previous round stopped, wrapping around.
+func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
+	dir, err := c.files.Path(files.Results)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	after := c.resultsCursor
+	c.mu.Unlock()
+	start := sort.Search(len(entries), func(i int) bool { return entries[i].Name() > after })
+	if start >= len(entries) {
+		start = 0
+	}
+	var rels []string
+	var taskNos []string
+	last := ""
+	for i := start; i < len(entries) && len(rels) < 4*c.cfg.BatchSize; i++ {
+		e := entries[i]
+		last = e.Name()
+		info, err := e.Info()
+		if err != nil || e.IsDir() || time.Since(info.ModTime()) < c.cfg.TempTTL {
+			continue
+		}
+		taskNo, _, ok := files.ResultOwner(e.Name())
+		if !ok {
+			continue // not a name this service writes: leave it alone
+		}
+		rels = append(rels, files.Results+"/"+e.Name())
+		taskNos = append(taskNos, taskNo)
+	}
+	c.mu.Lock()
+	c.resultsCursor = last
+	c.mu.Unlock()
+	if len(rels) == 0 {
+		return 0, nil
+	}
+	refs, err := c.store.ResultRefs(ctx, taskNos)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rel := range rels {
+		taskNo, attempt, _ := files.ResultOwner(path.Base(rel))
+		ref, exists := refs[taskNo]
+		switch {
+		case exists && (ref.File == rel || ref.ErrorReport == rel):
+			continue
+		case exists && ref.Status == store.StatusRunning && ref.Attempt == attempt:
+			continue
+		}
+		// The task moved on without recording the file, or was deleted by retention.
+		if err := c.files.Remove(rel); err != nil {
+			return n, err
+		}
+		c.logger.Info("deleted a result file no task records", "file", rel)
+		n++
+	}
+	return n, nil
 }
 
 // sweep deletes (with remove) up to BatchSize entries in area older than ttl, except those
