@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -68,15 +66,15 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		params = export.TaskParams{Filter: f, Scope: scope}
 	default:
-		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %q is not an export; use customers or tasks", req.Type))
+		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if len(key) > 200 {
-		return badRequest("bad_idempotency_key", "Idempotency-Key must be at most 200 characters")
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
 	}
 	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())})
 }
@@ -97,12 +95,20 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	if !genericTypes[req.Type] {
 		return problem(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %q cannot be submitted here; use POST /api/v1/imports or /api/v1/exports", req.Type))
+			fmt.Sprintf("type %s cannot be submitted here; use POST /api/v1/imports or /api/v1/exports", echo(req.Type)))
 	}
-	if len(req.Params) == 0 {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	if len(req.Params) == 0 || string(req.Params) == "null" {
 		req.Params = json.RawMessage(`{}`)
 	}
-	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	params, err := normalizeJSON(req.Params)
+	if err != nil {
+		return err
+	}
+	req.Params = params
 	return s.submit(w, r, jobs.Submission{Type: req.Type, Owner: p.User, BizKey: idempotencyBizKey(key), Params: req.Params, RequestID: requestID(r.Context())})
 }
 
@@ -131,34 +137,6 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
 	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created})
-	return nil
-}
-
-// decodeJSON reads a JSON request body strictly, with errors a caller can act on.
-func decodeJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json")
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return badRequest("invalid_body", "the request body is empty; send a JSON object")
-		}
-		return badRequest("invalid_body", "the request body is not valid: %v", err)
-	}
-	return nil
-}
-
-func decodeFilter(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid_filter", "filter is not valid: %v", err)
-	}
 	return nil
 }
 

@@ -24,12 +24,18 @@ import (
 type ImportLimits struct {
 	// MaxUploadBytes caps the uploaded file.
 	MaxUploadBytes int64
+	// MaxConcurrentUploads caps the uploads one user may have in flight on one API
+	// process; more answer 429 too_many_uploads. Default 4.
+	MaxConcurrentUploads int
 	// File holds the checks an uploaded spreadsheet must pass.
 	File importer.Limits
 }
 
 // multipartSlack is room for the multipart framing and the small form fields.
 const multipartSlack = 64 << 10
+
+// maxSheetName caps the sheet field: Excel's own limit for a sheet name.
+const maxSheetName = 31
 
 // submitImport answers POST /api/v1/imports (multipart: file, mode, sheet). It streams the
 // upload to disk while hashing it, runs the cheap checks, stores the file under its content
@@ -39,6 +45,15 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	if r.ContentLength > limit+multipartSlack {
 		return tooLarge(limit)
 	}
+	release, ok := s.uploads.acquire(p.User)
+	if !ok {
+		pr := problem(http.StatusTooManyRequests, "too_many_uploads",
+			fmt.Sprintf("you already have %d uploads in progress; wait for one to finish", s.Import.MaxConcurrentUploads))
+		pr.retryAfter = 5
+		pr.closeConn = true
+		return pr
+	}
+	defer release()
 	r.Body = http.MaxBytesReader(w, r.Body, limit+multipartSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -88,14 +103,17 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			}
 			sum = hex.EncodeToString(h.Sum(nil))
 		case "mode":
-			v, err := smallField(part)
+			v, err := smallField(part, limit)
 			if err != nil {
 				return err
 			}
 			mode = strings.ToLower(v)
 		case "sheet":
-			if sheet, err = smallField(part); err != nil {
+			if sheet, err = smallField(part, limit); err != nil {
 				return err
+			}
+			if msg := textProblem(sheet, maxSheetName); msg != "" {
+				return problem(http.StatusUnprocessableEntity, "bad_sheet", "sheet "+msg).withErrors(FieldError{"sheet", msg})
 			}
 		}
 	}
@@ -103,7 +121,8 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		return badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
 	}
 	if mode != importer.ModeUpsert && mode != importer.ModeInsert {
-		return problem(http.StatusUnprocessableEntity, "bad_mode", fmt.Sprintf("mode must be upsert or insert, not %q", mode))
+		return problem(http.StatusUnprocessableEntity, "bad_mode", "mode must be upsert or insert, not "+echo(mode)).
+			withErrors(FieldError{"mode", "must be upsert or insert"})
 	}
 	format, _ := importer.FormatOf(filename)
 	ins, err := importer.Inspect(upload.Name(), format, sheet, s.Import.File)
@@ -136,17 +155,21 @@ func tooLarge(limit int64) *Problem {
 
 func uploadError(err error, limit int64) error {
 	var mbe *http.MaxBytesError
+	var slow *SlowBodyError
 	if errors.As(err, &mbe) {
 		return tooLarge(limit)
+	}
+	if errors.As(err, &slow) {
+		return slowProblem(slow)
 	}
 	return badRequest("invalid_upload", "the upload could not be read: %v", err)
 }
 
 // smallField reads a short form value.
-func smallField(r io.Reader) (string, error) {
+func smallField(r io.Reader, limit int64) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 257))
 	if err != nil {
-		return "", badRequest("invalid_upload", "the form could not be read")
+		return "", uploadError(err, limit)
 	}
 	if len(b) > 256 {
 		return "", badRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
@@ -154,13 +177,15 @@ func smallField(r io.Reader) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// cleanFilename keeps the base name of an uploaded file for display: no directories, no
-// control characters, at most 200 characters. The file is stored under its hash, never
-// under this name.
+// cleanFilename keeps the base name of an uploaded file for display: no directories, valid
+// UTF-8, no control or invisible formatting characters (a right-to-left override would
+// show "invoice\u202Excod.exe" as "invoice.docx…"), at most 200 characters. The file is
+// stored under its hash, never under this name.
 func cleanFilename(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
 	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || hiddenInName(r) {
 			return -1
 		}
 		return r
@@ -171,23 +196,33 @@ func cleanFilename(name string) string {
 	return name
 }
 
-// downloadErrorReport answers GET /api/v1/tasks/{id}/error-report.
+// hiddenInName reports characters that change how a name displays without being seen:
+// bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and the
+// other format characters (zero-width spaces, BOM, soft hyphen), plus line and paragraph
+// separators. The zero-width joiners inside emoji are kept.
+func hiddenInName(r rune) bool {
+	if r == '\u200C' || r == '\u200D' {
+		return false
+	}
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)
+}
+
+// downloadErrorReport answers GET /api/v1/tasks/{id}/error-report: 410 once the report has
+// expired (before or after cleanup deleted the file), 409 while the task runs, 404 when no
+// row was rejected.
 func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p Principal) error {
-	t, err := s.Store.Get(r.Context(), r.PathValue("id"), p.Scope())
+	id, err := taskID(r)
 	if err != nil {
 		return err
 	}
-	var res struct {
-		ErrorReport     string `json:"error_report"`
-		ErrorReportName string `json:"error_report_name"`
-		Expired         bool   `json:"expired"`
+	t, err := s.Store.Get(r.Context(), id, p.Scope())
+	if err != nil {
+		return err
 	}
-	if len(t.Result) > 0 {
-		json.Unmarshal(t.Result, &res) //nolint:errcheck
-	}
+	res, _ := parseResult(t)
 	switch {
-	case res.ErrorReport != "" && expired(t, time.Now()), res.Expired:
-		return problem(http.StatusGone, "report_expired", "the error report has expired")
+	case res.hadReport() && res.expired(t, time.Now()):
+		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")
 	case res.ErrorReport != "":
 		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 	case !t.Status.Terminal():

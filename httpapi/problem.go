@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -25,7 +26,8 @@ type Problem struct {
 	// Errors lists field problems of a rejected request.
 	Errors []FieldError `json:"errors,omitempty"`
 
-	retryAfter int // seconds; sent as Retry-After
+	retryAfter int  // seconds; sent as Retry-After
+	closeConn  bool // the body was not read: close the connection after answering
 }
 
 // FieldError is one invalid field of a request.
@@ -46,6 +48,8 @@ func problem(status int, code, detail string) *Problem {
 func toProblem(err error) *Problem {
 	var (
 		p        *Problem
+		filter   *export.FilterError
+		slow     *SlowBodyError
 		conflict *store.ConflictError
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
@@ -54,6 +58,14 @@ func toProblem(err error) *Problem {
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &filter):
+		p := problem(http.StatusUnprocessableEntity, "bad_filter", "the filter is not valid: "+filter.Error())
+		for _, f := range filter.Fields {
+			p.Errors = append(p.Errors, FieldError{"filter." + f.Field, f.Message})
+		}
+		return p
+	case errors.As(err, &slow):
+		return slowProblem(slow)
 	case errors.Is(err, store.ErrNotFound):
 		return problem(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")
 	case errors.As(err, &conflict):
@@ -87,12 +99,21 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
 	}
+	if p.closeConn {
+		w.Header().Set("Connection", "close")
+	}
 	if p.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p) //nolint:errcheck // the client went away
+}
+
+// withErrors adds field problems.
+func (p *Problem) withErrors(errs ...FieldError) *Problem {
+	p.Errors = append(p.Errors, errs...)
+	return p
 }
 
 // badRequest is a 400 for a malformed request.

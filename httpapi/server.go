@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -34,6 +35,8 @@ type Deps struct {
 	QueryTimeout time.Duration
 	// Import bounds uploads.
 	Import ImportLimits
+	// Body bounds how slowly request bodies may arrive (every route, uploads included).
+	Body BodyLimits
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
@@ -49,7 +52,8 @@ type Mount struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	tokens map[[32]byte]Principal
+	tokens  map[[32]byte]Principal
+	uploads *uploadSlots
 }
 
 // Principal is the caller a token identifies.
@@ -68,7 +72,11 @@ func New(d Deps) *Server {
 	if d.QueryTimeout <= 0 {
 		d.QueryTimeout = 5 * time.Second
 	}
-	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}}
+	if d.Import.MaxConcurrentUploads <= 0 {
+		d.Import.MaxConcurrentUploads = 4
+	}
+	d.Body = d.Body.withDefaults()
+	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
 	for _, t := range d.Tokens {
 		s.tokens[sha256.Sum256([]byte(t.Token))] = Principal{User: t.User, Role: t.Role}
 	}
@@ -128,9 +136,28 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 		mux.Handle(m.Pattern, m.Handler)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, problem(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+r.URL.Path))
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, problem(http.StatusMethodNotAllowed, "method_not_allowed",
+				fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))))
+			return
+		}
+		s.writeError(w, r, problem(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+echo(r.URL.Path)))
 	})
 	return s.middleware(mux)
+}
+
+// allowedMethods lists the methods mux serves on r's path (other than through the
+// catch-all), for a 405's Allow header.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // authenticated resolves the bearer token, then runs h within timeout (none when 0),
@@ -218,9 +245,16 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			id = "req_" + strings.ToLower(rand.Text()[:16])
 		}
 		w.Header().Set("X-Request-ID", id)
+		// Every answer is exactly the type it declares: no browser sniffs a JSON body or a
+		// download into HTML.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 		rec := &statusRecorder{ResponseWriter: w}
+		body := guardBody(rec, r, s.Body)
 		defer func() {
+			if body != nil {
+				body.finish()
+			}
 			if p := recover(); p != nil {
 				s.Logger.Error("handler panicked", "request_id", id, "panic", p)
 				if rec.status == 0 {

@@ -2,17 +2,20 @@ package httpapi
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -23,32 +26,48 @@ type ListView struct {
 }
 
 // listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
+// The filters are the task export's (export.TaskFilter), checked by the same rules.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
-	q := r.URL.Query()
-	f := store.ListFilter{Types: multi(q["type"])}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+	}
 	var errs []FieldError
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		for _, v := range q[name] {
+			if msg := textProblem(v, maxQueryValue); msg != "" {
+				errs = append(errs, FieldError{name, msg})
+				break
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return invalid("invalid_query", "the query has invalid parameters", errs...)
+	}
+	tf := export.TaskFilter{Types: multi(q["type"]), Owner: q.Get("owner")}
 	for _, st := range multi(q["status"]) {
-		status := store.Status(strings.ToUpper(st))
-		if !status.Valid() {
-			errs = append(errs, FieldError{"status", fmt.Sprintf("%q is not a task status", st)})
-		}
-		f.Statuses = append(f.Statuses, status)
+		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
-	if o := q.Get("owner"); o != "" {
-		if !p.Scope().Admin && o != p.User {
-			errs = append(errs, FieldError{"owner", "only an admin can list other users' tasks"})
-		}
-		f.Owner = o
+	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
+		errs = append(errs, FieldError{"owner", "only an admin can list other users' tasks"})
 	}
-	for name, dst := range map[string]**time.Time{"created_from": &f.CreatedFrom, "created_to": &f.CreatedTo} {
+	for name, dst := range map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
 				errs = append(errs, FieldError{name, "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"})
+				continue
 			}
 			*dst = &t
 		}
 	}
+	var ferr *export.FilterError
+	if errors.As(tf.Validate(), &ferr) {
+		for _, f := range ferr.Fields {
+			errs = append(errs, FieldError{f.Field, f.Message})
+		}
+	}
+	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
@@ -64,9 +83,8 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) 
 		f.After = c
 	}
 	if len(errs) > 0 {
-		pr := badRequest("invalid_query", "the query has invalid parameters")
-		pr.Errors = errs
-		return pr
+		slices.SortStableFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	tasks, next, err := s.Store.List(r.Context(), f, p.Scope())
 	if err != nil {
@@ -87,7 +105,11 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
-	t, err := s.Store.Get(ctx, r.PathValue("id"), p.Scope())
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Get(ctx, id, p.Scope())
 	if err != nil {
 		return err
 	}
@@ -128,7 +150,11 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	res, err := s.Store.Cancel(r.Context(), r.PathValue("id"), p.Scope())
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.Store.Cancel(r.Context(), id, p.Scope())
 	if err != nil {
 		return err
 	}
@@ -145,7 +171,11 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p Principal)
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
 func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	t, err := s.Store.Retry(r.Context(), r.PathValue("id"), p.Scope())
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Retry(r.Context(), id, p.Scope())
 	if err != nil {
 		return err
 	}
@@ -155,22 +185,30 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) 
 	return nil
 }
 
-// downloadResult answers GET /api/v1/tasks/{id}/result: 409 until there is a result, 410 once
-// it has expired.
+// downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
+// (before or after cleanup deleted the file), 409 until there is a result.
 func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
-	t, err := s.Store.Get(r.Context(), r.PathValue("id"), p.Scope())
+	id, err := taskID(r)
 	if err != nil {
 		return err
 	}
-	res, ok := parseResult(t)
-	if !ok || res.File == "" {
+	t, err := s.Store.Get(r.Context(), id, p.Scope())
+	if err != nil {
+		return err
+	}
+	res, _ := parseResult(t)
+	if res.hadFile() && res.expired(t, time.Now()) {
+		detail := "the result file has expired; export again to get a new one"
+		if t.ResultExpiresAt != nil {
+			detail = "the result file expired at " + t.ResultExpiresAt.UTC().Format(time.RFC3339) + "; export again to get a new one"
+		}
+		return problem(http.StatusGone, "result_expired", detail)
+	}
+	if res.File == "" {
 		if t.Status.Terminal() {
 			return problem(http.StatusConflict, "no_result", fmt.Sprintf("the task ended %s without a result file", t.Status))
 		}
 		return problem(http.StatusConflict, "result_not_ready", fmt.Sprintf("the task is %s; the result is not ready yet", t.Status))
-	}
-	if expired(t, time.Now()) {
-		return problem(http.StatusGone, "result_expired", "the result file expired at "+t.ResultExpiresAt.UTC().Format(time.RFC3339)+"; retry the export to get a new one")
 	}
 	return s.serveFile(w, r, res.File, res.Name, res.ContentType)
 }
@@ -216,25 +254,4 @@ func multi(vals []string) []string {
 		}
 	}
 	return out
-}
-
-func encodeCursor(c store.Cursor) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d:%d", c.CreatedAt.UnixMicro(), c.ID))
-}
-
-func decodeCursor(s string) (*store.Cursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, err
-	}
-	us, id, ok := strings.Cut(string(b), ":")
-	if !ok {
-		return nil, errors.New("bad cursor")
-	}
-	micros, err1 := strconv.ParseInt(us, 10, 64)
-	n, err2 := strconv.ParseInt(id, 10, 64)
-	if err1 != nil || err2 != nil {
-		return nil, errors.New("bad cursor")
-	}
-	return &store.Cursor{CreatedAt: time.UnixMicro(micros), ID: n}, nil
 }

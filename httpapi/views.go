@@ -93,29 +93,40 @@ type LogView struct {
 	Message string    `json:"message"`
 }
 
-// resultFile is the part of a task result the API reads: where the file is and its summary.
+// resultFile is the part of a task result the API reads: where the files are and the
+// summary. Cleanup's expiry drops file and error_report and sets expired.
 type resultFile struct {
-	File        string          `json:"file"`
-	Name        string          `json:"name"`
-	Rows        int64           `json:"rows"`
-	Size        int64           `json:"size"`
-	ContentType string          `json:"content_type"`
-	ErrorReport string          `json:"error_report"`
-	Summary     json.RawMessage `json:"summary"`
-	FirstErrors []string        `json:"first_errors"`
+	File            string          `json:"file"`
+	Name            string          `json:"name"`
+	Rows            int64           `json:"rows"`
+	Size            int64           `json:"size"`
+	ContentType     string          `json:"content_type"`
+	ErrorReport     string          `json:"error_report"`
+	ErrorReportName string          `json:"error_report_name"`
+	Expired         bool            `json:"expired"`
+	Summary         json.RawMessage `json:"summary"`
+	FirstErrors     []string        `json:"first_errors"`
 }
 
 func parseResult(t *store.Task) (resultFile, bool) {
 	var r resultFile
 	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
-		return r, false
+		return resultFile{}, false
 	}
 	return r, true
 }
 
-// expired reports whether the task's result may no longer be downloaded.
-func expired(t *store.Task, now time.Time) bool {
-	return t.ResultExpiresAt != nil && !now.Before(*t.ResultExpiresAt)
+// hadFile reports whether the task has, or had before it expired, a result file: the
+// download name outlives the file.
+func (r resultFile) hadFile() bool { return r.File != "" || r.Name != "" }
+
+// hadReport reports whether the task has, or had before it expired, an error report.
+func (r resultFile) hadReport() bool { return r.ErrorReport != "" || r.ErrorReportName != "" }
+
+// expired reports whether the task's files may no longer be downloaded: past
+// result_expires_at, or already removed by cleanup.
+func (r resultFile) expired(t *store.Task, now time.Time) bool {
+	return r.Expired || (t.ResultExpiresAt != nil && !now.Before(*t.ResultExpiresAt))
 }
 
 // taskView renders t; live is the Redis progress when there is one.
@@ -139,12 +150,12 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	}
 	if r, ok := parseResult(t); ok {
 		rv := &ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: utc(t.ResultExpiresAt), Expired: expired(t, now), Summary: r.Summary, FirstErrors: r.FirstErrors}
+			ExpiresAt: utc(t.ResultExpiresAt), Expired: r.expired(t, now), Summary: r.Summary, FirstErrors: r.FirstErrors}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"
 		}
-		if r.ErrorReport != "" {
+		if r.ErrorReport != "" && !rv.Expired {
 			v.Links.ErrorReport = self + "/error-report"
 		}
 	}

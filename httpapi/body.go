@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// BodyLimits bound how slowly a client may send a request body. The server has no overall
+// read timeout (an upload of 100 MB on a slow link takes long), so without these one
+// client trickling a byte a second could hold a connection, a goroutine and a temp file
+// forever.
+type BodyLimits struct {
+	// IdleTimeout ends a request whose body sends nothing for this long (408).
+	// Default 30s.
+	IdleTimeout time.Duration
+	// MinRate is the slowest average a body may arrive at, in bytes per second, judged over
+	// each RateWindow (408 when slower). Default 16 KiB/s: a 100 MB upload may take up to
+	// about 1 h 45 min; a 1 MB one half a minute.
+	MinRate int64
+	// RateWindow is the span MinRate is judged over. Default 10s.
+	RateWindow time.Duration
+}
+
+func (l BodyLimits) withDefaults() BodyLimits {
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 30 * time.Second
+	}
+	if l.MinRate <= 0 {
+		l.MinRate = 16 << 10
+	}
+	if l.RateWindow <= 0 {
+		l.RateWindow = 10 * time.Second
+	}
+	return l
+}
+
+// SlowBodyError ends reading a body that arrives too slowly.
+type SlowBodyError struct {
+	// Idle: nothing arrived for the idle timeout; otherwise the rate was below the minimum.
+	Idle   bool
+	limits BodyLimits
+}
+
+func (e *SlowBodyError) Error() string {
+	if e.Idle {
+		return fmt.Sprintf("the request body sent nothing for %s", e.limits.IdleTimeout)
+	}
+	return fmt.Sprintf("the request body arrived slower than %d KiB/s", e.limits.MinRate>>10)
+}
+
+// guardedBody enforces BodyLimits on a request body. Before each read it sets the
+// connection's read deadline to now + IdleTimeout; after each read it checks the rate of
+// the current window. At the end of the body it clears the deadline, so the server's
+// background read (which cancels the request context on a timeout) is not cut off while
+// the handler works on.
+type guardedBody struct {
+	body        io.ReadCloser
+	ctl         *http.ResponseController
+	limits      BodyLimits
+	windowStart time.Time
+	windowBytes int64
+	err         error
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	now := time.Now()
+	if b.windowStart.IsZero() {
+		b.windowStart = now
+	}
+	b.ctl.SetReadDeadline(now.Add(b.limits.IdleTimeout)) //nolint:errcheck // unsupported in tests with recorders: the rate check still holds
+	n, err := b.body.Read(p)
+	b.windowBytes += int64(n)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = &SlowBodyError{Idle: true, limits: b.limits}
+		} else {
+			b.ctl.SetReadDeadline(time.Time{}) //nolint:errcheck
+		}
+		b.err = err
+		return n, err
+	}
+	if elapsed := time.Since(b.windowStart); elapsed >= b.limits.RateWindow {
+		if float64(b.windowBytes) < float64(b.limits.MinRate)*elapsed.Seconds() {
+			// Leave a deadline in the past: the server gives up on the rest of the body at
+			// once instead of draining it.
+			b.ctl.SetReadDeadline(time.Now()) //nolint:errcheck
+			b.err = &SlowBodyError{limits: b.limits}
+			return n, b.err
+		}
+		b.windowStart, b.windowBytes = time.Now(), 0
+	}
+	return n, nil
+}
+
+func (b *guardedBody) Close() error { return b.body.Close() }
+
+// finish runs when the handler has returned. A body the handler left unread is drained by
+// the server (up to 256 KiB) to keep the connection: bound that by the idle timeout too.
+func (b *guardedBody) finish() {
+	if b.err == nil {
+		b.ctl.SetReadDeadline(time.Now().Add(b.limits.IdleTimeout)) //nolint:errcheck
+	}
+}
+
+// guardBody puts BodyLimits on r's body, if it has one; call finish on the result (when
+// not nil) after the handler.
+func guardBody(w http.ResponseWriter, r *http.Request, limits BodyLimits) *guardedBody {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	g := &guardedBody{body: r.Body, ctl: http.NewResponseController(w), limits: limits}
+	r.Body = g
+	return g
+}
+
+// readError turns a failure reading a request body into a problem.
+func readError(err error) error {
+	var slow *SlowBodyError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &slow):
+		return slowProblem(slow)
+	case errors.As(err, &mbe):
+		return problem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+	default:
+		return badRequest("invalid_body", "the request body could not be read")
+	}
+}
+
+func slowProblem(e *SlowBodyError) *Problem {
+	p := problem(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
+	p.closeConn = true
+	return p
+}
+
+// uploadSlots caps the uploads each user has in flight.
+type uploadSlots struct {
+	max    int
+	mu     sync.Mutex
+	active map[string]int
+}
+
+func newUploadSlots(max int) *uploadSlots {
+	return &uploadSlots{max: max, active: map[string]int{}}
+}
+
+// acquire takes one of user's slots, or reports that all are in use.
+func (u *uploadSlots) acquire(user string) (release func(), ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active[user] >= u.max {
+		return nil, false
+	}
+	u.active[user]++
+	return func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.active[user]--; u.active[user] <= 0 {
+			delete(u.active, user)
+		}
+	}, true
+}

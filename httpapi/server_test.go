@@ -1,0 +1,489 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/jobs/noop"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+const (
+	aliceToken = "test-token-alice-0000"
+	bobToken   = "test-token-bob-000000"
+	adminToken = "test-token-admin-0000"
+)
+
+// apiEnv is one test's API over its own schema, Redis database and data dir.
+type apiEnv struct {
+	t       *testing.T
+	pg      *testenv.Postgres
+	st      *store.Store
+	files   *files.Store
+	srv     *Server
+	handler http.Handler
+	logs    *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// newAPI builds the API with real Postgres and Redis; change adjusts its Deps.
+func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
+	t.Helper()
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	fs, err := files.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	st := store.New(pg.DB)
+	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil)
+	types := map[string]jobs.SubmitPolicy{
+		export.CustomersType: {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
+		export.TasksType:     {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
+		importer.Type:        {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
+		noop.Type:            {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60},
+	}
+	d := Deps{
+		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
+		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
+		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
+			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},
+		Import: ImportLimits{MaxUploadBytes: 10 << 20, File: importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}},
+	}
+	for _, c := range change {
+		c(&d)
+	}
+	srv := New(d)
+	return &apiEnv{t: t, pg: pg, st: st, files: fs, srv: srv, handler: srv.Handler(), logs: logs}
+}
+
+// call serves one request in-process; headers are name, value pairs set verbatim (so a test
+// can send bytes a real client would refuse to).
+func (e *apiEnv) call(method, target, token string, body io.Reader, headers ...string) *httptest.ResponseRecorder {
+	e.t.Helper()
+	req := httptest.NewRequest(method, "http://api.test/", body)
+	u, err := req.URL.Parse(target)
+	if err != nil {
+		e.t.Fatalf("target %q: %v", target, err)
+	}
+	req.URL = u
+	req.RequestURI = u.RequestURI()
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header[headers[i]] = []string{headers[i+1]}
+	}
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, req)
+	return rec
+}
+
+func (e *apiEnv) callJSON(method, target, token string, body any, headers ...string) *httptest.ResponseRecorder {
+	e.t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.call(method, target, token, bytes.NewReader(b), headers...)
+}
+
+// problemOf decodes a problem answer, failing unless it is one.
+func problemOf(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	var p Problem
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("answer %d is %q, not a problem: %s", rec.Code, ct, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem body %q: %v", rec.Body, err)
+	}
+	return p
+}
+
+// finishedExport creates alice's export task and ends it SUCCESS with a result file
+// expiring at expires (nil: never).
+func (e *apiEnv) finishedExport(expires *time.Time) *store.Task {
+	e.t.Helper()
+	ctx := context.Background()
+	task, _, err := e.st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: export.CustomersType, Owner: "alice",
+		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rel := files.Results + "/" + task.TaskNo + ".xlsx"
+	abs, _ := e.files.Path(rel)
+	if err := os.WriteFile(abs, []byte("PK fake xlsx"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	result, _ := json.Marshal(export.ResultData{File: rel, Name: "customers.xlsx", Rows: 3, Size: 12, ContentType: export.ContentTypeXLSX})
+	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusSuccess, Result: result, ResultExpiresAt: expires})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return done
+}
+
+// finishedImport ends an import task PARTIAL_SUCCESS with an error report.
+func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
+	e.t.Helper()
+	ctx := context.Background()
+	task, _, err := e.st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: importer.Type, Owner: "alice",
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 60})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rel := files.Results + "/" + task.TaskNo + "-errors.xlsx"
+	abs, _ := e.files.Path(rel)
+	if err := os.WriteFile(abs, []byte("PK fake report"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	result := json.RawMessage(`{"summary":{"total":3,"success":2,"failed":1},"error_report":"` + rel + `","error_report_name":"errors.xlsx"}`)
+	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusPartialSuccess, Result: result, ResultExpiresAt: expires})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return done
+}
+
+// cleanupExpires does to a task what cleanup's expiry step does: delete its files, keep the
+// row with result.expired set.
+func (e *apiEnv) cleanupExpires(task *store.Task) {
+	e.t.Helper()
+	r, _ := parseResult(task)
+	for _, rel := range []string{r.File, r.ErrorReport} {
+		if rel != "" {
+			abs, _ := e.files.Path(rel)
+			os.Remove(abs)
+		}
+	}
+	if err := e.st.ForgetResultFiles(context.Background(), []int64{task.ID}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *apiEnv) taskView(token, id string) TaskView {
+	e.t.Helper()
+	rec := e.call("GET", "/api/v1/tasks/"+id, token, nil)
+	if rec.Code != http.StatusOK {
+		e.t.Fatalf("get task %s: %d %s", id, rec.Code, rec.Body)
+	}
+	var v TaskView
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	soon := time.Now().Add(time.Hour)
+	task := e.finishedExport(&soon)
+	path := "/api/v1/tasks/" + task.TaskNo + "/result"
+
+	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK || rec.Body.String() != "PK fake xlsx" {
+		t.Fatalf("download before expiry: %d %s", rec.Code, rec.Body)
+	}
+	if v := e.taskView(aliceToken, task.TaskNo); v.Links.Result == "" || v.Result.Expired {
+		t.Fatalf("fresh result: links %+v expired %v", v.Links, v.Result.Expired)
+	}
+
+	expectGone := func(when string) {
+		t.Helper()
+		rec := e.call("GET", path, aliceToken, nil)
+		p := problemOf(t, rec)
+		if rec.Code != http.StatusGone || p.Code != "result_expired" || !strings.Contains(p.Detail, "export again") {
+			t.Fatalf("download %s: %d %+v, want 410 result_expired", when, rec.Code, p)
+		}
+		v := e.taskView(aliceToken, task.TaskNo)
+		if v.Links.Result != "" || v.Result == nil || !v.Result.Expired || v.Result.Name != "customers.xlsx" {
+			t.Fatalf("task view %s: links %+v result %+v", when, v.Links, v.Result)
+		}
+	}
+	// Past its expiry, before cleanup has run: the file is still on disk.
+	e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, task.ID) //nolint:errcheck
+	expectGone("after expiry, before cleanup")
+	// As cleanup leaves the row: no result.file, result.expired true.
+	e.cleanupExpires(task)
+	expectGone("after cleanup")
+	// Even with no expiry time on record, the expired flag decides.
+	e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = NULL WHERE id = ?`, task.ID) //nolint:errcheck
+	expectGone("after cleanup, without an expiry time")
+	// The export never had an error report.
+	if rec := e.call("GET", "/api/v1/tasks/"+task.TaskNo+"/error-report", aliceToken, nil); rec.Code != http.StatusNotFound {
+		t.Fatalf("error report of an export: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestExpiredErrorReportAnswers410BeforeAndAfterCleanup(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	soon := time.Now().Add(time.Hour)
+	task := e.finishedImport(&soon)
+	path := "/api/v1/tasks/" + task.TaskNo + "/error-report"
+	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK {
+		t.Fatalf("report before expiry: %d %s", rec.Code, rec.Body)
+	}
+	if v := e.taskView(aliceToken, task.TaskNo); v.Links.ErrorReport == "" {
+		t.Fatalf("fresh report has no link: %+v", v.Links)
+	}
+	expectGone := func(when string) {
+		t.Helper()
+		rec := e.call("GET", path, aliceToken, nil)
+		if p := problemOf(t, rec); rec.Code != http.StatusGone || p.Code != "report_expired" {
+			t.Fatalf("report %s: %d %+v", when, rec.Code, p)
+		}
+		if v := e.taskView(aliceToken, task.TaskNo); v.Links.ErrorReport != "" || !v.Result.Expired {
+			t.Fatalf("task view %s: links %+v result %+v", when, v.Links, v.Result)
+		}
+		// An import has no result file: that stays a 409, expired or not.
+		if rec := e.call("GET", "/api/v1/tasks/"+task.TaskNo+"/result", aliceToken, nil); rec.Code != http.StatusConflict {
+			t.Fatalf("result of an import %s: %d %s", when, rec.Code, rec.Body)
+		}
+	}
+	e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, task.ID) //nolint:errcheck
+	expectGone("after expiry, before cleanup")
+	e.cleanupExpires(task)
+	expectGone("after cleanup")
+}
+
+func TestWrongMethodOnAKnownPathAnswers405WithAllow(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	cases := []struct{ method, path, allow string }{
+		{"PUT", "/api/v1/tasks/tsk_X", "GET, HEAD"},
+		{"DELETE", "/api/v1/tasks/tsk_X", "GET, HEAD"},
+		{"OPTIONS", "/api/v1/tasks", "GET, HEAD, POST"},
+		{"GET", "/api/v1/tasks/tsk_X/cancel", "POST"},
+		{"PATCH", "/api/v1/exports", "POST"},
+		{"DELETE", "/healthz", "GET, HEAD"},
+	}
+	for _, c := range cases {
+		rec := e.call(c.method, c.path, aliceToken, nil)
+		p := problemOf(t, rec)
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != c.allow || p.Code != "method_not_allowed" {
+			t.Errorf("%s %s: %d Allow %q %+v, want 405 Allow %q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), p, c.allow)
+		}
+	}
+	if rec := e.call("PUT", "/api/v2/nothing", aliceToken, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("unknown path: %d", rec.Code)
+	}
+}
+
+func TestEveryAnswerForbidsContentSniffing(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	task := e.finishedExport(nil)
+	for _, c := range []struct{ method, path, token string }{
+		{"GET", "/healthz", ""}, {"GET", "/api/v1/tasks", aliceToken}, {"GET", "/api/v1/tasks", ""},
+		{"GET", "/api/v1/tasks/" + task.TaskNo + "/result", aliceToken}, {"GET", "/nowhere", ""}, {"GET", "/openapi.yaml", ""},
+	} {
+		if rec := e.call(c.method, c.path, c.token, nil); rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s (%d) lacks X-Content-Type-Options: nosniff", c.method, c.path, rec.Code)
+		}
+	}
+}
+
+func TestJSONBodiesAreReadStrictly(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		code, detail            string
+	}{
+		{"trailing object", "application/json", `{"type":"customers"}{"type":"tasks"}`, 400, "invalid_body", "data after"},
+		{"trailing garbage", "application/json", `{"type":"customers"} x`, 400, "invalid_body", ""},
+		{"duplicate key", "application/json", `{"type":"customers","type":"tasks"}`, 400, "invalid_body", "type appears twice"},
+		{"duplicate key in another case", "application/json", `{"type":"customers","TYPE":"tasks"}`, 400, "invalid_body", "twice"},
+		{"duplicate nested key", "application/json", `{"type":"customers","filter":{"city":"a","city":"b"}}`, 400, "invalid_body", "filter.city appears twice"},
+		{"json-ish media type", "application/jsonfoo", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"json+x media type", "application/json-patch+json", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"other charset", "application/json; charset=latin1", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"unknown parameter", "application/json; boundary=x", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"text/plain", "text/plain", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"NUL in a value", "application/json", `{"type":"customers","filter":{"city":"a\u0000b"}}`, 400, "invalid_body", "filter.city must not contain a NUL"},
+		{"deep nesting", "application/json", `{"type":"x","filter":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, 400, "invalid_body", "nested deeper"},
+		{"huge number", "application/json", `{"type":"bench:noop","params":{"n":1e999}}`, 400, "invalid_body", "params.n is a number out of range"},
+		{"empty", "application/json", ``, 400, "invalid_body", "empty"},
+		{"too large", "application/json", `{"type":"customers","filter":{"city":"` + strings.Repeat("a", maxJSONBody) + `"}}`, 413, "body_too_large", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := "/api/v1/exports"
+			if strings.Contains(c.body, "bench:noop") {
+				path = "/api/v1/tasks"
+			}
+			rec := e.call("POST", path, aliceToken, strings.NewReader(c.body), "Content-Type", c.contentType)
+			p := problemOf(t, rec)
+			if rec.Code != c.status || p.Code != c.code || !strings.Contains(p.Detail, c.detail) {
+				t.Fatalf("%d %+v, want %d %s with %q", rec.Code, p, c.status, c.code, c.detail)
+			}
+		})
+	}
+	t.Run("charset utf-8 is fine", func(t *testing.T) {
+		rec := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers"}`), "Content-Type", "application/json; charset=UTF-8")
+		if rec.Code != http.StatusAccepted {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+func TestSubmitValidatesFiltersFieldByField(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	cases := []struct {
+		name   string
+		body   string
+		fields []string
+		detail string
+	}{
+		{"year zero", `{"type":"tasks","filter":{"created_from":"0000-01-01T00:00:00Z"}}`, []string{"filter.created_from"}, "1970"},
+		{"before 1970", `{"type":"tasks","filter":{"created_to":"1969-12-31T23:59:59Z"}}`, []string{"filter.created_to"}, ""},
+		{"from after to", `{"type":"tasks","filter":{"created_from":"2026-02-01T00:00:00Z","created_to":"2026-01-01T00:00:00Z"}}`, []string{"filter.created_from"}, "before created_to"},
+		{"bad status", `{"type":"tasks","filter":{"status":["DONE"]}}`, []string{"filter.status"}, `"DONE" is not a task status`},
+		{"too many types", `{"type":"tasks","filter":{"type":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 21), ",") + `]}}`, []string{"filter.type"}, "at most 20"},
+		{"long type", `{"type":"tasks","filter":{"type":["` + strings.Repeat("t", 101) + `"]}}`, []string{"filter.type"}, "at most 100"},
+		{"control character in owner", `{"type":"tasks","filter":{"owner":"a\tb"}}`, []string{"filter.owner"}, "control"},
+		{"long city", `{"type":"customers","filter":{"city":"` + strings.Repeat("城", 65) + `"}}`, []string{"filter.city"}, "at most 64"},
+		{"unknown level", `{"type":"customers","filter":{"level":"bronze"}}`, []string{"filter.level"}, "normal, silver"},
+		{"long code prefix", `{"type":"customers","filter":{"code_prefix":"` + strings.Repeat("C", 33) + `"}}`, []string{"filter.code_prefix"}, "at most 32"},
+		{"several at once", `{"type":"customers","filter":{"level":"x","code_prefix":"` + strings.Repeat("C", 33) + `"}}`, []string{"filter.level", "filter.code_prefix"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := e.call("POST", "/api/v1/exports", adminToken, strings.NewReader(c.body))
+			p := problemOf(t, rec)
+			var fields []string
+			for _, f := range p.Errors {
+				fields = append(fields, f.Field)
+			}
+			if rec.Code != http.StatusUnprocessableEntity || p.Code != "bad_filter" || strings.Join(fields, ",") != strings.Join(c.fields, ",") ||
+				!strings.Contains(p.Detail, c.detail) {
+				t.Fatalf("%d %+v, want 422 bad_filter on %v with %q", rec.Code, p, c.fields, c.detail)
+			}
+		})
+	}
+	var n int
+	e.pg.DB.NewRaw("SELECT count(*) FROM tasks").Scan(context.Background(), &n) //nolint:errcheck
+	if n != 0 {
+		t.Fatalf("refused submits left %d tasks", n)
+	}
+	// The edges are accepted.
+	rec := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(
+		`{"type":"tasks","filter":{"created_from":"1970-01-01T00:00:00Z","created_to":"9999-12-31T23:59:59Z","status":["FAILED"]}}`))
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("edge times: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers","filter":{"level":"gold","city":"上海"}}`))
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("valid customer filter: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestCleanFilenameDropsInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"invoice\u202Excod.exe":           "invoicexcod.exe",
+		"a\u2066b\u2067c\u2068d\u2069.csv": "abcd.csv",
+		"\u200Freport\u200E.xlsx":          "report.xlsx",
+		"zero\u200Bwidth\uFEFF.csv":        "zerowidth.csv",
+		"line\u2028sep.csv":                "linesep.csv",
+		`C:\Users\x\..\evil.xlsx`:          "evil.xlsx",
+		"bad\xffutf8.csv":                  "bad\uFFFDutf8.csv",
+		"nul\x00.csv":                      "nul.csv",
+		"客户👩\u200D💻.xlsx":                  "客户👩\u200D💻.xlsx",
+	}
+	for in, want := range cases {
+		if got := cleanFilename(in); got != want {
+			t.Errorf("cleanFilename(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// multipartBody builds an import upload.
+func multipartBody(t *testing.T, filename string, content []byte, fields map[string]string) (*bytes.Buffer, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		mw.WriteField(k, v) //nolint:errcheck
+	}
+	fw, err := mw.CreateFormFile("file", filename)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(content) //nolint:errcheck
+	mw.Close()
+	return &body, mw.FormDataContentType()
+}
+
+func TestImportShowsTheCleanedFilename(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	body, ct := multipartBody(t, "customers\u202Evsc.csv", []byte("code,name,phone\nC1,A,13800000001\n"), nil)
+	rec := e.call("POST", "/api/v1/imports", aliceToken, body, "Content-Type", ct)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "\u202E") || !strings.Contains(rec.Body.String(), `"filename":"customersvsc.csv"`) {
+		t.Fatalf("the task shows the raw name: %s", rec.Body)
+	}
+	abs := filepath.Join(e.files.Root(), files.Uploads)
+	entries, _ := os.ReadDir(abs)
+	for _, de := range entries {
+		if strings.Contains(de.Name(), "\u202E") {
+			t.Fatalf("stored under the uploaded name: %s", de.Name())
+		}
+	}
+}

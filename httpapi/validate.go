@@ -1,0 +1,318 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Everything a request carries reaches Postgres as a bound parameter, so quotes, `?`, `$1`
+// or `::` are plain data. What Postgres cannot hold at all (a NUL character, bytes that are
+// not UTF-8, a time outside its range) is refused here with a problem naming the
+// parameter, instead of failing in the database as a 500.
+const (
+	// maxJSONBody caps a JSON request body.
+	maxJSONBody = 1 << 20
+	// maxJSONDepth caps the nesting of a JSON body (task params are stored as jsonb).
+	maxJSONDepth = 32
+	// maxTaskID caps the {id} path parameter; task numbers are 30 characters.
+	maxTaskID = 64
+	// maxIdempotencyKey caps the Idempotency-Key header.
+	maxIdempotencyKey = 200
+	// maxQueryValue caps any query parameter value.
+	maxQueryValue = 1000
+	// maxCursor caps the cursor parameter before it is decoded.
+	maxCursor = 64
+)
+
+// textProblem says what makes v unacceptable as a text parameter, or "" when it is fine:
+// it must be UTF-8 without control characters (Postgres text cannot hold NUL) and at most
+// max characters.
+func textProblem(v string, max int) string {
+	if !utf8.ValidString(v) {
+		return "must be valid UTF-8"
+	}
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	if utf8.RuneCountInString(v) > max {
+		return fmt.Sprintf("must be at most %d characters", max)
+	}
+	return ""
+}
+
+// invalid is a 400 problem listing invalid parameters.
+func invalid(code, detail string, errs ...FieldError) *Problem {
+	p := badRequest(code, "%s", detail)
+	p.Errors = errs
+	return p
+}
+
+// taskID returns the {id} path parameter, refusing one that cannot be a task number.
+// Anything printable goes on to the store, which answers 404 for an unknown id.
+func taskID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if msg := textProblem(id, maxTaskID); msg != "" {
+		return "", invalid("invalid_id", "the task id in the path is not valid: it "+msg, FieldError{"id", msg})
+	}
+	return id, nil
+}
+
+// idempotencyKey returns the request's Idempotency-Key header (empty when absent).
+func idempotencyKey(r *http.Request) (string, error) {
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if msg := textProblem(key, maxIdempotencyKey); msg != "" {
+		return "", invalid("bad_idempotency_key", "Idempotency-Key "+msg, FieldError{"Idempotency-Key", msg})
+	}
+	return key, nil
+}
+
+// decodeJSON reads a JSON request body strictly, with errors a caller can act on: the
+// media type must be application/json (charset utf-8 at most), the body one JSON value
+// with nothing after it, no key twice, no NUL, and every field known to v.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, params, err := mime.ParseMediaType(ct)
+		charset, hasCharset := params["charset"]
+		if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
+			(hasCharset && !strings.EqualFold(charset, "utf-8")) {
+			return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+				"send the body as application/json (optionally with charset=utf-8)")
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+	if err != nil {
+		return readError(err)
+	}
+	if len(body) > maxJSONBody {
+		return problem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d KiB", maxJSONBody>>10))
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("invalid_body", "the request body is empty; send a JSON object")
+	}
+	if err := checkJSON(body, ""); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid_body", "the request body is not valid: %s", jsonErrorText(err))
+	}
+	return nil
+}
+
+// decodeFilter decodes an export filter strictly (the body it came in was checked whole).
+func decodeFilter(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := checkJSON(raw, "filter"); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid_filter", "filter is not valid: %s", jsonErrorText(err))
+	}
+	return nil
+}
+
+// jsonErrorText is encoding/json's message without Go type names.
+func jsonErrorText(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		field := typeErr.Field
+		if field == "" {
+			return "the JSON has a " + typeErr.Value + " where another kind of value belongs"
+		}
+		return fmt.Sprintf("%s must not be a JSON %s", field, typeErr.Value)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if r := []rune(msg); len(r) > 200 {
+		msg = string(r[:200]) + "…"
+	}
+	return msg
+}
+
+// checkJSON walks a JSON document and refuses what encoding/json would accept silently or
+// Postgres' jsonb could not store: data after the value, a key twice (also in another
+// case: encoding/json matches field names case-insensitively, so the last one would win
+// unseen), NUL characters, numbers beyond float64, nesting deeper than maxJSONDepth.
+// prefix names the document in field paths ("filter").
+func checkJSON(doc []byte, prefix string) error {
+	type frame struct {
+		object  bool
+		wantKey bool
+		keys    map[string]bool
+		path    string
+		key     string
+		index   int
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var stack []*frame
+	done := false
+	valuePath := func() string {
+		if len(stack) == 0 {
+			return prefix
+		}
+		top := stack[len(stack)-1]
+		if top.object {
+			return joinPath(top.path, top.key)
+		}
+		return fmt.Sprintf("%s[%d]", top.path, top.index)
+	}
+	complete := func() {
+		if len(stack) == 0 {
+			done = true
+			return
+		}
+		top := stack[len(stack)-1]
+		if top.object {
+			top.wantKey = true
+		} else {
+			top.index++
+		}
+	}
+	bad := func(path, msg string) error {
+		field := path
+		if field == "" {
+			field = "body"
+		}
+		return invalid("invalid_body", "the request body is not valid: "+field+" "+msg, FieldError{field, msg})
+	}
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			if !done {
+				return badRequest("invalid_body", "the request body is not valid: the JSON ends early")
+			}
+			return nil
+		}
+		if err != nil {
+			return badRequest("invalid_body", "the request body is not valid JSON: %s", jsonErrorText(err))
+		}
+		if done {
+			return badRequest("invalid_body", "the request body has data after the JSON value; send one JSON object")
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			top := stack[n-1]
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				complete()
+				continue
+			}
+			key, _ := tok.(string)
+			if strings.IndexByte(key, 0) >= 0 {
+				return bad(joinPath(top.path, echo(key)), "has a NUL character in its name")
+			}
+			folded := foldKey(key)
+			if top.keys[folded] {
+				return bad(joinPath(top.path, key), "appears twice; send each key once")
+			}
+			top.keys[folded] = true
+			top.key, top.wantKey = key, false
+			continue
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if len(stack) >= maxJSONDepth {
+					return bad(valuePath(), fmt.Sprintf("is nested deeper than %d levels", maxJSONDepth))
+				}
+				stack = append(stack, &frame{object: t == '{', wantKey: t == '{', keys: map[string]bool{}, path: valuePath()})
+				continue
+			default: // ']' ('}' is handled with the keys)
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if strings.IndexByte(t, 0) >= 0 {
+				return bad(valuePath(), "must not contain a NUL character")
+			}
+		case json.Number:
+			if f, err := strconv.ParseFloat(string(t), 64); err != nil || math.IsInf(f, 0) {
+				return bad(valuePath(), "is a number out of range")
+			}
+		}
+		complete()
+	}
+}
+
+func joinPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// foldKey folds s as encoding/json matches field names (Unicode simple case folding), so
+// keys that differ only in case compare equal.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
+}
+
+// normalizeJSON re-encodes a checked JSON document the way jsonb will store it: invalid
+// UTF-8 and lone surrogates become U+FFFD (Postgres would refuse them).
+func normalizeJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRequest("invalid_body", "params is not valid JSON: %s", jsonErrorText(err))
+	}
+	return json.Marshal(v)
+}
+
+// echo quotes a value for an error message, shortened and printable.
+func echo(v string) string { return export.Echo(v) }
+
+// The cursor is "<created_at unix micros>:<id>" in unpadded base64url. decodeCursor accepts
+// exactly what encodeCursor writes for a real task: a time filters accept and an id ≥ 1.
+func encodeCursor(c store.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d:%d", c.CreatedAt.UnixMicro(), c.ID))
+}
+
+func decodeCursor(s string) (*store.Cursor, error) {
+	if len(s) > maxCursor {
+		return nil, errors.New("cursor too long")
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	us, id, ok := strings.Cut(string(b), ":")
+	if !ok {
+		return nil, errors.New("bad cursor")
+	}
+	micros, err1 := strconv.ParseInt(us, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || n < 1 {
+		return nil, errors.New("bad cursor")
+	}
+	c := &store.Cursor{CreatedAt: time.UnixMicro(micros).UTC(), ID: n}
+	if !export.TimeInRange(c.CreatedAt) || encodeCursor(*c) != s {
+		return nil, errors.New("bad cursor")
+	}
+	return c, nil
+}

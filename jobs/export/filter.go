@@ -1,0 +1,166 @@
+package export
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/jobs"
+)
+
+// Bounds of the values an export filter (and the task list API, which shares TaskFilter)
+// accepts. Everything a filter carries reaches SQL as a bound parameter; these bounds make
+// sure Postgres can take it, so a filter that passes Validate never fails later for its
+// values alone (a failure then would be retried and alerted as if the system were at fault).
+const (
+	// MaxFilterText caps free-text filter values (characters).
+	MaxFilterText = 64
+	// MaxCodePrefix caps filter.code_prefix: a customer code has at most 32 characters.
+	MaxCodePrefix = 32
+	// MaxFilterItems caps the entries of a list filter (status, type).
+	MaxFilterItems = 20
+	// MaxTypeName caps one task type name in a filter.
+	MaxTypeName = 100
+
+	minFilterUnix = 0            // 1970-01-01T00:00:00Z
+	maxFilterUnix = 253402300799 // 9999-12-31T23:59:59Z
+	timeRange     = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
+	levelChoices  = "normal, silver, gold, platinum or diamond"
+	maxEcho       = 40 // characters of a rejected value quoted back
+)
+
+// TimeInRange reports whether t is a time filters accept: from 1970-01-01 to the end of
+// 9999 (UTC). Postgres' timestamptz reaches further, but no task or customer predates 1970
+// and years beyond 9999 do not survive RFC 3339; the bound keeps every accepted time
+// representable on both sides.
+func TimeInRange(t time.Time) bool {
+	u := t.Unix()
+	return u >= minFilterUnix && u <= maxFilterUnix
+}
+
+// customerLevels are the levels the import stores (jobs/importer canonicalises spellings).
+var customerLevels = map[string]bool{"normal": true, "silver": true, "gold": true, "platinum": true, "diamond": true}
+
+// FieldProblem is one invalid filter field.
+type FieldProblem struct {
+	// Field is the filter field's JSON name, e.g. "created_from".
+	Field string
+	// Message says what is wrong, for the person who sent it.
+	Message string
+}
+
+// FilterError is an invalid filter, field by field. It unwraps to a *jobs.BadInputError
+// (code bad_filter), so a worker that meets it fails the task as bad input, never retries.
+type FilterError struct {
+	Fields []FieldProblem
+}
+
+func (e *FilterError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = "filter." + f.Field + " " + f.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap classifies the error as bad input.
+func (e *FilterError) Unwrap() error {
+	return &jobs.BadInputError{Code: "bad_filter", Message: e.Error()}
+}
+
+// filterCheck collects field problems.
+type filterCheck struct{ fields []FieldProblem }
+
+func (c *filterCheck) bad(field, format string, args ...any) {
+	c.fields = append(c.fields, FieldProblem{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// text checks a free-text value: valid UTF-8, no control characters (Postgres text cannot
+// hold NUL), at most max characters.
+func (c *filterCheck) text(field, v string, max int) bool {
+	if msg := textProblem(v, max); msg != "" {
+		c.bad(field, "%s", msg)
+		return false
+	}
+	return true
+}
+
+func (c *filterCheck) time(field string, t *time.Time) {
+	if t != nil && !TimeInRange(*t) {
+		c.bad(field, "must be %s", timeRange)
+	}
+}
+
+func (c *filterCheck) err() error {
+	if len(c.fields) == 0 {
+		return nil
+	}
+	return &FilterError{Fields: c.fields}
+}
+
+// textProblem says what makes v unacceptable as a text value, or "" when it is fine.
+func textProblem(v string, max int) string {
+	if !utf8.ValidString(v) {
+		return "must be valid UTF-8"
+	}
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		return "must not contain control characters"
+	}
+	if utf8.RuneCountInString(v) > max {
+		return fmt.Sprintf("must be at most %d characters", max)
+	}
+	return ""
+}
+
+// Echo quotes a rejected value for an error message, shortened and made printable.
+func Echo(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	if r := []rune(v); len(r) > maxEcho {
+		v = string(r[:maxEcho]) + "…"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// Validate checks a customer filter before a task is created for it, and again in the
+// worker: sizes, characters and the level enum.
+func (f CustomerFilter) Validate() error {
+	var c filterCheck
+	c.text("city", f.City, MaxFilterText)
+	if c.text("level", f.Level, MaxFilterText) && f.Level != "" && !customerLevels[f.Level] {
+		c.bad("level", "%s is not a level; use %s", Echo(f.Level), levelChoices)
+	}
+	c.text("code_prefix", f.CodePrefix, MaxCodePrefix)
+	return c.err()
+}
+
+// Validate checks a task filter before a task is created for it (and the task list API's
+// query): statuses, sizes and characters, times in range and in order.
+func (f TaskFilter) Validate() error {
+	var c filterCheck
+	if len(f.Statuses) > MaxFilterItems {
+		c.bad("status", "must list at most %d statuses", MaxFilterItems)
+	}
+	for _, s := range f.Statuses {
+		if !s.Valid() {
+			c.bad("status", "%s is not a task status", Echo(string(s)))
+			break
+		}
+	}
+	if len(f.Types) > MaxFilterItems {
+		c.bad("type", "must list at most %d types", MaxFilterItems)
+	}
+	for _, t := range f.Types {
+		if !c.text("type", t, MaxTypeName) {
+			break
+		}
+	}
+	c.text("owner", f.Owner, MaxFilterText)
+	c.time("created_from", f.CreatedFrom)
+	c.time("created_to", f.CreatedTo)
+	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
+		c.bad("created_from", "must be before created_to")
+	}
+	return c.err()
+}
