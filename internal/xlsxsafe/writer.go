@@ -10,9 +10,20 @@ import (
 	"github.com/taskcenter/taskcenter/internal/files"
 )
 
+// Limits of a sheet: excelize refuses a row wider or a cell longer, so Writer keeps within
+// them whatever it is given.
+const (
+	// MaxColumns is the most columns a sheet has (A to XFD).
+	MaxColumns = 16_384
+	// MaxCellChars is the most characters a cell holds.
+	MaxCellChars = 32_767
+)
+
 // Writer streams rows into a new .xlsx that users will open: a frozen header row, every
 // text cell neutralised, written through excelize's StreamWriter to a temp file under the
 // data dir and moved into place atomically by Commit. Close discards an uncommitted file.
+// A row is always writable: columns past MaxColumns are dropped and text past MaxCellChars
+// characters is cut and ends with "…", so user data can never make the write fail.
 type Writer struct {
 	files     *files.Store
 	tmp       *os.File
@@ -65,9 +76,12 @@ func (w *Writer) Row(values []any) error {
 }
 
 func (w *Writer) put(line int, values []any) error {
+	if len(values) > MaxColumns {
+		values = values[:MaxColumns]
+	}
 	for i, v := range values {
 		if s, ok := v.(string); ok {
-			values[i] = Neutralize(s)
+			values[i] = Neutralize(Clip(s))
 		}
 	}
 	cell, _ := excelize.CoordinatesToCellName(1, line)
@@ -105,4 +119,26 @@ func (w *Writer) Close() {
 	if !w.committed {
 		files.Discard(w.tmp)
 	}
+}
+
+// Clip cuts s to fit in a cell once neutralised (MaxCellChars characters, counted in UTF-16
+// units as Excel counts them, with room for the apostrophe Neutralize may add), ending it
+// with "…" when it was cut.
+func Clip(s string) string {
+	const room = MaxCellChars - 2 // the apostrophe and the ellipsis
+	if len(s) <= room {
+		return s // at most room bytes: at most room UTF-16 units
+	}
+	units := 0
+	for i, r := range s {
+		n := 1
+		if r >= 0x10000 {
+			n = 2
+		}
+		if units+n > room {
+			return s[:i] + "…"
+		}
+		units += n
+	}
+	return s
 }

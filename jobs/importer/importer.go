@@ -40,12 +40,14 @@ type Params struct {
 	Filename string `json:"filename"` // as uploaded, for display only
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
-	Rows     int    `json:"rows"` // rows in the sheet, header included, as submit counted them
+	Rows     int    `json:"rows"` // data rows (below the header) as submit counted or read them
 }
 
 // Config tunes imports.
 type Config struct {
-	Limits    Limits
+	// Limits bound the file and what the import holds of it; zero fields take their defaults.
+	Limits Limits
+	// BatchSize is the rows written per transaction.
 	BatchSize int
 	// ReportTTL is how long the error report can be downloaded.
 	ReportTTL time.Duration
@@ -76,7 +78,7 @@ type checkpoint struct {
 // batch is up to BatchSize consecutive rows, validated.
 type batch struct {
 	customers []store.CustomerRow
-	raw       [][]string // original cells of each customer, by index, for a later rejection
+	raw       [][]string // original cells of each customer (see rawCells), for a later rejection
 	rejected  []store.Item
 	rows      int // data rows (not blank) in the batch
 	last      int // the last row number read
@@ -95,6 +97,9 @@ type ResultData struct {
 	ErrorReport     string   `json:"error_report,omitempty"`      // data-dir path
 	ErrorReportName string   `json:"error_report_name,omitempty"` // download name
 	FirstErrors     []string `json:"first_errors,omitempty"`      // "row 128, phone: must be …"
+	// NotImported says which rows were left out when the sheet turned out, while it was
+	// being imported, to hold more rows than the limit (PARTIAL_SUCCESS).
+	NotImported string `json:"not_imported,omitempty"`
 }
 
 // Run implements jobs.Handler.
@@ -110,33 +115,44 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
 		return jobs.Result{}, jobs.BadInput("upload_missing", "the uploaded file is no longer available; upload it again")
 	}
-	lim := im.cfg.Limits
-	lim.SkipRowCount = p.Rows > 0
-	ins, err := Inspect(abs, p.Format, p.Sheet, lim)
-	if err != nil {
-		return jobs.Result{}, badFile(err)
-	}
-	ins.Rows = max(ins.Rows, p.Rows)
-	src, err := openSource(abs, ins, im.cfg.Limits, filepath.Join(im.files.Root(), files.Temp))
-	if err != nil {
-		return jobs.Result{}, badFile(err)
-	}
-	defer src.Close()
-
 	var cp checkpoint
 	if len(run.Task.Checkpoint) > 0 {
 		if err := json.Unmarshal(run.Task.Checkpoint, &cp); err != nil {
 			return jobs.Result{}, fmt.Errorf("read checkpoint: %w", err)
 		}
 	}
+	// A checkpoint is only ever written with a committed batch.
+	resumed := cp.HeaderRow > 0
+	lim := im.cfg.Limits.withDefaults()
+	// Before the first batch, count the rows for real: a sheet may declare two rows and hold
+	// a million, and a file over the limit must fail before anything is written. A resumed
+	// attempt has committed rows already and trusts the count its first attempt made.
+	mode := countAlways
+	if resumed {
+		mode = countNever
+	}
+	ins, err := inspect(abs, p.Format, p.Sheet, lim, mode)
+	if err != nil {
+		return jobs.Result{}, badFile(err)
+	}
+	if !ins.Counted {
+		ins.Rows = max(ins.Rows, p.Rows)
+	}
+	src, err := openSource(abs, ins, lim, filepath.Join(im.files.Root(), files.Temp))
+	if err != nil {
+		return jobs.Result{}, badFile(err)
+	}
+	defer src.Close()
+
 	cols, err := readHeader(src, &cp)
 	if err != nil {
 		return jobs.Result{}, badFile(err)
 	}
-	if cp.Row > cp.HeaderRow {
+	if resumed {
 		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
 	}
-	estimate := int64(max(ins.Rows-cp.HeaderRow, 0))
+	// Data rows below the header (ins.Rows counts from row 2).
+	estimate := int64(max(ins.Rows+1-cp.HeaderRow, 0))
 
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
@@ -144,21 +160,39 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(batches)
-		readErr <- im.read(readCtx, src, &cols, cp, batches)
+		readErr <- im.read(readCtx, src, &cols, cp, resumed, lim, batches)
 	}()
+	abandon := func(err error) (jobs.Result, error) {
+		stopReading()
+		for range batches { //nolint:revive // let the reader finish
+		}
+		return jobs.Result{}, err
+	}
 	for b := range batches {
 		cp.Row = b.last
-		if err := run.CommitBatch(ctx, im.write(run.Task.ID, p.Mode == ModeInsert, b, cp, estimate)); err != nil {
-			stopReading()
-			for range batches { //nolint:revive // let the reader finish
+		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.Mode == ModeInsert, b, cp, estimate))
+		if errors.Is(err, jobs.ErrCancelRequested) {
+			// The batch is committed. If it was the last one the import is complete: a
+			// cancel that comes after the work is done does not undo it.
+			if _, more := <-batches; more {
+				return abandon(err)
 			}
-			return jobs.Result{}, err
+			rerr := <-readErr
+			if rerr != nil && !isRowLimit(rerr) {
+				return jobs.Result{}, err
+			}
+			run.Log(ctx, slog.LevelWarn, "cancel requested after the last rows were written: the import is complete, so it ends with its own outcome (the cancel came too late)")
+			return im.finish(ctx, run, rerr)
+		}
+		if err != nil {
+			return abandon(err)
 		}
 	}
-	if err := <-readErr; err != nil {
-		return jobs.Result{}, badFile(err)
+	rerr := <-readErr
+	if rerr != nil && !isRowLimit(rerr) {
+		return jobs.Result{}, badFile(rerr)
 	}
-	return im.finish(ctx, run)
+	return im.finish(ctx, run, rerr)
 }
 
 // badFile turns a file problem into bad input; anything else stays transient.
@@ -168,6 +202,23 @@ func badFile(err error) error {
 		return jobs.BadInput(fp.Code, "%s", fp.Message)
 	}
 	return err
+}
+
+// errRowLimit ends reading at the row limit once rows have been committed: the rows after
+// lastRow are left out and the import ends PARTIAL_SUCCESS saying so.
+type errRowLimit struct {
+	lastRow int // the last row imported
+	limit   int
+}
+
+func (e *errRowLimit) Error() string {
+	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
+		thousands(int64(e.lastRow)), thousands(int64(e.limit)))
+}
+
+func isRowLimit(err error) bool {
+	var rl *errRowLimit
+	return errors.As(err, &rl)
 }
 
 // readHeader finds the header row (or re-reads it on resume) and maps its columns.
@@ -195,7 +246,7 @@ func readHeader(src source, cp *checkpoint) (columns, error) {
 			}
 			cp.HeaderRow = n
 			cp.Row = n
-			cp.Header = append([]string(nil), cells...)
+			cp.Header = rawCells(cells)
 			return cols, nil
 		}
 	}
@@ -209,13 +260,17 @@ func readHeader(src source, cp *checkpoint) (columns, error) {
 		"no header row found in the first %d rows; the first row should name the columns, e.g. code (客户编号), name (客户名称), phone (手机号)", searchRows)
 }
 
-// read streams rows after the checkpoint, validates them and sends batches.
-func (im *Importer) read(ctx context.Context, src source, cols *columns, cp checkpoint, out chan<- batch) error {
+// read streams rows after the checkpoint, validates them and sends batches. At the row
+// limit it fails the file if nothing has been committed yet (and sends nothing), or else
+// sends what it has and returns errRowLimit.
+func (im *Importer) read(ctx context.Context, src source, cols *columns, cp checkpoint, resumed bool, lim Limits, out chan<- batch) error {
 	b := batch{}
+	sent := resumed
 	send := func() bool {
 		select {
 		case out <- b:
 			b = batch{}
+			sent = true
 			return true
 		case <-ctx.Done():
 			return false
@@ -226,21 +281,31 @@ func (im *Importer) read(ctx context.Context, src source, cols *columns, cp chec
 		if n <= cp.Row {
 			continue // committed by an earlier attempt
 		}
-		if lim := im.cfg.Limits.MaxRows; lim > 0 && n-cp.HeaderRow > lim {
-			return problem(Invalid, "too_many_rows", "the sheet has more than %d data rows; split it", lim)
-		}
-		b.last = n
-		if blank(cells) {
+		long := src.Long()
+		if len(long) == 0 && blank(cells) {
+			b.last = n
 			continue
 		}
+		if n-cp.HeaderRow > lim.MaxRows {
+			// The count before the first batch saw fewer rows than there are (rows the byte
+			// scan cannot recognise).
+			if !sent {
+				return tooManyRows("the sheet", n-cp.HeaderRow, lim)
+			}
+			if b.last > 0 && !send() {
+				return nil
+			}
+			return &errRowLimit{lastRow: cp.HeaderRow + lim.MaxRows, limit: lim.MaxRows}
+		}
+		b.last = n
 		b.rows++
-		c, errs := cols.validate(n, cells)
+		c, errs := cols.validate(n, cells, long)
 		if len(errs) > 0 {
 			fields, msg := rowMessage(errs)
 			b.rejected = append(b.rejected, item(n, fields, msg, cells))
 		} else {
 			b.customers = append(b.customers, c)
-			b.raw = append(b.raw, cells)
+			b.raw = append(b.raw, rawCells(cells))
 		}
 		if b.rows >= im.cfg.BatchSize && !send() {
 			return nil
@@ -255,9 +320,9 @@ func (im *Importer) read(ctx context.Context, src source, cols *columns, cp chec
 	return nil
 }
 
+// item is a rejected row: its cells are stored cut down (rawCells), never in full.
 func item(row int, fields, message string, cells []string) store.Item {
-	raw, _ := json.Marshal(cells)
-	return store.Item{Row: row, Field: fields, Message: message, Raw: raw}
+	return store.Item{Row: row, Field: fields, Message: message, Raw: rawJSON(cells)}
 }
 
 // write is one batch's transaction: customers, rejected rows, and the batch's bookkeeping.
@@ -306,11 +371,17 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 	}
 }
 
-// finish reads the final counts, writes the error report, and decides the status.
-func (im *Importer) finish(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
-	task, err := im.store.GetByID(ctx, run.Task.ID)
+// finish reads the final counts, writes the error report, and decides the status. readErr
+// is nil, or the errRowLimit that cut the import short. Every file it writes is named after
+// the lease's attempt, never after the re-read row's: a superseded attempt must not touch
+// the live attempt's files.
+func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (jobs.Result, error) {
+	task, err := im.store.GetByID(ctx, run.Lease.TaskID)
 	if err != nil {
 		return jobs.Result{}, err
+	}
+	if task.Attempt != run.Lease.Attempt {
+		return jobs.Result{}, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, task.Attempt, store.ErrFenced)
 	}
 	if task.TotalCount == 0 {
 		return jobs.Result{}, jobs.BadInput("no_rows", "the sheet has a header row but no data rows below it")
@@ -318,18 +389,25 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run) (jobs.Result, err
 	data := ResultData{Summary: Summary{Total: task.TotalCount, Success: task.SuccessCount, Failed: task.FailedCount}}
 	res := jobs.Result{Status: store.StatusSuccess, Data: &data,
 		Message: fmt.Sprintf("imported %d of %d rows; %d failed", task.SuccessCount, task.TotalCount, task.FailedCount)}
+	var rl *errRowLimit
+	if errors.As(readErr, &rl) {
+		res.Status = store.StatusPartialSuccess
+		data.NotImported = rl.Error()
+		res.Message += "; " + rl.Error()
+		run.Log(ctx, slog.LevelWarn, rl.Error())
+	}
 	if task.FailedCount == 0 {
 		return res, nil
 	}
 	res.Status = store.StatusPartialSuccess
 	var cp checkpoint
 	json.Unmarshal(task.Checkpoint, &cp) //nolint:errcheck // written by this package
-	rel, first, err := writeErrorReport(ctx, im.store, im.files, task, cp.Header)
+	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, cp.Header)
 	if err != nil {
 		return jobs.Result{}, err
 	}
 	data.ErrorReport = rel
-	data.ErrorReportName = "errors-" + task.TaskNo + ".xlsx"
+	data.ErrorReportName = "errors-" + run.Lease.TaskNo + ".xlsx"
 	data.FirstErrors = first
 	expires := time.Now().Add(im.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires

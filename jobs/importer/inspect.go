@@ -3,15 +3,15 @@ package importer
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/xuri/excelize/v2"
 )
 
 // Format is the kind of file being imported.
@@ -22,19 +22,6 @@ const (
 	XLSX Format = "xlsx"
 	CSV  Format = "csv"
 )
-
-// Limits bound what an upload may be.
-type Limits struct {
-	// MaxUncompressed caps the declared uncompressed size of an .xlsx (zip bombs).
-	MaxUncompressed int64
-	// MaxEntries caps the number of files inside an .xlsx.
-	MaxEntries int
-	// MaxRows caps the data rows of a sheet.
-	MaxRows int
-	// SkipRowCount skips counting rows when a sheet does not declare its size: the worker
-	// already has the count submit made.
-	SkipRowCount bool
-}
 
 // FileProblem is why an uploaded file cannot be imported, in words for its uploader.
 type FileProblem struct {
@@ -69,9 +56,14 @@ type Inspection struct {
 	Sheet string
 	// Sheets lists every sheet in workbook order (xlsx).
 	Sheets []string
-	// Rows estimates the sheet's rows including the header, from its declared dimension
-	// (xlsx) or its line count (csv); 0 when unknown.
+	// Rows is the number of data rows as the person who made the file counts them: the rows
+	// below the header (taken to be row 1) down to the last one that is not blank. A trailing
+	// newline or blank lines at the end are not rows. For an .xlsx it is counted from the
+	// sheet (see inspect) or read from its declared dimension; for a CSV it is counted.
+	// 0 when unknown.
 	Rows int
+	// Counted says Rows was counted from the data, not taken from a declaration.
+	Counted bool
 }
 
 var (
@@ -92,9 +84,35 @@ func FormatOf(filename string) (Format, error) {
 	return "", problem(Unsupported, "unsupported_format", "only .xlsx and .csv files can be imported; %q is neither", filename)
 }
 
+// countMode says whether inspect counts a worksheet's rows or may trust its declared size.
+type countMode int
+
+const (
+	// countAuto: count when the declaration is missing, or the sheet is small enough that
+	// counting is cheap, or it declares implausibly few rows for its size (submit).
+	countAuto countMode = iota
+	// countAlways: always count (the worker, before its first batch).
+	countAlways
+	// countNever: trust the declaration (a resumed attempt, which committed rows already).
+	countNever
+)
+
+const (
+	// cheapCount is the sheet size (uncompressed) below which submit always counts rows.
+	cheapCount = 16 << 20
+	// plausibleRowBytes is the most XML a declared row may average before submit counts.
+	plausibleRowBytes = 16 << 10
+)
+
 // Inspect does the checks that are cheap enough for submit: the file is what its name says,
-// a sane zip, not a bomb, has the sheet asked for, and is not over the row limit.
+// a sane zip that is not a bomb (by its directory and by what its parts decompress to),
+// has the sheet asked for, no row too large to read, and is not over the row limit.
 func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, error) {
+	return inspect(p, format, sheet, lim, countAuto)
+}
+
+func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	lim = lim.withDefaults()
 	f, err := os.Open(p)
 	if err != nil {
 		return Inspection{}, err
@@ -126,16 +144,23 @@ func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, err
 	if !bytes.HasPrefix(head, zipMagic) {
 		return Inspection{}, problem(Unsupported, "unsupported_format", "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
 	}
-	return inspectXLSX(f, info.Size(), sheet, lim)
+	return inspectXLSX(f, info.Size(), sheet, lim, mode)
 }
 
+// inspectCSV checks that the file is UTF-8 text, counts its data rows (the last line that
+// is not blank, less the header line) and refuses a line longer than a row may be.
 func inspectCSV(f *os.File, lim Limits) (Inspection, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Inspection{}, err
 	}
 	buf := make([]byte, 64<<10)
 	var carry []byte
-	lines, offset := 0, int64(0)
+	var (
+		lines     int   // newlines before the chunk
+		lastLine  int   // 1-based number of the last line holding a non-blank byte
+		offset    int64 // file offset of the chunk
+		lineStart int64 // file offset where the current line began
+	)
 	for {
 		n, err := f.Read(buf)
 		data := append(carry, buf[:n]...)
@@ -153,8 +178,25 @@ func inspectCSV(f *os.File, lim Limits) (Inspection, error) {
 				"the CSV is not UTF-8 encoded (byte 0x%02X at offset %d; it may be GBK/GB18030 from an older Excel); save it as \"CSV UTF-8\" and upload again",
 				chunk[bad], offset+int64(bad))
 		}
+		if last := lastNonBlank(chunk); last >= 0 {
+			lastLine = lines + bytes.Count(chunk[:last], []byte{'\n'}) + 1
+		}
+		for rest, at := chunk, offset; ; {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				break
+			}
+			if at+int64(i)-lineStart > lim.MaxRowBytes {
+				return Inspection{}, lineTooLong(lines+bytes.Count(chunk[:at-offset], []byte{'\n'})+1, lim)
+			}
+			lineStart = at + int64(i) + 1
+			rest, at = rest[i+1:], at+int64(i)+1
+		}
 		lines += bytes.Count(chunk, []byte{'\n'})
 		offset += int64(cut)
+		if offset-lineStart > lim.MaxRowBytes {
+			return Inspection{}, lineTooLong(lines+1, lim)
+		}
 		carry = append(carry[:0:0], data[cut:]...)
 		if err == io.EOF {
 			break
@@ -163,11 +205,34 @@ func inspectCSV(f *os.File, lim Limits) (Inspection, error) {
 			return Inspection{}, err
 		}
 	}
-	rows := lines + 1 // the last line may lack its newline; blank lines are skipped later
-	if lim.MaxRows > 0 && rows-1 > lim.MaxRows {
-		return Inspection{}, problem(Invalid, "too_many_rows", "the file has %d rows, over the limit of %d; split it", rows-1, lim.MaxRows)
+	rows := max(lastLine-1, 0)
+	if rows > lim.MaxRows {
+		return Inspection{}, tooManyRows("the file", rows, lim)
 	}
-	return Inspection{Format: CSV, Rows: rows}, nil
+	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil
+}
+
+func lineTooLong(line int, lim Limits) *FileProblem {
+	return problem(Invalid, "row_too_large",
+		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sizeWords(lim.MaxRowBytes))
+}
+
+func tooManyRows(what string, rows int, lim Limits) *FileProblem {
+	return problem(Invalid, "too_many_rows", "%s has %s rows, over the limit of %s data rows; split it into smaller files",
+		what, thousands(int64(rows)), thousands(int64(lim.MaxRows)))
+}
+
+// lastNonBlank is the index of the last byte of b that is not whitespace or a comma (a line
+// of only those is a blank row), or -1.
+func lastNonBlank(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n', ',':
+		default:
+			return i
+		}
+	}
+	return -1
 }
 
 // completeRunes returns the length of b without a trailing incomplete UTF-8 sequence.
@@ -194,30 +259,47 @@ func firstInvalid(b []byte) int {
 	return 0
 }
 
-func inspectXLSX(f *os.File, size int64, sheet string, lim Limits) (Inspection, error) {
+// inspectXLSX checks a workbook. Every part it reads is counted against one budget of
+// MaxUncompressed decompressed bytes.
+func inspectXLSX(f *os.File, size int64, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	if err := checkZipDirectory(f, size, lim); err != nil {
+		return Inspection{}, err
+	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
 		return Inspection{}, problem(Invalid, "damaged_file", "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
 	}
-	if lim.MaxEntries > 0 && len(zr.File) > lim.MaxEntries {
-		return Inspection{}, problem(Invalid, "damaged_file", "the workbook holds %d parts, more than a spreadsheet should (limit %d)", len(zr.File), lim.MaxEntries)
+	if len(zr.File) > lim.MaxEntries {
+		return Inspection{}, tooManyParts(lim)
 	}
+	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
+	// entries declaring 2^63 bytes each cannot add up to a few bytes.
 	var total uint64
 	entries := map[string]*zip.File{}
 	for _, zf := range zr.File {
-		total += zf.UncompressedSize64
+		if zf.UncompressedSize64 > math.MaxUint64-total {
+			total = math.MaxUint64
+		} else {
+			total += zf.UncompressedSize64
+		}
 		entries[zf.Name] = zf
 	}
-	if lim.MaxUncompressed > 0 && total > uint64(lim.MaxUncompressed) {
+	if total > uint64(lim.MaxUncompressed) {
+		if total >= 1<<60 {
+			return Inspection{}, problem(TooLarge, "too_large_uncompressed",
+				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
+				sizeWords(lim.MaxUncompressed))
+		}
 		return Inspection{}, problem(TooLarge, "too_large_uncompressed",
-			"the workbook expands to %d MB, over the limit of %d MB", total>>20, lim.MaxUncompressed>>20)
+			"the workbook expands to %s, over the limit of %s", sizeWords(int64(total)), sizeWords(lim.MaxUncompressed))
 	}
 	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
 		return Inspection{}, problem(Unsupported, "unsupported_format", "this zip archive is not an Excel workbook (no xl/workbook.xml)")
 	}
-	sheets, err := workbookSheets(entries)
+	b := newBudget(lim.MaxUncompressed)
+	sheets, err := workbookSheets(entries, b, lim)
 	if err != nil {
-		return Inspection{}, problem(Invalid, "damaged_file", "the workbook's sheet list cannot be read (%v)", err)
+		return Inspection{}, partProblem(err, lim, "the workbook's sheet list cannot be read")
 	}
 	if len(sheets) == 0 {
 		return Inspection{}, problem(Invalid, "no_sheets", "the workbook has no sheets")
@@ -232,6 +314,7 @@ func inspectXLSX(f *os.File, size int64, sheet string, lim Limits) (Inspection, 
 		for _, s := range sheets {
 			if s.name == sheet {
 				chosen, found = s, true
+				break
 			}
 		}
 		if !found {
@@ -239,130 +322,235 @@ func inspectXLSX(f *os.File, size int64, sheet string, lim Limits) (Inspection, 
 		}
 	}
 	ins := Inspection{Format: XLSX, Sheet: chosen.name, Sheets: names}
-	if zf := entries[chosen.path]; zf != nil {
-		if ins.Rows = declaredRows(zf); ins.Rows <= 1 && !lim.SkipRowCount {
-			// Some writers (excelize outside its stream writer) declare "A1" whatever the data.
-			ins.Rows = countRows(zf)
-		}
-	} else {
+	zf := entries[chosen.path]
+	if zf == nil {
 		return Inspection{}, problem(Invalid, "damaged_file", "the sheet %q is listed but missing from the file", chosen.name)
 	}
-	if lim.MaxRows > 0 && ins.Rows-1 > lim.MaxRows {
-		return Inspection{}, problem(Invalid, "too_many_rows", "the sheet %q has %d rows, over the limit of %d; split it", chosen.name, ins.Rows-1, lim.MaxRows)
+	declared := 0
+	if mode != countAlways {
+		if declared, err = declaredRows(zf, b); err != nil {
+			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
+		}
+	}
+	count := mode == countAlways
+	if mode == countAuto {
+		size := zf.UncompressedSize64
+		// Some writers (excelize outside its stream writer) declare "A1" whatever the data;
+		// a hostile one declares two rows and holds a million.
+		count = declared <= 1 || size <= cheapCount || size/uint64(declared) > plausibleRowBytes
+	}
+	if count {
+		n, err := scanRows(zf, b, lim)
+		if err != nil {
+			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
+		}
+		ins.Rows, ins.Counted = max(n-1, 0), true
+	} else {
+		ins.Rows = max(declared-1, 0)
+	}
+	if ins.Rows > lim.MaxRows {
+		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
 	}
 	return ins, nil
+}
+
+func tooManyParts(lim Limits) *FileProblem {
+	return problem(Invalid, "damaged_file", "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
+		thousands(int64(lim.MaxEntries)))
+}
+
+func overBudget(lim Limits) *FileProblem {
+	return problem(TooLarge, "too_large_uncompressed",
+		"the workbook expands to more than %s when unpacked, over the limit; it may be damaged or a zip bomb. Save it again from your spreadsheet program, or split it",
+		sizeWords(lim.MaxUncompressed))
+}
+
+// partProblem turns an error reading a workbook part into the file problem it means.
+func partProblem(err error, lim Limits, what string) error {
+	var fp *FileProblem
+	switch {
+	case errors.As(err, &fp):
+		return fp
+	case errors.Is(err, errOverBudget):
+		return overBudget(lim)
+	case errors.Is(err, errSpan), errors.Is(err, errTagTooLong):
+		return problem(Invalid, "damaged_file", "%s: it holds an element larger than a spreadsheet writes, so the file is damaged or was not made by a spreadsheet program", what)
+	}
+	return problem(Invalid, "damaged_file", "%s (%v); save it again from your spreadsheet program", what, err)
+}
+
+// sizeWords is a byte count for people: "8 MB", "1024 MB".
+func sizeWords(n int64) string {
+	if n >= 1<<20 {
+		return thousands(n>>20) + " MB"
+	}
+	if n >= 1<<10 {
+		return thousands(n>>10) + " KB"
+	}
+	return thousands(n) + " bytes"
+}
+
+// thousands writes n with thousands separators: 1,000,000.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 type sheetRef struct{ name, path string }
 
 // workbookSheets lists the sheets in workbook order with the zip path of each.
-func workbookSheets(entries map[string]*zip.File) ([]sheetRef, error) {
-	var wb struct {
-		Sheets []struct {
-			Name string `xml:"name,attr"`
-			RID  string `xml:"http://schemas.openxmlformats.org/officeDocument/2006/relationships id,attr"`
-		} `xml:"sheets>sheet"`
-	}
-	if err := decodeEntry(entries["xl/workbook.xml"], &wb); err != nil {
+func workbookSheets(entries map[string]*zip.File, b *budget, lim Limits) ([]sheetRef, error) {
+	type sheet struct{ name, rid string }
+	var sheets []sheet
+	err := scanPart(entries["xl/workbook.xml"], b, func(local []byte) bool { return string(local) == "sheet" },
+		func(s *xmlScanner) error {
+			if string(s.name) != "sheet" {
+				return nil
+			}
+			if len(sheets) >= lim.MaxEntries {
+				return problem(Invalid, "damaged_file", "the workbook lists more than %s sheets", thousands(int64(lim.MaxEntries)))
+			}
+			name, err := s.attrString("name", false)
+			if err != nil {
+				return err
+			}
+			rid, err := s.attrString("id", true)
+			if err != nil {
+				return err
+			}
+			sheets = append(sheets, sheet{name, rid})
+			return nil
+		})
+	if err != nil {
 		return nil, err
 	}
-	var rels struct {
-		Rels []struct {
-			ID     string `xml:"Id,attr"`
-			Target string `xml:"Target,attr"`
-		} `xml:"Relationship"`
-	}
+	targets := map[string]string{}
 	if zf := entries["xl/_rels/workbook.xml.rels"]; zf != nil {
-		if err := decodeEntry(zf, &rels); err != nil {
+		rels, err := readRels(zf, b, lim)
+		if err != nil {
 			return nil, err
 		}
-	}
-	targets := map[string]string{}
-	for _, r := range rels.Rels {
-		t := strings.TrimPrefix(r.Target, "/")
-		if !strings.HasPrefix(t, "xl/") {
-			t = path.Join("xl", t)
+		for _, r := range rels {
+			targets[r.id] = r.target
 		}
-		targets[r.ID] = t
 	}
-	out := make([]sheetRef, 0, len(wb.Sheets))
-	for i, s := range wb.Sheets {
-		p := targets[s.RID]
+	out := make([]sheetRef, 0, len(sheets))
+	for i, s := range sheets {
+		p := targets[s.rid]
 		if p == "" {
 			p = fmt.Sprintf("xl/worksheets/sheet%d.xml", i+1)
 		}
-		out = append(out, sheetRef{name: s.Name, path: p})
+		out = append(out, sheetRef{name: s.name, path: p})
 	}
 	return out, nil
 }
 
-func decodeEntry(zf *zip.File, v any) error {
+// rel is one workbook relationship, its target resolved to a zip path.
+type rel struct{ id, typ, target string }
+
+func readRels(zf *zip.File, b *budget, lim Limits) ([]rel, error) {
+	var rels []rel
+	err := scanPart(zf, b, func(local []byte) bool { return string(local) == "Relationship" },
+		func(s *xmlScanner) error {
+			if string(s.name) != "Relationship" {
+				return nil
+			}
+			if len(rels) >= lim.MaxEntries {
+				return problem(Invalid, "damaged_file", "the workbook lists more than %s relationships", thousands(int64(lim.MaxEntries)))
+			}
+			var r rel
+			var err error
+			if r.id, err = s.attrString("Id", false); err != nil {
+				return err
+			}
+			if r.typ, err = s.attrString("Type", false); err != nil {
+				return err
+			}
+			if r.target, err = s.attrString("Target", false); err != nil {
+				return err
+			}
+			t := strings.TrimPrefix(r.target, "/")
+			if !strings.HasPrefix(t, "xl/") {
+				t = path.Join("xl", t)
+			}
+			r.target = t
+			rels = append(rels, r)
+			return nil
+		})
+	return rels, err
+}
+
+// scanPart streams a small XML part (workbook, relationships), calling each for every start
+// tag; wantAttrs names the elements whose attributes each reads.
+func scanPart(zf *zip.File, b *budget, wantAttrs func([]byte) bool, each func(*xmlScanner) error) error {
+	if zf == nil {
+		return errors.New("part missing")
+	}
 	rc, err := zf.Open()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return xml.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(v)
+	s := newXMLScanner(b.reader(rc), wantAttrs)
+	for {
+		switch s.Next() {
+		case tokEOF:
+			return nil
+		case tokErr:
+			return s.err
+		case tokStart:
+			if err := each(s); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // declaredRows reads a worksheet's <dimension ref="A1:F300001"/>, which writers put before
-// the data, and stops there. It returns 0 when the sheet declares none.
-func declaredRows(zf *zip.File) int {
+// the data, and stops there. It returns the last row it declares, 0 when it declares none.
+func declaredRows(zf *zip.File, b *budget) (int, error) {
 	rc, err := zf.Open()
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	defer rc.Close()
-	dec := xml.NewDecoder(rc)
+	s := newXMLScanner(b.reader(rc), func(local []byte) bool { return string(local) == "dimension" })
 	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return 0
-		}
-		se, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		switch se.Name.Local {
-		case "sheetData":
-			return 0
-		case "dimension":
-			for _, a := range se.Attr {
-				if a.Name.Local != "ref" {
-					continue
+		switch s.Next() {
+		case tokEOF:
+			return 0, nil
+		case tokErr:
+			return 0, s.err
+		case tokStart:
+			switch string(s.name) {
+			case "sheetData":
+				return 0, nil
+			case "dimension":
+				ref, err := s.attrString("ref", false)
+				if err != nil {
+					return 0, err
 				}
-				_, last, _ := strings.Cut(a.Value, ":")
+				_, last, _ := strings.Cut(ref, ":")
 				if last == "" {
-					last = a.Value
+					last = ref
 				}
-				if _, row, err := excelize.CellNameToCoordinates(last); err == nil {
-					return row
+				if _, row, ok := cellRef([]byte(last)); ok {
+					return row, nil
 				}
+				return 0, nil
 			}
-			return 0
-		}
-	}
-}
-
-// countRows counts the <row> elements of a worksheet with a byte scan of the decompressed
-// XML: far cheaper than parsing it, and exact for the rows present.
-func countRows(zf *zip.File) int {
-	rc, err := zf.Open()
-	if err != nil {
-		return 0
-	}
-	defer rc.Close()
-	buf := make([]byte, 256<<10)
-	n, carry := 0, 0
-	for {
-		m, err := rc.Read(buf[carry:])
-		chunk := buf[:carry+m]
-		n += bytes.Count(chunk, []byte("<row ")) + bytes.Count(chunk, []byte("<row>"))
-		// Keep the tail that could hold the start of a tag cut in two.
-		carry = min(len(chunk), 4)
-		copy(buf, chunk[len(chunk)-carry:])
-		if err != nil {
-			return n
 		}
 	}
 }

@@ -11,11 +11,25 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
+// reportPath is where the error report of one attempt goes: named after the attempt that
+// writes it, so an attempt that has been superseded can never overwrite (or, when its
+// result is discarded, delete) the live attempt's report.
+func reportPath(l store.Lease) string {
+	return filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d-errors.xlsx", l.TaskNo, l.Attempt)))
+}
+
 // writeErrorReport streams a task's rejected rows into an .xlsx: row number, fields and
-// reason, then the row's original cells under the original header, every text cell
-// neutralised. It returns the report's data-dir path and the first few messages.
-func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, task *store.Task, header []string) (string, []string, error) {
-	out, err := xlsxsafe.NewWriter(fs, task.TaskNo, "errors", append([]string{"row", "field", "reason"}, header...))
+// reason, then the row's original cells (as kept: see rawCells) under the original header,
+// every text cell neutralised. Whatever task_items holds, the report stays within what a
+// sheet can take: at most maxRawCells original columns, each cell cut to maxRawCellChars.
+// It returns the report's data-dir path and the first few messages.
+func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l store.Lease, header []string) (string, []string, error) {
+	header = rawCells(header)
+	if len(header) > maxRawCells {
+		header = header[:maxRawCells]
+	}
+	prefix := fmt.Sprintf("%s-a%d", l.TaskNo, l.Attempt)
+	out, err := xlsxsafe.NewWriter(fs, prefix, "errors", append([]string{"row", "field", "reason"}, header...))
 	if err != nil {
 		return "", nil, err
 	}
@@ -23,14 +37,19 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, tas
 	var first []string
 	after := 0
 	for {
-		items, err := st.Items(ctx, task.ID, after, 5000)
+		items, err := st.Items(ctx, l.TaskID, after, 5000)
 		if err != nil {
 			return "", nil, err
 		}
 		for _, it := range items {
 			var cells []string
 			json.Unmarshal(it.Raw, &cells) //nolint:errcheck // written by this package
-			row := []any{it.Row, it.Field, it.Message}
+			cells = rawCells(cells)
+			if len(cells) > maxRawCells {
+				cells = cells[:maxRawCells]
+			}
+			row := make([]any, 0, 3+len(cells))
+			row = append(row, it.Row, it.Field, clipChars(it.Message, xlsxsafe.MaxCellChars))
 			for _, c := range cells {
 				row = append(row, c)
 			}
@@ -38,7 +57,7 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, tas
 				return "", nil, err
 			}
 			if len(first) < 10 {
-				first = append(first, fmt.Sprintf("row %d, %s", it.Row, it.Message))
+				first = append(first, clipChars(fmt.Sprintf("row %d, %s", it.Row, it.Message), 500))
 			}
 			after = it.Row
 		}
@@ -46,7 +65,7 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, tas
 			break
 		}
 	}
-	rel := filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d-errors.xlsx", task.TaskNo, task.Attempt)))
+	rel := reportPath(l)
 	if _, err := out.Commit(rel); err != nil {
 		return "", nil, err
 	}

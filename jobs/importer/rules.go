@@ -1,8 +1,10 @@
 package importer
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -130,6 +132,16 @@ var levels = map[string]string{
 
 const levelChoices = "normal, silver, gold, platinum or diamond (普通, 白银, 黄金, 铂金, 钻石)"
 
+// tooLongRule is what each field must be, said of a cell longer than a cell may be.
+var tooLongRule = [numFields]string{
+	fCode:  "must be 1 to 32 letters, digits, '-' or '_'",
+	fName:  fmt.Sprintf("must be at most %d characters", maxName),
+	fPhone: "must be 11 digits starting with 1",
+	fEmail: fmt.Sprintf("must be at most %d characters", maxEmail),
+	fCity:  fmt.Sprintf("must be at most %d characters", maxCity),
+	fLevel: "must be " + levelChoices,
+}
+
 // cell returns the trimmed value of field f in a row (empty when the column is absent or the
 // row is short).
 func (c *columns) cell(row []string, f field) string {
@@ -140,16 +152,36 @@ func (c *columns) cell(row []string, f field) string {
 	return strings.TrimSpace(row[i])
 }
 
-// validate turns a data row into a customer, or the list of its problems.
-func (c *columns) validate(rowNo int, row []string) (store.CustomerRow, []fieldError) {
+// validate turns a data row into a customer, or the list of its problems. long lists the
+// columns whose text the reader cut at the cell limit: a field in one of them is reported
+// as too long, whatever the part that was read looks like.
+func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerRow, []fieldError) {
 	out := store.CustomerRow{Row: rowNo}
 	var errs []fieldError
 	bad := func(f field, format string, args ...any) {
 		errs = append(errs, fieldError{f, fmt.Sprintf(format, args...)})
 	}
+	var over [numFields]bool
+	for _, col := range long {
+		for f, i := range c {
+			if i == col && col < len(row) {
+				over[f] = true
+				bad(field(f), "%s (this one has more than %s)", tooLongRule[f], thousands(int64(utf8.RuneCountInString(row[col]))))
+			}
+		}
+	}
+	if len(long) > 0 {
+		// The cut fields are reported; clear them so no second message follows.
+		row = slices.Clone(row)
+		for f, i := range c {
+			if over[f] {
+				row[i] = ""
+			}
+		}
+	}
 
 	for _, f := range required {
-		if c.cell(row, f) == "" {
+		if !over[f] && c.cell(row, f) == "" {
 			bad(f, "is required")
 		}
 	}
@@ -234,7 +266,7 @@ func normalizePhone(raw string) (string, string) {
 		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
 		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
 			// Excel shows long numbers rounded to six digits: the rest is lost.
-			return "", fmt.Sprintf("%s is a rounded number; format the column as text and enter all 11 digits", raw)
+			return "", fmt.Sprintf("%s is a rounded number; format the column as text and enter all 11 digits", clip(raw, 40))
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v != float64(int64(v)) {
@@ -302,4 +334,58 @@ func rowMessage(errs []fieldError) (fields, message string) {
 		ms[i] = e.String()
 	}
 	return strings.Join(fs, ","), strings.Join(ms, "; ")
+}
+
+// Bounds of the copy of a rejected row kept for the error report (task_items.raw): enough
+// to recognise the row, never the whole of a huge one.
+const (
+	maxRawCells     = 256     // cells kept; the report writes at most this many columns
+	maxRawCellChars = 256     // characters kept of each cell, then "…"
+	maxRawRowBytes  = 8 << 10 // bytes kept of a row, then a last "…" cell
+)
+
+// rawCells is the copy of a row kept for a possible rejection. A row within the bounds is
+// returned as it is (the common case allocates nothing).
+func rawCells(cells []string) []string {
+	total, small := 0, len(cells) <= maxRawCells
+	for _, c := range cells {
+		total += len(c)
+		small = small && len(c) <= maxRawCellChars
+	}
+	if small && total <= maxRawRowBytes {
+		return cells
+	}
+	out := make([]string, 0, min(len(cells), maxRawCells)+1)
+	total = 0
+	for i, c := range cells {
+		if i == maxRawCells || total >= maxRawRowBytes {
+			out = append(out, "…")
+			break
+		}
+		c = clipChars(c, maxRawCellChars)
+		total += len(c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// clipChars cuts s to n characters, marking the cut with "…".
+func clipChars(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// rawJSON is a rejected row's cells as stored in task_items.
+func rawJSON(cells []string) json.RawMessage {
+	b, _ := json.Marshal(rawCells(cells))
+	return b
 }

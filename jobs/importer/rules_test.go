@@ -77,7 +77,7 @@ func TestRowValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, errs := cols.validate(7, tt.row)
+			c, errs := cols.validate(7, tt.row, nil)
 			_, msg := rowMessage(errs)
 			if tt.want == "" {
 				if len(errs) > 0 {
@@ -93,11 +93,11 @@ func TestRowValidation(t *testing.T) {
 			}
 		})
 	}
-	c, _ := cols.validate(2, []string{"1001.0", "n", "13800138000", "A@Example.com", "", "Gold"})
+	c, _ := cols.validate(2, []string{"1001.0", "n", "13800138000", "A@Example.com", "", "Gold"}, nil)
 	if c.Code != "1001" || c.Level != "gold" || c.Email != "a@example.com" || c.Phone != "13800138000" {
 		t.Fatalf("normalised customer = %+v", c)
 	}
-	if c, _ := cols.validate(2, []string{"C1", "n", "1.3800138E10"}); c.Phone != "13800138000" {
+	if c, _ := cols.validate(2, []string{"C1", "n", "1.3800138E10"}, nil); c.Phone != "13800138000" {
 		t.Fatalf("scientific phone = %q", c.Phone)
 	}
 }

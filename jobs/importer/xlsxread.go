@@ -2,43 +2,70 @@ package importer
 
 import (
 	"archive/zip"
-	"encoding/xml"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strconv"
 	"strings"
-
-	"github.com/xuri/excelize/v2"
 )
 
-// xlsxSource streams a worksheet straight from the zip with encoding/xml's RawToken: no
-// reflection per cell and little garbage, which makes it several times cheaper than
-// excelize's row iterator on large sheets. Cell values are the raw stored values, as
-// excelize's RawCellValue option gives them: shared and inline strings (rich-text runs
-// joined, phonetic runs skipped), numbers as written, booleans as 0/1. The differential test
-// checks it against excelize on files from several producers.
+// maxSheetRows is the last row number a worksheet can have (Excel's 1,048,576).
+const maxSheetRows = 1 << 20
+
+// xlsxSource streams a worksheet straight from the zip with xmlScanner: no reflection per
+// cell, little garbage, and memory bounded by construction (see Limits): a cell keeps at
+// most MaxCellChars characters and is flagged when cut, a row may span at most MaxRowBytes
+// of XML and of values, and hold at most MaxColumns columns, and every part read counts
+// against one budget of MaxUncompressed decompressed bytes.
+//
+// Cell values are the raw stored values, as excelize's RawCellValue option gives them:
+// shared and inline strings (rich-text runs joined, phonetic runs skipped), numbers as
+// written, booleans as 0/1. The differential test and FuzzXLSXReader check it against
+// excelize on files from several producers.
 type xlsxSource struct {
 	zr    *zip.ReadCloser
 	sheet io.ReadCloser
-	dec   *xml.Decoder
+	sc    *xmlScanner
 	sst   *sharedStrings
+	lim   Limits
+	text  textBuf
 
-	n     int      // current row number
-	cells []string // current row
-	next  int      // number of the row read ahead (0: none)
-	ahead []string // its cells
-	done  bool
-	err   error
+	n         int      // current row number
+	cells     []string // current row
+	long      []int    // columns of the current row cut at MaxCellChars
+	next      int      // number of the row read ahead (0: none)
+	reading   int      // number of the row being read, for messages
+	ahead     []string // its cells
+	aheadLong []int
+	done      bool
+	err       error
 }
 
 func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
+	lim = lim.withDefaults()
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil {
+		err = checkZipDirectory(f, info.Size(), lim)
+	}
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
 	zr, err := zip.OpenReader(p)
 	if err != nil {
 		return nil, problem(Invalid, "damaged_file", "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
 	}
-	s := &xlsxSource{zr: zr}
+	if len(zr.File) > lim.MaxEntries {
+		zr.Close()
+		return nil, tooManyParts(lim)
+	}
+	s := &xlsxSource{zr: zr, lim: lim, text: textBuf{max: lim.MaxCellChars}}
 	if err := s.open(sheet, tmpDir); err != nil {
 		s.Close()
 		return nil, err
@@ -48,16 +75,15 @@ func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
 
 func (s *xlsxSource) open(sheet, tmpDir string) error {
 	entries := map[string]*zip.File{}
-	for _, f := range s.zr.File {
-		entries[strings.ToLower(f.Name)] = f
-	}
 	byName := map[string]*zip.File{}
 	for _, f := range s.zr.File {
+		entries[strings.ToLower(f.Name)] = f
 		byName[f.Name] = f
 	}
-	sheets, err := workbookSheets(byName)
+	b := newBudget(s.lim.MaxUncompressed)
+	sheets, err := workbookSheets(byName, b, s.lim)
 	if err != nil {
-		return problem(Invalid, "damaged_file", "the workbook's sheet list cannot be read (%v)", err)
+		return partProblem(err, s.lim, "the workbook's sheet list cannot be read")
 	}
 	var target string
 	for _, sh := range sheets {
@@ -69,41 +95,41 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 	if zf == nil {
 		return problem(Invalid, "sheet_not_found", "the sheet %q is not in the workbook", sheet)
 	}
-	if sst := sharedStringsEntry(byName, entries); sst != nil {
-		if s.sst, err = loadSharedStrings(sst, tmpDir); err != nil {
-			return problem(Invalid, "damaged_file", "the workbook's shared strings cannot be read (%v)", err)
+	sstEntry, err := sharedStringsEntry(byName, entries, b, s.lim)
+	if err != nil {
+		return partProblem(err, s.lim, "the workbook's relationships cannot be read")
+	}
+	if sstEntry != nil {
+		if s.sst, err = loadSharedStrings(sstEntry, b, s.lim, tmpDir); err != nil {
+			return partProblem(err, s.lim, "the workbook's shared strings cannot be read")
 		}
 	}
 	if s.sheet, err = zf.Open(); err != nil {
 		return problem(Invalid, "damaged_file", "the sheet cannot be read (%v)", err)
 	}
-	s.dec = xml.NewDecoder(s.sheet)
+	s.sc = newXMLScanner(b.reader(s.sheet), func(local []byte) bool {
+		return len(local) == 1 && local[0] == 'c' || string(local) == "row"
+	})
 	return nil
 }
 
 // sharedStringsEntry finds the shared string table through the workbook's relationships,
 // falling back to the usual path.
-func sharedStringsEntry(byName, lower map[string]*zip.File) *zip.File {
-	var rels struct {
-		Rels []struct {
-			Type   string `xml:"Type,attr"`
-			Target string `xml:"Target,attr"`
-		} `xml:"Relationship"`
-	}
-	if zf := byName["xl/_rels/workbook.xml.rels"]; zf != nil && decodeEntry(zf, &rels) == nil {
-		for _, r := range rels.Rels {
-			if strings.HasSuffix(r.Type, "/sharedStrings") {
-				t := strings.TrimPrefix(r.Target, "/")
-				if !strings.HasPrefix(t, "xl/") {
-					t = path.Join("xl", t)
-				}
-				if zf := lower[strings.ToLower(t)]; zf != nil {
-					return zf
+func sharedStringsEntry(byName, lower map[string]*zip.File, b *budget, lim Limits) (*zip.File, error) {
+	if zf := byName["xl/_rels/workbook.xml.rels"]; zf != nil {
+		rels, err := readRels(zf, b, lim)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rels {
+			if strings.HasSuffix(r.typ, "/sharedStrings") {
+				if zf := lower[strings.ToLower(r.target)]; zf != nil {
+					return zf, nil
 				}
 			}
 		}
 	}
-	return lower["xl/sharedstrings.xml"]
+	return lower["xl/sharedstrings.xml"], nil
 }
 
 // Next advances one row. Rows the sheet skips come back empty, so row numbers stay the
@@ -113,9 +139,10 @@ func (s *xlsxSource) Next() bool {
 		return false
 	}
 	if s.next == 0 && !s.done {
-		s.next, s.ahead, s.err = s.readRow(s.n + 1)
-		if s.err != nil {
-			s.err = problem(Invalid, "damaged_file", "the file is damaged near row %d (%v)", s.n+1, s.err)
+		var err error
+		s.next, s.ahead, s.aheadLong, err = s.readRow(s.n + 1)
+		if err != nil {
+			s.err = s.rowProblem(s.n+1, err)
 			return false
 		}
 		if s.next == 0 {
@@ -127,98 +154,125 @@ func (s *xlsxSource) Next() bool {
 	}
 	s.n++
 	if s.n < s.next {
-		s.cells = nil
+		s.cells, s.long = nil, nil
 		return true
 	}
-	s.cells, s.next, s.ahead = s.ahead, 0, nil
+	s.cells, s.long, s.next, s.ahead, s.aheadLong = s.ahead, s.aheadLong, 0, nil, nil
 	return true
 }
 
+// rowProblem words an error met reading the row after row n-1.
+func (s *xlsxSource) rowProblem(n int, err error) error {
+	var fp *FileProblem
+	switch {
+	case errors.As(err, &fp):
+		return fp
+	case errors.Is(err, errSpan):
+		return problem(Invalid, "row_too_large",
+			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
+			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), thousands(int64(s.lim.MaxCellChars)))
+	case errors.Is(err, errOverBudget):
+		return overBudget(s.lim)
+	}
+	return problem(Invalid, "damaged_file", "the file is damaged near row %d (%v)", s.rowNo(n), err)
+}
+
+// rowNo is the number of the row being read: the one read ahead, if its number is known.
+func (s *xlsxSource) rowNo(n int) int { return max(n, s.reading) }
+
 // readRow reads the next <row> element; its number defaults to want when it has no r.
-func (s *xlsxSource) readRow(want int) (int, []string, error) {
+func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 	for {
-		tok, err := s.dec.RawToken()
-		if err == io.EOF {
-			return 0, nil, nil
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if t.Name.Local != "row" {
+		switch s.sc.Next() {
+		case tokEOF:
+			return 0, nil, nil, nil
+		case tokErr:
+			return 0, nil, nil, s.sc.err
+		case tokStart:
+			if string(s.sc.name) != "row" {
 				continue
 			}
 			num := want
-			if r := attr(t, "r"); r != "" {
-				n, err := strconv.Atoi(r)
-				if err != nil || n < 1 || n > excelize.TotalRows {
-					return 0, nil, fmt.Errorf("bad row number %q", r)
+			if r, ok := s.sc.attr("r"); ok {
+				n, err := strconv.Atoi(string(r))
+				if err != nil || n < 1 || n > maxSheetRows {
+					return 0, nil, nil, fmt.Errorf("bad row number %q", clip(string(r), 20))
 				}
 				if n < want {
-					return 0, nil, fmt.Errorf("row %d comes after row %d", n, want-1)
+					return 0, nil, nil, fmt.Errorf("row %d comes after row %d", n, want-1)
 				}
 				num = n
 			}
-			cells, err := s.readCells()
-			return num, cells, err
-		case xml.EndElement:
-			if t.Name.Local == "sheetData" {
-				return 0, nil, nil
+			if num > maxSheetRows {
+				return 0, nil, nil, fmt.Errorf("more than %s rows", thousands(maxSheetRows))
+			}
+			if s.sc.empty {
+				return num, nil, nil, nil
+			}
+			s.reading = num
+			s.sc.limitSpan(s.lim.MaxRowBytes)
+			cells, long, err := s.readCells(num)
+			s.sc.noSpan()
+			return num, cells, long, err
+		case tokEnd:
+			if string(s.sc.name) == "sheetData" {
+				return 0, nil, nil, nil
 			}
 		}
 	}
 }
 
-// readCells reads the cells of one row, up to </row>.
-func (s *xlsxSource) readCells() ([]string, error) {
+// readCells reads the cells of row num, up to </row>.
+func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 	var (
-		cells  []string
-		col    = -1
-		typ    string
-		text   strings.Builder
-		inText bool // inside <v>, or <t> of an inline string
-		inPh   bool // inside a phonetic run, whose text is not part of the value
-		hasVal bool
+		cells    []string
+		long     []int
+		col      = -1
+		shared   bool // t="s": the value is an index into the shared strings
+		inText   bool // inside <v>, or <t> of an inline string
+		inPh     bool // inside a phonetic run, whose text is not part of the value
+		hasVal   bool
+		rowBytes int64
 	)
 	for {
-		tok, err := s.dec.RawToken()
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+		switch s.sc.Next() {
+		case tokEOF:
+			return nil, nil, io.ErrUnexpectedEOF
+		case tokErr:
+			return nil, nil, s.sc.err
+		case tokText:
+			if inText {
+				s.sc.readText(&s.text)
 			}
-			return nil, err
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
+		case tokStart:
+			switch string(s.sc.name) {
 			case "c":
 				col++
-				if r := attr(t, "r"); r != "" {
-					c, _, err := excelize.CellNameToCoordinates(r)
-					if err != nil {
-						return nil, fmt.Errorf("bad cell reference %q", r)
+				if r, ok := s.sc.attr("r"); ok {
+					c, _, ok := cellRef(r)
+					if !ok {
+						return nil, nil, fmt.Errorf("bad cell reference %q", clip(string(r), 20))
 					}
 					col = c - 1
 				}
-				typ = attr(t, "t")
-				text.Reset()
-				hasVal = false
+				if col >= s.lim.MaxColumns {
+					return nil, nil, tooManyColumns(num, s.lim)
+				}
+				t, _ := s.sc.attr("t")
+				shared = len(t) == 1 && t[0] == 's'
+				s.text.reset()
+				hasVal, inText = false, false
 			case "v":
-				inText, hasVal = true, true
+				hasVal, inText = true, !s.sc.empty
 			case "t":
 				if !inPh {
-					inText, hasVal = true, true
+					hasVal, inText = true, !s.sc.empty
 				}
 			case "rPh":
-				inPh = true
+				inPh = !s.sc.empty
 			}
-		case xml.CharData:
-			if inText {
-				text.Write(t)
-			}
-		case xml.EndElement:
-			switch t.Name.Local {
+		case tokEnd:
+			switch string(s.sc.name) {
 			case "v", "t":
 				inText = false
 			case "rPh":
@@ -227,48 +281,99 @@ func (s *xlsxSource) readCells() ([]string, error) {
 				if !hasVal {
 					continue
 				}
-				v, err := s.value(typ, text.String())
+				hasVal = false
+				v, cut, err := s.value(shared)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
-				if v == "" {
+				if v == "" && !cut {
 					continue
+				}
+				rowBytes += int64(len(v))
+				if rowBytes > s.lim.MaxRowBytes {
+					return nil, nil, errSpan
 				}
 				for len(cells) < col {
 					cells = append(cells, "")
 				}
 				cells = append(cells, v)
+				if cut {
+					long = append(long, col)
+				}
 			case "row":
-				return cells, nil
+				if s.sc.spanOver() {
+					return nil, nil, errSpan
+				}
+				return cells, long, nil
 			}
 		}
 	}
 }
 
-func (s *xlsxSource) value(typ, raw string) (string, error) {
-	if typ != "s" {
-		return raw, nil // n, str, inlineStr, b, d, e: the stored text
+// value is the cell's value from the text read, and whether it was cut at MaxCellChars.
+func (s *xlsxSource) value(shared bool) (string, bool, error) {
+	if err := checkText(s.text.b); err != nil {
+		return "", false, err
 	}
-	i, err := strconv.Atoi(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("bad shared string index %q", raw)
+	if !shared {
+		return string(s.text.b), s.text.cut, nil // n, str, inlineStr, b, d, e: the stored text
+	}
+	raw := bytes.TrimSpace(s.text.b)
+	i, err := strconv.Atoi(string(raw))
+	if err != nil || s.text.cut {
+		return "", false, fmt.Errorf("bad shared string index %q", clip(string(raw), 20))
 	}
 	if s.sst == nil {
-		return "", fmt.Errorf("shared string %d referenced but the workbook has none", i)
+		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
 	}
 	return s.sst.get(i)
 }
 
-func attr(t xml.StartElement, name string) string {
-	for _, a := range t.Attr {
-		if a.Name.Local == name {
-			return a.Value
+// cellRef parses a cell reference such as "AB12" into its 1-based column and row. Columns
+// far beyond any limit come back capped rather than overflowing.
+func cellRef(b []byte) (col, row int, ok bool) {
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i] | 0x20 // lower case
+		if c < 'a' || c > 'z' {
+			break
 		}
+		col = min(col*26+int(c-'a'+1), 1<<30)
 	}
-	return ""
+	if i == 0 || i == len(b) {
+		return 0, 0, false
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		row = min(row*10+int(c-'0'), 1<<30)
+	}
+	return col, row, row >= 1
 }
 
+func tooManyColumns(row int, lim Limits) *FileProblem {
+	return problem(Invalid, "too_many_columns",
+		"row %d has a value beyond column %s; a sheet has at most %s columns, so the file is damaged or was not made by a spreadsheet program",
+		row, columnName(lim.MaxColumns-1), thousands(int64(lim.MaxColumns)))
+}
+
+// clip shortens s for a message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(c byte) bool { return c&0xC0 != 0x80 }
+
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
+func (s *xlsxSource) Long() []int          { return s.long }
 func (s *xlsxSource) Err() error           { return s.err }
 func (s *xlsxSource) Close() error {
 	if s.sheet != nil {
@@ -280,105 +385,161 @@ func (s *xlsxSource) Close() error {
 	return s.zr.Close()
 }
 
-// sharedStrings is a workbook's shared string table, held as one blob and an offset per
-// string (4 bytes each, not a Go string header). Past a size it spills to a temp file, so a
-// sheet of millions of unique strings does not grow the heap by their text.
+// sharedStrings is a workbook's shared string table, held as one blob and an end offset per
+// string (4 bytes each, in fixed chunks so growing never copies). Past spillAt the blob
+// moves to an unlinked temp file, so a sheet of millions of unique strings does not grow
+// the heap by their text. Each string keeps at most MaxCellChars characters; the ones cut
+// are remembered, so their cells are flagged too.
 type sharedStrings struct {
-	ends []uint32 // end offset of each string in the blob
-	blob []byte   // in memory, or
-	file *os.File // on disk
+	ends  [][]uint32 // end offset of each string in the blob, sstChunk per slice
+	count int
+	long  map[int]bool
+	blob  []byte   // in memory, or
+	file  *os.File // on disk
+	size  uint64   // bytes in the blob
 }
 
-// spillAt is the blob size beyond which shared strings move to a temp file.
-const spillAt = 32 << 20
+const (
+	// spillAt is the blob size beyond which shared strings move to a temp file.
+	spillAt  = 32 << 20
+	sstChunk = 1 << 16
+)
 
-func loadSharedStrings(zf *zip.File, tmpDir string) (*sharedStrings, error) {
+func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sharedStrings, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
 	sst := &sharedStrings{}
-	var (
-		w      io.Writer
-		buf    []byte
-		size   uint32
-		inSI   bool
-		inT    bool
-		inPh   bool
-		dec    = xml.NewDecoder(rc)
-		onDisk = zf.UncompressedSize64 > spillAt
-	)
-	if onDisk {
-		if sst.file, err = os.CreateTemp(tmpDir, "sst-*"); err != nil {
-			return nil, err
+	sc := newXMLScanner(b.reader(rc), nil)
+	text := textBuf{max: lim.MaxCellChars}
+	var inSI, inT, inPh bool
+	fail := func(err error) (*sharedStrings, error) {
+		sst.close()
+		return nil, err
+	}
+	add := func() error {
+		if sst.count >= lim.MaxSharedStrings {
+			return problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
 		}
-		os.Remove(sst.file.Name()) // unlinked: it disappears with the handle
-		w = sst.file
+		if err := checkText(text.b); err != nil {
+			return fmt.Errorf("shared string %d: %w", sst.count, err)
+		}
+		if text.cut {
+			if sst.long == nil {
+				sst.long = map[int]bool{}
+			}
+			sst.long[sst.count] = true
+		}
+		return sst.add(text.b, tmpDir)
 	}
 	for {
-		tok, err := dec.RawToken()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			sst.close()
-			return nil, err
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
-			case "si":
-				inSI = true
-			case "t":
-				inT = inSI && !inPh
-			case "rPh":
-				inPh = true
+		switch sc.Next() {
+		case tokEOF:
+			return sst, nil
+		case tokErr:
+			if errors.Is(sc.err, errSpan) {
+				return fail(problem(Invalid, "row_too_large",
+					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
+					sst.count, sizeWords(lim.MaxRowBytes), thousands(int64(lim.MaxCellChars))))
 			}
-		case xml.CharData:
+			return fail(sc.err)
+		case tokText:
 			if inT {
-				if onDisk {
-					if _, err := w.Write(t); err != nil {
-						sst.close()
-						return nil, err
-					}
-				} else {
-					buf = append(buf, t...)
-				}
-				size += uint32(len(t))
+				sc.readText(&text)
 			}
-		case xml.EndElement:
-			switch t.Name.Local {
+		case tokStart:
+			switch string(sc.name) {
+			case "si":
+				text.reset()
+				if sc.empty {
+					if err := add(); err != nil {
+						return fail(err)
+					}
+					continue
+				}
+				inSI = true
+				sc.limitSpan(lim.MaxRowBytes)
+			case "t":
+				inT = inSI && !inPh && !sc.empty
+			case "rPh":
+				inPh = !sc.empty
+			}
+		case tokEnd:
+			switch string(sc.name) {
 			case "t":
 				inT = false
 			case "rPh":
 				inPh = false
 			case "si":
+				if sc.spanOver() {
+					sc.err = errSpan
+					continue
+				}
+				sc.noSpan()
 				inSI = false
-				sst.ends = append(sst.ends, size)
+				if err := add(); err != nil {
+					return fail(err)
+				}
 			}
 		}
 	}
-	sst.blob = buf
-	return sst, nil
 }
 
-func (s *sharedStrings) get(i int) (string, error) {
-	if i < 0 || i >= len(s.ends) {
-		return "", fmt.Errorf("shared string %d does not exist (the table has %d)", i, len(s.ends))
+func (s *sharedStrings) add(text []byte, tmpDir string) error {
+	if s.size+uint64(len(text)) > 1<<32-1 {
+		return problem(Invalid, "damaged_file", "the workbook's shared strings hold more than 4 GB of text")
+	}
+	if s.file == nil && s.size+uint64(len(text)) > spillAt {
+		f, err := os.CreateTemp(tmpDir, "sst-*")
+		if err != nil {
+			return err
+		}
+		os.Remove(f.Name()) // unlinked: it disappears with the handle
+		if _, err := f.Write(s.blob); err != nil {
+			f.Close()
+			return err
+		}
+		s.file, s.blob = f, nil
+	}
+	if s.file != nil {
+		if _, err := s.file.Write(text); err != nil {
+			return err
+		}
+	} else {
+		s.blob = append(s.blob, text...)
+	}
+	s.size += uint64(len(text))
+	if s.count%sstChunk == 0 {
+		s.ends = append(s.ends, make([]uint32, 0, sstChunk))
+	}
+	last := len(s.ends) - 1
+	s.ends[last] = append(s.ends[last], uint32(s.size))
+	s.count++
+	return nil
+}
+
+func (s *sharedStrings) end(i int) uint32 { return s.ends[i/sstChunk][i%sstChunk] }
+
+// get returns string i and whether it was cut at MaxCellChars.
+func (s *sharedStrings) get(i int) (string, bool, error) {
+	if i < 0 || i >= s.count {
+		return "", false, fmt.Errorf("shared string %d does not exist (the table has %d)", i, s.count)
 	}
 	var start uint32
 	if i > 0 {
-		start = s.ends[i-1]
+		start = s.end(i - 1)
 	}
+	end := s.end(i)
 	if s.file == nil {
-		return string(s.blob[start:s.ends[i]]), nil
+		return string(s.blob[start:end]), s.long[i], nil
 	}
-	b := make([]byte, s.ends[i]-start)
+	b := make([]byte, end-start)
 	if _, err := s.file.ReadAt(b, int64(start)); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return string(b), nil
+	return string(b), s.long[i], nil
 }
 
 func (s *sharedStrings) close() {

@@ -1,0 +1,111 @@
+package importer
+
+import (
+	"errors"
+	"io"
+)
+
+// Limits bound what an upload may be and how much of it the importer holds at once. Every
+// bound is enforced while the file is streamed, never after a value is already in memory, so
+// the memory an import uses does not depend on what the file contains. A zero field takes the
+// default named in its comment (see withDefaults).
+type Limits struct {
+	// MaxUncompressed caps the bytes an .xlsx may expand to: the sizes its zip directory
+	// declares (checked at submit, with overflow-proof sums) and the bytes actually
+	// decompressed from all of its parts in one reading pass (counted, never trusted).
+	// Default 1 GiB.
+	MaxUncompressed int64
+	// MaxEntries caps the number of files inside an .xlsx. Default 10,000.
+	MaxEntries int
+	// MaxRows caps the data rows of a sheet (rows below the header). Default 1,000,000.
+	MaxRows int
+	// MaxCellChars caps the characters of one cell, as Excel does. A longer cell is cut
+	// while it is read and its row is rejected ("name: must be at most 100 characters (this
+	// one has more than 32,767)"). Default 32,767.
+	MaxCellChars int
+	// MaxColumns caps the columns of a row, as Excel does. A row with a cell further right
+	// fails the file. Default 16,384 (column XFD).
+	MaxColumns int
+	// MaxRowBytes caps one row: the bytes of its XML (or CSV text) and the bytes of its
+	// values once shared strings are looked up. It also caps one shared string's XML. A row
+	// over it fails the file: no spreadsheet program writes such a row. Default 8 MiB.
+	MaxRowBytes int64
+	// MaxSharedStrings caps the entries of an .xlsx shared string table, whose offsets stay
+	// in memory (4 bytes each). Default 16,777,216 (64 MiB of offsets).
+	MaxSharedStrings int
+}
+
+// Defaults of Limits, applied to zero fields.
+const (
+	DefaultMaxUncompressed  = 1 << 30
+	DefaultMaxEntries       = 10_000
+	DefaultMaxRows          = 1_000_000
+	DefaultMaxCellChars     = 32_767
+	DefaultMaxColumns       = 16_384
+	DefaultMaxRowBytes      = 8 << 20
+	DefaultMaxSharedStrings = 1 << 24
+)
+
+// withDefaults fills the zero fields of l with their defaults. Negative values are treated
+// as zero: a limit can be raised or lowered, never switched off.
+func (l Limits) withDefaults() Limits {
+	if l.MaxUncompressed <= 0 {
+		l.MaxUncompressed = DefaultMaxUncompressed
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxEntries
+	}
+	if l.MaxRows <= 0 {
+		l.MaxRows = DefaultMaxRows
+	}
+	if l.MaxCellChars <= 0 {
+		l.MaxCellChars = DefaultMaxCellChars
+	}
+	if l.MaxColumns <= 0 {
+		l.MaxColumns = DefaultMaxColumns
+	}
+	if l.MaxRowBytes <= 0 {
+		l.MaxRowBytes = DefaultMaxRowBytes
+	}
+	if l.MaxSharedStrings <= 0 {
+		l.MaxSharedStrings = DefaultMaxSharedStrings
+	}
+	return l
+}
+
+// errOverBudget: the parts of a workbook decompressed to more than MaxUncompressed.
+var errOverBudget = errors.New("the workbook expands to more than the uncompressed size limit")
+
+// budget counts the bytes decompressed in one pass over a workbook, across all the parts
+// read, and stops the pass at the limit. Declared sizes are not trusted: this is what is
+// actually read.
+type budget struct {
+	left int64
+}
+
+func newBudget(limit int64) *budget { return &budget{left: limit} }
+
+// reader wraps one zip entry's decompressed stream.
+func (b *budget) reader(r io.Reader) io.Reader { return &budgetReader{r: r, b: b} }
+
+type budgetReader struct {
+	r io.Reader
+	b *budget
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	if br.b.left <= 0 {
+		// Tell a clean end from an overflow: the stream may have exactly used the budget up.
+		var one [1]byte
+		if n, err := br.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, errOverBudget
+	}
+	if int64(len(p)) > br.b.left {
+		p = p[:br.b.left]
+	}
+	n, err := br.r.Read(p)
+	br.b.left -= int64(n)
+	return n, err
+}
