@@ -58,6 +58,9 @@ type Importer struct {
 	store *store.Store
 	files *files.Store
 	cfg   Config
+
+	// afterCommit, when set (by tests), runs after each batch has committed.
+	afterCommit func(ctx context.Context, run *jobs.Run, batch int)
 }
 
 // New returns the import handler.
@@ -168,9 +171,13 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 		}
 		return jobs.Result{}, err
 	}
+	committed := 0
 	for b := range batches {
 		cp.Row = b.last
 		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.Mode == ModeInsert, b, cp, estimate))
+		if committed++; im.afterCommit != nil && (err == nil || errors.Is(err, jobs.ErrCancelRequested)) {
+			im.afterCommit(ctx, run, committed)
+		}
 		if errors.Is(err, jobs.ErrCancelRequested) {
 			// The batch is committed. If it was the last one the import is complete: a
 			// cancel that comes after the work is done does not undo it.

@@ -1,0 +1,298 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/uptrace/bun"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// world runs the importer under the real runtime against a Postgres schema and a Redis
+// database of its own, one delivery at a time (no asynq server): the test drives each
+// attempt with ProcessTask and steps in between batches with Importer.afterCommit.
+type world struct {
+	t  *testing.T
+	pg *testenv.Postgres
+	st *store.Store
+	fs *files.Store
+	rt *jobs.Runtime
+	im *Importer
+}
+
+func newWorld(t *testing.T, cfg Config) *world {
+	t.Helper()
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	fs, err := files.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pg.DB)
+	client := asynq.NewClientFromRedisClient(rd.Client)
+	insp := asynq.NewInspectorFromRedisClient(rd.Client)
+	rt := jobs.NewRuntime(jobs.RuntimeConfig{WorkerID: "test", HeartbeatInterval: time.Hour, TakeoverAfter: time.Hour,
+		ProgressInterval: time.Millisecond, Types: map[string]jobs.TypePolicy{Type: {MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute}}},
+		jobs.RuntimeDeps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Board: jobs.NewProgressBoard(rd.Client), Files: fs,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.BatchSize = max(cfg.BatchSize, 1)
+	cfg.ReportTTL = time.Hour
+	im := New(st, fs, cfg)
+	rt.Register(im)
+	return &world{t: t, pg: pg, st: st, fs: fs, rt: rt, im: im}
+}
+
+// submit stores the file as an upload and creates its task, as the API would (params from
+// Inspect, so what submit would have refused is refused here too).
+func (w *world) submit(name string, content []byte) *store.Task {
+	w.t.Helper()
+	format, err := FormatOf(name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	rel := files.Uploads + "/" + rand.Text() + "." + string(format)
+	abs, _ := w.fs.Path(rel)
+	if err := os.WriteFile(abs, content, 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	rows := 0
+	if ins, err := Inspect(abs, format, "", Limits{}); err == nil {
+		rows = ins.Rows
+	}
+	params, _ := json.Marshal(Params{Upload: rel, Format: format, Mode: ModeUpsert, Filename: name, Rows: rows})
+	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return task
+}
+
+// deliver runs one attempt of the task, as an asynq delivery would, and returns the row after.
+func (w *world) deliver(task *store.Task) *store.Task {
+	w.t.Helper()
+	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
+	w.rt.ProcessTask(context.Background(), asynq.NewTask(Type, payload)) //nolint:errcheck // the row says how it ended
+	after, err := w.st.GetByID(context.Background(), task.ID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return after
+}
+
+func (w *world) count(q string, args ...any) int {
+	w.t.Helper()
+	var n int
+	if err := w.pg.DB.NewRaw(q, args...).Scan(context.Background(), &n); err != nil {
+		w.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func (w *world) logs(task *store.Task) string {
+	w.t.Helper()
+	entries, err := w.st.RecentLogs(context.Background(), task.ID, 50)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Message + "\n")
+	}
+	return b.String()
+}
+
+// customersCSV is a header and n valid rows, codes prefix1…prefixN, and a trailing newline.
+func customersCSV(prefix string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("code,name,phone\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%s%d,name %d,138%08d\n", prefix, i, i, i)
+	}
+	return b.Bytes()
+}
+
+func TestCancelAfterTheLastBatchKeepsTheOutcome(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, Config{BatchSize: 5})
+	cancelAfter := func(batch int) func(ctx context.Context, run *jobs.Run, n int) {
+		return func(ctx context.Context, run *jobs.Run, n int) {
+			if n == batch {
+				if _, err := w.st.Cancel(ctx, run.Lease.TaskNo, store.Scope{Admin: true}); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+	// Ten rows, two batches: the cancel lands after the first and is noticed when the second
+	// (the last) commits. Every row is written, so the import ends SUCCESS.
+	w.im.afterCommit = cancelAfter(1)
+	task := w.deliver(w.submit("ten.csv", customersCSV("L", 10)))
+	if task.Status != store.StatusSuccess || task.SuccessCount != 10 {
+		t.Fatalf("after a late cancel: %s with %d imported, want SUCCESS with 10", task.Status, task.SuccessCount)
+	}
+	if logs := w.logs(task); !strings.Contains(logs, "the cancel came too late") {
+		t.Fatalf("no log line about the late cancel:\n%s", logs)
+	}
+	// Fifteen rows: the same cancel leaves a batch unwritten, so it wins.
+	task = w.deliver(w.submit("fifteen.csv", customersCSV("M", 15)))
+	if task.Status != store.StatusCancelled || task.SuccessCount != 10 {
+		t.Fatalf("after a cancel with rows left: %s with %d imported, want CANCELLED with 10", task.Status, task.SuccessCount)
+	}
+}
+
+// A superseded attempt that reaches finish must not overwrite, and then (when its result
+// is discarded) delete, the live attempt's error report.
+func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, Config{BatchSize: 1000})
+	bad := append(customersCSV("Z", 3), "Z9,no phone,\n"...)
+	var live string
+	w.im.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
+		// Another worker takes the task over (attempt 2) and writes its report.
+		c, err := w.st.Claim(ctx, run.Lease.TaskID, "other", 0)
+		if err != nil {
+			t.Errorf("takeover: %v", err)
+			return
+		}
+		live, _ = w.fs.Path(reportPath(c.Lease))
+		if err := os.WriteFile(live, []byte("the live attempt's report"), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	task := w.deliver(w.submit("bad.csv", bad))
+	if task.Attempt != 2 || task.Status != store.StatusRunning {
+		t.Fatalf("task = %s attempt %d; the takeover did not happen", task.Status, task.Attempt)
+	}
+	if b, err := os.ReadFile(live); err != nil || string(b) != "the live attempt's report" {
+		t.Fatalf("the live report at %s: %q, %v", live, b, err)
+	}
+	// Even past the check that the row is still ours, the report is named after the lease.
+	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
+	rel, _, err := writeErrorReport(context.Background(), w.st, w.fs, l, []string{"code", "name", "phone"})
+	if err != nil || rel != files.Results+"/"+task.TaskNo+"-a1-errors.xlsx" {
+		t.Fatalf("report of attempt 1 at %q, %v", rel, err)
+	}
+	if b, _ := os.ReadFile(live); string(b) != "the live attempt's report" {
+		t.Fatal("attempt 1's report overwrote attempt 2's")
+	}
+}
+
+func TestRowLimitInTheWorker(t *testing.T) {
+	t.Parallel()
+	lim := Limits{MaxRows: 50}
+	// Declares two rows, holds 200: counted before the first batch, nothing written.
+	lying := []piece{text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), text(headerRow)}
+	for i := 2; i <= 201; i++ {
+		lying = append(lying, text(fmt.Sprintf(`<row r="%d"><c t="inlineStr"><is><t>D%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)))
+	}
+	lyingBook := zipOf(t, bookParts(append(lying, text(`</sheetData></worksheet>`)), nil)...)
+	// Ten rows, then row 100: the count sees 12 rows, the reader meets row 100.
+	gap := []piece{text(`<worksheet><sheetData>`), text(headerRow)}
+	for i := 2; i <= 11; i++ {
+		gap = append(gap, text(fmt.Sprintf(`<row r="%d"><c t="inlineStr"><is><t>G%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)))
+	}
+	gap = append(gap, text(`<row r="100"><c t="inlineStr"><is><t>G100</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>13800000100</v></c></row></sheetData></worksheet>`))
+	gapBook := zipOf(t, bookParts(gap, nil)...)
+
+	for _, c := range []struct {
+		name      string
+		batch     int
+		book      []byte
+		status    store.Status
+		customers int
+		says      string
+	}{
+		{"a lying dimension fails before any batch", 5, lyingBook, store.StatusFailed, 0, "has 200 rows, over the limit of 50"},
+		{"a row past the limit with rows committed", 5, gapBook, store.StatusPartialSuccess, 10, "rows after row 51 were not imported"},
+		{"a row past the limit before any batch", 1000, gapBook, store.StatusFailed, 0, "has 99 rows, over the limit of 50"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, Config{BatchSize: c.batch, Limits: lim})
+			task := w.deliver(w.submit("f.xlsx", c.book))
+			n := w.count("SELECT count(*) FROM customers")
+			says := task.ErrorMessage + string(task.Result)
+			if task.Status != c.status || n != c.customers || !strings.Contains(says, c.says) || task.RetryCount != 0 {
+				t.Fatalf("%s, %d customers, retries %d, %q; want %s, %d customers, saying %q", task.Status, n, task.RetryCount, says, c.status, c.customers, c.says)
+			}
+		})
+	}
+}
+
+// Progress counts data rows: a CSV of 120 rows and a trailing newline ends at 120/120.
+func TestProgressCountsDataRows(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, Config{BatchSize: 50, Limits: Limits{MaxRows: 120}})
+	var seen []string
+	w.im.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
+		task, _ := w.st.GetByID(ctx, run.Lease.TaskID)
+		seen = append(seen, fmt.Sprintf("%d/%d", task.ProgressCurrent, task.ProgressTotal))
+	}
+	sub := w.submit("p.csv", customersCSV("P", 120))
+	var p Params
+	json.Unmarshal(sub.Params, &p) //nolint:errcheck
+	task := w.deliver(sub)
+	if p.Rows != 120 || task.Status != store.StatusSuccess || strings.Join(seen, " ") != "50/120 100/120 120/120" ||
+		task.ProgressCurrent != 120 || task.ProgressTotal != 120 {
+		t.Fatalf("params rows %d; %s; progress %v, final %d/%d", p.Rows, task.Status, seen, task.ProgressCurrent, task.ProgressTotal)
+	}
+}
+
+// A rejected row stored with 20,000 columns (by an older version, or any other way) still
+// makes a report: a sheet holds 16,384 columns and the writer keeps within them.
+func TestErrorReportIsAlwaysWritable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, Config{})
+	task := w.submit("x.csv", customersCSV("R", 1))
+	wide := make([]string, 20_000)
+	for i := range wide {
+		wide[i] = "=cell"
+	}
+	raw, _ := json.Marshal(wide)
+	long := strings.Repeat("x", 40_000)
+	err := w.pg.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		return store.InsertItems(ctx, tx, []store.Item{{TaskID: task.ID, Row: 2, Field: "name", Message: "name: " + long, Raw: raw}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := make([]string, 20_000)
+	for i := range header {
+		header[i] = fmt.Sprintf("h%d", i)
+	}
+	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
+	rel, first, err := writeErrorReport(context.Background(), w.st, w.fs, l, header)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	abs, _ := w.fs.Path(rel)
+	f, err := excelize.OpenFile(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, _ := f.GetRows("errors")
+	if len(rows) != 2 || len(rows[0]) != 3+maxRawCells || len(rows[1]) != 3+maxRawCells || rows[1][3] != "'=cell" || len(first) != 1 || len(first[0]) > 600 {
+		t.Fatalf("report rows %d, header %d columns, row %d columns, first cell %q, first errors %d", len(rows), len(rows[0]), len(rows[1]), rows[1][3], len(first))
+	}
+	if matches, _ := filepath.Glob(filepath.Join(w.fs.Root(), files.Temp, "*")); len(matches) != 0 {
+		t.Fatalf("temp files left: %v", matches)
+	}
+}
