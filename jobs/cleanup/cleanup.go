@@ -277,14 +277,12 @@ func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
 	after := c.resultsCursor
 	c.mu.Unlock()
 	start := sort.Search(len(entries), func(i int) bool { return entries[i].Name() > after })
-	if start >= len(entries) {
-		start = 0
-	}
 	var rels []string
 	var taskNos []string
 	last := ""
-	for i := start; i < len(entries) && len(rels) < 4*c.cfg.BatchSize; i++ {
-		e := entries[i]
+	for k := 0; k < len(entries) && len(rels) < 4*c.cfg.BatchSize; k++ {
+		e := entries[(start+k)%len(entries)] // from the cursor to the end, then from the start
+
 		last = e.Name()
 		info, err := e.Info()
 		if err != nil || e.IsDir() || time.Since(info.ModTime()) < c.cfg.TempTTL {
