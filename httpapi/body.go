@@ -102,8 +102,11 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 
 func (b *guardedBody) Close() error { return b.body.Close() }
 
-// finish runs when the handler has returned. A body the handler left unread is drained by
-// the server (up to 256 KiB) to keep the connection: bound that by the idle timeout too.
+// done reports whether the body was read to its end.
+func (b *guardedBody) done() bool { return errors.Is(b.err, io.EOF) }
+
+// finish runs when the handler has returned: whatever the server still reads of a body
+// left unread is bounded by the idle timeout too.
 func (b *guardedBody) finish() {
 	if b.err == nil {
 		b.ctl.SetReadDeadline(time.Now().Add(b.limits.IdleTimeout)) //nolint:errcheck
@@ -136,9 +139,7 @@ func readError(err error) error {
 }
 
 func slowProblem(e *SlowBodyError) *Problem {
-	p := problem(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
-	p.closeConn = true
-	return p
+	return problem(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
 }
 
 // uploadSlots caps the uploads each user has in flight.

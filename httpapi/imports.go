@@ -50,7 +50,6 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		pr := problem(http.StatusTooManyRequests, "too_many_uploads",
 			fmt.Sprintf("you already have %d uploads in progress; wait for one to finish", s.Import.MaxConcurrentUploads))
 		pr.retryAfter = 5
-		pr.closeConn = true
 		return pr
 	}
 	defer release()

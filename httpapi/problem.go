@@ -26,8 +26,7 @@ type Problem struct {
 	// Errors lists field problems of a rejected request.
 	Errors []FieldError `json:"errors,omitempty"`
 
-	retryAfter int  // seconds; sent as Retry-After
-	closeConn  bool // the body was not read: close the connection after answering
+	retryAfter int // seconds; sent as Retry-After
 }
 
 // FieldError is one invalid field of a request.
@@ -98,9 +97,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status >= 500 {
 		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
-	}
-	if p.closeConn {
-		w.Header().Set("Connection", "close")
 	}
 	if p.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))

@@ -214,22 +214,28 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler wrote. An answer sent before the request
+// body was read to its end closes the connection: otherwise the server would first drain
+// up to 256 KiB of the body, at whatever pace the client sends it.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	body   *guardedBody
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
+	if r.status == 0 && code >= 200 {
 		r.status = code
+		if r.body != nil && !r.body.done() {
+			r.Header().Set("Connection", "close")
+		}
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -251,6 +257,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 		rec := &statusRecorder{ResponseWriter: w}
 		body := guardBody(rec, r, s.Body)
+		rec.body = body
 		defer func() {
 			if body != nil {
 				body.finish()

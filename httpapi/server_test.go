@@ -434,7 +434,7 @@ func TestSubmitValidatesFiltersFieldByField(t *testing.T) {
 func TestCleanFilenameDropsInvisibleCharacters(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"invoice\u202Excod.exe":           "invoicexcod.exe",
+		"invoice\u202Excod.exe":            "invoicexcod.exe",
 		"a\u2066b\u2067c\u2068d\u2069.csv": "abcd.csv",
 		"\u200Freport\u200E.xlsx":          "report.xlsx",
 		"zero\u200Bwidth\uFEFF.csv":        "zerowidth.csv",

@@ -26,11 +26,34 @@ type ListView struct {
 }
 
 // listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
-// The filters are the task export's (export.TaskFilter), checked by the same rules.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
-		return badRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return err
+	}
+	tasks, next, err := s.Store.List(r.Context(), f, p.Scope())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	out := ListView{Items: make([]TaskView, len(tasks))}
+	for i := range tasks {
+		out.Items[i] = taskView(&tasks[i], nil, now)
+	}
+	if next != nil {
+		out.NextCursor = encodeCursor(*next)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// parseListQuery reads the task list's query. The filters are the task export's
+// (export.TaskFilter), checked by the same rules; every value must be text Postgres can
+// hold; the cursor must be one this API wrote.
+func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return store.ListFilter{}, badRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
 	}
 	var errs []FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
@@ -42,7 +65,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) 
 		}
 	}
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return store.ListFilter{}, invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	tf := export.TaskFilter{Types: multi(q["type"]), Owner: q.Get("owner")}
 	for _, st := range multi(q["status"]) {
@@ -84,22 +107,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) 
 	}
 	if len(errs) > 0 {
 		slices.SortStableFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return store.ListFilter{}, invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
-	tasks, next, err := s.Store.List(r.Context(), f, p.Scope())
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	out := ListView{Items: make([]TaskView, len(tasks))}
-	for i := range tasks {
-		out.Items[i] = taskView(&tasks[i], nil, now)
-	}
-	if next != nil {
-		out.NextCursor = encodeCursor(*next)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return f, nil
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.

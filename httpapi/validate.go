@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,12 +110,44 @@ func decodeJSON(r *http.Request, v any) error {
 	if err := checkJSON(body, ""); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid_body", "the request body is not valid: %s", jsonErrorText(err))
+	if err := strictDecode(body, v); err != nil {
+		return decodeProblem("invalid_body", "the request body is not valid", "", body, v, err)
 	}
 	return nil
+}
+
+// strictDecode decodes doc into v, refusing fields v does not have.
+func strictDecode(doc []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// decodeProblem explains a failed decode of doc into v, naming the field at fault: the
+// top-level keys are decoded one at a time into a fresh v until one fails.
+func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *Problem {
+	field, msg := "", jsonErrorText(err)
+	var keys map[string]json.RawMessage
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && json.Unmarshal(doc, &keys) == nil {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
+			if kerr := strictDecode(one, reflect.New(rv.Type().Elem()).Interface()); kerr != nil {
+				field, msg = joinPath(prefix, k), jsonErrorText(kerr)
+				break
+			}
+		}
+	}
+	var timeErr *time.ParseError
+	if errors.As(err, &timeErr) {
+		msg = "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
+	}
+	if field == "" {
+		return badRequest(code, "%s: %s", detail, msg)
+	}
+	if strings.HasPrefix(msg, "unknown field") {
+		msg = "is not a field here"
+	}
+	return invalid(code, detail+": "+field+" "+msg, FieldError{field, msg})
 }
 
 // decodeFilter decodes an export filter strictly (the body it came in was checked whole).
@@ -123,10 +158,8 @@ func decodeFilter(raw json.RawMessage, v any) error {
 	if err := checkJSON(raw, "filter"); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid_filter", "filter is not valid: %s", jsonErrorText(err))
+	if err := strictDecode(raw, v); err != nil {
+		return decodeProblem("invalid_filter", "the filter is not valid", "filter", raw, v, err)
 	}
 	return nil
 }
@@ -134,12 +167,12 @@ func decodeFilter(raw json.RawMessage, v any) error {
 // jsonErrorText is encoding/json's message without Go type names.
 func jsonErrorText(err error) string {
 	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := typeErr.Field
-		if field == "" {
-			return "the JSON has a " + typeErr.Value + " where another kind of value belongs"
-		}
-		return fmt.Sprintf("%s must not be a JSON %s", field, typeErr.Value)
+	var timeErr *time.ParseError
+	switch {
+	case errors.As(err, &typeErr):
+		return "must not be a JSON " + typeErr.Value
+	case errors.As(err, &timeErr):
+		return "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if r := []rune(msg); len(r) > 200 {
