@@ -1,20 +1,29 @@
 package monitor
 
 import (
-	"crypto/hmac"
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
+	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // ConsolePath is where the console is mounted. asynqmon is given it as its RootPath, so its
@@ -25,56 +34,122 @@ const ConsolePath = "/monitor"
 type ConsoleConfig struct {
 	// Username and Password enable HTTP basic auth; empty Password disables it.
 	Username, Password string
-	// ReadOnly hides every action that changes queues.
+	// ReadOnly refuses every request that would change a queue or a job (403, pointing to the
+	// task API). asynqmon's own read-only mode is switched on too, which hides the buttons.
+	// The config default is true: task actions belong to the task API, whose transitions keep
+	// the task rows and the queue in step.
 	ReadOnly bool
 	// AdminTokens are the API admin tokens; one of them, entered at /monitor/login, opens a
-	// session (a signed cookie), and a Bearer admin token works for scripts.
+	// session, and a Bearer admin token works for scripts.
 	AdminTokens []string
-	// SessionTTL is how long a login lasts.
+	// AdminUsers names the user behind each admin token (token → user), for the task log and
+	// the process log. A token not listed acts as "admin".
+	AdminUsers map[string]string
+	// SessionTTL is how long a login lasts at most. Default 12h.
 	SessionTTL time.Duration
+	// LoginFailures is how many failed logins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration
+	// Tasks is the store the console's job actions go through when it is not read-only.
+	// Without it every action is refused as in read-only mode.
+	Tasks TaskActions
+	// Logger receives one line per console action. Default slog.Default().
+	Logger *slog.Logger
 }
 
+// TaskActions are the task transitions behind the console's job actions (*store.Store).
+type TaskActions interface {
+	// CancelBy cancels a task with admin scope on behalf of who.
+	CancelBy(ctx context.Context, taskNo string, scope store.Scope, who string) (*store.CancelResult, error)
+	// ExpediteRetry makes a RETRY_WAIT task due now.
+	ExpediteRetry(ctx context.Context, taskNo string, who string) (*store.Task, error)
+}
+
+var _ TaskActions = (*store.Store)(nil)
+
 // Console is asynqmon behind admin-only authentication.
+//
+// Sessions are server-side: the cookie holds a random id, Redis holds its hash with the
+// admin's name, the token fingerprint it was opened with and its start, under a TTL of
+// SessionTTL. Logout deletes it; every replica sharing the Redis accepts the same sessions;
+// a session ends at SessionTTL after login whatever the cookie claims, and when its admin
+// token is removed from the config. (A per-user generation counter would also revoke, but
+// logging out one browser would end every other session of that admin, and the cookie would
+// still have to carry a signed expiry.)
 type Console struct {
 	cfg    ConsoleConfig
 	mon    *asynqmon.HTTPHandler
-	key    []byte
-	tokens [][32]byte
+	rdb    redis.UniversalClient
+	tokens map[[32]byte]string // sha256(token) → user
+	logger *slog.Logger
 }
 
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
-func NewConsole(redis asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
-	c := &Console{cfg: cfg, mon: asynqmon.New(asynqmon.Options{RootPath: ConsolePath, RedisConnOpt: redis, ReadOnly: cfg.ReadOnly})}
-	// The session key is derived from the admin tokens: every replica with the same config
-	// accepts the same sessions, and rotating the tokens ends them.
-	sorted := slices.Clone(cfg.AdminTokens)
-	slices.Sort(sorted)
-	sum := sha256.Sum256([]byte("taskcenter-console\x00" + strings.Join(sorted, "\x00")))
-	c.key = sum[:]
+func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.LoginFailures <= 0 {
+		cfg.LoginFailures = 5
+	}
+	if cfg.LoginWindow <= 0 {
+		cfg.LoginWindow = time.Minute
+	}
+	readOnly := cfg.ReadOnly || cfg.Tasks == nil
+	c := &Console{cfg: cfg, tokens: map[[32]byte]string{}, logger: cfg.Logger,
+		mon: asynqmon.New(asynqmon.Options{RootPath: ConsolePath, RedisConnOpt: redisOpt, ReadOnly: readOnly})}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	c.cfg.ReadOnly = readOnly
+	c.rdb, _ = redisOpt.MakeRedisClient().(redis.UniversalClient)
 	for _, t := range cfg.AdminTokens {
-		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
+		user := cfg.AdminUsers[t]
+		if user == "" {
+			user = "admin"
+		}
+		c.tokens[sha256.Sum256([]byte(t))] = user
 	}
 	return c
 }
 
-// Close closes asynqmon's Redis pools.
-func (c *Console) Close() error { return c.mon.Close() }
+// Close closes the console's Redis pools.
+func (c *Console) Close() error {
+	err := c.mon.Close()
+	if c.rdb != nil {
+		err = errors.Join(err, c.rdb.Close())
+	}
+	return err
+}
 
-const sessionCookie = "taskcenter_console"
+const (
+	sessionCookie  = "taskcenter_console"
+	sessionPrefix  = "taskcenter:console:session:"
+	failuresPrefix = "taskcenter:console:login_failures:"
+	redisTimeout   = 2 * time.Second
+)
 
 // Handler serves the login page and, to admins only, asynqmon.
 func (c *Console) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
 		switch r.URL.Path {
 		case ConsolePath + "/login":
 			c.login(w, r)
 			return
 		case ConsolePath + "/logout":
-			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})
-			http.Redirect(w, r, ConsolePath+"/login", http.StatusSeeOther)
+			c.logout(w, r)
 			return
 		}
-		if !c.authorized(r) {
+		who, status := c.authorize(r)
+		switch status {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			c.throttled(w, r)
+			return
+		default:
 			if strings.Contains(r.Header.Get("Accept"), "text/html") {
 				http.Redirect(w, r, ConsolePath+"/login", http.StatusSeeOther)
 				return
@@ -85,48 +160,167 @@ func (c *Console) Handler() http.Handler {
 			http.Error(w, "the console is for admins: log in at "+ConsolePath+"/login", http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Cache-Control", "no-store")
-		c.mon.ServeHTTP(w, r)
+		c.serveConsole(w, r, who)
 	})
 }
 
-// authorized accepts basic auth, a Bearer admin token, or a valid session cookie.
-func (c *Console) authorized(r *http.Request) bool {
+// authorize accepts basic auth, a Bearer admin token, or a live session, and names the
+// admin. Failed credentials count against the client address like failed logins.
+func (c *Console) authorize(r *http.Request) (who string, status int) {
 	if u, p, ok := r.BasicAuth(); ok && c.cfg.Password != "" {
-		return subtle.ConstantTimeCompare([]byte(u), []byte(c.cfg.Username)) == 1 &&
-			subtle.ConstantTimeCompare([]byte(p), []byte(c.cfg.Password)) == 1
+		if c.blocked(r) {
+			return "", http.StatusTooManyRequests
+		}
+		if subtle.ConstantTimeCompare([]byte(u), []byte(c.cfg.Username)) == 1 &&
+			subtle.ConstantTimeCompare([]byte(p), []byte(c.cfg.Password)) == 1 {
+			return c.cfg.Username, http.StatusOK
+		}
+		c.failed(r)
+		return "", http.StatusUnauthorized
 	}
 	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return c.isAdminToken(token)
+		if c.blocked(r) {
+			return "", http.StatusTooManyRequests
+		}
+		if user, ok := c.adminToken(token); ok {
+			return user, http.StatusOK
+		}
+		c.failed(r)
+		return "", http.StatusUnauthorized
 	}
 	if ck, err := r.Cookie(sessionCookie); err == nil {
-		return c.validSession(ck.Value)
+		if s, ok := c.session(r.Context(), ck.Value); ok {
+			return s.User, http.StatusOK
+		}
 	}
-	return false
+	return "", http.StatusUnauthorized
 }
 
-func (c *Console) isAdminToken(token string) bool {
+// adminToken returns the user of an admin token.
+func (c *Console) adminToken(token string) (string, bool) {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	ok := false
-	for _, t := range c.tokens {
-		ok = ok || subtle.ConstantTimeCompare(t[:], sum[:]) == 1
+	user, found := "", false
+	for k, u := range c.tokens {
+		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			user, found = u, true
+		}
 	}
-	return ok
+	return user, found
 }
 
-func (c *Console) sign(payload string) string {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// sessionData is what Redis keeps for a session.
+type sessionData struct {
+	User string `json:"user"`
+	// Token is the fingerprint of the admin token the session was opened with: removing the
+	// token from the config ends its sessions.
+	Token  string `json:"token"`
+	Issued int64  `json:"issued"` // unix seconds
 }
 
-func (c *Console) validSession(v string) bool {
-	payload, sig, ok := strings.Cut(v, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(c.sign(payload))) {
-		return false
+func tokenFingerprint(sum [32]byte) string { return hex.EncodeToString(sum[:8]) }
+
+// sessionKey is the Redis key of a session id; Redis holds only the id's hash, so reading
+// Redis does not give away sessions.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return sessionPrefix + hex.EncodeToString(sum[:])
+}
+
+// newSession stores a session for the admin behind token and returns its cookie value.
+func (c *Console) newSession(ctx context.Context, user, token string) (string, error) {
+	b := make([]byte, 32)
+	rand.Read(b) //nolint:errcheck // never fails
+	id := base64.RawURLEncoding.EncodeToString(b)
+	data, err := json.Marshal(sessionData{User: user, Token: tokenFingerprint(sha256.Sum256([]byte(strings.TrimSpace(token)))),
+		Issued: time.Now().Unix()})
+	if err != nil {
+		return "", err
 	}
-	exp, err := strconv.ParseInt(payload, 10, 64)
-	return err == nil && time.Now().Unix() < exp
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	if err := c.rdb.Set(ctx, sessionKey(id), data, c.cfg.SessionTTL).Err(); err != nil {
+		return "", fmt.Errorf("store console session: %w", err)
+	}
+	return id, nil
+}
+
+// session returns a live session: known to Redis, younger than SessionTTL (whatever TTL
+// it was stored with), opened with a token that is still an admin token.
+func (c *Console) session(ctx context.Context, id string) (sessionData, bool) {
+	var s sessionData
+	if len(id) != 43 { // 32 bytes, base64url
+		return s, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	raw, err := c.rdb.Get(ctx, sessionKey(id)).Bytes()
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			c.logger.Warn("console session lookup failed", "err", err)
+		}
+		return s, false
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return s, false
+	}
+	if time.Since(time.Unix(s.Issued, 0)) >= c.cfg.SessionTTL {
+		return s, false
+	}
+	for sum := range c.tokens {
+		if tokenFingerprint(sum) == s.Token {
+			return s, true
+		}
+	}
+	return s, false
+}
+
+// clientAddr is the address failed logins are counted against: the peer's IP. Behind a
+// reverse proxy every client shares the proxy's address.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// blocked reports whether the client address has used up its failed logins. When Redis
+// cannot tell, the attempt is let through: the credential check itself stands.
+func (c *Console) blocked(r *http.Request) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
+	defer cancel()
+	n, err := c.rdb.Get(ctx, failuresPrefix+clientAddr(r)).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		c.logger.Warn("console login throttle unavailable", "err", err)
+	}
+	return n >= c.cfg.LoginFailures
+}
+
+// failed counts a failed login against the client address, for LoginWindow from the first.
+func (c *Console) failed(r *http.Request) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), redisTimeout)
+	defer cancel()
+	key := failuresPrefix + clientAddr(r)
+	pipe := c.rdb.TxPipeline()
+	pipe.Incr(ctx, key)
+	pipe.ExpireNX(ctx, key, c.cfg.LoginWindow)
+	if _, err := pipe.Exec(ctx); err != nil {
+		c.logger.Warn("console login throttle unavailable", "err", err)
+	}
+	c.logger.Warn("console login failed", "client", clientAddr(r))
+}
+
+// throttled answers 429 with the time left in the address's window.
+func (c *Console) throttled(w http.ResponseWriter, r *http.Request) {
+	wait := c.cfg.LoginWindow
+	ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
+	defer cancel()
+	if ttl, err := c.rdb.PTTL(ctx, failuresPrefix+clientAddr(r)).Result(); err == nil && ttl > 0 {
+		wait = ttl
+	}
+	secs := int((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	http.Error(w, fmt.Sprintf("too many failed logins from your address; try again in %d s", secs), http.StatusTooManyRequests)
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -139,21 +333,229 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	data := struct{ Action, Error string }{Action: ConsolePath + "/login"}
+	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		if err := r.ParseForm(); err == nil && c.isAdminToken(r.PostForm.Get("token")) {
-			exp := time.Now().Add(c.cfg.SessionTTL).Unix()
-			payload := strconv.FormatInt(exp, 10)
+		if c.blocked(r) {
+			c.throttled(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+		token := ""
+		if err := r.ParseForm(); err == nil {
+			token = r.PostForm.Get("token")
+		}
+		if user, ok := c.adminToken(token); ok {
+			id, err := c.newSession(r.Context(), user, token)
+			if err != nil {
+				c.logger.Error("console login failed to store the session", "err", err)
+				http.Error(w, "the console cannot store sessions now (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
+				return
+			}
 			secure := r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
-			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: payload + "." + c.sign(payload), Path: ConsolePath,
-				Expires: time.Unix(exp, 0), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: ConsolePath,
+				MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
+			c.logger.Info("console login", "user", user, "client", clientAddr(r))
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
-		w.WriteHeader(http.StatusUnauthorized)
+		c.failed(r)
+		status = http.StatusUnauthorized
 		data.Error = "That is not an admin token."
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	if err := loginPage.Execute(w, data); err != nil {
 		fmt.Fprintln(w, err)
 	}
+}
+
+// logout ends the session server-side, so the cookie is worthless even if kept.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
+		defer cancel()
+		if err := c.rdb.Del(ctx, sessionKey(ck.Value)).Err(); err != nil {
+			c.logger.Error("console logout could not end the session", "err", err)
+			http.Error(w, "the session could not be ended (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})
+	http.Redirect(w, r, ConsolePath+"/login", http.StatusSeeOther)
+}
+
+// readOnlyMessage answers a refused console action.
+const readOnlyMessage = "the console is read-only: change tasks through the task API " +
+	"(POST /api/v1/tasks/{id}/cancel, POST /api/v1/tasks/{id}/retry), which keeps the task rows and the queue in step"
+
+// serveConsole serves asynqmon to an admin. Reads pass through. Every request that would
+// change a queue or a job goes through consoleAction, so that the console never
+// contradicts the task rows (the database is the source of truth; a job changed only in
+// Redis is undone or resumed by the runtime).
+func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who string) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || !strings.HasPrefix(r.URL.Path, ConsolePath+"/api/") {
+		c.mon.ServeHTTP(w, r)
+		return
+	}
+	if c.cfg.ReadOnly {
+		http.Error(w, readOnlyMessage, http.StatusForbidden)
+		return
+	}
+	a := parseConsoleAction(r.Method, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
+	status, msg := c.act(r.Context(), a, who)
+	if status == 0 {
+		c.mon.ServeHTTP(w, r)
+		return
+	}
+	if msg == "" {
+		w.WriteHeader(status)
+		return
+	}
+	http.Error(w, msg, status)
+}
+
+// consoleAction is a mutating asynqmon API request.
+type consoleAction struct {
+	verb  string // pause, resume, delete, archive, run, cancel; "bulk" or "" when refused
+	state string // the job's asynq state: pending, scheduled, retry, active, archived, completed
+	job   string // asynq job id
+}
+
+// parseConsoleAction reads an asynqmon API path (after /monitor/api/).
+func parseConsoleAction(method, rest string) consoleAction {
+	segs := strings.Split(rest, "/")
+	if len(segs) < 2 || segs[0] != "queues" {
+		return consoleAction{}
+	}
+	if len(segs) == 2 {
+		if _, verb, ok := strings.Cut(segs[1], ":"); ok && method == http.MethodPost && (verb == "pause" || verb == "resume") {
+			return consoleAction{verb: verb}
+		}
+		return consoleAction{} // deleting a queue
+	}
+	state, isTasks := strings.CutSuffix(segs[2], "_tasks")
+	if !isTasks {
+		if s, _, bulk := strings.Cut(segs[2], ":"); bulk && strings.HasSuffix(s, "_tasks") {
+			return consoleAction{verb: "bulk"}
+		}
+		return consoleAction{} // groups, and anything this console does not know
+	}
+	if len(segs) != 4 {
+		return consoleAction{}
+	}
+	job, verb, _ := strings.Cut(segs[3], ":")
+	switch {
+	case method == http.MethodDelete && verb == "":
+		verb = "delete"
+	case method == http.MethodPost && (verb == "archive" || verb == "run" || verb == "cancel"):
+	default:
+		return consoleAction{}
+	}
+	return consoleAction{verb: verb, state: state, job: job}
+}
+
+// taskOfJob returns the task number of a task's asynq job id (jobs.JobID).
+func taskOfJob(job string) (string, bool) {
+	i := strings.LastIndex(job, "-a")
+	if i <= 0 {
+		return "", false
+	}
+	attempt, err := strconv.Atoi(job[i+2:])
+	if err != nil || attempt < 0 || jobs.JobID(job[:i], attempt) != job {
+		return "", false
+	}
+	return job[:i], true
+}
+
+// act carries out a console action on the task row first. It returns status 0 when asynqmon
+// should then do what was asked to the job, or the answer to give instead.
+//
+//   - delete or archive of a pending, scheduled or retry job cancels its task, then removes
+//     the job (a task that is RUNNING meanwhile gets cancel requested, and its job stays to
+//     bring it to CANCELLED);
+//   - cancel of an active job requests the task's cancel: the worker stops at its next batch
+//     and the task ends CANCELLED (asynq's own cancel would hand the task back to be
+//     retried);
+//   - run of a scheduled or retry job brings the task's retry forward, then runs the job;
+//   - run of an archived job is refused: POST /api/v1/tasks/{id}/retry is the transition;
+//   - delete of an archived or completed job changes no task and goes through;
+//   - pause and resume of a queue go through;
+//   - bulk actions and anything else are refused.
+//
+// Jobs that are not a task's (the cleanup job) go through unchanged.
+func (c *Console) act(ctx context.Context, a consoleAction, who string) (int, string) {
+	switch a.verb {
+	case "pause", "resume":
+		c.logger.Info("queue "+a.verb+"d from the console", "admin", who)
+		return 0, ""
+	case "bulk":
+		return http.StatusForbidden, "bulk actions are off in this console: act on one job at a time, or use the task API " +
+			"(POST /api/v1/tasks/{id}/cancel, POST /api/v1/tasks/{id}/retry) for many"
+	case "":
+		return http.StatusForbidden, "this console action is off: " + readOnlyMessage[len("the console is read-only: "):]
+	}
+	taskNo, isTask := taskOfJob(a.job)
+	if !isTask {
+		return 0, ""
+	}
+	actor := who + " from the console"
+	switch {
+	case (a.verb == "delete" || a.verb == "archive") && (a.state == "pending" || a.state == "scheduled" || a.state == "retry"):
+		res, err := c.cfg.Tasks.CancelBy(ctx, taskNo, store.Scope{Admin: true}, actor)
+		var conflict *store.ConflictError
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.As(err, &conflict):
+			return 0, "" // a stale job: removing it changes no task
+		case err != nil:
+			return c.storeFailed(err, taskNo)
+		case !res.Immediate:
+			c.logger.Info("cancel requested from the console by "+who, "task_no", taskNo, "job", a.job, "action", a.verb)
+			return http.StatusAccepted, "the task is running: its cancel was requested, and it stops at its next batch and ends CANCELLED"
+		}
+		c.logger.Info("cancelled from the console by "+who, "task_no", taskNo, "job", a.job, "action", a.verb)
+		return 0, ""
+	case a.verb == "cancel" && a.state == "active":
+		res, err := c.cfg.Tasks.CancelBy(ctx, taskNo, store.Scope{Admin: true}, actor)
+		var conflict *store.ConflictError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return 0, ""
+		case errors.As(err, &conflict):
+			return http.StatusConflict, fmt.Sprintf("the task is already %s", conflict.Status)
+		case err != nil:
+			return c.storeFailed(err, taskNo)
+		case res.Immediate:
+			c.logger.Info("cancelled from the console by "+who, "task_no", taskNo, "job", a.job, "action", a.verb)
+		default:
+			c.logger.Info("cancel requested from the console by "+who, "task_no", taskNo, "job", a.job, "action", a.verb)
+		}
+		return http.StatusNoContent, ""
+	case a.verb == "run" && (a.state == "scheduled" || a.state == "retry"):
+		_, err := c.cfg.Tasks.ExpediteRetry(ctx, taskNo, actor)
+		var conflict *store.ConflictError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return 0, ""
+		case errors.As(err, &conflict) && conflict.Status == store.StatusPending:
+			return 0, "" // the job only delivers a waiting task early
+		case errors.As(err, &conflict):
+			return http.StatusConflict, fmt.Sprintf("the task is %s: there is no retry to run now", conflict.Status)
+		case err != nil:
+			return c.storeFailed(err, taskNo)
+		}
+		c.logger.Info("retry run now from the console by "+who, "task_no", taskNo, "job", a.job)
+		return 0, ""
+	case a.verb == "run" && a.state == "archived":
+		return http.StatusForbidden, "an archived job's task has ended (or taskcenter delivers it again itself); " +
+			"to run the task again use POST /api/v1/tasks/" + taskNo + "/retry"
+	case a.verb == "delete" && (a.state == "archived" || a.state == "completed"):
+		return 0, ""
+	default:
+		return http.StatusForbidden, fmt.Sprintf("%s of a %s job is off in this console; use the task API", a.verb, a.state)
+	}
+}
+
+func (c *Console) storeFailed(err error, taskNo string) (int, string) {
+	c.logger.Error("console action failed", "task_no", taskNo, "err", err)
+	return http.StatusServiceUnavailable, "the task database could not be updated; nothing was changed, try again shortly"
 }
