@@ -379,3 +379,34 @@ func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
 		t.Fatal(got.Status)
 	}
 }
+
+// An import's error report expires like an export's result: the file is deleted after its
+// TTL and the row keeps the summary, marked expired (the API answers 410).
+func TestRoundExpiresImportErrorReports(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	tk := f.task(`{}`)
+	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := files.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
+	p := f.file(rel, 0)
+	exp := time.Now().Add(-time.Second)
+	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
+		Result: json.RawMessage(`{"error_report":"` + rel + `","summary":{"total":3,"success":2,"failed":1}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 1 {
+		t.Fatalf("report = %+v, want the error report expired", rep)
+	}
+	if exists(p) {
+		t.Fatal("the expired error report is still on disk")
+	}
+	var res map[string]any
+	json.Unmarshal(f.get(tk.ID).Result, &res) //nolint:errcheck
+	if res["error_report"] != nil || res["expired"] != true || res["summary"] == nil {
+		t.Fatalf("result after expiry = %v", res)
+	}
+}
