@@ -1,6 +1,11 @@
 package httpapi
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,6 +47,67 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			if !served[strings.ToUpper(method)+" "+path] {
 				t.Errorf("openapi.yaml documents %s %s, which the server does not serve", strings.ToUpper(method), path)
 			}
+		}
+	}
+}
+
+// Every problem code the API writes is listed in openapi.yaml's x-problem-codes, and the
+// list names no code the API never writes.
+func TestOpenAPIListsEveryProblemCode(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Components struct {
+			Codes map[string]string `yaml:"x-problem-codes"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The argument of each constructor that is the code (when a literal).
+	constructors := map[string]int{"problem": 1, "badRequest": 0, "invalid": 0, "decodeProblem": 0}
+	used := map[string]bool{}
+	fset := token.NewFileSet()
+	pkgs, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range pkgs {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			id, ok := call.Fun.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			if i, ok := constructors[id.Name]; ok && i < len(call.Args) {
+				if lit, ok := call.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					code, _ := strconv.Unquote(lit.Value)
+					used[code] = true
+				}
+			}
+			return true
+		})
+	}
+	if len(used) < 20 {
+		t.Fatalf("found only %d codes in the source: %v", len(used), used)
+	}
+	for code := range used {
+		if _, ok := doc.Components.Codes[code]; !ok {
+			t.Errorf("problem code %q is not in openapi.yaml components.x-problem-codes", code)
+		}
+	}
+	for code := range doc.Components.Codes {
+		if !used[code] {
+			t.Errorf("openapi.yaml lists problem code %q, which the API never writes", code)
 		}
 	}
 }
