@@ -203,6 +203,7 @@ type model struct {
 	workers []*mWorker
 	trace   []string
 	mu      sync.Mutex // guards tasks' model fields and trace during concurrent steps
+	rngMu   sync.Mutex
 	// roundAlone: the last step was a cleanup round with nothing running beside it, so the
 	// files invariant can be checked.
 	roundAlone bool
@@ -212,16 +213,16 @@ func (w *modelWorld) runSeed(seed uint64) {
 	w.reset()
 	m := &model{w: w, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed: seed}
 	ctx := context.Background()
-	for i := range 2 + m.rng.IntN(3) {
+	for i := range 2 + m.intn(3) {
 		m.submit(ctx, i)
 	}
-	for i := range 2 + m.rng.IntN(2) {
+	for i := range 2 + m.intn(2) {
 		m.workers = append(m.workers, &mWorker{name: fmt.Sprintf("w%d", i)})
 	}
-	steps := 30 + m.rng.IntN(30)
+	steps := 30 + m.intn(30)
 	for step := range steps {
 		m.roundAlone = false
-		if m.rng.IntN(100) < 15 {
+		if m.intn(100) < 15 {
 			a, b := m.pair()
 			m.logf("step %d: together: %s + %s", step, a.name, b.name)
 			var wg sync.WaitGroup
@@ -247,6 +248,13 @@ func (w *modelWorld) runSeed(seed uint64) {
 	m.check(ctx, steps, true)
 }
 
+// intn draws from the seed's generator; actors running together share it under the lock.
+func (m *model) intn(n int) int {
+	m.rngMu.Lock()
+	defer m.rngMu.Unlock()
+	return m.rng.IntN(n)
+}
+
 func (m *model) logf(format string, args ...any) {
 	m.mu.Lock()
 	m.trace = append(m.trace, fmt.Sprintf(format, args...))
@@ -270,9 +278,9 @@ func (m *model) fail(step int, format string, args ...any) {
 }
 
 func (m *model) submit(ctx context.Context, i int) {
-	mt := &mTask{no: fmt.Sprintf("tsk_M%dT%d", m.seed, i), rows: 1 + m.rng.IntN(12), bad: map[int]bool{}, cancelAttempt: -1}
+	mt := &mTask{no: fmt.Sprintf("tsk_M%dT%d", m.seed, i), rows: 1 + m.intn(12), bad: map[int]bool{}, cancelAttempt: -1}
 	for r := 1; r <= mt.rows; r++ {
-		if m.rng.IntN(5) == 0 {
+		if m.intn(5) == 0 {
 			mt.bad[r] = true
 		}
 	}
@@ -305,19 +313,19 @@ func (m *model) pair() (action, action) {
 
 // action picks the next actor and what it does.
 func (m *model) action() action {
-	r := m.rng.IntN(100)
+	r := m.intn(100)
 	switch {
 	case r < 62:
-		wk := m.workers[m.rng.IntN(len(m.workers))]
+		wk := m.workers[m.intn(len(m.workers))]
 		return m.workerAction(wk)
 	case r < 72:
-		mt := m.tasks[m.rng.IntN(len(m.tasks))]
+		mt := m.tasks[m.intn(len(m.tasks))]
 		return action{name: "cancel " + mt.no, run: func(ctx context.Context) { m.cancel(ctx, mt) }, actor: "user"}
 	case r < 80:
-		mt := m.tasks[m.rng.IntN(len(m.tasks))]
+		mt := m.tasks[m.intn(len(m.tasks))]
 		return action{name: "retry " + mt.no, run: func(ctx context.Context) { m.retry(ctx, mt) }, actor: "user"}
 	case r < 90:
-		secs := 1 + m.rng.IntN(30)
+		secs := 1 + m.intn(30)
 		return action{name: fmt.Sprintf("clock +%ds", secs), run: func(ctx context.Context) { m.age(ctx, secs) }, actor: "clock"}
 	default:
 		return action{name: "cleanup round", run: func(ctx context.Context) { m.round(ctx) }, actor: "cleaner", round: true}
@@ -332,10 +340,10 @@ func (m *model) workerAction(wk *mWorker) action {
 
 func (m *model) workerStep(wk *mWorker) action {
 	if wk.lease == nil {
-		mt := m.tasks[m.rng.IntN(len(m.tasks))]
+		mt := m.tasks[m.intn(len(m.tasks))]
 		return action{name: wk.name + " claims " + mt.no, run: func(ctx context.Context) { m.claim(ctx, wk, mt) }}
 	}
-	r := m.rng.IntN(100)
+	r := m.intn(100)
 	switch {
 	case r < 15:
 		return action{name: wk.name + " heartbeats", run: func(ctx context.Context) { m.heartbeat(ctx, wk) }}
@@ -386,7 +394,7 @@ func (m *model) claim(ctx context.Context, wk *mWorker, mt *mTask) {
 	if c.Trigger != "first" {
 		m.removeTemp(mt, c.Lease.Attempt) // what the runtime does: earlier attempts' partial files are dead
 	}
-	if m.rng.IntN(2) == 0 {
+	if m.intn(2) == 0 {
 		wk.temp, _ = m.w.files.CreateTemp(files.AttemptPrefix(mt.no, c.Lease.Attempt), ".xlsx")
 	}
 }
@@ -438,7 +446,7 @@ func (m *model) batch(ctx context.Context, wk *mWorker) {
 		m.finish(ctx, wk)
 		return
 	}
-	last := min(wk.next+m.rng.IntN(4), mt.rows)
+	last := min(wk.next+m.intn(4), mt.rows)
 	var good []store.CustomerRow
 	var bad []store.Item
 	for r := wk.next; r <= last; r++ {
@@ -498,12 +506,12 @@ func (m *model) finish(ctx context.Context, wk *mWorker) {
 	if err := m.w.files.Commit(tmp, rel); err != nil {
 		m.w.t.Fatal(err)
 	}
-	if m.rng.IntN(6) == 0 {
+	if m.intn(6) == 0 {
 		m.logf("  %s: crashed after writing %s", wk.name, rel)
 		m.drop(wk)
 		return
 	}
-	exp := time.Now().Add(time.Duration(30+m.rng.IntN(120)) * time.Second)
+	exp := time.Now().Add(time.Duration(30+m.intn(120)) * time.Second)
 	result, _ := json.Marshal(map[string]any{key: rel})
 	_, err = m.w.st.Succeed(ctx, l, store.Outcome{Status: status, Result: result, ResultExpiresAt: &exp})
 	if errors.Is(err, store.ErrFenced) {
@@ -523,7 +531,7 @@ func (m *model) transient(ctx context.Context, wk *mWorker) {
 	}
 	if row.RetryCount < row.MaxRetry {
 		m.end(ctx, wk, "retry later", func(l store.Lease) (*store.Task, error) {
-			return m.w.st.RetryLater(ctx, l, "transient", "blip", time.Duration(m.rng.IntN(20))*time.Second)
+			return m.w.st.RetryLater(ctx, l, "transient", "blip", time.Duration(m.intn(20))*time.Second)
 		})
 		return
 	}
@@ -635,10 +643,37 @@ func (m *model) round(ctx context.Context) {
 // check verifies every invariant against the database.
 func (m *model) check(ctx context.Context, step int, final bool) {
 	var running []string
-	for _, mt := range m.tasks {
-		row, err := m.w.st.GetByID(ctx, mt.id)
-		if err != nil {
-			m.w.t.Fatal(err)
+	var rows []struct {
+		store.Task
+		Written          int          `bun:"written"`
+		Rejected         int          `bun:"rejected"`
+		DistinctRejected int          `bun:"distinct_rejected"`
+		Open             int          `bun:"open"`
+		OpenOwn          int          `bun:"open_own"`
+		EventStatus      store.Status `bun:"event_status"`
+		EventAttempt     int          `bun:"event_attempt"`
+	}
+	// One query for every task and its counts: the check runs after every step.
+	err := m.w.db.NewRaw(`SELECT t.*,
+		(SELECT count(*) FROM customers WHERE last_import_task_id = t.id) AS written,
+		(SELECT count(*) FROM task_items WHERE task_id = t.id) AS rejected,
+		(SELECT count(DISTINCT row_no) FROM task_items WHERE task_id = t.id) AS distinct_rejected,
+		(SELECT count(*) FROM task_runs WHERE task_id = t.id AND finished_at IS NULL) AS open,
+		(SELECT count(*) FROM task_runs WHERE task_id = t.id AND finished_at IS NULL AND attempt = t.attempt) AS open_own,
+		(SELECT status FROM task_events WHERE task_id = t.id ORDER BY id DESC LIMIT 1) AS event_status,
+		(SELECT attempt FROM task_events WHERE task_id = t.id ORDER BY id DESC LIMIT 1) AS event_attempt
+		FROM tasks t ORDER BY t.id`).Scan(ctx, &rows)
+	if err != nil {
+		m.w.t.Fatal(err)
+	}
+	if len(rows) != len(m.tasks) {
+		m.fail(step, "%d task rows, the model has %d", len(rows), len(m.tasks))
+	}
+	for i, mt := range m.tasks {
+		row, c := &rows[i].Task, &rows[i]
+		// Every committed status change has its event: the newest event shows the row as it is.
+		if c.EventStatus != row.Status || c.EventAttempt != row.Attempt {
+			m.fail(step, "%s is %s at attempt %d, its newest event says %s at attempt %d", mt.no, row.Status, row.Attempt, c.EventStatus, c.EventAttempt)
 		}
 		// retry_count never exceeds the budget.
 		if row.RetryCount > row.MaxRetry {
@@ -649,23 +684,6 @@ func (m *model) check(ctx context.Context, step int, final bool) {
 			Row int `json:"row"`
 		}
 		json.Unmarshal(row.Checkpoint, &cp) //nolint:errcheck
-		var c struct {
-			Written          int `bun:"written"`
-			Rejected         int `bun:"rejected"`
-			DistinctRejected int `bun:"distinct_rejected"`
-			Open             int `bun:"open"`
-			OpenOwn          int `bun:"open_own"`
-		}
-		err = m.w.db.NewRaw(`SELECT
-			(SELECT count(*) FROM customers WHERE last_import_task_id = ?0) AS written,
-			(SELECT count(*) FROM task_items WHERE task_id = ?0) AS rejected,
-			(SELECT count(DISTINCT row_no) FROM task_items WHERE task_id = ?0) AS distinct_rejected,
-			(SELECT count(*) FROM task_runs WHERE task_id = ?0 AND finished_at IS NULL) AS open,
-			(SELECT count(*) FROM task_runs WHERE task_id = ?0 AND finished_at IS NULL AND attempt = ?1) AS open_own`,
-			mt.id, row.Attempt).Scan(ctx, &c)
-		if err != nil {
-			m.w.t.Fatal(err)
-		}
 		written, rejected, distinctRejected := c.Written, c.Rejected, c.DistinctRejected
 		if written+rejected != cp.Row || rejected != distinctRejected || row.TotalCount != int64(cp.Row) ||
 			row.SuccessCount != int64(written) || row.FailedCount != int64(rejected) {

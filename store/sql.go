@@ -30,6 +30,7 @@ const (
 	logColumns     = `id, task_id, attempt, level, message, created_at`
 	itemColumns    = `id, task_id, row_no, field, message, raw, created_at`
 	roundColumns   = `slot, worker, started_at, finished_at, report`
+	eventColumns   = `id, task_id, task_no, owner, task_type, event, status, attempt, actor, created_at`
 	terminalStates = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED')`
 )
 

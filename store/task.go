@@ -114,6 +114,36 @@ type LogEntry struct {
 	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:now()"`
 }
 
+// Event is one committed status change of a task, from the transactional outbox.
+type Event struct {
+	bun.BaseModel `bun:"table:task_events"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	TaskID    int64     `bun:"task_id"`
+	TaskNo    string    `bun:"task_no"`
+	Owner     string    `bun:"owner"`
+	TaskType  string    `bun:"task_type"`
+	Event     string    `bun:"event"`  // task.submitted, task.started, task.succeeded, ...
+	Status    Status    `bun:"status"` // the task's status after the change
+	Attempt   int       `bun:"attempt"`
+	Actor     string    `bun:"actor"` // who caused it: a user, a worker, "cleanup"
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// Event names, one per kind of committed status change.
+const (
+	EventSubmitted         = "task.submitted"
+	EventStarted           = "task.started"
+	EventCancelRequested   = "task.cancel_requested"
+	EventRetryScheduled    = "task.retry_scheduled"
+	EventSucceeded         = "task.succeeded"
+	EventPartiallySucceded = "task.partially_succeeded"
+	EventFailed            = "task.failed"
+	EventTimedOut          = "task.timed_out"
+	EventCancelled         = "task.cancelled"
+	EventRetried           = "task.retried"
+)
+
 // Lease identifies one running attempt. Every write of that attempt is fenced by it:
 // once another worker takes the task over, the lease's writes change nothing.
 type Lease struct {

@@ -60,6 +60,9 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), 'PENDING', $7::jsonb, NULLIF($8, ''), $9, $10, now())
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, owner FROM t
 		)
 		SELECT `+taskColumns+` FROM t`,
 		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, nt.BizKey, params, nt.RequestID,
@@ -188,6 +191,9 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 			       CASE WHEN status = 'CANCELLED' THEN 'cancelled as requested; its worker had stopped responding'
 			            ELSE 'failed: ' || error_message END
 			FROM ended
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $2 FROM (SELECT * FROM claimed UNION ALL SELECT * FROM ended) c
 		)
 		SELECT `+taskColumns+`, prev_status, trigger FROM claimed
 		UNION ALL
@@ -400,6 +406,9 @@ func (s *Store) endAttempt(ctx context.Context, l Lease, e ending) (*Task, error
 			SELECT id, attempt, CASE WHEN cancel_won THEN 'info' ELSE $15 END,
 			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || $16 ELSE $16 END
 			FROM t WHERE $16 <> ''
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, worker FROM t
 		)
 		SELECT `+taskColumns+` FROM t`,
 		l.TaskID, l.Attempt, e.cancelWins, string(e.to), e.errorCode, e.errorMessage, e.retryDelta, e.retryInSecs,
@@ -446,6 +455,9 @@ const sqlTimeoutStale = `
 			       CASE WHEN status = 'CANCELLED' THEN 'cancelled as requested; its worker had stopped reporting'
 			            ELSE 'timed out: no heartbeat for ' || timeout_seconds || 's' END
 			FROM t
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, 'cleanup' FROM t
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
@@ -486,6 +498,9 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			INSERT INTO task_logs (task_id, attempt, level, message)
 			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4
 			FROM t
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $4 FROM t
 		)
 		SELECT `+taskColumns+`, prev_status FROM t`, taskNo, scope.Admin, scope.Owner, who)
 	if err == nil {
@@ -511,6 +526,9 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 			RETURNING *
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
+		), ev AS (
+			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, 'task.retried', status, attempt, $3 FROM t
 		)
 		SELECT `+taskColumns+` FROM t`, taskNo, scope.Admin, scope.Owner)
 	if err == nil {
