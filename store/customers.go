@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -235,4 +236,42 @@ func CustomerPage(ctx context.Context, tx bun.Tx, db *bun.DB, q CustomerQuery, a
 // escapeLike escapes LIKE's wildcards (and its escape character) in s.
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// CustomerExportPlans returns Postgres' plan for the count and the first page of a customer
+// export under each kind of filter, so a test or a benchmark can check that an index serves
+// each one. Nothing is executed.
+func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for name, q := range map[string]CustomerQuery{
+		"city": {City: "Hangzhou"}, "level": {Level: "gold"}, "code_prefix": {CodePrefix: "C0001"},
+		"city_and_level": {City: "Hangzhou", Level: "gold"},
+	} {
+		c := q.conditions()
+		count := `SELECT count(*) FROM customers` + c.where()
+		c.and("id > " + c.arg(int64(0)) + "::bigint")
+		page := `SELECT id, code FROM customers` + c.where() + ` ORDER BY id LIMIT ` + c.arg(2000)
+		for kind, query := range map[string]string{"count": count, "page": page} {
+			args := c.args
+			if kind == "count" {
+				args = args[:len(args)-2]
+			}
+			rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
+			if err != nil {
+				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
+			}
+			var lines []string
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				lines = append(lines, line)
+			}
+			rows.Close()
+			out[name+"/"+kind] = strings.Join(lines, "\n")
+		}
+	}
+	return out, nil
 }
