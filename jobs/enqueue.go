@@ -28,23 +28,59 @@ func JobID(taskNo string, attempt int) string {
 	return fmt.Sprintf("%s-a%d", taskNo, attempt)
 }
 
-// Lanes of a queue. A task that has run before (taken over from a dead worker, resumed after a
-// shutdown, retried after a transient fault) waits in its queue's resume lane, which workers
-// drain strictly before the main lane: work already under way finishes before new work starts,
-// however long the backlog of new tasks.
-const resumeLaneSuffix = ".resume"
+// Lanes of a queue. A task waits in one of four asynq queues behind its queue, and workers
+// take from them in this order:
+//   - resume: a task that has run before (taken over from a dead worker, resumed after a
+//     shutdown, retried after a transient fault): work already under way finishes before new
+//     work starts, however long the backlog;
+//   - high: priority 1-3;
+//   - the queue itself: priority 4-6 (the default, 5);
+//   - low: priority 7-9.
+//
+// Priorities run from 1 (first) to 9 (last), as in the seed design: smaller runs first.
+const (
+	resumeLaneSuffix = ".resume"
+	highLaneSuffix   = ".high"
+	lowLaneSuffix    = ".low"
+)
 
-// Lane is the asynq queue a task waits in: its queue, or the queue's resume lane once the
-// task has run before.
+// Priority bounds and the default.
+const (
+	PriorityHighest = 1
+	PriorityDefault = 5
+	PriorityLowest  = 9
+)
+
+// Lane is the asynq queue a task waits in (see Lanes).
 func Lane(t *store.Task) string {
-	if t.Attempt > 0 {
+	switch {
+	case t.Attempt > 0:
 		return t.Queue + resumeLaneSuffix
+	case t.Priority >= PriorityHighest && t.Priority <= 3:
+		return t.Queue + highLaneSuffix
+	case t.Priority >= 7:
+		return t.Queue + lowLaneSuffix
+	default:
+		return t.Queue
 	}
-	return t.Queue
 }
 
 // Lanes lists the asynq queues behind a queue, in the order workers take from them.
-func Lanes(queue string) []string { return []string{queue + resumeLaneSuffix, queue} }
+func Lanes(queue string) []string {
+	return []string{queue + resumeLaneSuffix, queue + highLaneSuffix, queue, queue + lowLaneSuffix}
+}
+
+// LaneWeights are the asynq queue priorities of a queue's lanes: with strict priority a lane
+// is served only when the lanes before it are empty; otherwise lanes are picked at random in
+// proportion to these weights (resume 8, high 4, normal 2, low 1), so low priority work is
+// slowed but never starved.
+func LaneWeights(queue string) map[string]int {
+	out := map[string]int{}
+	for i, lane := range Lanes(queue) {
+		out[lane] = 8 >> i
+	}
+	return out
+}
 
 // asynqMaxRetry bounds asynq's own redeliveries of one job. Our retries are decided by the
 // task row; asynq retries only infrastructure failures (Postgres down at claim time).

@@ -18,6 +18,8 @@ type SubmitPolicy struct {
 	Queue          string
 	MaxRetry       int
 	TimeoutSeconds int
+	// Priority is the type's default priority (1 first … 9 last).
+	Priority int
 }
 
 // ErrUnknownType is returned for a task type that is not configured or is disabled.
@@ -42,6 +44,8 @@ type Submission struct {
 	BizKey    string // idempotency key; empty for none
 	Params    json.RawMessage
 	RequestID string
+	// Priority is 1 (runs first) … 9 (runs last); 0 takes the type's default.
+	Priority int
 }
 
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
@@ -82,7 +86,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 		return nil, false, err
 	}
 	task, created, err = s.store.Create(ctx, store.NewTask{
-		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
+		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey, Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault),
 		Params: sub.Params, RequestID: sub.RequestID, MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds,
 	})
 	if err != nil || !created {
@@ -128,6 +132,15 @@ func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
 }
 
 var errRedisDown = errors.New("redis is unreachable; skipped")
+
+func cmpOr(vals ...int) int {
+	for _, v := range vals {
+		if v != 0 {
+			return v
+		}
+	}
+	return 0
+}
 
 // NewTaskNo returns a public task number: "tsk_" and 128 random bits, unguessable.
 func NewTaskNo() string { return "tsk_" + rand.Text() }

@@ -19,19 +19,27 @@ type Workers struct {
 	logger  *slog.Logger
 }
 
-// NewWorkers builds one asynq server per queue (name → concurrency) on the shared Redis
-// client, all dispatching to rt.
+// QueueConfig is one queue's worker pool.
+type QueueConfig struct {
+	// Concurrency is how many of the queue's tasks this process runs at once.
+	Concurrency int
+	// StrictPriority serves a lane only when the lanes before it are empty (see Lanes);
+	// otherwise lanes are weighted (see LaneWeights).
+	StrictPriority bool
+}
+
+// NewWorkers builds one asynq server per queue on the shared Redis client, all dispatching
+// to rt.
 // redis, when not nil, holds back asynq's complaints while a Redis outage is already reported.
-func NewWorkers(rdb redis.UniversalClient, queues map[string]int, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger, redis Dependency) *Workers {
+func NewWorkers(rdb redis.UniversalClient, queues map[string]QueueConfig, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger, redis Dependency) *Workers {
 	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger}
-	for name, concurrency := range queues {
+	for name, q := range queues {
 		qlog := logger.With("queue", name)
 		alog := AsynqLogger(qlog, redis)
 		w.servers[name] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
-			Concurrency: concurrency,
-			// The resume lane first, strictly: a task already under way goes before new ones.
-			Queues:                   map[string]int{Lanes(name)[0]: 2, Lanes(name)[1]: 1},
-			StrictPriority:           true,
+			Concurrency:              q.Concurrency,
+			Queues:                   LaneWeights(name),
+			StrictPriority:           q.StrictPriority,
 			RetryDelayFunc:           RetryDelay,
 			IsFailure:                IsFailure,
 			ShutdownTimeout:          shutdownTimeout,

@@ -278,7 +278,7 @@ func (p *process) wire() {
 			continue
 		}
 		runtimes[name] = t.MaxRuntime
-		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds())}
+		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority}
 		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter}
 	}
 	queues := slices.Sorted(maps.Keys(cfg.Queues))
@@ -321,9 +321,9 @@ func (p *process) startWorkers() error {
 	register(importer.New(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
 	register(noop.Handler{})
 
-	concurrency := map[string]int{}
+	concurrency := map[string]jobs.QueueConfig{}
 	for name, q := range cfg.Queues {
-		concurrency[name] = q.Concurrency
+		concurrency[name] = jobs.QueueConfig{Concurrency: q.Concurrency, StrictPriority: q.Priority != "weighted"}
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Logger: p.logger})

@@ -171,6 +171,11 @@ type Queue struct {
 	// BacklogLimit is how many waiting tasks the queue accepts before submit answers 429.
 	// 0 means no limit. Default 0.
 	BacklogLimit int `yaml:"backlog_limit"`
+	// Priority is how workers choose among the queue's lanes (work being resumed, then
+	// priority 1-3, 4-6, 7-9): "strict" serves a lane only when the ones before it are empty
+	// (low priority work waits while higher work exists); "weighted" picks lanes at random
+	// 8:4:2:1, so low priority work is slowed but never starved. Default "strict".
+	Priority string `yaml:"priority"`
 }
 
 // TaskType is the policy for one task type.
@@ -191,6 +196,9 @@ type TaskType struct {
 	// stopped and ends TIMEOUT with a message saying where it stalled (the user may retry it).
 	// 0 disables the check. Default 10m.
 	StallAfter time.Duration `yaml:"stall_after"`
+	// Priority is the type's default priority, from 1 (runs first) to 9 (runs last); a submit
+	// may ask for another. Default 5.
+	Priority int `yaml:"priority"`
 	// Disabled removes the type: submits are refused and no handler is registered.
 	Disabled bool `yaml:"disabled"`
 }
@@ -315,17 +323,17 @@ func Default() Config {
 			PollInterval:      100 * time.Millisecond,
 		},
 		Queues: map[string]Queue{
-			"imports":     {Concurrency: 2},
-			"exports":     {Concurrency: 4},
-			"maintenance": {Concurrency: 1},
-			"bench":       {Concurrency: 8},
+			"imports":     {Concurrency: 2, Priority: "strict"},
+			"exports":     {Concurrency: 4, Priority: "strict"},
+			"maintenance": {Concurrency: 1, Priority: "strict"},
+			"bench":       {Concurrency: 8, Priority: "strict"},
 		},
 		Types: map[string]TaskType{
 			"export:customers": defaultType("exports"),
 			"export:tasks":     defaultType("exports"),
 			"import:customers": defaultType("imports"),
 			"bench:noop": {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute,
-				StallAfter: time.Minute, Disabled: true},
+				StallAfter: time.Minute, Priority: 5, Disabled: true},
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
@@ -341,11 +349,11 @@ func Default() Config {
 
 func defaultType(queue string) TaskType {
 	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour,
-		StallAfter: 10 * time.Minute}
+		StallAfter: 10 * time.Minute, Priority: 5}
 }
 
 // defaultQueue is the pool a queue named only in the file gets for the fields it leaves out.
-func defaultQueue() Queue { return Queue{Concurrency: 2} }
+func defaultQueue() Queue { return Queue{Concurrency: 2, Priority: "strict"} }
 
 // Load reads defaults, then the YAML file at path (skipped when path is empty), then the
 // environment through getenv, and validates the result.
@@ -433,6 +441,9 @@ func (c *Config) fillTypeDefaults() {
 		if t.StallAfter < 0 {
 			t.StallAfter = 0
 		}
+		if t.Priority == 0 {
+			t.Priority = d.Priority
+		}
 		c.Types[name] = t
 	}
 }
@@ -515,6 +526,9 @@ func (c *Config) Validate() error {
 		if q.Concurrency < 1 {
 			bad("queues.%s.concurrency must be at least 1, got %d", name, q.Concurrency)
 		}
+		if q.Priority != "strict" && q.Priority != "weighted" {
+			bad("queues.%s.priority must be strict or weighted, got %q", name, q.Priority)
+		}
 		if q.BacklogLimit < 0 {
 			bad("queues.%s.backlog_limit must be 0 (no limit) or positive, got %d", name, q.BacklogLimit)
 		}
@@ -526,6 +540,9 @@ func (c *Config) Validate() error {
 		}
 		if t.MaxRetry < 0 {
 			bad("types.%s.max_retry must be 0 or more", name)
+		}
+		if t.Priority < 1 || t.Priority > 9 {
+			bad("types.%s.priority must be from 1 (first) to 9 (last), got %d", name, t.Priority)
 		}
 		if !t.Disabled && t.Timeout <= w.TakeoverAfter {
 			bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)

@@ -112,7 +112,6 @@ func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, err
 }
 
 func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	lim = lim.withDefaults()
 	f, err := os.Open(p)
 	if err != nil {
 		return Inspection{}, err
@@ -122,11 +121,17 @@ func inspect(p string, format Format, sheet string, lim Limits, mode countMode) 
 	if err != nil {
 		return Inspection{}, err
 	}
-	if info.Size() == 0 {
+	return inspectReader(f, info.Size(), format, sheet, lim, mode)
+}
+
+// inspectReader inspects size bytes read from r.
+func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	lim = lim.withDefaults()
+	if size == 0 {
 		return Inspection{}, problem(Invalid, "empty_file", "the file is empty")
 	}
 	head := make([]byte, 8)
-	n, _ := io.ReadFull(f, head)
+	n, _ := r.ReadAt(head, 0)
 	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, oleMagic):
@@ -139,20 +144,17 @@ func inspect(p string, format Format, sheet string, lim Limits, mode countMode) 
 		if bytes.HasPrefix(head, zipMagic) {
 			return Inspection{}, problem(Unsupported, "unsupported_format", "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
 		}
-		return inspectCSV(f, lim)
+		return inspectCSV(io.NewSectionReader(r, 0, size), lim)
 	}
 	if !bytes.HasPrefix(head, zipMagic) {
 		return Inspection{}, problem(Unsupported, "unsupported_format", "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
 	}
-	return inspectXLSX(f, info.Size(), sheet, lim, mode)
+	return inspectXLSX(r, size, sheet, lim, mode)
 }
 
 // inspectCSV checks that the file is UTF-8 text, counts its data rows (the last line that
 // is not blank, less the header line) and refuses a line longer than a row may be.
-func inspectCSV(f *os.File, lim Limits) (Inspection, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return Inspection{}, err
-	}
+func inspectCSV(f io.Reader, lim Limits) (Inspection, error) {
 	buf := make([]byte, 64<<10)
 	var carry []byte
 	var (
@@ -261,7 +263,7 @@ func firstInvalid(b []byte) int {
 
 // inspectXLSX checks a workbook. Every part it reads is counted against one budget of
 // MaxUncompressed decompressed bytes.
-func inspectXLSX(f *os.File, size int64, sheet string, lim Limits, mode countMode) (Inspection, error) {
+func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode countMode) (Inspection, error) {
 	if err := checkZipDirectory(f, size, lim); err != nil {
 		return Inspection{}, err
 	}

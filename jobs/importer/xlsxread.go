@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxSheetRows is the last row number a worksheet can have (Excel's 1,048,576).
@@ -25,7 +26,8 @@ const maxSheetRows = 1 << 20
 // written, booleans as 0/1. The differential test and FuzzXLSXReader check it against
 // excelize on files from several producers.
 type xlsxSource struct {
-	zr    *zip.ReadCloser
+	file  io.Closer // the file zr reads, when openXLSX opened it
+	zr    *zip.Reader
 	sheet io.ReadCloser
 	sc    *xmlScanner
 	sst   *sharedStrings
@@ -44,25 +46,35 @@ type xlsxSource struct {
 }
 
 func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
-	lim = lim.withDefaults()
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	info, err := f.Stat()
-	if err == nil {
-		err = checkZipDirectory(f, info.Size(), lim)
-	}
-	f.Close()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	zr, err := zip.OpenReader(p)
+	s, err := newXLSXSource(f, info.Size(), sheet, lim, tmpDir)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	return s, nil
+}
+
+// newXLSXSource reads the workbook in the size bytes of r.
+func newXLSXSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
+	lim = lim.withDefaults()
+	if err := checkZipDirectory(r, size, lim); err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, problem(Invalid, "damaged_file", "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
-		zr.Close()
 		return nil, tooManyParts(lim)
 	}
 	s := &xlsxSource{zr: zr, lim: lim, text: textBuf{max: lim.MaxCellChars}}
@@ -229,6 +241,8 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 		long     []int
 		col      = -1
 		shared   bool // t="s": the value is an index into the shared strings
+		inline   bool // t="inlineStr"
+		sawT     bool // the value came from <t> (an inline string), not <v>
 		inText   bool // inside <v>, or <t> of an inline string
 		inPh     bool // inside a phonetic run, whose text is not part of the value
 		hasVal   bool
@@ -260,13 +274,14 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 				}
 				t, _ := s.sc.attr("t")
 				shared = len(t) == 1 && t[0] == 's'
+				inline = string(t) == "inlineStr"
 				s.text.reset()
-				hasVal, inText = false, false
+				hasVal, inText, sawT = false, false, false
 			case "v":
 				hasVal, inText = true, !s.sc.empty
 			case "t":
 				if !inPh {
-					hasVal, inText = true, !s.sc.empty
+					hasVal, inText, sawT = true, !s.sc.empty, true
 				}
 			case "rPh":
 				inPh = !s.sc.empty
@@ -285,6 +300,9 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 				v, cut, err := s.value(shared)
 				if err != nil {
 					return nil, nil, err
+				}
+				if inline && sawT {
+					v = bstrDecode(v)
 				}
 				if v == "" && !cut {
 					continue
@@ -327,6 +345,41 @@ func (s *xlsxSource) value(shared bool) (string, bool, error) {
 		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
 	}
 	return s.sst.get(i)
+}
+
+// bstrDecode undoes the _xHHHH_ escapes Excel writes in strings for characters XML cannot
+// hold (ST_Xstring), as excelize does for shared and inline strings: "_x0008_" is U+0008
+// and "_x005F_" an underscore. An escape of a surrogate is dropped, as excelize drops it;
+// NUL, which the database cannot store, becomes U+FFFD.
+func bstrDecode(s string) string {
+	if !strings.Contains(s, "_x") {
+		return s
+	}
+	var b strings.Builder
+	i := 0
+	for i < len(s) {
+		j := strings.Index(s[i:], "_x")
+		if j < 0 {
+			break
+		}
+		j += i
+		b.WriteString(s[i:j])
+		v, err := strconv.ParseUint(s[min(j+2, len(s)):min(j+6, len(s))], 16, 32)
+		if j+7 > len(s) || s[j+6] != '_' || err != nil {
+			b.WriteByte('_')
+			i = j + 1
+			continue
+		}
+		switch r := rune(v); {
+		case r == 0:
+			b.WriteRune(utf8.RuneError)
+		case utf8.ValidRune(r):
+			b.WriteRune(r)
+		}
+		i = j + 7
+	}
+	b.WriteString(s[i:])
+	return b.String()
 }
 
 // cellRef parses a cell reference such as "AB12" into its 1-based column and row. Columns
@@ -382,7 +435,10 @@ func (s *xlsxSource) Close() error {
 	if s.sst != nil {
 		s.sst.close()
 	}
-	return s.zr.Close()
+	if s.file != nil {
+		return s.file.Close()
+	}
+	return nil
 }
 
 // sharedStrings is a workbook's shared string table, held as one blob and an end offset per
@@ -431,6 +487,9 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 				sst.long = map[int]bool{}
 			}
 			sst.long[sst.count] = true
+		}
+		if bytes.Contains(text.b, []byte("_x")) {
+			text.b = append(text.b[:0], bstrDecode(string(text.b))...)
 		}
 		return sst.add(text.b, tmpDir)
 	}

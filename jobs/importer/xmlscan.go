@@ -500,8 +500,9 @@ func entity(name []byte) (rune, bool) {
 	return r, true
 }
 
-// textBuf collects one value's text, keeping at most max characters: the rest is counted
-// as cut and dropped as it streams by.
+// textBuf collects one value's text, keeping at most max characters (and, should the text
+// not be UTF-8, at most 4·max bytes): the rest is counted as cut and dropped as it streams
+// by.
 type textBuf struct {
 	b     []byte
 	runes int
@@ -530,6 +531,10 @@ func (t *textBuf) write(p []byte) {
 				return
 			}
 			t.runes++
+		} else if len(t.b)+i >= utf8.UTFMax*t.max { // not UTF-8: bound the bytes too
+			t.b = append(t.b, p[:i]...)
+			t.cut = true
+			return
 		}
 	}
 	t.b = append(t.b, p...)
@@ -728,6 +733,9 @@ func (t *textBuf) writeByte(c byte) {
 			return
 		}
 		t.runes++
+	} else if len(t.b) >= utf8.UTFMax*t.max {
+		t.cut = true
+		return
 	}
 	t.b = append(t.b, c)
 }

@@ -1,0 +1,67 @@
+package jobs
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/testenv")
+
+// With 200 low-priority tasks waiting, a high-priority one submitted last starts before the
+// 10th low one.
+func TestPriorityLanesOrderTheWork(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	client := asynq.NewClientFromRedisClient(f.rdb)
+	sub := NewSubmitter(f.st, NewEnqueuer(client, f.insp, nil), map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3,
+		TimeoutSeconds: 600, Priority: PriorityDefault}}, nil, nil, logger, nil)
+	for range 200 {
+		if _, _, err := sub.Submit(ctx, Submission{Type: "test:work", Owner: "alice", Priority: 9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	high, _, err := sub.Submit(ctx, Submission{Type: "test:work", Owner: "bob", Priority: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if high.Priority != 1 || Lane(high) != "work.high" {
+		t.Fatalf("high task: priority %d lane %s", high.Priority, Lane(high))
+	}
+
+	var mu sync.Mutex
+	var order []string
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		mu.Lock()
+		order = append(order, run.Task.TaskNo)
+		mu.Unlock()
+		return Result{}, nil
+	}), "w1")
+	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: 1, StrictPriority: true}}, time.Second, 10*time.Millisecond, logger, nil)
+	if err := w.Start(rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Shutdown()
+	testenv.Eventually(t, 30*time.Second, "ten tasks to start", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= 10
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	pos := -1
+	for i, no := range order {
+		if no == high.TaskNo {
+			pos = i
+		}
+	}
+	if pos < 0 || pos >= 10 {
+		t.Fatalf("the high-priority task started at position %d of %v", pos, order)
+	}
+}
