@@ -10,7 +10,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/taskcenter/taskcenter/internal/testenv")
+	"github.com/taskcenter/taskcenter/internal/testenv"
+)
 
 // With 200 low-priority tasks waiting, a high-priority one submitted last starts before the
 // 10th low one.
