@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,9 @@ type TypePolicy struct {
 	// StallAfter: an attempt that reports no progress and commits no batch for this long is
 	// stopped and ends TIMEOUT. Zero disables the check.
 	StallAfter time.Duration
+	// MaxRunningPerOwner caps how many tasks of one owner run at once in the type's queue
+	// (fair share); a task over the cap waits, spending no retry. Zero: no cap.
+	MaxRunningPerOwner int
 }
 
 // RuntimeConfig tunes the runtime.
@@ -188,7 +192,7 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	}
 	rt.inflight.Add(1)
 	defer rt.inflight.Done()
-	claimed, err := rt.store.Claim(ctx, p.TaskID, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
+	claimed, err := rt.store.ClaimCapped(ctx, p.TaskID, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, rt.cfg.Types[job.Type()].MaxRunningPerOwner)
 	var (
 		nc    *store.NotClaimableError
 		ended *store.ClaimEndedError
@@ -206,6 +210,11 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		}
 		return nil
 	case errors.As(err, &nc):
+		if nc.OwnerAtCap {
+			// Fair share: this owner has the queue's maximum running. Deliver again shortly;
+			// the jitter keeps an owner's many deferred tasks from coming back all at once.
+			return &retryAfterError{delay: time.Second + rand.N(2*time.Second), reason: nc.Error()}
+		}
 		if nc.Status == store.StatusRunning && nc.Attempt > p.Attempt {
 			// A later delivery already started this task and it is alive. If its worker dies,
 			// the cleanup round hands the task to asynq again; this copy is not needed.

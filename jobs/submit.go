@@ -20,6 +20,9 @@ type SubmitPolicy struct {
 	TimeoutSeconds int
 	// Priority is the type's default priority (1 first … 9 last).
 	Priority int
+	// MaxWaitingPerOwner caps one owner's waiting tasks in the type's queue: a submit over it
+	// is refused with a *BusyError naming the owner. Zero: no cap.
+	MaxWaitingPerOwner int
 }
 
 // ErrUnknownType is returned for a task type that is not configured or is disabled.
@@ -28,13 +31,26 @@ var ErrUnknownType = errors.New("unknown task type")
 // BusyError is returned when a queue's backlog is over its limit: the submit is refused and
 // no task is created.
 type BusyError struct {
-	Queue      string
+	Queue string
+	// Owner is set when the owner's own waiting cap was hit, not the queue's backlog limit.
+	Owner      string
 	Limit      int
 	RetryAfter time.Duration
 }
 
 func (e *BusyError) Error() string {
+	if e.Owner != "" {
+		return fmt.Sprintf("%s already has %d tasks waiting in queue %s, the most one user may have; try again when some have run", e.Owner, e.Limit, e.Queue)
+	}
 	return fmt.Sprintf("queue %s has %d or more tasks waiting; try again later", e.Queue, e.Limit)
+}
+
+// Code is the problem code of the refusal: the queue's limit or the owner's.
+func (e *BusyError) Code() string {
+	if e.Owner != "" {
+		return "owner_waiting_limit"
+	}
+	return "queue_busy"
 }
 
 // Submission is one submit.
@@ -84,6 +100,15 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 	}
 	if err := s.backlog.admit(ctx, p.Queue); err != nil {
 		return nil, false, err
+	}
+	if p.MaxWaitingPerOwner > 0 {
+		n, err := s.store.OwnerWaiting(ctx, p.Queue, sub.Owner, p.MaxWaitingPerOwner)
+		if err != nil {
+			return nil, false, err
+		}
+		if n >= p.MaxWaitingPerOwner {
+			return nil, false, &BusyError{Queue: p.Queue, Owner: sub.Owner, Limit: p.MaxWaitingPerOwner, RetryAfter: 10 * time.Second}
+		}
 	}
 	task, created, err = s.store.Create(ctx, store.NewTask{
 		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey, Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault),

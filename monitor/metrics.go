@@ -216,7 +216,15 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 // backlogCollector reports the waiting tasks per queue from Postgres, the source of truth.
 type backlogCollector struct{ store *store.Store }
 
-func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc }
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backlogDesc
+	ch <- ownerBacklogDesc
+}
+
+// ownerBacklogDesc is the waiting tasks of the users with the most of them, per queue (fair
+// share). Only the top owners are reported, to bound the number of series.
+var ownerBacklogDesc = prometheus.NewDesc("taskcenter_owner_tasks_waiting",
+	"PENDING and RETRY_WAIT tasks of the 10 users with the most of them, per queue.", []string{"queue", "owner"}, nil)
 
 func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -228,5 +236,13 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for q, n := range counts {
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n), q)
+	}
+	owners, err := c.store.TopWaitingOwners(ctx, 10)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(ownerBacklogDesc, err)
+		return
+	}
+	for _, o := range owners {
+		ch <- prometheus.MustNewConstMetric(ownerBacklogDesc, prometheus.GaugeValue, float64(o.Waiting), o.Queue, o.Owner)
 	}
 }

@@ -208,3 +208,36 @@ func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// OwnerWaiting counts an owner's PENDING and RETRY_WAIT tasks in a queue, stopping at upTo.
+func (s *Store) OwnerWaiting(ctx context.Context, queue, owner string, upTo int) (int, error) {
+	var n int
+	err := one(ctx, s.db, s.db.DB, &n,
+		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND owner = $2 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $3) w`,
+		queue, owner, upTo)
+	if err != nil {
+		return 0, fmt.Errorf("count %s's waiting tasks in %s: %w", owner, queue, err)
+	}
+	return n, nil
+}
+
+// OwnerBacklog is one owner's waiting tasks in a queue.
+type OwnerBacklog struct {
+	Queue   string `bun:"queue"`
+	Owner   string `bun:"owner"`
+	Waiting int    `bun:"waiting"`
+}
+
+// TopWaitingOwners returns, per queue, the limit owners with the most waiting tasks (metrics).
+func (s *Store) TopWaitingOwners(ctx context.Context, limit int) ([]OwnerBacklog, error) {
+	var out []OwnerBacklog
+	err := all(ctx, s.db, s.db.DB, &out, `
+		SELECT queue, owner, waiting FROM (
+			SELECT queue, owner, count(*) AS waiting, row_number() OVER (PARTITION BY queue ORDER BY count(*) DESC) AS rank
+			FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue, owner) r
+		WHERE rank <= $1 ORDER BY queue, waiting DESC`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting tasks per owner: %w", err)
+	}
+	return out, nil
+}

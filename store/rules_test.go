@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -367,5 +368,59 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	_, err = f.s.Claim(ctx, cancelled.ID, "w", takeover)
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {
 		t.Fatalf("claim over a cancelled dead task = %v", err)
+	}
+}
+
+// Fair share: however many workers race to claim one owner's waiting tasks, no more than the
+// cap run at once; the others wait (no retry spent) and another owner's task is claimable.
+func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	var tasks []*store.Task
+	for range 10 {
+		tasks = append(tasks, f.task())
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	claimed, atCap := 0, 0
+	for i := range 16 {
+		wg.Go(func() {
+			_, err := f.s.ClaimCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
+			var nc *store.NotClaimableError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				claimed++
+			case errors.As(err, &nc) && nc.OwnerAtCap:
+				atCap++
+			case errors.As(err, &nc):
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if claimed != 2 || atCap == 0 {
+		t.Fatalf("claimed %d (cap 2), refused at cap %d", claimed, atCap)
+	}
+	if n := f.count("SELECT count(*) FROM tasks WHERE status = 'RUNNING'"); n != 2 {
+		t.Fatalf("%d running", n)
+	}
+	if n := f.count("SELECT count(*) FROM tasks WHERE retry_count > 0"); n != 0 {
+		t.Fatalf("waiting at the cap spent retries on %d tasks", n)
+	}
+	bob, _, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_bob" + randomSuffix(), Type: "export:customers", Owner: "bob",
+		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.ClaimCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
+		t.Fatalf("another owner's task at alice's cap: %v", err)
+	}
+	top, err := f.s.TopWaitingOwners(ctx, 10)
+	if err != nil || len(top) != 1 || top[0].Owner != "alice" || top[0].Waiting != 8 {
+		t.Fatalf("waiting per owner = %+v %v", top, err)
 	}
 }

@@ -89,12 +89,17 @@ type ClaimOutcome struct {
 	// RetryIn is set when the task may become claimable: a live RUNNING task's takeover
 	// window, or a RETRY_WAIT task's remaining back-off.
 	RetryIn time.Duration
+	// OwnerAtCap: the task waits because its owner has the queue's maximum of running tasks.
+	OwnerAtCap bool
 }
 
 // NotClaimableError is returned when a task cannot be claimed now.
 type NotClaimableError struct{ ClaimOutcome }
 
 func (e *NotClaimableError) Error() string {
+	if e.OwnerAtCap {
+		return "the task's owner has the queue's maximum of running tasks; it waits for one to finish"
+	}
 	if e.RetryIn > 0 {
 		return fmt.Sprintf("task is %s; claimable in %s", e.Status, e.RetryIn.Round(time.Millisecond))
 	}
@@ -129,12 +134,76 @@ func (e *ClaimEndedError) Error() string {
 // it ends FAILED with an alert due; both answer *ClaimEndedError. So retry_count never
 // exceeds max_retry.
 func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+	return s.claim(ctx, s.db.DB, taskID, worker, takeoverAfter)
+}
+
+// ClaimCapped is Claim under a fair-share cap: when the task's owner already has
+// maxRunning RUNNING tasks in the task's queue, a waiting task is not claimed and the
+// answer is *NotClaimableError with OwnerAtCap set (the task waits; no retry is spent). The
+// count and the claim run under a per-(queue, owner) advisory lock, so concurrent claimers
+// cannot overshoot the cap. maxRunning <= 0 is Claim.
+func (s *Store) ClaimCapped(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration, maxRunning int) (*Claimed, error) {
+	if maxRunning <= 0 {
+		return s.Claim(ctx, taskID, worker, takeoverAfter)
+	}
+	var (
+		claimed *Claimed
+		refused error // a refusal or an ending the claim itself decided: the transaction commits
+	)
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var who struct {
+			Queue   string `bun:"queue"`
+			Owner   string `bun:"owner"`
+			Status  Status `bun:"status"`
+			Attempt int    `bun:"attempt"`
+		}
+		err := one(ctx, s.db, tx.Tx, &who, `SELECT queue, owner, status, attempt FROM tasks WHERE id = $1`, taskID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if who.Status.Waiting() {
+			if _, err := exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))`, who.Queue, who.Owner); err != nil {
+				return err
+			}
+			var running int
+			err := one(ctx, s.db, tx.Tx, &running, `
+				SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND owner = $2 AND status = 'RUNNING' LIMIT $3) r`,
+				who.Queue, who.Owner, maxRunning)
+			if err != nil {
+				return err
+			}
+			if running >= maxRunning {
+				refused = &NotClaimableError{ClaimOutcome{Status: who.Status, Attempt: who.Attempt, RetryIn: time.Second, OwnerAtCap: true}}
+				return nil
+			}
+		}
+		claimed, err = s.claim(ctx, tx.Tx, taskID, worker, takeoverAfter)
+		var (
+			ended *ClaimEndedError
+			nc    *NotClaimableError
+		)
+		if errors.As(err, &ended) || errors.As(err, &nc) {
+			refused = err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, refused
+}
+
+func (s *Store) claim(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	var row struct {
 		Task
 		PrevStatus Status `bun:"prev_status"` // the status the claim left
 		Trigger    string `bun:"trigger"`     // how this attempt came about, or "ended"
 	}
-	err := one(ctx, s.db, s.db.DB, &row, `
+	err := one(ctx, s.db, q, &row, `
 		WITH old AS (
 			SELECT id, status, attempt, retry_count, max_retry, cancel_requested, heartbeat_at, next_retry_at
 			FROM tasks WHERE id = $1 FOR UPDATE
@@ -216,7 +285,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 		NextRetryAt *time.Time `bun:"next_retry_at"`
 		Now         time.Time  `bun:"now"`
 	}
-	err = one(ctx, s.db, s.db.DB, &st, `SELECT status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = $1`, taskID)
+	err = one(ctx, s.db, q, &st, `SELECT status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = $1`, taskID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

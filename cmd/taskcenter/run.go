@@ -278,8 +278,11 @@ func (p *process) wire() {
 			continue
 		}
 		runtimes[name] = t.MaxRuntime
-		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority}
-		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter}
+		q := cfg.Queues[t.Queue]
+		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority,
+			MaxWaitingPerOwner: q.MaxWaitingPerOwner}
+		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter,
+			MaxRunningPerOwner: q.MaxRunningPerOwner}
 	}
 	queues := slices.Sorted(maps.Keys(cfg.Queues))
 	var lanes []string

@@ -176,6 +176,14 @@ type Queue struct {
 	// (low priority work waits while higher work exists); "weighted" picks lanes at random
 	// 8:4:2:1, so low priority work is slowed but never starved. Default "strict".
 	Priority string `yaml:"priority"`
+	// MaxRunningPerOwner caps how many of one user's tasks run at once in this queue (fair
+	// share): a task over the cap waits for one of the user's tasks to finish, spending no
+	// retry. 0 means no cap. Default 0.
+	MaxRunningPerOwner int `yaml:"max_running_per_owner"`
+	// MaxWaitingPerOwner caps one user's waiting tasks in this queue: a submit over it answers
+	// 429 owner_waiting_limit with Retry-After, so one user's flood does not fill the queue's
+	// backlog for everyone. 0 means no cap. Default 0.
+	MaxWaitingPerOwner int `yaml:"max_waiting_per_owner"`
 }
 
 // TaskType is the policy for one task type.
@@ -528,6 +536,9 @@ func (c *Config) Validate() error {
 		}
 		if q.Priority != "strict" && q.Priority != "weighted" {
 			bad("queues.%s.priority must be strict or weighted, got %q", name, q.Priority)
+		}
+		if q.MaxRunningPerOwner < 0 || q.MaxWaitingPerOwner < 0 {
+			bad("queues.%s.max_running_per_owner and max_waiting_per_owner must be 0 (no cap) or positive", name)
 		}
 		if q.BacklogLimit < 0 {
 			bad("queues.%s.backlog_limit must be 0 (no limit) or positive, got %d", name, q.BacklogLimit)

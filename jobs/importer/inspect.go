@@ -505,7 +505,7 @@ func scanPart(zf *zip.File, b *budget, wantAttrs func([]byte) bool, each func(*x
 		return err
 	}
 	defer rc.Close()
-	s := newXMLScanner(b.reader(rc), wantAttrs)
+	s := newXMLScanner(b.reader(rc), zf.UncompressedSize64, wantAttrs)
 	for {
 		switch s.Next() {
 		case tokEOF:
@@ -528,7 +528,7 @@ func declaredRows(zf *zip.File, b *budget) (int, error) {
 		return 0, err
 	}
 	defer rc.Close()
-	s := newXMLScanner(b.reader(rc), func(local []byte) bool { return string(local) == "dimension" })
+	s := newXMLScanner(b.reader(rc), zf.UncompressedSize64, func(local []byte) bool { return string(local) == "dimension" })
 	for {
 		switch s.Next() {
 		case tokEOF:

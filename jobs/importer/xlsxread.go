@@ -119,7 +119,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 	if s.sheet, err = zf.Open(); err != nil {
 		return problem(Invalid, "damaged_file", "the sheet cannot be read (%v)", err)
 	}
-	s.sc = newXMLScanner(b.reader(s.sheet), func(local []byte) bool {
+	s.sc = newXMLScanner(b.reader(s.sheet), zf.UncompressedSize64, func(local []byte) bool {
 		return len(local) == 1 && local[0] == 'c' || string(local) == "row"
 	})
 	return nil
@@ -468,7 +468,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 	}
 	defer rc.Close()
 	sst := &sharedStrings{}
-	sc := newXMLScanner(b.reader(rc), nil)
+	sc := newXMLScanner(b.reader(rc), zf.UncompressedSize64, nil)
 	text := textBuf{max: lim.MaxCellChars}
 	var inSI, inT, inPh bool
 	fail := func(err error) (*sharedStrings, error) {

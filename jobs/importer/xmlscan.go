@@ -75,8 +75,11 @@ type syntaxError struct{ msg string }
 
 func (e *syntaxError) Error() string { return "XML syntax error: " + e.msg }
 
-func newXMLScanner(r io.Reader, wantAttrs func(local []byte) bool) *xmlScanner {
-	return &xmlScanner{r: r, buf: make([]byte, scanBuffer), stop: math.MaxInt64, wantAttrs: wantAttrs}
+// newXMLScanner scans r, whose size is about sizeHint bytes: a small part gets a small
+// buffer, which grows (up to scanBuffer) only when one tag needs it.
+func newXMLScanner(r io.Reader, sizeHint uint64, wantAttrs func(local []byte) bool) *xmlScanner {
+	n := int(min(max(sizeHint+1, 4<<10), scanBuffer))
+	return &xmlScanner{r: r, buf: make([]byte, n), stop: math.MaxInt64, wantAttrs: wantAttrs}
 }
 
 // offset is the stream position of the next unread byte.
@@ -112,6 +115,9 @@ func (s *xmlScanner) fill() bool {
 	if s.base > s.stop {
 		s.err = errSpan
 		return false
+	}
+	if s.end == len(s.buf) && len(s.buf) < scanBuffer {
+		s.buf = append(s.buf, make([]byte, len(s.buf))...)[:min(2*len(s.buf), scanBuffer)]
 	}
 	if s.eof || s.end == len(s.buf) {
 		return false

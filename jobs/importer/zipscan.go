@@ -21,7 +21,7 @@ const maxDirectoryBytes = 16 << 20
 func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 	const headerLen = 46 // fixed part of a central directory record
 	sig := []byte("PK\x01\x02")
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, min(max(size, 4<<10), 1<<20))
 	var (
 		records   int
 		metaBytes int64
@@ -86,7 +86,7 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 		keep = 64 // bytes kept from one read to the next: lookback for a prefix, and the tail
 		tail = 16 // bytes at the end of a read not yet examined: a match may be cut in two
 	)
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, min(max(zf.UncompressedSize64+1, 4<<10), 256<<10))
 	var (
 		rows    int
 		off     int64 // stream offset of buf[0]
