@@ -32,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/noop"
+	"github.com/taskcenter/taskcenter/jobs/schedule"
 	"github.com/taskcenter/taskcenter/monitor"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -331,7 +332,8 @@ func (p *process) startWorkers() error {
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Logger: p.logger})
 	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
-	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner}); err != nil {
+	firer := schedule.NewFirer(p.st, p.submitter, p.logger)
+	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
 		return err
 	}
 	p.stopping = append(p.stopping, func() {
@@ -419,24 +421,28 @@ func listenRetrying(addr string, patience time.Duration) (net.Listener, error) {
 	}
 }
 
-// startScheduler registers the periodic cleanup on asynq's scheduler.
+// startScheduler runs asynq's periodic task manager over the provider of periodic work: the
+// cleanup round and the users' schedules, re-read from Postgres every sync interval.
 func (p *process) startScheduler() error {
 	cfg := p.cfg
+	provider := schedule.NewProvider(p.st, schedule.Cleanup{Spec: cfg.Cleanup.Spec, Timezone: cfg.Cleanup.Timezone, Queue: cfg.Cleanup.Queue},
+		cfg.Cleanup.Queue, p.logger)
 	// The scheduler gets its own connection: asynq's scheduler closes its client on
 	// shutdown and complains about a shared one.
-	scheduler := asynq.NewScheduler(cfg.Redis.ConnOpt(), &asynq.SchedulerOpts{
-		Location: p.cleanup.Location, Logger: jobs.AsynqLogger(p.logger.With("component", "scheduler"), p.redisDep), LogLevel: asynq.WarnLevel,
+	mgr, err := asynq.NewPeriodicTaskManager(asynq.PeriodicTaskManagerOpts{
+		PeriodicTaskConfigProvider: provider, RedisConnOpt: cfg.Redis.ConnOpt(), SyncInterval: cfg.Cleanup.ScheduleSync,
+		SchedulerOpts: &asynq.SchedulerOpts{Location: p.cleanup.Location,
+			Logger: jobs.AsynqLogger(p.logger.With("component", "scheduler"), p.redisDep), LogLevel: asynq.WarnLevel},
 	})
-	if _, err := scheduler.Register(cfg.Cleanup.Spec, asynq.NewTask(cleanup.Type, nil),
-		asynq.Queue(cfg.Cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute)); err != nil {
-		return fmt.Errorf("register cleanup schedule: %w", err)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
 	}
-	if err := scheduler.Start(); err != nil {
+	if err := mgr.Start(); err != nil {
 		return fmt.Errorf("start scheduler: %w", err)
 	}
-	p.logger.Info("scheduler started", "cleanup_spec", cfg.Cleanup.Spec, "timezone", cfg.Cleanup.Timezone)
+	p.logger.Info("scheduler started", "cleanup_spec", cfg.Cleanup.Spec, "timezone", cfg.Cleanup.Timezone, "schedule_sync", cfg.Cleanup.ScheduleSync)
 	p.stopping = append(p.stopping, func() {
-		scheduler.Shutdown()
+		mgr.Shutdown()
 		p.logger.Info("scheduler stopped")
 	})
 	return nil

@@ -261,6 +261,9 @@ type Cleanup struct {
 	// Retention: terminal tasks that finished longer ago are deleted with their runs, logs and
 	// failed rows. Default 720h (30 days).
 	Retention time.Duration `yaml:"retention"`
+	// ScheduleSync is how often each scheduler re-reads the users' schedules: a new, paused,
+	// resumed or deleted schedule takes effect within this. Default 10s.
+	ScheduleSync time.Duration `yaml:"schedule_sync"`
 }
 
 // Alerts configures alerting. Alerts are always logged (level ERROR, "alert":<kind>).
@@ -350,7 +353,7 @@ func Default() Config {
 		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
 		Metrics: Metrics{Addr: ":9091"},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
-			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour},
+			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ScheduleSync: 10 * time.Second},
 		Log: Log{Format: "json", Level: "info"},
 	}
 }
@@ -599,6 +602,9 @@ func (c *Config) Validate() error {
 	}
 	if cl.BatchSize < 1 {
 		bad("cleanup.batch_size must be at least 1")
+	}
+	if cl.ScheduleSync < time.Second {
+		bad("cleanup.schedule_sync must be at least 1s, got %s", cl.ScheduleSync)
 	}
 	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 {
 		bad("cleanup.orphan_grace, upload_ttl, temp_ttl and retention must be positive durations")

@@ -1,0 +1,176 @@
+// Package schedule runs recurring tasks: the schedules users keep in Postgres, and the
+// periodic cleanup, fed to asynq's periodic task manager by one provider so every scheduler
+// replica agrees on what fires when. Each fire of a user's schedule creates its task through
+// the normal submit path (insert before enqueue, admission control, fair share) with a biz
+// key of (schedule, slot): a slot yields exactly one task however many schedulers fire it.
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// FireType is the asynq job type of one fire of a user's schedule.
+const FireType = "schedule:fire"
+
+// firePayload names the schedule a fire is for.
+type firePayload struct {
+	ScheduleID int64  `json:"schedule_id"`
+	Cron       string `json:"cron"`
+	Timezone   string `json:"timezone"`
+}
+
+// Cleanup is the periodic cleanup's place among the periodic tasks.
+type Cleanup struct {
+	Spec     string // cron spec
+	Timezone string
+	Queue    string
+}
+
+// Provider is asynq's PeriodicTaskConfigProvider: the cleanup round plus every active
+// schedule, read from Postgres at each sync.
+type Provider struct {
+	store   *store.Store
+	cleanup Cleanup
+	queue   string // where fires run
+	logger  *slog.Logger
+}
+
+var _ asynq.PeriodicTaskConfigProvider = (*Provider)(nil)
+
+// NewProvider returns the provider; fires run on queue.
+func NewProvider(st *store.Store, c Cleanup, queue string, logger *slog.Logger) *Provider {
+	return &Provider{store: st, cleanup: c, queue: queue, logger: logger}
+}
+
+// GetConfigs implements asynq.PeriodicTaskConfigProvider.
+func (p *Provider) GetConfigs() ([]*asynq.PeriodicTaskConfig, error) {
+	out := []*asynq.PeriodicTaskConfig{{
+		Cronspec: Spec(p.cleanup.Spec, p.cleanup.Timezone), Task: asynq.NewTask(cleanup.Type, nil),
+		Opts: []asynq.Option{asynq.Queue(p.cleanup.Queue), asynq.MaxRetry(0), asynq.Timeout(10 * time.Minute)},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	schedules, err := p.store.ActiveSchedules(ctx)
+	if err != nil {
+		// Keep firing the cleanup; the schedules come back at the next sync.
+		p.logger.Warn("could not read schedules; firing only the cleanup until the next sync", "err", err)
+		return out, nil
+	}
+	for _, sc := range schedules {
+		body, _ := json.Marshal(firePayload{ScheduleID: sc.ID, Cron: sc.Cron, Timezone: sc.Timezone})
+		out = append(out, &asynq.PeriodicTaskConfig{
+			Cronspec: Spec(sc.Cron, sc.Timezone), Task: asynq.NewTask(FireType, body),
+			Opts: []asynq.Option{asynq.Queue(p.queue), asynq.MaxRetry(5), asynq.Timeout(time.Minute)},
+		})
+	}
+	return out, nil
+}
+
+// Spec is a cron spec read in a time zone, as asynq's scheduler (robfig/cron) takes it.
+func Spec(spec, timezone string) string {
+	if timezone == "" || strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+		return spec
+	}
+	return "CRON_TZ=" + timezone + " " + spec
+}
+
+// Validate checks a cron spec and a time zone a user gave, in words they can act on.
+func Validate(spec, timezone string) error {
+	if _, err := time.LoadLocation(timezone); err != nil {
+		return fmt.Errorf("timezone %q is not a time zone such as UTC or Asia/Shanghai", timezone)
+	}
+	if strings.Contains(spec, "TZ=") {
+		return errors.New(`cron must not carry its own time zone; use the timezone field`)
+	}
+	if _, err := cleanup.ParseSpec(Spec(spec, timezone)); err != nil {
+		return fmt.Errorf(`cron %q is not a cron spec such as "0 9 * * 1" (Mondays 09:00) or "@every 1h"`, spec)
+	}
+	return nil
+}
+
+// Firer handles fires: it creates the schedule's task for the slot, or records why not.
+type Firer struct {
+	store     *store.Store
+	submitter *jobs.Submitter
+	logger    *slog.Logger
+}
+
+// NewFirer returns the fire handler.
+func NewFirer(st *store.Store, sub *jobs.Submitter, logger *slog.Logger) *Firer {
+	return &Firer{store: st, submitter: sub, logger: logger.With("component", "schedules")}
+}
+
+// ProcessTask implements asynq.Handler.
+func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
+	var p firePayload
+	if err := json.Unmarshal(job.Payload(), &p); err != nil || p.ScheduleID == 0 {
+		return fmt.Errorf("unreadable schedule fire: %w", asynq.SkipRetry)
+	}
+	sc, err := f.store.GetScheduleByID(ctx, p.ScheduleID)
+	if errors.Is(err, store.ErrScheduleNotFound) {
+		f.logger.Info("fire of a deleted schedule ignored", "schedule_id", p.ScheduleID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sched, err := cleanup.ParseSpec(Spec(sc.Cron, sc.Timezone))
+	if err != nil {
+		return fmt.Errorf("schedule %s: %v: %w", sc.ScheduleNo, err, asynq.SkipRetry)
+	}
+	loc, _ := time.LoadLocation(sc.Timezone)
+	slot := cleanup.Slot(sched, time.Now().In(loc))
+	_, err = f.Fire(ctx, sc, slot)
+	return err
+}
+
+// Fire creates sc's task for slot, or records why it did not: paused, the previous run still
+// going (a schedule never piles up runs), or the queue refusing work. It returns the outcome.
+func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (string, error) {
+	log := f.logger.With("schedule", sc.ScheduleNo, "slot", slot)
+	record := func(taskNo, outcome string) (string, error) {
+		if _, err := f.store.RecordFire(ctx, sc.ID, slot, taskNo, outcome); err != nil {
+			return outcome, err
+		}
+		log.Info("schedule fired", "outcome", outcome, "task_no", taskNo)
+		return outcome, nil
+	}
+	if sc.Paused {
+		return record("", "skipped: paused")
+	}
+	if sc.LastTaskNo != "" {
+		prev, err := f.store.Get(ctx, sc.LastTaskNo, store.Scope{Admin: true})
+		switch {
+		case err == nil && !prev.Status.Terminal():
+			return record("", fmt.Sprintf("skipped: the previous run %s is still %s", prev.TaskNo, prev.Status))
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+	}
+	task, created, err := f.submitter.Submit(ctx, jobs.Submission{Type: sc.Type, Owner: sc.Owner, Params: sc.Params,
+		Priority: sc.Priority, BizKey: fmt.Sprintf("schedule:%s:%d", sc.ScheduleNo, slot.Unix())})
+	var busy *jobs.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return record("", "skipped: "+busy.Error())
+	case errors.Is(err, jobs.ErrUnknownType):
+		return record("", fmt.Sprintf("skipped: task type %s is not available", sc.Type))
+	case err != nil:
+		return "", err
+	case !created:
+		return record(task.TaskNo, "created by another scheduler's fire of the same slot")
+	}
+	return record(task.TaskNo, "created")
+}

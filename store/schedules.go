@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Schedule is a recurring task a user defined.
+type Schedule struct {
+	bun.BaseModel `bun:"table:schedules"`
+
+	ID          int64           `bun:"id,pk,autoincrement"`
+	ScheduleNo  string          `bun:"schedule_no"`
+	Owner       string          `bun:"owner"`
+	Type        string          `bun:"type"`
+	Params      json.RawMessage `bun:"params,type:jsonb"`
+	Priority    int             `bun:"priority"`
+	Cron        string          `bun:"cron"`
+	Timezone    string          `bun:"timezone"`
+	Paused      bool            `bun:"paused"`
+	LastFiredAt *time.Time      `bun:"last_fired_at"`
+	LastTaskNo  string          `bun:"last_task_no,nullzero"`
+	LastOutcome string          `bun:"last_outcome,nullzero"`
+	CreatedAt   time.Time       `bun:"created_at"`
+	UpdatedAt   time.Time       `bun:"updated_at"`
+}
+
+const scheduleColumns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, last_fired_at, last_task_no,
+	last_outcome, created_at, updated_at`
+
+// ErrScheduleNotFound: no such schedule, or not visible to the caller.
+var ErrScheduleNotFound = errors.New("schedule not found")
+
+// NewSchedule is what a user gives to create a schedule.
+type NewSchedule struct {
+	ScheduleNo string
+	Owner      string
+	Type       string
+	Params     json.RawMessage
+	Priority   int
+	Cron       string
+	Timezone   string
+}
+
+// CreateSchedule stores a new schedule.
+func (s *Store) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedule, error) {
+	params := string(ns.Params)
+	if params == "" {
+		params = "{}"
+	}
+	sc := new(Schedule)
+	err := one(ctx, s.db, s.db.DB, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
+		ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("create schedule: %w", err)
+	}
+	return sc, nil
+}
+
+// GetSchedule returns a schedule by its public number, if scope may see it.
+func (s *Store) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
+	sc := new(Schedule)
+	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
+		scheduleNo, scope.Admin, scope.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrScheduleNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get schedule %s: %w", scheduleNo, err)
+	}
+	return sc, nil
+}
+
+// GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
+func (s *Store) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
+	sc := new(Schedule)
+	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrScheduleNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get schedule %d: %w", id, err)
+	}
+	return sc, nil
+}
+
+// ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
+// first.
+func (s *Store) ListSchedules(ctx context.Context, scope Scope, owner string) ([]Schedule, error) {
+	if !scope.Admin {
+		owner = scope.Owner
+	}
+	var out []Schedule
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	return out, nil
+}
+
+// PauseSchedule pauses or resumes a schedule.
+func (s *Store) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
+	sc := new(Schedule)
+	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
+		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrScheduleNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pause schedule %s: %w", scheduleNo, err)
+	}
+	return sc, nil
+}
+
+// DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
+// nothing.
+func (s *Store) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
+	n, err := exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
+	if err != nil {
+		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
+	}
+	if n == 0 {
+		return ErrScheduleNotFound
+	}
+	return nil
+}
+
+// ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
+func (s *Store) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
+	var out []Schedule
+	if err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
+		return nil, fmt.Errorf("list active schedules: %w", err)
+	}
+	return out, nil
+}
+
+// RecordFire records what a schedule's fire for slot did, once per slot: it returns false
+// when the slot was already recorded (another scheduler's fire got there first).
+func (s *Store) RecordFire(ctx context.Context, scheduleID int64, slot time.Time, taskNo, outcome string) (bool, error) {
+	n, err := exec(ctx, s.db.DB, `
+		WITH f AS (
+			INSERT INTO schedule_fires (schedule_id, slot, task_no, outcome) VALUES ($1, $2, NULLIF($3, ''), $4)
+			ON CONFLICT (schedule_id, slot) DO NOTHING RETURNING schedule_id
+		)
+		UPDATE schedules SET last_fired_at = $2, last_task_no = COALESCE(NULLIF($3, ''), last_task_no), last_outcome = $4
+		WHERE id IN (SELECT schedule_id FROM f) AND (last_fired_at IS NULL OR last_fired_at <= $2)`,
+		scheduleID, slot.UTC(), taskNo, outcome)
+	if err != nil {
+		return false, fmt.Errorf("record schedule fire: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ScheduleFire is one recorded fire.
+type ScheduleFire struct {
+	Slot    time.Time `bun:"slot"`
+	TaskNo  string    `bun:"task_no,nullzero"`
+	Outcome string    `bun:"outcome"`
+	FiredAt time.Time `bun:"fired_at"`
+}
+
+// ScheduleFires returns a schedule's latest fires, newest first.
+func (s *Store) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
+	var out []ScheduleFire
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
+		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list schedule fires: %w", err)
+	}
+	return out, nil
+}
