@@ -122,18 +122,6 @@ func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limi
 	return tasks, nil
 }
 
-// DeleteTasks deletes terminal tasks with their runs, logs and failed rows.
-func (s *Store) DeleteTasks(ctx context.Context, ids []int64) (int, error) {
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	n, err := exec(ctx, s.db.DB, `DELETE FROM tasks WHERE id = ANY($1::bigint[]) AND status IN `+terminalStates, ids)
-	if err != nil {
-		return 0, fmt.Errorf("delete tasks: %w", err)
-	}
-	return int(n), nil
-}
-
 // LiveUploads returns which of the given upload paths a PENDING, RETRY_WAIT or RUNNING task
 // still needs.
 func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {

@@ -459,7 +459,7 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 	}
 	return cleanup.Config{
 		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
-		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention,
+		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention, ArchiveRetention: cfg.Cleanup.ArchiveRetention,
 		BacklogThreshold: cfg.Alerts.BacklogThreshold, BacklogFor: cfg.Alerts.BacklogFor,
 	}, nil
 }

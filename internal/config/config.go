@@ -258,9 +258,13 @@ type Cleanup struct {
 	// TempTTL: temp files older than this that no running task is writing are deleted.
 	// Default 6h.
 	TempTTL time.Duration `yaml:"temp_ttl"`
-	// Retention: terminal tasks that finished longer ago are deleted with their runs, logs and
-	// failed rows. Default 720h (30 days).
+	// Retention: terminal tasks that finished longer ago are moved, with their runs, logs and
+	// failed rows, into the archive tables (still found by id; counted in /api/v1/stats), and
+	// their files are deleted. Default 720h (30 days).
 	Retention time.Duration `yaml:"retention"`
+	// ArchiveRetention: archived tasks are deleted this long after archiving; the daily
+	// aggregates stay for good. Default 8760h (365 days).
+	ArchiveRetention time.Duration `yaml:"archive_retention"`
 	// ScheduleSync is how often each scheduler re-reads the users' schedules: a new, paused,
 	// resumed or deleted schedule takes effect within this. Default 10s.
 	ScheduleSync time.Duration `yaml:"schedule_sync"`
@@ -353,7 +357,8 @@ func Default() Config {
 		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
 		Metrics: Metrics{Addr: ":9091"},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
-			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ScheduleSync: 10 * time.Second},
+			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
+			ScheduleSync: 10 * time.Second},
 		Log: Log{Format: "json", Level: "info"},
 	}
 }
@@ -606,8 +611,8 @@ func (c *Config) Validate() error {
 	if cl.ScheduleSync < time.Second {
 		bad("cleanup.schedule_sync must be at least 1s, got %s", cl.ScheduleSync)
 	}
-	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 {
-		bad("cleanup.orphan_grace, upload_ttl, temp_ttl and retention must be positive durations")
+	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 || cl.ArchiveRetention <= 0 {
+		bad("cleanup.orphan_grace, upload_ttl, temp_ttl, retention and archive_retention must be positive durations")
 	}
 	if a := c.Alerts; a.WebhookURL != "" {
 		if u, err := url.Parse(a.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

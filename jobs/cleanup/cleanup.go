@@ -42,8 +42,11 @@ type Config struct {
 	UploadTTL time.Duration
 	// TempTTL: temp files older than this that no running task is writing are deleted.
 	TempTTL time.Duration
-	// Retention: terminal tasks that finished longer ago than this are deleted.
+	// Retention: terminal tasks that finished longer ago than this are archived.
 	Retention time.Duration
+	// ArchiveRetention: archived tasks are deleted this long after they were archived (their
+	// daily aggregates stay).
+	ArchiveRetention time.Duration
 	// BacklogThreshold: a queue with more waiting tasks than this for BacklogFor raises one
 	// alert per episode. 0 disables the check.
 	BacklogThreshold int
@@ -65,7 +68,8 @@ type Report struct {
 	UploadsDeleted  int `json:"uploads_deleted"`
 	TempDeleted     int `json:"temp_files_deleted"`
 	ResultsOrphaned int `json:"orphan_results_deleted"`
-	RetentionPurged int `json:"tasks_deleted"`
+	RetentionPurged int `json:"tasks_archived"`
+	ArchivePurged   int `json:"archived_tasks_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
 	FailureAlerts   int `json:"failure_alerts"`
 	Errors          int `json:"errors"`
@@ -149,6 +153,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"temp_files", c.tempFiles, &rep.TempDeleted},
 		{"orphan_results", c.orphanResults, &rep.ResultsOrphaned},
 		{"retention", c.retention, &rep.RetentionPurged},
+		{"archive", c.purgeArchive, &rep.ArchivePurged},
 		{"backlog", c.backlog, &rep.BacklogAlerts},
 		{"failure_alerts", c.failureAlerts, &rep.FailureAlerts},
 	}
@@ -167,7 +172,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 	}
 	c.logger.Info("cleanup round finished", "took", time.Since(start), "orphans_enqueued", rep.Orphans,
 		"timed_out", rep.TimedOut, "results_expired", rep.ResultsExpired, "uploads_deleted", rep.UploadsDeleted,
-		"temp_files_deleted", rep.TempDeleted, "tasks_deleted", rep.RetentionPurged)
+		"temp_files_deleted", rep.TempDeleted, "tasks_archived", rep.RetentionPurged, "archived_tasks_deleted", rep.ArchivePurged)
 	if c.observer != nil {
 		c.observer.CleanupRound(rep)
 	}
@@ -371,7 +376,8 @@ func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, rem
 	return n, nil
 }
 
-// retention deletes terminal tasks past retention with their runs, logs, failed rows and files.
+// retention archives terminal tasks past retention with their runs, logs and failed rows, and
+// deletes their files.
 func (c *Cleaner) retention(ctx context.Context) (int, error) {
 	tasks, err := c.store.PastRetention(ctx, c.cfg.Retention, c.cfg.BatchSize)
 	if err != nil || len(tasks) == 0 {
@@ -385,7 +391,15 @@ func (c *Cleaner) retention(ctx context.Context) (int, error) {
 		}
 		ids = append(ids, tasks[i].ID)
 	}
-	return c.store.DeleteTasks(ctx, ids)
+	return c.store.ArchiveTasks(ctx, ids)
+}
+
+// purgeArchive deletes archived tasks past the archive retention; their aggregates stay.
+func (c *Cleaner) purgeArchive(ctx context.Context) (int, error) {
+	if c.cfg.ArchiveRetention <= 0 {
+		return 0, nil
+	}
+	return c.store.PurgeArchive(ctx, c.cfg.ArchiveRetention, c.cfg.BatchSize)
 }
 
 // backlog raises one alert per episode of a queue's backlog staying over the threshold.
