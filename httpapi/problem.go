@@ -73,6 +73,9 @@ func toProblem(err error) *Problem {
 		return problem(http.StatusUnprocessableEntity, bad.Code, bad.Message)
 	case errors.As(err, &busy):
 		p := problem(http.StatusTooManyRequests, "queue_busy", busy.Error())
+		if busy.Owner != "" {
+			p = problem(http.StatusTooManyRequests, "owner_waiting_limit", busy.Error())
+		}
 		p.retryAfter = int(max(busy.RetryAfter.Seconds(), 1))
 		return p
 	case errors.As(err, &file):
@@ -94,7 +97,16 @@ func toProblem(err error) *Problem {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = requestID(r.Context())
-	if p.Status >= 500 {
+	switch {
+	case p.Status == http.StatusServiceUnavailable && s.Postgres != nil:
+		// An outage is reported once, by its tracker, and summarised when it ends; each 503
+		// during it is counted there, not logged as an error of its own.
+		s.Postgres.Fail(err)
+		if !s.Postgres.Suppress() {
+			s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "request failed: database unavailable",
+				slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
+		}
+	case p.Status >= 500:
 		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
 	}

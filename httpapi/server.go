@@ -40,6 +40,9 @@ type Deps struct {
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
+	// Postgres, when set, follows the database's availability: a 503 during a reported outage
+	// is counted there instead of logged on its own (internal/outage's Tracker).
+	Postgres jobs.Dependency
 }
 
 // Mount is an extra handler served under the API's middleware (request ids, logging):

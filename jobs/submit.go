@@ -45,13 +45,6 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("queue %s has %d or more tasks waiting; try again later", e.Queue, e.Limit)
 }
 
-// Code is the problem code of the refusal: the queue's limit or the owner's.
-func (e *BusyError) Code() string {
-	if e.Owner != "" {
-		return "owner_waiting_limit"
-	}
-	return "queue_busy"
-}
 
 // Submission is one submit.
 type Submission struct {

@@ -355,16 +355,25 @@ func (p *process) startAPI() error {
 	cfg := p.cfg
 	api := httpapi.New(httpapi.Deps{
 		Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
-		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP,
-		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports},
+		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep,
+		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
+		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err()}
 		},
 	})
 	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api)}
 	if cfg.Console.Enabled {
+		adminUsers := map[string]string{}
+		for _, t := range cfg.Auth.Tokens {
+			if t.Role == config.RoleAdmin {
+				adminUsers[t.Token] = t.User
+			}
+		}
 		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
-			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), SessionTTL: cfg.Console.SessionTTL})
+			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), AdminUsers: adminUsers,
+			SessionTTL: cfg.Console.SessionTTL, LoginFailures: cfg.Console.LoginFailures, LoginWindow: cfg.Console.LoginWindow,
+			Tasks: p.st, Logger: p.logger})
 		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
 		p.stopping = append(p.stopping, func() {
 			if err := console.Close(); err != nil {

@@ -67,6 +67,14 @@ type HTTP struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	// ShutdownTimeout bounds how long in-flight requests may take after SIGTERM. Default 20s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// BodyIdleTimeout ends a request whose body sends nothing for this long (408). Default 30s.
+	BodyIdleTimeout time.Duration `yaml:"body_idle_timeout"`
+	// BodyMinRate is the slowest average, in bytes per second over BodyRateWindow, a request
+	// body may arrive at (408 when slower): slow-drip uploads cannot hold connections forever.
+	// Default 16384.
+	BodyMinRate int64 `yaml:"body_min_rate"`
+	// BodyRateWindow is the span BodyMinRate is judged over. Default 10s.
+	BodyRateWindow time.Duration `yaml:"body_rate_window"`
 }
 
 // Database configures Postgres.
@@ -234,6 +242,9 @@ type Import struct {
 	MaxRows int `yaml:"max_rows"`
 	// BatchSize is the rows written per transaction. Default 1000.
 	BatchSize int `yaml:"batch_size"`
+	// MaxConcurrentUploads caps the uploads one user may have in flight on one API process;
+	// more answer 429 too_many_uploads. Default 4.
+	MaxConcurrentUploads int `yaml:"max_concurrent_uploads"`
 	// ReportTTL is how long an error report can be downloaded. Default 168h (7 days).
 	ReportTTL time.Duration `yaml:"report_ttl"`
 }
@@ -293,10 +304,19 @@ type Console struct {
 	// Default none (token login only).
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
-	// ReadOnly hides the console's actions (delete, archive, run, pause). Default false.
+	// ReadOnly refuses every console action (403, pointing to the task API) and hides the
+	// buttons. Task actions belong to the task API, whose transitions keep the task rows and
+	// the queues in step. With false, single-job actions map onto task transitions: delete or
+	// archive cancels the task, cancel requests its cancel, run-now of a retry makes it due;
+	// bulk actions stay refused. Default true.
 	ReadOnly bool `yaml:"read_only"`
-	// SessionTTL is how long a console login lasts. Default 12h.
+	// SessionTTL is how long a console login lasts at most. Default 12h.
 	SessionTTL time.Duration `yaml:"session_ttl"`
+	// LoginFailures is how many failed logins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int `yaml:"login_failures"`
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration `yaml:"login_window"`
 }
 
 // Metrics configures Prometheus metrics.
@@ -323,6 +343,9 @@ func Default() Config {
 			Addr:              ":8080",
 			ReadHeaderTimeout: 10 * time.Second,
 			ShutdownTimeout:   20 * time.Second,
+			BodyIdleTimeout:   30 * time.Second,
+			BodyMinRate:       16 << 10,
+			BodyRateWindow:    10 * time.Second,
 		},
 		Database: Database{
 			URL:          "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable",
@@ -351,10 +374,10 @@ func Default() Config {
 				StallAfter: time.Minute, Priority: 5, Disabled: true},
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
-		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000,
+		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000, MaxConcurrentUploads: 4,
 			ReportTTL: 7 * 24 * time.Hour},
 		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
-		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
+		Console: Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
 		Metrics: Metrics{Addr: ":9091"},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
@@ -478,6 +501,15 @@ func (c *Config) Validate() error {
 	}
 	if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 		bad("database.url (TASKCENTER_DATABASE_URL) must be a postgres://user:password@host:port/dbname URL")
+	}
+	if c.HTTP.BodyIdleTimeout <= 0 || c.HTTP.BodyRateWindow <= 0 || c.HTTP.BodyMinRate < 0 {
+		bad("http.body_idle_timeout and http.body_rate_window must be positive and http.body_min_rate 0 or more")
+	}
+	if c.Import.MaxConcurrentUploads < 1 {
+		bad("import.max_concurrent_uploads must be at least 1, got %d", c.Import.MaxConcurrentUploads)
+	}
+	if c.Console.LoginFailures < 1 || c.Console.LoginWindow <= 0 {
+		bad("console.login_failures must be at least 1 and console.login_window positive")
 	}
 	if c.Database.MaxOpenConns < 2 {
 		bad("database.max_open_conns must be at least 2, got %d", c.Database.MaxOpenConns)
