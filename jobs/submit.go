@@ -45,7 +45,6 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("queue %s has %d or more tasks waiting; try again later", e.Queue, e.Limit)
 }
 
-
 // Submission is one submit.
 type Submission struct {
 	Type      string
