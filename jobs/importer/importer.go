@@ -238,7 +238,10 @@ func readHeader(src source, cp *checkpoint) (columns, error) {
 				continue
 			}
 			cols, _, err := mapHeader(cells)
-			return cols, err
+			if err != nil {
+				return cols, problem(Invalid, "missing_columns", "row %d: %v", n, err)
+			}
+			return cols, nil
 		}
 		if n > searchRows {
 			break

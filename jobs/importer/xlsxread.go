@@ -417,13 +417,11 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "…"
 }
-
-func utf8RuneStart(c byte) bool { return c&0xC0 != 0x80 }
 
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
 func (s *xlsxSource) Long() []int          { return s.long }
