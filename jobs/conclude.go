@@ -184,6 +184,7 @@ func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
 	}
 	// Whatever partial files any attempt of this task left are dead now.
 	rt.removeTemp(task.TaskNo, 0, run.Logger)
+	rt.changed(ctx, task)
 	var took time.Duration
 	if task.StartedAt != nil && task.FinishedAt != nil {
 		took = task.FinishedAt.Sub(*task.StartedAt)
@@ -206,9 +207,20 @@ func (rt *Runtime) removeTemp(taskNo string, keep int, log *slog.Logger) {
 	}
 }
 
+// changed announces a committed status change to live streams (best effort: they also poll).
+func (rt *Runtime) changed(ctx context.Context, task *store.Task) {
+	if rt.board == nil {
+		return
+	}
+	if err := rt.board.Changed(context.WithoutCancel(ctx), task.TaskNo, task.Owner); err != nil {
+		rt.logger.Debug("could not announce a status change", "task_no", task.TaskNo, "err", err)
+	}
+}
+
 // enqueue hands a task that is waiting again to asynq. If Redis is unreachable the task stays
 // committed and the rescuer enqueues it later.
 func (rt *Runtime) enqueue(ctx context.Context, task *store.Task, log *slog.Logger) {
+	rt.changed(ctx, task)
 	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rt.enqueuer.Enqueue(ectx, task); err != nil {

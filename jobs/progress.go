@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -29,10 +30,33 @@ func Percent(current, total int64, finished bool) int {
 
 // ProgressBoard keeps live progress in a Redis hash per task (current, total, percent,
 // updated_at) with a TTL. The database holds the per-batch copy; readers fall back to it.
+//
+// It also announces changes on one Redis pub/sub channel (EventsChannel), for live streams:
+// a "progress" message each time progress is written, and a "changed" message after every
+// committed status change. A "changed" message carries no state: listeners read the task's
+// committed events from the outbox (store.TaskEvents), so nothing is announced that did not
+// commit, and a lost message only delays, never loses, an event.
 type ProgressBoard struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
 }
+
+// EventsChannel is the Redis pub/sub channel of live task events.
+const EventsChannel = "taskcenter:events"
+
+// Notice is one message on EventsChannel.
+type Notice struct {
+	Kind     string    `json:"kind"` // progress | changed
+	TaskNo   string    `json:"task_no"`
+	Owner    string    `json:"owner"`
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Notice kinds.
+const (
+	NoticeProgress = "progress"
+	NoticeChanged  = "changed"
+)
 
 // NewProgressBoard returns a board on rdb.
 func NewProgressBoard(rdb redis.UniversalClient) *ProgressBoard {
@@ -50,10 +74,29 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`)
 
-// Set records progress for a running task.
-func (b *ProgressBoard) Set(ctx context.Context, taskNo string, current, total int64) error {
-	return setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
-		current, total, Percent(current, total, false), time.Now().UTC().Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
+// Set records progress for a running task and announces it.
+func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64) error {
+	now := time.Now().UTC()
+	err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
+		current, total, Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
+	if err != nil {
+		return err
+	}
+	return b.publish(ctx, Notice{Kind: NoticeProgress, TaskNo: taskNo, Owner: owner,
+		Progress: &Progress{Current: current, Total: total, Percent: Percent(current, total, false), UpdatedAt: now}})
+}
+
+// Changed announces that a task's status changed (after the change committed).
+func (b *ProgressBoard) Changed(ctx context.Context, taskNo, owner string) error {
+	return b.publish(ctx, Notice{Kind: NoticeChanged, TaskNo: taskNo, Owner: owner})
+}
+
+func (b *ProgressBoard) publish(ctx context.Context, n Notice) error {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return b.rdb.Publish(ctx, EventsChannel, body).Err()
 }
 
 // Get returns the live progress, and false when Redis has none (finished, or Redis lost it).

@@ -159,7 +159,7 @@ func (r *Run) putBoard(ctx context.Context, current, total int64) {
 	if !due {
 		return
 	}
-	if err := r.rt.board.Set(ctx, r.Lease.TaskNo, current, total); err != nil {
+	if err := r.rt.board.Set(ctx, r.Lease.TaskNo, r.Task.Owner, current, total); err != nil {
 		// Progress in Redis is a convenience; the database copy is authoritative.
 		r.Logger.Debug("progress board unavailable", "err", err)
 	}

@@ -205,6 +205,7 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 			rt.observer.TaskFinished(ended.Task.Type, ended.Task.Status, 0)
 		}
 		rt.removeTemp(ended.Task.TaskNo, 0, logger)
+		rt.changed(ctx, ended.Task)
 		if ended.Task.AlertDueAt != nil {
 			rt.SendAlert(context.WithoutCancel(ctx), ended.Task.ID)
 		}
@@ -258,6 +259,7 @@ func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, log
 	if rt.observer != nil {
 		rt.observer.AttemptStarted(c.Task.Type, c.Trigger)
 	}
+	rt.changed(ctx, c.Task)
 	logger.Debug("attempt started", "trigger", c.Trigger)
 
 	hctx, stop := context.WithCancelCause(ctx)

@@ -308,3 +308,38 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 		t.Fatalf("temp area after the task ended: %v", entries)
 	}
 }
+
+// Live streams hear of progress and of every committed status change on one channel: a
+// started attempt, its progress, and its end, in that order.
+func TestRuntimeAnnouncesProgressAndCommittedChanges(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	sub := f.rdb.Subscribe(context.Background(), EventsChannel)
+	defer sub.Close()
+	if _, err := sub.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		return Result{}, run.Progress(ctx, 3, 4)
+	}), "w1")
+	task := f.task()
+	if err := deliver(rt, task); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for len(kinds) < 3 {
+		select {
+		case msg := <-sub.Channel():
+			var n Notice
+			if err := json.Unmarshal([]byte(msg.Payload), &n); err != nil || n.TaskNo != task.TaskNo || n.Owner != "alice" {
+				t.Fatalf("notice %q: %v", msg.Payload, err)
+			}
+			kinds = append(kinds, n.Kind)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("notices so far: %v", kinds)
+		}
+	}
+	if kinds[0] != NoticeChanged || kinds[1] != NoticeProgress || kinds[2] != NoticeChanged {
+		t.Fatalf("notices = %v, want changed (started), progress, changed (ended)", kinds)
+	}
+}

@@ -59,6 +59,7 @@ type Submission struct {
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
 type Submitter struct {
 	store    *store.Store
+	board    *ProgressBoard // optional: announces new tasks to live streams
 	enqueuer *Enqueuer
 	types    map[string]SubmitPolicy
 	backlog  *backlog
@@ -113,6 +114,9 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 	if s.observer != nil {
 		s.observer.TaskSubmitted(sub.Type)
 	}
+	if s.board != nil && (s.redis == nil || !s.redis.Down()) {
+		s.board.Changed(ctx, task.TaskNo, task.Owner) //nolint:errcheck // live streams also poll
+	}
 	s.Enqueue(ctx, task)
 	return task, true, nil
 }
@@ -157,6 +161,12 @@ func cmpOr(vals ...int) int {
 		}
 	}
 	return 0
+}
+
+// WithBoard makes the submitter announce new tasks to live streams on b.
+func (s *Submitter) WithBoard(b *ProgressBoard) *Submitter {
+	s.board = b
+	return s
 }
 
 // NewTaskNo returns a public task number: "tsk_" and 128 random bits, unguessable.

@@ -301,7 +301,7 @@ func (p *process) wire() {
 	for name, q := range cfg.Queues {
 		limits[name] = q.BacklogLimit
 	}
-	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep)
+	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board)
 	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
 	p.cleanup.Queues = queues
 }
@@ -330,7 +330,7 @@ func (p *process) startWorkers() error {
 		concurrency[name] = jobs.QueueConfig{Concurrency: q.Concurrency, StrictPriority: q.Priority != "weighted"}
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
-		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Logger: p.logger})
+		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Board: p.board, Logger: p.logger})
 	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
 	firer := schedule.NewFirer(p.st, p.submitter, p.logger)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {

@@ -92,6 +92,7 @@ type Cleaner struct {
 	observer Observer
 	alerter  BacklogAlerter
 	failures jobs.Alerter
+	board    *jobs.ProgressBoard
 	logger   *slog.Logger
 
 	mu            sync.Mutex
@@ -107,13 +108,15 @@ type Deps struct {
 	Alerter  BacklogAlerter
 	// TaskAlerter sends the failure alerts whose worker died before sending them.
 	TaskAlerter jobs.Alerter
+	// Board, when set, announces the status changes the round makes to live streams.
+	Board *jobs.ProgressBoard
 	Logger      *slog.Logger
 }
 
 // New returns a Cleaner; worker names it in the cleanup_rounds table.
 func New(cfg Config, worker string, d Deps) *Cleaner {
 	return &Cleaner{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, files: d.Files, worker: worker, observer: d.Observer,
-		alerter: d.Alerter, failures: d.TaskAlerter, logger: d.Logger.With("component", "cleanup")}
+		alerter: d.Alerter, failures: d.TaskAlerter, board: d.Board, logger: d.Logger.With("component", "cleanup")}
 }
 
 // ProcessTask implements asynq.Handler: it claims the current slot and runs the round, or does
@@ -212,6 +215,9 @@ func (c *Cleaner) staleRuns(ctx context.Context) (int, error) {
 		c.logger.Warn("task timed out: no heartbeat", "task_no", t.TaskNo, "type", t.Type, "attempt", t.Attempt)
 		if _, err := c.files.RemoveAttemptTemp(t.TaskNo, 0); err != nil {
 			c.logger.Warn("could not remove partial files", "task_no", t.TaskNo, "err", err)
+		}
+		if c.board != nil {
+			c.board.Changed(ctx, t.TaskNo, t.Owner) //nolint:errcheck // live streams also poll
 		}
 	}
 	return len(tasks), nil

@@ -401,12 +401,20 @@ func (s *xmlScanner) parseAttrs(tag []byte) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// attr returns the raw (still escaped) value of the current start tag's attribute whose
-// local name is local and which has no prefix.
+// attr returns the value of the current start tag's attribute whose local name is local
+// and which has no prefix. It points into the scanner's buffer (valid until the next call)
+// unless it had entities to decode.
 func (s *xmlScanner) attr(local string) ([]byte, bool) {
 	for _, a := range s.attrs {
 		if !a.space && string(a.local) == local {
-			return a.raw, true
+			if bytes.IndexByte(a.raw, '&') < 0 && bytes.IndexByte(a.raw, '\r') < 0 {
+				return a.raw, true
+			}
+			v, err := unescape(a.raw)
+			if err != nil {
+				return a.raw, true // reads as a bad value where it is used
+			}
+			return []byte(v), true
 		}
 	}
 	return nil, false
@@ -423,33 +431,37 @@ func (s *xmlScanner) attrString(local string, prefixed bool) (string, error) {
 	return "", nil
 }
 
-// unescape decodes entities and character references in an attribute value.
+// unescape decodes an attribute value as encoding/xml does: entities and character
+// references, and a literal CR or CRLF read as LF.
 func unescape(raw []byte) (string, error) {
-	if bytes.IndexByte(raw, '&') < 0 {
+	if bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, '\r') < 0 {
 		if err := checkText(raw); err != nil {
 			return "", err
 		}
 		return string(raw), nil
 	}
 	var out []byte
-	for len(raw) > 0 {
-		i := bytes.IndexByte(raw, '&')
-		if i < 0 {
-			out = append(out, raw...)
-			break
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '\r':
+			out = append(out, '\n')
+			if i+1 < len(raw) && raw[i+1] == '\n' {
+				i++
+			}
+		case '&':
+			semi := bytes.IndexByte(raw[i:], ';')
+			if semi < 0 {
+				return "", &syntaxError{"invalid character entity (no semicolon)"}
+			}
+			r, ok := entity(raw[i+1 : i+semi])
+			if !ok {
+				return "", &syntaxError{fmt.Sprintf("invalid character entity %q", raw[i:i+semi+1])}
+			}
+			out = utf8.AppendRune(out, r)
+			i += semi
+		default:
+			out = append(out, c)
 		}
-		out = append(out, raw[:i]...)
-		raw = raw[i:]
-		semi := bytes.IndexByte(raw, ';')
-		if semi < 0 {
-			return "", &syntaxError{"invalid character entity (no semicolon)"}
-		}
-		r, ok := entity(raw[1:semi])
-		if !ok {
-			return "", &syntaxError{fmt.Sprintf("invalid character entity %q", raw[:semi+1])}
-		}
-		out = utf8.AppendRune(out, r)
-		raw = raw[semi+1:]
 	}
 	if err := checkText(out); err != nil {
 		return "", err
