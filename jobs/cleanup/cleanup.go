@@ -109,8 +109,8 @@ type Deps struct {
 	// TaskAlerter sends the failure alerts whose worker died before sending them.
 	TaskAlerter jobs.Alerter
 	// Board, when set, announces the status changes the round makes to live streams.
-	Board *jobs.ProgressBoard
-	Logger      *slog.Logger
+	Board  *jobs.ProgressBoard
+	Logger *slog.Logger
 }
 
 // New returns a Cleaner; worker names it in the cleanup_rounds table.
