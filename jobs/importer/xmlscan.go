@@ -297,6 +297,10 @@ func (s *xmlScanner) startTag() bool {
 			case c == '"' || c == '\'':
 				quote = c
 			case c == '>':
+				if i > maxTag {
+					s.err = errTagTooLong
+					return false
+				}
 				tag := s.buf[s.pos+n : s.pos+i]
 				s.pos += i + 1
 				return s.parseAttrs(tag)
