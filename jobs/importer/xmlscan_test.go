@@ -163,15 +163,15 @@ func TestXMLScannerRefuses(t *testing.T) {
 	t.Parallel()
 	for doc, want := range map[string]string{
 		`<!DOCTYPE x [<!ENTITY a "aaaa">]><x>&a;</x>`: "unsupported markup declaration",
-		`<t>&nope;</t>`:                  "invalid character entity",
-		`<t>&#0;</t>`:                    "illegal character code U+0000",
-		"<t>\x01</t>":                    "illegal character code U+0001",
-		"<t>\xff</t>":                    "invalid UTF-8",
-		`<a b="1>`:                       "unexpected end of input",
-		`<a b=1>`:                        "unquoted attribute value",
+		`<t>&nope;</t>`: "invalid character entity",
+		`<t>&#0;</t>`:   "illegal character code U+0000",
+		"<t>\x01</t>":   "illegal character code U+0001",
+		"<t>\xff</t>":   "invalid UTF-8",
+		`<a b="1>`:      "unexpected end of input",
+		`<a b=1>`:       "unquoted attribute value",
 		`<a ` + strings.Repeat("b", maxTag+10) + `="1">`: errTagTooLong.Error(),
-		`<t><![CDATA[never ends`:         "unexpected end of input in CDATA",
-		`<a><!-- never ends`:             "unexpected end of input",
+		`<t><![CDATA[never ends`:                         "unexpected end of input in CDATA",
+		`<a><!-- never ends`:                             "unexpected end of input",
 	} {
 		_, err := scanTokens(strings.NewReader(doc), 1<<20)
 		if err == nil {
