@@ -5,17 +5,32 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO      ?= go
 PKGS    := ./...
 
-.PHONY: run test services services-stop services-status build vet fmt clean
+.PHONY: run test services services-stop services-status build vet fmt clean soak fuzz chaos
 
 ## run: start Redis and Postgres if needed, then the whole service (API, workers, scheduler)
 run: services
 	$(GO) run ./cmd/taskcenter serve --roles all
 
 ## test: start Redis and Postgres if needed, then the whole test suite with the race detector
+## (the state-machine model test runs 200 seeds), then each fuzz target briefly
 test: services
 	@scripts/services.sh tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@scripts/fuzz.sh 5s
+
+## soak: the state-machine model test over 10,000 seeds (TASKCENTER_MODEL_SEEDS to change)
+soak: services
+	TASKCENTER_MODEL_SEEDS=$${TASKCENTER_MODEL_SEEDS:-10000} $(GO) test -count=1 -run TestStateMachineModel -timeout 4h -v ./store/ | tail -20
+
+## fuzz: every fuzz target for 5 minutes (FUZZTIME to change); crashers land in testdata/fuzz
+fuzz:
+	scripts/fuzz.sh $${FUZZTIME:-5m}
+
+## chaos: real processes killed, terminated, and Redis and Postgres restarted under load;
+## prints the table and updates docs/reliability.md
+chaos: services
+	TASKCENTER_CHAOS=1 TASKCENTER_CHAOS_WRITE_DOC=1 $(GO) test -count=1 -run Chaos -v -timeout 40m ./cmd/taskcenter/
 
 ## services: reuse or install and start Redis and Postgres (data under ./data)
 services:
