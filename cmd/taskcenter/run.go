@@ -302,7 +302,9 @@ func (p *process) wire() {
 		limits[name] = q.BacklogLimit
 	}
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board)
-	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: 10_000, MaxRows: cfg.Import.MaxRows}
+	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
+		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
+		MaxSharedStrings: cfg.Import.MaxSharedStrings}
 	p.cleanup.Queues = queues
 }
 

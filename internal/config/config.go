@@ -240,6 +240,21 @@ type Import struct {
 	MaxUncompressedBytes int64 `yaml:"max_uncompressed_bytes"`
 	// MaxRows caps the data rows of one file. Default 1,000,000.
 	MaxRows int `yaml:"max_rows"`
+	// MaxEntries caps the files inside an .xlsx (a zip). Default 10000.
+	MaxEntries int `yaml:"max_entries"`
+	// MaxCellChars caps one cell, as Excel does; a longer cell is cut while it is read and its
+	// row rejected. Default 32767.
+	MaxCellChars int `yaml:"max_cell_chars"`
+	// MaxColumns caps the columns of a row, as Excel does (column XFD); a cell further right
+	// fails the file. Default 16384.
+	MaxColumns int `yaml:"max_columns"`
+	// MaxRowBytes caps one row's XML or CSV text and its values: a row over it fails the file.
+	// Memory per import is bounded by these limits, whatever the file holds. Default 8388608
+	// (8 MiB).
+	MaxRowBytes int64 `yaml:"max_row_bytes"`
+	// MaxSharedStrings caps an .xlsx shared string table (4 bytes of memory each; the text
+	// spills to disk). Default 16777216.
+	MaxSharedStrings int `yaml:"max_shared_strings"`
 	// BatchSize is the rows written per transaction. Default 1000.
 	BatchSize int `yaml:"batch_size"`
 	// MaxConcurrentUploads caps the uploads one user may have in flight on one API process;
@@ -375,6 +390,7 @@ func Default() Config {
 		},
 		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
 		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000, MaxConcurrentUploads: 4,
+			MaxEntries: 10_000, MaxCellChars: 32_767, MaxColumns: 16_384, MaxRowBytes: 8 << 20, MaxSharedStrings: 1 << 24,
 			ReportTTL: 7 * 24 * time.Hour},
 		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
 		Console: Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
@@ -620,6 +636,9 @@ func (c *Config) Validate() error {
 	}
 	if im.MaxRows < 1 || im.MaxRows > 1_048_575 {
 		bad("import.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", im.MaxRows)
+	}
+	if im.MaxEntries < 1 || im.MaxCellChars < 1 || im.MaxColumns < 1 || im.MaxColumns > 16_384 || im.MaxRowBytes < 1<<10 || im.MaxSharedStrings < 1 {
+		bad("import.max_entries, max_cell_chars, max_shared_strings must be positive, max_columns 1..16384, max_row_bytes at least 1024")
 	}
 	if im.BatchSize < 1 || im.BatchSize > 10_000 {
 		bad("import.batch_size must be between 1 and 10000, got %d", im.BatchSize)
