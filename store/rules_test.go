@@ -424,3 +424,40 @@ func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 		t.Fatalf("waiting per owner = %+v %v", top, err)
 	}
 }
+
+// Heart-beats and progress are HOT updates: no index holds their columns, so Postgres
+// rewrites the row in place without touching any index (n_tup_hot_upd).
+func TestHeartbeatsAreHOTUpdates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	_, l := f.inStatus(store.StatusRunning)
+	f.exec("SELECT pg_stat_force_next_flush()")
+	before := f.hotUpdates()
+	for i := range 50 {
+		if _, err := f.s.Heartbeat(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.Progress(ctx, l, int64(i), 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.exec("SELECT pg_stat_force_next_flush()")
+	after := f.hotUpdates()
+	if d, h := after.upd-before.upd, after.hot-before.hot; d < 100 || float64(h) < 0.9*float64(d) {
+		t.Fatalf("%d of %d heartbeat/progress updates were HOT", h, d)
+	}
+}
+
+type updCounts struct{ upd, hot int64 }
+
+func (f *fixture) hotUpdates() updCounts {
+	f.t.Helper()
+	var c updCounts
+	err := f.db.QueryRowContext(context.Background(),
+		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&c.upd, &c.hot)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
