@@ -2,17 +2,13 @@ package monitor
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +18,7 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -79,11 +76,13 @@ var _ TaskActions = (*store.Store)(nil)
 // logging out one browser would end every other session of that admin, and the cookie would
 // still have to carry a signed expiry.)
 type Console struct {
-	cfg    ConsoleConfig
-	mon    *asynqmon.HTTPHandler
-	rdb    redis.UniversalClient
-	tokens map[[32]byte]string // sha256(token) → user
-	logger *slog.Logger
+	cfg      ConsoleConfig
+	mon      *asynqmon.HTTPHandler
+	rdb      redis.UniversalClient
+	sessions *session.Store
+	throttle *session.Throttle
+	tokens   map[[32]byte]string // sha256(token) → user
+	logger   *slog.Logger
 }
 
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
@@ -105,6 +104,8 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 	}
 	c.cfg.ReadOnly = readOnly
 	c.rdb, _ = redisOpt.MakeRedisClient().(redis.UniversalClient)
+	c.sessions = session.NewStore(c.rdb, sessionPrefix, cfg.SessionTTL)
+	c.throttle = session.NewThrottle(c.rdb, failuresPrefix, cfg.LoginFailures, cfg.LoginWindow)
 	for _, t := range cfg.AdminTokens {
 		user := cfg.AdminUsers[t]
 		if user == "" {
@@ -128,8 +129,11 @@ const (
 	sessionCookie  = "taskcenter_console"
 	sessionPrefix  = "taskcenter:console:session:"
 	failuresPrefix = "taskcenter:console:login_failures:"
-	redisTimeout   = 2 * time.Second
 )
+
+// sessionData is what Redis keeps for a console session (the admin's name, the fingerprint
+// of the admin token it was opened with, the login time).
+type sessionData = session.Data
 
 // Handler serves the login page and, to admins only, asynqmon.
 func (c *Console) Handler() http.Handler {
@@ -208,38 +212,15 @@ func (c *Console) adminToken(token string) (string, bool) {
 	return user, found
 }
 
-// sessionData is what Redis keeps for a session.
-type sessionData struct {
-	User string `json:"user"`
-	// Token is the fingerprint of the admin token the session was opened with: removing the
-	// token from the config ends its sessions.
-	Token  string `json:"token"`
-	Issued int64  `json:"issued"` // unix seconds
-}
-
-func tokenFingerprint(sum [32]byte) string { return hex.EncodeToString(sum[:8]) }
-
 // sessionKey is the Redis key of a session id; Redis holds only the id's hash, so reading
 // Redis does not give away sessions.
-func sessionKey(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return sessionPrefix + hex.EncodeToString(sum[:])
-}
+func sessionKey(id string) string { return session.NewStore(nil, sessionPrefix, 0).Key(id) }
 
 // newSession stores a session for the admin behind token and returns its cookie value.
 func (c *Console) newSession(ctx context.Context, user, token string) (string, error) {
-	b := make([]byte, 32)
-	rand.Read(b) //nolint:errcheck // never fails
-	id := base64.RawURLEncoding.EncodeToString(b)
-	data, err := json.Marshal(sessionData{User: user, Token: tokenFingerprint(sha256.Sum256([]byte(strings.TrimSpace(token)))),
-		Issued: time.Now().Unix()})
+	id, err := c.sessions.Create(ctx, session.Data{User: user, Token: session.Fingerprint(token)})
 	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-	if err := c.rdb.Set(ctx, sessionKey(id), data, c.cfg.SessionTTL).Err(); err != nil {
-		return "", fmt.Errorf("store console session: %w", err)
+		return "", fmt.Errorf("console session: %w", err)
 	}
 	return id, nil
 }
@@ -247,64 +228,37 @@ func (c *Console) newSession(ctx context.Context, user, token string) (string, e
 // session returns a live session: known to Redis, younger than SessionTTL (whatever TTL
 // it was stored with), opened with a token that is still an admin token.
 func (c *Console) session(ctx context.Context, id string) (sessionData, bool) {
-	var s sessionData
-	if len(id) != 43 { // 32 bytes, base64url
-		return s, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-	raw, err := c.rdb.Get(ctx, sessionKey(id)).Bytes()
+	s, ok, err := c.sessions.Get(ctx, id)
 	if err != nil {
-		if !errors.Is(err, redis.Nil) {
-			c.logger.Warn("console session lookup failed", "err", err)
-		}
-		return s, false
+		c.logger.Warn("console session lookup failed", "err", err)
 	}
-	if json.Unmarshal(raw, &s) != nil {
-		return s, false
-	}
-	if time.Since(time.Unix(s.Issued, 0)) >= c.cfg.SessionTTL {
+	if !ok {
 		return s, false
 	}
 	for sum := range c.tokens {
-		if tokenFingerprint(sum) == s.Token {
+		if hex.EncodeToString(sum[:8]) == s.Token {
 			return s, true
 		}
 	}
 	return s, false
 }
 
-// clientAddr is the address failed logins are counted against: the peer's IP. Behind a
-// reverse proxy every client shares the proxy's address.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// clientAddr is the address failed logins are counted against (session.ClientAddr).
+func clientAddr(r *http.Request) string { return session.ClientAddr(r) }
 
 // blocked reports whether the client address has used up its failed logins. When Redis
 // cannot tell, the attempt is let through: the credential check itself stands.
 func (c *Console) blocked(r *http.Request) bool {
-	ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
-	defer cancel()
-	n, err := c.rdb.Get(ctx, failuresPrefix+clientAddr(r)).Int()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	blocked, err := c.throttle.Blocked(r.Context(), clientAddr(r))
+	if err != nil {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
-	return n >= c.cfg.LoginFailures
+	return blocked
 }
 
 // failed counts a failed login against the client address, for LoginWindow from the first.
 func (c *Console) failed(r *http.Request) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), redisTimeout)
-	defer cancel()
-	key := failuresPrefix + clientAddr(r)
-	pipe := c.rdb.TxPipeline()
-	pipe.Incr(ctx, key)
-	pipe.ExpireNX(ctx, key, c.cfg.LoginWindow)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := c.throttle.Failed(r.Context(), clientAddr(r)); err != nil {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
 	c.logger.Warn("console login failed", "client", clientAddr(r))
@@ -312,13 +266,7 @@ func (c *Console) failed(r *http.Request) {
 
 // throttled answers 429 with the time left in the address's window.
 func (c *Console) throttled(w http.ResponseWriter, r *http.Request) {
-	wait := c.cfg.LoginWindow
-	ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
-	defer cancel()
-	if ttl, err := c.rdb.PTTL(ctx, failuresPrefix+clientAddr(r)).Result(); err == nil && ttl > 0 {
-		wait = ttl
-	}
-	secs := int((wait + time.Second - 1) / time.Second)
+	secs := c.throttle.Wait(r.Context(), clientAddr(r))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	http.Error(w, fmt.Sprintf("too many failed logins from your address; try again in %d s", secs), http.StatusTooManyRequests)
 }
@@ -372,9 +320,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the session server-side, so the cookie is worthless even if kept.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		ctx, cancel := context.WithTimeout(r.Context(), redisTimeout)
-		defer cancel()
-		if err := c.rdb.Del(ctx, sessionKey(ck.Value)).Err(); err != nil {
+		if err := c.sessions.Delete(r.Context(), ck.Value); err != nil {
 			c.logger.Error("console logout could not end the session", "err", err)
 			http.Error(w, "the session could not be ended (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
 			return
