@@ -175,7 +175,8 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	for b := range batches {
 		cp.Row = b.last
 		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.Mode == ModeInsert, b, cp, estimate))
-		if committed++; im.afterCommit != nil && (err == nil || errors.Is(err, jobs.ErrCancelRequested)) {
+		committed++
+		if im.afterCommit != nil && (err == nil || errors.Is(err, jobs.ErrCancelRequested)) {
 			im.afterCommit(ctx, run, committed)
 		}
 		if errors.Is(err, jobs.ErrCancelRequested) {

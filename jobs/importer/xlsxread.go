@@ -261,11 +261,15 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 		case tokStart:
 			switch string(s.sc.name) {
 			case "c":
+				prev := col
 				col++
 				if r, ok := s.sc.attr("r"); ok {
 					c, _, ok := cellRef(r)
 					if !ok {
 						return nil, nil, fmt.Errorf("bad cell reference %q", clip(string(r), 20))
+					}
+					if c-1 <= prev { // a sheet lists a row's cells left to right, once each
+						return nil, nil, fmt.Errorf("cell %s comes after column %s", clip(string(r), 20), columnName(prev))
 					}
 					col = c - 1
 				}

@@ -180,6 +180,8 @@ func TestXLSXReaderReportsDamageWithTheRow(t *testing.T) {
 		"missing shared string":   {`<row r="1"><c t="s"><v>7</v></c></row></sheetData></worksheet>`, `<sst><si><t>a</t></si></sst>`, "shared string 7 does not exist"},
 		"rows out of order":       {`<row r="5"></row><row r="2"></row></sheetData></worksheet>`, "", "row 2 comes after row 5"},
 		"bad cell reference":      {`<row r="1"><c r="1A"><v>1</v></c></row></sheetData></worksheet>`, "", "bad cell reference"},
+		"cells out of order":      {`<row r="1"><c r="B1"><v>1</v></c><c r="A1"><v>2</v></c></row></sheetData></worksheet>`, "", "cell A1 comes after column B"},
+		"a row that never closes": {`<row r="1"><c r="A1"><v>1</v></c></rov><row r="2"><c r="A2"><v>2</v></c></row></sheetData></worksheet>`, "", "near row 1 (cell A2 comes after column A)"},
 		"no shared strings table": {`<row r="1"><c t="s"><v>0</v></c></row></sheetData></worksheet>`, "", "the workbook has none"},
 	} {
 		t.Run(name, func(t *testing.T) {

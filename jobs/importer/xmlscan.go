@@ -546,17 +546,13 @@ func (t *textBuf) write(p []byte) {
 		return
 	}
 	for i, c := range p {
-		if c&0xC0 != 0x80 {
-			if t.runes == t.max {
-				t.b = append(t.b, p[:i]...)
-				t.cut = true
-				return
-			}
-			t.runes++
-		} else if len(t.b)+i >= utf8.UTFMax*t.max { // not UTF-8: bound the bytes too
+		if t.runes == t.max && c&0xC0 != 0x80 || len(t.b)+i >= utf8.UTFMax*t.max { // the bytes too, should p not be UTF-8
 			t.b = append(t.b, p[:i]...)
 			t.cut = true
 			return
+		}
+		if c&0xC0 != 0x80 {
+			t.runes++
 		}
 	}
 	t.b = append(t.b, p...)
@@ -749,15 +745,12 @@ func (t *textBuf) writeByte(c byte) {
 	if t.cut {
 		return
 	}
-	if c&0xC0 != 0x80 {
-		if t.runes == t.max {
-			t.cut = true
-			return
-		}
-		t.runes++
-	} else if len(t.b) >= utf8.UTFMax*t.max {
+	if t.runes == t.max && c&0xC0 != 0x80 || len(t.b) >= utf8.UTFMax*t.max {
 		t.cut = true
 		return
+	}
+	if c&0xC0 != 0x80 {
+		t.runes++
 	}
 	t.b = append(t.b, c)
 }
