@@ -151,11 +151,12 @@ func TestHandlerBlockedForeverEndsTimeoutAfterStallAfter(t *testing.T) {
 // Progress keeps a slow attempt alive: stalling is about progress, not duration.
 func TestProgressingAttemptIsNotStalled(t *testing.T) {
 	t.Parallel()
-	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 300 * time.Millisecond})
+	// The attempt runs about 4 s, more than twice stall_after, reporting every 100 ms.
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 1500 * time.Millisecond})
 	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
-		for i := range 12 {
+		for i := range 40 {
 			time.Sleep(100 * time.Millisecond)
-			if err := run.Progress(ctx, int64(i), 12); err != nil {
+			if err := run.Progress(ctx, int64(i), 40); err != nil {
 				return Result{}, err
 			}
 		}

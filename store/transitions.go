@@ -447,46 +447,116 @@ type ending struct {
 // endAttempt moves a RUNNING task owned by l to e.to (or CANCELLED, see ending.cancelWins),
 // closes the attempt's run and logs it, in one statement.
 func (s *Store) endAttempt(ctx context.Context, l Lease, e ending) (*Task, error) {
-	task := new(Task)
-	err := one(ctx, s.db, s.db.DB, task, `
-		WITH t AS (
+	ended, err := s.endAttempts(ctx, []Ending{{Lease: l, e: e}})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", e.op, l, err)
+	}
+	if t := ended[l.TaskID]; t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%s %s: %w", e.op, l, ErrFenced)
+}
+
+// Ending is one attempt's terminal write, for EndAttempts.
+type Ending struct {
+	Lease Lease
+	e     ending
+}
+
+// SuccessEnding is the ending Succeed writes, for EndAttempts.
+func SuccessEnding(l Lease, o Outcome) Ending {
+	return Ending{Lease: l, e: ending{op: "succeed", to: o.Status, result: nullJSON(o.Result), resultExpiresAt: o.ResultExpiresAt, log: o.Message}}
+}
+
+// EndAttempts writes many attempts' endings in one statement (one transaction, one fsync): the
+// completer's flush. Each row is fenced on its own lease; the returned map holds the rows that
+// ended, and an ending missing from it was fenced (its attempt no longer owns the task).
+func (s *Store) EndAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
+	return s.endAttempts(ctx, endings)
+}
+
+func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
+	n := len(endings)
+	var (
+		ids                                     = make([]int64, n)
+		attempts, retryDelta                    = make([]int32, n), make([]int32, n)
+		cancelWins, needCancel, alert, hasRetry = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+		hasResult, hasExpiry                    = make([]bool, n), make([]bool, n)
+		to, codes, messages, results            = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		runStatus, runErrors, levels, logs      = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		retryIn                                 = make([]float64, n)
+		expires                                 = make([]time.Time, n)
+	)
+	for i, en := range endings {
+		e := en.e
+		ids[i], attempts[i] = en.Lease.TaskID, int32(en.Lease.Attempt)
+		cancelWins[i], needCancel[i], alert[i] = e.cancelWins, e.needCancel, e.alert
+		to[i], codes[i], messages[i], retryDelta[i] = string(e.to), e.errorCode, e.errorMessage, int32(e.retryDelta)
+		if e.retryInSecs != nil {
+			hasRetry[i], retryIn[i] = true, *e.retryInSecs
+		}
+		if e.result != nil {
+			hasResult[i], results[i] = true, *e.result
+		}
+		if e.resultExpiresAt != nil {
+			hasExpiry[i], expires[i] = true, *e.resultExpiresAt
+		}
+		runStatus[i], runErrors[i] = cmpOr(e.runStatus, string(e.to)), e.runError
+		levels[i], logs[i] = cmpOr(e.level, "info"), e.log
+	}
+	var rows []Task
+	err := all(ctx, s.db, s.db.DB, &rows, `
+		WITH v AS (
+			SELECT * FROM unnest($1::bigint[], $2::int[], $3::bool[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bool[],
+			                     $9::float8[], $10::bool[], $11::text[], $12::bool[], $13::timestamptz[], $14::bool[], $15::bool[],
+			                     $16::text[], $17::text[], $18::text[], $19::text[])
+			AS v(id, attempt, cancel_wins, "to", code, message, retry_delta, has_retry, retry_in, has_result, result,
+			     has_expiry, expires, alert, need_cancel, run_status, run_error, level, log)
+		), t AS (
 			UPDATE tasks SET
-			    status = CASE WHEN $3 AND cancel_requested THEN 'CANCELLED' ELSE $4::text END,
-			    error_code = CASE WHEN $3 AND cancel_requested THEN NULL ELSE NULLIF($5, '') END,
-			    error_message = CASE WHEN $3 AND cancel_requested THEN NULL ELSE NULLIF($6, '') END,
-			    retry_count = retry_count + CASE WHEN $3 AND cancel_requested THEN 0 ELSE $7::int END,
-			    next_retry_at = CASE WHEN ($3 AND cancel_requested) OR $8::float8 IS NULL THEN NULL
-			                         ELSE now() + make_interval(secs => $8::float8) END,
-			    enqueued_at = CASE WHEN $4::text = 'RETRY_WAIT' AND NOT ($3 AND cancel_requested) THEN now() ELSE enqueued_at END,
-			    finished_at = CASE WHEN $4::text = 'RETRY_WAIT' AND NOT ($3 AND cancel_requested) THEN NULL ELSE now() END,
-			    result = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN $9::jsonb ELSE result END,
-			    result_expires_at = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN $10::timestamptz ELSE result_expires_at END,
-			    progress_current = CASE WHEN $4::text IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN GREATEST(progress_current, progress_total)
-			                            ELSE progress_current END,
-			    alert_due_at = CASE WHEN $11 AND NOT ($3 AND cancel_requested) THEN now() ELSE alert_due_at END,
+			    status = CASE WHEN v.cancel_wins AND tasks.cancel_requested THEN 'CANCELLED' ELSE v."to" END,
+			    error_code = CASE WHEN v.cancel_wins AND tasks.cancel_requested THEN NULL ELSE NULLIF(v.code, '') END,
+			    error_message = CASE WHEN v.cancel_wins AND tasks.cancel_requested THEN NULL ELSE NULLIF(v.message, '') END,
+			    retry_count = tasks.retry_count + CASE WHEN v.cancel_wins AND tasks.cancel_requested THEN 0 ELSE v.retry_delta END,
+			    next_retry_at = CASE WHEN (v.cancel_wins AND tasks.cancel_requested) OR NOT v.has_retry THEN NULL
+			                         ELSE now() + make_interval(secs => v.retry_in) END,
+			    enqueued_at = CASE WHEN v."to" = 'RETRY_WAIT' AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN now() ELSE tasks.enqueued_at END,
+			    finished_at = CASE WHEN v."to" = 'RETRY_WAIT' AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN NULL ELSE now() END,
+			    result = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN CASE WHEN v.has_result THEN v.result::jsonb END
+			                  ELSE tasks.result END,
+			    result_expires_at = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN CASE WHEN v.has_expiry THEN v.expires END
+			                             ELSE tasks.result_expires_at END,
+			    progress_current = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN GREATEST(tasks.progress_current, tasks.progress_total)
+			                            ELSE tasks.progress_current END,
+			    alert_due_at = CASE WHEN v.alert AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN now() ELSE tasks.alert_due_at END,
 			    updated_at = now()
-			WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' AND (cancel_requested OR NOT $12)
-			RETURNING *, ($3 AND cancel_requested) AS cancel_won
+			FROM v
+			WHERE tasks.id = v.id AND tasks.attempt = v.attempt AND tasks.status = 'RUNNING' AND (tasks.cancel_requested OR NOT v.need_cancel)
+			RETURNING tasks.*, (v.cancel_wins AND tasks.cancel_requested) AS cancel_won, v.run_status, v.run_error, v.level, v.log
 		), r AS (
-			UPDATE task_runs r SET status = CASE WHEN t.cancel_won THEN 'CANCELLED' ELSE $13 END, error = NULLIF($14, ''), finished_at = now()
+			UPDATE task_runs r SET status = CASE WHEN t.cancel_won THEN 'CANCELLED' ELSE t.run_status END,
+			       error = NULLIF(t.run_error, ''), finished_at = now()
 			FROM t WHERE r.task_id = t.id AND r.attempt = t.attempt
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message)
-			SELECT id, attempt, CASE WHEN cancel_won THEN 'info' ELSE $15 END,
-			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || $16 ELSE $16 END
-			FROM t WHERE $16 <> ''
+			SELECT id, attempt, CASE WHEN cancel_won THEN 'info' ELSE level END,
+			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || log ELSE log END
+			FROM t WHERE log <> ''
 		), ev AS (
 			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, worker FROM t
 		)
 		SELECT `+taskColumns+` FROM t`,
-		l.TaskID, l.Attempt, e.cancelWins, string(e.to), e.errorCode, e.errorMessage, e.retryDelta, e.retryInSecs,
-		e.result, e.resultExpiresAt, e.alert, e.needCancel, cmpOr(e.runStatus, string(e.to)), e.runError,
-		cmpOr(e.level, "info"), e.log)
-	if err := fenced(err, e.op, l); err != nil {
+		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
+		alert, needCancel, runStatus, runErrors, levels, logs)
+	if err != nil {
 		return nil, err
 	}
-	return task, nil
+	out := make(map[int64]*Task, len(rows))
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, nil
 }
 
 // TimeoutStale is the cleanup's transition: RUNNING tasks whose heartbeat is older than
