@@ -198,15 +198,32 @@ func (s *Store) ClaimCapped(ctx context.Context, taskID int64, worker string, ta
 }
 
 func (s *Store) claim(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
-	var row struct {
-		Task
-		PrevStatus Status `bun:"prev_status"` // the status the claim left
-		Trigger    string `bun:"trigger"`     // how this attempt came about, or "ended"
+	res, err := s.claimMany(ctx, q, []int64{taskID}, worker, takeoverAfter)
+	if err != nil {
+		return nil, err
 	}
-	err := one(ctx, s.db, q, &row, `
+	r := res[taskID]
+	return r.Claimed, r.Err
+}
+
+// ClaimResult is one task's answer from ClaimMany: a claim, or why not (*NotClaimableError,
+// *ClaimEndedError, ErrNotFound).
+type ClaimResult struct {
+	Claimed *Claimed
+	Err     error
+}
+
+// ClaimMany claims many tasks for worker in one statement (one transaction, one fsync): the
+// claim batcher's flush. Each task follows Claim's rules on its own; ids must be distinct.
+func (s *Store) ClaimMany(ctx context.Context, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+	return s.claimMany(ctx, s.db.DB, ids, worker, takeoverAfter)
+}
+
+// sqlClaim claims the tasks $1 for worker $2, taking over heartbeats older than $3 seconds.
+const sqlClaim = `
 		WITH old AS (
 			SELECT id, status, attempt, retry_count, max_retry, cancel_requested, heartbeat_at, next_retry_at
-			FROM tasks WHERE id = $1 FOR UPDATE
+			FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 		), decision AS (
 			SELECT id, CASE
 			    WHEN status IN ('PENDING', 'RETRY_WAIT') AND (next_retry_at IS NULL OR next_retry_at <= now()) THEN 'claim'
@@ -221,7 +238,7 @@ func (s *Store) claim(ctx context.Context, q querier, taskID int64, worker strin
 			    retry_count = t.retry_count + CASE WHEN old.status = 'RUNNING' THEN 1 ELSE 0 END,
 			    started_at = COALESCE(t.started_at, now()), next_retry_at = NULL, updated_at = now()
 			FROM old, decision
-			WHERE t.id = old.id AND decision.d IN ('claim', 'takeover')
+			WHERE t.id = old.id AND decision.id = old.id AND decision.d IN ('claim', 'takeover')
 			RETURNING t.*, old.status AS prev_status, CASE
 			    WHEN old.status = 'RUNNING' THEN 'takeover'
 			    WHEN old.status = 'RETRY_WAIT' AND t.error_code = 'interrupted' THEN 'resume'
@@ -264,42 +281,66 @@ func (s *Store) claim(ctx context.Context, q querier, taskID int64, worker strin
 			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $2 FROM (SELECT * FROM claimed UNION ALL SELECT * FROM ended) c
 		)
-		SELECT `+taskColumns+`, prev_status, trigger FROM claimed
+		SELECT ` + taskColumns + `, prev_status, trigger FROM claimed
 		UNION ALL
-		SELECT `+taskColumns+`, prev_status, trigger FROM ended`,
-		taskID, worker, takeoverAfter.Seconds())
-	switch {
-	case err == nil && row.Trigger == "ended":
-		return nil, &ClaimEndedError{Task: &row.Task}
-	case err == nil:
-		t := &row.Task
-		return &Claimed{Task: t, Trigger: row.Trigger, Lease: Lease{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt}}, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("claim task %d: %w", taskID, err)
+		SELECT ` + taskColumns + `, prev_status, trigger FROM ended`
+
+func (s *Store) claimMany(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+	var rows []struct {
+		Task
+		PrevStatus Status `bun:"prev_status"` // the status the claim left
+		Trigger    string `bun:"trigger"`     // how this attempt came about, or "ended"
+	}
+	if err := all(ctx, s.db, q, &rows, sqlClaim, ids, worker, takeoverAfter.Seconds()); err != nil {
+		return nil, fmt.Errorf("claim tasks %v: %w", ids, err)
+	}
+	out := make(map[int64]ClaimResult, len(ids))
+	for i := range rows {
+		t := &rows[i].Task
+		if rows[i].Trigger == "ended" {
+			out[t.ID] = ClaimResult{Err: &ClaimEndedError{Task: t}}
+			continue
+		}
+		out[t.ID] = ClaimResult{Claimed: &Claimed{Task: t, Trigger: rows[i].Trigger, Lease: Lease{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt}}}
+	}
+	var missing []int64
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
 	}
 	// Not claimed: say why, and when it could be.
-	var st struct {
+	var states []struct {
+		ID          int64      `bun:"id"`
 		Status      Status     `bun:"status"`
 		Attempt     int        `bun:"attempt"`
 		HeartbeatAt *time.Time `bun:"heartbeat_at"`
 		NextRetryAt *time.Time `bun:"next_retry_at"`
 		Now         time.Time  `bun:"now"`
 	}
-	err = one(ctx, s.db, q, &st, `SELECT status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = $1`, taskID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+	if err := all(ctx, s.db, q, &states, `SELECT id, status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = ANY($1::bigint[])`,
+		missing); err != nil {
+		return nil, fmt.Errorf("claim tasks %v: %w", missing, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("claim task %d: %w", taskID, err)
+	for _, st := range states {
+		o := ClaimOutcome{Status: st.Status, Attempt: st.Attempt}
+		switch {
+		case st.Status == StatusRunning && st.HeartbeatAt != nil:
+			o.RetryIn = max(st.HeartbeatAt.Add(takeoverAfter).Sub(st.Now), time.Second)
+		case st.Status.Waiting() && st.NextRetryAt != nil:
+			o.RetryIn = max(st.NextRetryAt.Sub(st.Now), time.Second)
+		}
+		out[st.ID] = ClaimResult{Err: &NotClaimableError{o}}
 	}
-	out := ClaimOutcome{Status: st.Status, Attempt: st.Attempt}
-	switch {
-	case st.Status == StatusRunning && st.HeartbeatAt != nil:
-		out.RetryIn = max(st.HeartbeatAt.Add(takeoverAfter).Sub(st.Now), time.Second)
-	case st.Status.Waiting() && st.NextRetryAt != nil:
-		out.RetryIn = max(st.NextRetryAt.Sub(st.Now), time.Second)
+	for _, id := range missing {
+		if _, ok := out[id]; !ok {
+			out[id] = ClaimResult{Err: ErrNotFound}
+		}
 	}
-	return nil, &NotClaimableError{out}
+	return out, nil
 }
 
 // errCodeInterrupted marks a RETRY_WAIT left by Release, so the next claim is a resume.

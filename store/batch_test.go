@@ -1,0 +1,69 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// A batch of claims follows the single claim's rules row by row: waiting tasks are claimed,
+// a live running one is refused with its takeover window, a missing one is not found.
+func TestClaimManyAnswersEachTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	a, b := f.task(), f.task()
+	busy, _ := f.inStatus(store.StatusRunning)
+	res, err := f.s.ClaimMany(ctx, []int64{a.ID, b.ID, busy.ID, 999999}, "w9", takeover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{a.ID, b.ID} {
+		if r := res[id]; r.Err != nil || r.Claimed.Lease.Attempt != 1 || r.Claimed.Trigger != "first" {
+			t.Fatalf("task %d: %+v", id, r)
+		}
+	}
+	var nc *store.NotClaimableError
+	if !errors.As(res[busy.ID].Err, &nc) || nc.Status != store.StatusRunning || nc.RetryIn <= 0 {
+		t.Fatalf("live task: %+v", res[busy.ID])
+	}
+	if !errors.Is(res[999999].Err, store.ErrNotFound) {
+		t.Fatalf("missing task: %+v", res[999999])
+	}
+	if n := f.count("SELECT count(*) FROM task_runs WHERE worker = 'w9'"); n != 2 {
+		t.Fatalf("%d run rows for the batch", n)
+	}
+}
+
+// A fenced row inside a batch of endings fails only that caller: the others commit.
+func TestEndAttemptsFencesRowByRow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	live1, l1 := f.inStatus(store.StatusRunning)
+	live2, l2 := f.inStatus(store.StatusRunning)
+	taken, zombie := f.inStatus(store.StatusRunning)
+	f.staleHeartbeat(taken.ID)
+	f.claim(taken, "w2") // the zombie's lease is superseded
+	ok := store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":1}`)}
+	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.SuccessEnding(l1, ok), store.SuccessEnding(zombie, ok), store.SuccessEnding(l2, ok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended[live1.ID] == nil || ended[live2.ID] == nil {
+		t.Fatalf("live rows did not end: %v", ended)
+	}
+	if row, ok := ended[taken.ID]; ok && row.Attempt == zombie.Attempt {
+		t.Fatal("the zombie's ending took effect")
+	}
+	if got := f.get(taken.ID); got.Status != store.StatusRunning || got.Attempt != zombie.Attempt+1 {
+		t.Fatalf("taken-over task = %s attempt %d", got.Status, got.Attempt)
+	}
+	for _, id := range []int64{live1.ID, live2.ID} {
+		if got := f.get(id); got.Status != store.StatusSuccess || got.FinishedAt == nil {
+			t.Fatalf("task %d = %s", id, got.Status)
+		}
+	}
+}
