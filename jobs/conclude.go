@@ -47,8 +47,12 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 		if run.cancelRequested.Load() {
 			run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
 		}
+		outcome := store.Outcome{Status: status, Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
 		task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.Succeed(ctx, l, store.Outcome{Status: status, Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message})
+			if rt.complete != nil {
+				return rt.complete.End(ctx, store.SuccessEnding(l, outcome))
+			}
+			return rt.store.Succeed(ctx, l, outcome)
 		})
 		if err != nil {
 			log.Error("could not record success; the result is discarded", "err", err)

@@ -107,6 +107,8 @@ type Runtime struct {
 	observer Observer
 	logger   *slog.Logger
 	handlers map[string]Handler
+	claims   *ClaimBatcher // optional: claims grouped per flush
+	complete *Completer    // optional: endings grouped per flush
 	draining atomic.Bool
 	inflight sync.WaitGroup // attempts between claim and their terminal write
 }
@@ -120,6 +122,10 @@ type RuntimeDeps struct {
 	Alerter  Alerter  // optional
 	Observer Observer // optional
 	Logger   *slog.Logger
+	// Claims and Completer, when set, group the process's claims and successful endings into
+	// one statement per flush (see batcher.go); otherwise each is its own statement.
+	Claims    *ClaimBatcher
+	Completer *Completer
 }
 
 // NewRuntime returns a runtime with no handlers registered.
@@ -128,7 +134,7 @@ func NewRuntime(cfg RuntimeConfig, d RuntimeDeps) *Runtime {
 		cfg.AbandonAfter = 5 * time.Second
 	}
 	return &Runtime{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, board: d.Board, files: d.Files,
-		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}}
+		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}, claims: d.Claims, complete: d.Completer}
 }
 
 // Register adds a handler. Registering a type twice, or a type with no policy, panics: both
@@ -192,7 +198,7 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	}
 	rt.inflight.Add(1)
 	defer rt.inflight.Done()
-	claimed, err := rt.store.ClaimCapped(ctx, p.TaskID, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, rt.cfg.Types[job.Type()].MaxRunningPerOwner)
+	claimed, err := rt.claim(ctx, p.TaskID, rt.cfg.Types[job.Type()].MaxRunningPerOwner)
 	var (
 		nc    *store.NotClaimableError
 		ended *store.ClaimEndedError
@@ -236,6 +242,19 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		return err
 	}
 	return rt.execute(ctx, h, claimed, logger.With("attempt", claimed.Lease.Attempt))
+}
+
+// claim claims the task: under the owner's cap when there is one, else through the claim
+// batcher when there is one.
+func (rt *Runtime) claim(ctx context.Context, id int64, maxRunning int) (*store.Claimed, error) {
+	switch {
+	case maxRunning > 0:
+		return rt.store.ClaimCapped(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, maxRunning)
+	case rt.claims != nil:
+		return rt.claims.Claim(ctx, id)
+	default:
+		return rt.store.Claim(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
+	}
 }
 
 // outcome is what a handler returned.

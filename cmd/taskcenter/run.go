@@ -311,10 +311,18 @@ func (p *process) wire() {
 // startWorkers registers every task type and starts one asynq server per queue.
 func (p *process) startWorkers() error {
 	cfg := p.cfg
+	var claims *jobs.ClaimBatcher
+	var completer *jobs.Completer
+	if cfg.Worker.BatchMax > 1 {
+		batch := jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait}
+		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, batch)
+		completer = jobs.NewCompleter(p.st, batch, p.logger)
+	}
 	rt := jobs.NewRuntime(jobs.RuntimeConfig{
 		WorkerID: p.workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		ProgressInterval: cfg.Worker.ProgressInterval, Types: p.policies,
-	}, jobs.RuntimeDeps{Store: p.st, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Alerter: p.alerter, Observer: p.metrics, Logger: p.logger})
+	}, jobs.RuntimeDeps{Store: p.st, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Alerter: p.alerter, Observer: p.metrics, Logger: p.logger,
+		Claims: claims, Completer: completer})
 	exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
 	register := func(h jobs.Handler) {
 		if _, on := p.policies[h.Type()]; on {
@@ -346,6 +354,10 @@ func (p *process) startWorkers() error {
 		// writes (a hand-back, a result) still get a bounded moment to commit.
 		if !rt.Wait(15 * time.Second) {
 			p.logger.Warn("some attempts had not recorded how they ended at exit; they will be taken over")
+		}
+		if claims != nil {
+			claims.Close()
+			completer.Close()
 		}
 		p.logger.Info("workers stopped")
 	})

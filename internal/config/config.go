@@ -170,6 +170,13 @@ type Worker struct {
 	// PollInterval is how often an idle queue asks Redis for work: the pick-up latency of a
 	// new task. Default 100ms.
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// BatchMax caps how many claims, and how many endings, one statement writes: concurrent
+	// attempts of a process share one transaction and one fsync. 1 writes each on its own.
+	// Default 128.
+	BatchMax int `yaml:"batch_max"`
+	// BatchWait is how long a batch waits for more after its first request. 0 takes what is
+	// already queued and goes (no added latency when idle). Default 0.
+	BatchWait time.Duration `yaml:"batch_wait"`
 }
 
 // Queue is one worker pool.
@@ -374,6 +381,7 @@ func Default() Config {
 			ProgressInterval:  500 * time.Millisecond,
 			ShutdownTimeout:   25 * time.Second,
 			PollInterval:      100 * time.Millisecond,
+			BatchMax:          128,
 		},
 		Queues: map[string]Queue{
 			"imports":     {Concurrency: 2, Priority: "strict"},
@@ -579,6 +587,9 @@ func (c *Config) Validate() error {
 	}
 	if w.ShutdownTimeout <= 0 {
 		bad("worker.shutdown_timeout must be positive")
+	}
+	if w.BatchMax < 1 || w.BatchWait < 0 || w.BatchWait > time.Second {
+		bad("worker.batch_max must be at least 1 and worker.batch_wait between 0 and 1s")
 	}
 	if w.PollInterval < 10*time.Millisecond {
 		bad("worker.poll_interval must be at least 10ms, got %s", w.PollInterval)

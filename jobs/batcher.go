@@ -1,0 +1,299 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// The per-process batchers group the hot writes of many concurrent attempts into one
+// statement, one transaction and one fsync: the claims that arrive together, and the
+// endings. Every row keeps its own fence, and every caller learns its own answer, so the
+// rules are the single-row rules. A caller never returns before its row has committed: no
+// task is acknowledged to asynq without its row.
+//
+// Batching is by arrival, with an optional short wait: a request that finds the batcher idle
+// goes at once; requests arriving while a flush is in flight wait for the next one and go
+// together. Idle, the latency is one round trip; busy, the cost per task falls with the
+// batch size.
+
+// BatchConfig tunes a batcher.
+type BatchConfig struct {
+	// MaxBatch caps one flush. Default 128.
+	MaxBatch int
+	// MaxWait is how long a flush waits for more requests after the first. Default 0: a
+	// flush takes what is queued and goes.
+	MaxWait time.Duration
+}
+
+func (c BatchConfig) withDefaults() BatchConfig {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 128
+	}
+	return c
+}
+
+// batcher collects requests of type R and flushes them with flush, which must answer every
+// request (fill its result) before returning.
+type batcher[R any] struct {
+	cfg   BatchConfig
+	in    chan *R
+	flush func(ctx context.Context, batch []*R)
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu     sync.RWMutex
+	closed bool
+
+	flushes atomic.Int64 // for tests and metrics: how many flushes ran
+}
+
+func newBatcher[R any](cfg BatchConfig, flush func(context.Context, []*R)) *batcher[R] {
+	cfg = cfg.withDefaults()
+	b := &batcher[R]{cfg: cfg, in: make(chan *R, cfg.MaxBatch*4), flush: flush, stop: make(chan struct{}), done: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+func (b *batcher[R]) loop() {
+	defer close(b.done)
+	for {
+		var first *R
+		select {
+		case first = <-b.in:
+		case <-b.stop:
+			// No request can arrive any more (see close): answer what is queued and stop.
+			for {
+				select {
+				case r := <-b.in:
+					b.flush(context.Background(), []*R{r})
+				default:
+					return
+				}
+			}
+		}
+		b.flushes.Add(1)
+		b.flush(context.Background(), b.collect(first))
+	}
+}
+
+// collect takes what is queued behind first, waiting up to MaxWait for more.
+func (b *batcher[R]) collect(first *R) []*R {
+	batch := []*R{first}
+	deadline := time.Now().Add(b.cfg.MaxWait)
+	for len(batch) < b.cfg.MaxBatch {
+		select {
+		case r := <-b.in:
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		timer := time.NewTimer(left)
+		select {
+		case r := <-b.in:
+			timer.Stop()
+			batch = append(batch, r)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// submit queues r and waits until a flush answered it (closed done). Once queued, it waits
+// whatever ctx says: the write may commit, and the caller must know how it went.
+func (b *batcher[R]) submit(ctx context.Context, r *R, done <-chan struct{}) error {
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return errBatcherClosed
+	}
+	select {
+	case b.in <- r:
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return ctx.Err()
+	}
+	b.mu.RUnlock()
+	<-done
+	return nil
+}
+
+// close refuses new requests, answers the queued ones and stops the loop.
+func (b *batcher[R]) close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.done
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	<-b.done
+}
+
+var errBatcherClosed = errors.New("batcher closed")
+
+// Completer groups the endings of attempts (see the note above).
+type Completer struct {
+	store  *store.Store
+	logger *slog.Logger
+	b      *batcher[completion]
+}
+
+type completion struct {
+	ending store.Ending
+	task   *store.Task
+	err    error
+	done   chan struct{}
+}
+
+// NewCompleter starts a completer; Close stops it.
+func NewCompleter(st *store.Store, cfg BatchConfig, logger *slog.Logger) *Completer {
+	c := &Completer{store: st, logger: logger}
+	c.b = newBatcher(cfg, c.flush)
+	return c
+}
+
+// End writes one attempt's ending with whatever others are ending now, and returns its row,
+// or an error wrapping store.ErrFenced when the attempt no longer owns the task.
+func (c *Completer) End(ctx context.Context, e store.Ending) (*store.Task, error) {
+	r := &completion{ending: e, done: make(chan struct{})}
+	if err := c.b.submit(ctx, r, r.done); err != nil {
+		return nil, err
+	}
+	return r.task, r.err
+}
+
+// Close answers what is queued and stops.
+func (c *Completer) Close() { c.b.close() }
+
+func (c *Completer) flush(ctx context.Context, batch []*completion) {
+	endings := make([]store.Ending, len(batch))
+	for i, r := range batch {
+		endings[i] = r.ending
+	}
+	ended, err := c.write(ctx, endings)
+	if err != nil && len(batch) > 1 {
+		// The batch failed as a whole: each ending on its own, so one bad row cannot hold the
+		// others back.
+		c.logger.Warn("batched endings failed; writing them one by one", "batch", len(batch), "err", err)
+		for _, r := range batch {
+			one, err := c.write(ctx, []store.Ending{r.ending})
+			c.answer(r, one, err)
+		}
+		return
+	}
+	for _, r := range batch {
+		c.answer(r, ended, err)
+	}
+}
+
+// write runs one flush, retried once.
+func (c *Completer) write(ctx context.Context, endings []store.Ending) (map[int64]*store.Task, error) {
+	var err error
+	for try := range 2 {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var ended map[int64]*store.Task
+		ended, err = c.store.EndAttempts(wctx, endings)
+		cancel()
+		if err == nil {
+			return ended, nil
+		}
+		if try == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil, err
+}
+
+func (c *Completer) answer(r *completion, ended map[int64]*store.Task, err error) {
+	l := r.ending.Lease
+	switch t := ended[l.TaskID]; {
+	case err != nil:
+		r.err = fmt.Errorf("end %s: %w", l, err)
+	case t != nil && t.Attempt == l.Attempt:
+		r.task = t
+	default:
+		r.err = fmt.Errorf("end %s: %w", l, store.ErrFenced)
+	}
+	close(r.done)
+}
+
+// ClaimBatcher groups the claims of one worker process (see the note above).
+type ClaimBatcher struct {
+	store         *store.Store
+	worker        string
+	takeoverAfter time.Duration
+	b             *batcher[claimReq]
+}
+
+type claimReq struct {
+	id   int64
+	res  store.ClaimResult
+	err  error
+	done chan struct{}
+}
+
+// NewClaimBatcher starts a claim batcher for worker; Close stops it.
+func NewClaimBatcher(st *store.Store, worker string, takeoverAfter time.Duration, cfg BatchConfig) *ClaimBatcher {
+	c := &ClaimBatcher{store: st, worker: worker, takeoverAfter: takeoverAfter}
+	c.b = newBatcher(cfg, c.flush)
+	return c
+}
+
+// Claim claims one task with whatever other claims are in flight; the answer is exactly
+// store.Claim's.
+func (c *ClaimBatcher) Claim(ctx context.Context, id int64) (*store.Claimed, error) {
+	r := &claimReq{id: id, done: make(chan struct{})}
+	if err := c.b.submit(ctx, r, r.done); err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.res.Claimed, r.res.Err
+}
+
+// Close answers what is queued and stops.
+func (c *ClaimBatcher) Close() { c.b.close() }
+
+func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
+	// Two deliveries of one task in one batch: one claim, the other hears it is running.
+	byID := map[int64][]*claimReq{}
+	var ids []int64
+	for _, r := range batch {
+		if len(byID[r.id]) == 0 {
+			ids = append(ids, r.id)
+		}
+		byID[r.id] = append(byID[r.id], r)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := c.store.ClaimMany(cctx, ids, c.worker, c.takeoverAfter)
+	cancel()
+	for id, reqs := range byID {
+		for i, r := range reqs {
+			switch {
+			case err != nil:
+				r.err = err
+			case i == 0:
+				r.res = res[id]
+			default:
+				r.res = store.ClaimResult{Err: &store.NotClaimableError{ClaimOutcome: store.ClaimOutcome{Status: store.StatusRunning,
+					Attempt: 0, RetryIn: c.takeoverAfter}}}
+			}
+			close(r.done)
+		}
+	}
+}
