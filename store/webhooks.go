@@ -347,8 +347,8 @@ type Outgoing struct {
 // ClaimDeliveries takes up to limit deliveries that are due (pending past their due time, or
 // sending past their lease: a dispatcher died mid-attempt) and leases them for lease: their
 // state becomes sending and their attempt count goes up by one, which fences the result
-// write. A subscription gets at most perSubscription attempts in flight at once, so a slow
-// receiver holds only its own deliveries back.
+// write. A subscription gets at most perSubscription attempts in flight at once, and one at
+// its cap is passed over, so a slow receiver holds only its own deliveries back.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
 	var out []Outgoing
 	err := all(ctx, s.db, s.db.DB, &out, `
@@ -357,7 +357,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit, perSubscription int,
 			WHERE state = 'sending' AND due_at > now() GROUP BY subscription_id
 		), due AS (
 			SELECT id, subscription_id, due_at FROM webhook_deliveries
-			WHERE state IN ('pending', 'sending') AND due_at <= now() ORDER BY due_at LIMIT $1 * 4
+			WHERE state IN ('pending', 'sending') AND due_at <= now()
+			  AND subscription_id NOT IN (SELECT subscription_id FROM busy WHERE n >= $2)
+			ORDER BY due_at LIMIT $1 * 4
 		), ranked AS (
 			SELECT due.id, due.due_at, row_number() OVER (PARTITION BY due.subscription_id ORDER BY due.due_at, due.id) + COALESCE(busy.n, 0) AS slot
 			FROM due LEFT JOIN busy USING (subscription_id)

@@ -1,0 +1,366 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Task statuses.
+const (
+	StatusPending        = "PENDING"
+	StatusRunning        = "RUNNING"
+	StatusRetryWait      = "RETRY_WAIT"
+	StatusSuccess        = "SUCCESS"
+	StatusPartialSuccess = "PARTIAL_SUCCESS"
+	StatusFailed         = "FAILED"
+	StatusTimeout        = "TIMEOUT"
+	StatusCancelled      = "CANCELLED"
+)
+
+// Terminal reports whether a task in status has ended (only a manual retry moves it again).
+func Terminal(status string) bool {
+	switch status {
+	case StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Task is a task as the API shows it. Attempts and Logs are filled by Get only.
+type Task struct {
+	ID              string          `json:"id"`
+	Type            string          `json:"type"`
+	Owner           string          `json:"owner"`
+	Status          string          `json:"status"`
+	Queue           string          `json:"queue"`
+	Params          json.RawMessage `json:"params"`
+	Progress        Progress        `json:"progress"`
+	Counts          Counts          `json:"counts"`
+	Attempt         int             `json:"attempt"`
+	RetryCount      int             `json:"retry_count"`
+	MaxRetry        int             `json:"max_retry"`
+	NextRetryAt     *time.Time      `json:"next_retry_at"`
+	CancelRequested bool            `json:"cancel_requested"`
+	Error           *TaskError      `json:"error"`
+	Result          *Result         `json:"result"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	Links           Links           `json:"links"`
+	Attempts        []Attempt       `json:"attempts,omitempty"`
+	Logs            []LogLine       `json:"logs,omitempty"`
+}
+
+// Terminal reports whether the task has ended.
+func (t *Task) Terminal() bool { return Terminal(t.Status) }
+
+// Progress is how far a running task is.
+type Progress struct {
+	Current   int64     `json:"current"`
+	Total     int64     `json:"total"`
+	Percent   int       `json:"percent"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Counts are the rows a task handled.
+type Counts struct {
+	Total   int64 `json:"total"`
+	Success int64 `json:"success"`
+	Failed  int64 `json:"failed"`
+}
+
+// TaskError is why a task (or its last attempt) failed.
+type TaskError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Result describes a finished task's file and summary.
+type Result struct {
+	Name        string          `json:"name"`
+	Rows        int64           `json:"rows"`
+	Size        int64           `json:"size"`
+	ContentType string          `json:"content_type"`
+	ExpiresAt   *time.Time      `json:"expires_at"`
+	Expired     bool            `json:"expired"`
+	Summary     json.RawMessage `json:"summary"`
+	FirstErrors []string        `json:"first_errors"`
+}
+
+// Links are the actions available on a task now (API paths).
+type Links struct {
+	Self        string `json:"self"`
+	Result      string `json:"result"`
+	ErrorReport string `json:"error_report"`
+	Cancel      string `json:"cancel"`
+	Retry       string `json:"retry"`
+}
+
+// Attempt is one execution attempt.
+type Attempt struct {
+	Attempt    int        `json:"attempt"`
+	Trigger    string     `json:"trigger"`
+	Worker     string     `json:"worker"`
+	Status     string     `json:"status"`
+	Error      string     `json:"error"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// LogLine is one line of a task's log.
+type LogLine struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Level   string    `json:"level"`
+	Message string    `json:"message"`
+}
+
+// Submitted is the answer to a submit.
+type Submitted struct {
+	Task Task `json:"task"`
+	// Duplicate is true when the same submit was made before: Task is that first task.
+	Duplicate bool `json:"duplicate"`
+	// Webhook is the subscription a NotifyURL created; its Secret is shown only here.
+	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// SubmitOptions are what every submit may add.
+type SubmitOptions struct {
+	// IdempotencyKey makes a repeated submit return the first task (exports and generic
+	// submits; an import is keyed by its file's content).
+	IdempotencyKey string
+	// NotifyURL is told when the task ends (a signed webhook, see VerifySignature).
+	NotifyURL string
+	// NotifySecret signs those deliveries; the server makes one (returned once) when empty.
+	NotifySecret string
+}
+
+// Export is an export request.
+type Export struct {
+	// Type is "customers" or "tasks".
+	Type string `json:"type"`
+	// Filter narrows it: customers take city, level, code_prefix; tasks take status and type
+	// (arrays), owner (admin), created_from, created_to.
+	Filter map[string]any `json:"filter,omitempty"`
+}
+
+// SubmitExport submits an export.
+func (c *Client) SubmitExport(ctx context.Context, e Export, opts SubmitOptions) (*Submitted, error) {
+	body := map[string]any{"type": e.Type}
+	if len(e.Filter) > 0 {
+		body["filter"] = e.Filter
+	}
+	addNotify(body, opts)
+	var out Submitted
+	_, err := c.call(ctx, http.MethodPost, "/api/v1/exports", nil, body, &out, "Idempotency-Key", opts.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Submit submits a task of a type without its own endpoint (POST /api/v1/tasks).
+func (c *Client) Submit(ctx context.Context, taskType string, params any, opts SubmitOptions) (*Submitted, error) {
+	body := map[string]any{"type": taskType}
+	if params != nil {
+		body["params"] = params
+	}
+	addNotify(body, opts)
+	var out Submitted
+	_, err := c.call(ctx, http.MethodPost, "/api/v1/tasks", nil, body, &out, "Idempotency-Key", opts.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func addNotify(body map[string]any, opts SubmitOptions) {
+	if opts.NotifyURL != "" {
+		body["notify_url"] = opts.NotifyURL
+	}
+	if opts.NotifySecret != "" {
+		body["notify_secret"] = opts.NotifySecret
+	}
+}
+
+// Import is an import's options.
+type Import struct {
+	// Mode is "upsert" (default) or "insert" (a code already present is a row error).
+	Mode string
+	// Sheet is the sheet to read; default the first.
+	Sheet string
+}
+
+// SubmitImportFile uploads the spreadsheet at path (.xlsx or UTF-8 .csv), streamed from the
+// file, never held in memory.
+func (c *Client) SubmitImportFile(ctx context.Context, path string, imp Import, opts SubmitOptions) (*Submitted, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return c.SubmitImport(ctx, filepath.Base(path), f, imp, opts)
+}
+
+// SubmitImport uploads a spreadsheet read from r under the file name name (its extension
+// tells the format), streamed as a multipart body.
+func (c *Client) SubmitImport(ctx context.Context, name string, r io.Reader, imp Import, opts SubmitOptions) (*Submitted, error) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			for _, f := range [][2]string{{"mode", imp.Mode}, {"sheet", imp.Sheet}, {"notify_url", opts.NotifyURL}, {"notify_secret", opts.NotifySecret}} {
+				if f[1] != "" {
+					if err := mw.WriteField(f[0], f[1]); err != nil {
+						return err
+					}
+				}
+			}
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, quoteEscaper.Replace(name)))
+			h.Set("Content-Type", "application/octet-stream")
+			part, err := mw.CreatePart(h)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(part, r); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	req, err := c.request(ctx, http.MethodPost, "/api/v1/imports", nil, pr)
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "application/json")
+	var out Submitted
+	_, err = c.do(req, &out)
+	pr.Close()
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n", "")
+
+// Get returns a task with its attempts and recent log.
+func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Cancel cancels a task: a waiting one at once, a running one at its next batch.
+func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Retry runs a FAILED, TIMEOUT or CANCELLED task again as a new attempt.
+func (c *Client) Retry(ctx context.Context, id string) (*Task, error) {
+	var t Task
+	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/retry", nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ListOptions filter a listing.
+type ListOptions struct {
+	Status      []string
+	Type        []string
+	Owner       string // admins only
+	CreatedFrom time.Time
+	CreatedTo   time.Time
+	// PageSize is how many tasks one request fetches (1–200; server default when 0).
+	PageSize int
+}
+
+func (o ListOptions) query(cursor string) url.Values {
+	q := url.Values{}
+	if len(o.Status) > 0 {
+		q.Set("status", strings.Join(o.Status, ","))
+	}
+	if len(o.Type) > 0 {
+		q.Set("type", strings.Join(o.Type, ","))
+	}
+	if o.Owner != "" {
+		q.Set("owner", o.Owner)
+	}
+	if !o.CreatedFrom.IsZero() {
+		q.Set("created_from", o.CreatedFrom.UTC().Format(time.RFC3339))
+	}
+	if !o.CreatedTo.IsZero() {
+		q.Set("created_to", o.CreatedTo.UTC().Format(time.RFC3339))
+	}
+	if o.PageSize > 0 {
+		q.Set("limit", strconv.Itoa(o.PageSize))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Items      []Task `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// ListPage returns one page of tasks, newest first; pass the previous page's NextCursor for
+// the next ("" for the first).
+func (c *Client) ListPage(ctx context.Context, opts ListOptions, cursor string) (*Page, error) {
+	var p Page
+	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks", opts.query(cursor), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// List iterates over every matching task, newest first, fetching pages as it goes. An error
+// ends the iteration.
+func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[*Task, error] {
+	return func(yield func(*Task, error) bool) {
+		cursor := ""
+		for {
+			p, err := c.ListPage(ctx, opts, cursor)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for i := range p.Items {
+				if !yield(&p.Items[i], nil) {
+					return
+				}
+			}
+			if p.NextCursor == "" || len(p.Items) == 0 {
+				return
+			}
+			cursor = p.NextCursor
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Policy decides where webhooks may be sent (SSRF protection). A URL's host must be listed in
+// webhooks.allowed_hosts — by name (hooks.example.com), by wildcard (*.example.com: its
+// subdomains), by address (203.0.113.7) or by range (10.20.0.0/16); an empty list allows
+// nothing. An address that is loopback, private, link-local, CGNAT, unspecified or multicast
+// is refused unless an address or range entry covers it: a host name entry never lets a
+// webhook reach the internal network, whatever the name resolves to. The address check runs
+// at subscription time on what the name resolves to, and again at dial time on the address
+// actually connected to, so a name that resolves elsewhere later (DNS rebinding) gains
+// nothing.
+type Policy struct {
+	names     map[string]bool
+	suffixes  []string // ".example.com" for "*.example.com"
+	prefixes  []netip.Prefix
+	resolver  *net.Resolver
+	lookupFor time.Duration
+}
+
+// ErrNotAllowed is wrapped by every refusal of a URL or address.
+var ErrNotAllowed = errors.New("webhook destination not allowed")
+
+// NotAllowedError says why a URL is refused, in words for the user.
+type NotAllowedError struct{ Reason string }
+
+func (e *NotAllowedError) Error() string { return e.Reason }
+
+// Unwrap makes errors.Is(err, ErrNotAllowed) hold.
+func (e *NotAllowedError) Unwrap() error { return ErrNotAllowed }
+
+func notAllowed(format string, args ...any) error {
+	return &NotAllowedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// NewPolicy parses the allowed hosts.
+func NewPolicy(allowedHosts []string) (*Policy, error) {
+	p := &Policy{names: map[string]bool{}, resolver: net.DefaultResolver, lookupFor: 3 * time.Second}
+	for _, raw := range allowedHosts {
+		h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(raw), "."))
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		switch {
+		case h == "":
+			continue
+		case strings.Contains(h, "/"):
+			pre, err := netip.ParsePrefix(h)
+			if err != nil {
+				return nil, fmt.Errorf("webhooks.allowed_hosts: %q is not a valid address range", raw)
+			}
+			p.prefixes = append(p.prefixes, pre.Masked())
+		case strings.HasPrefix(h, "*."):
+			p.suffixes = append(p.suffixes, h[1:])
+		default:
+			if ip, err := netip.ParseAddr(h); err == nil {
+				ip = ip.Unmap()
+				p.prefixes = append(p.prefixes, netip.PrefixFrom(ip, ip.BitLen()))
+				continue
+			}
+			if strings.ContainsAny(h, "*:/ ") {
+				return nil, fmt.Errorf("webhooks.allowed_hosts: %q is not a host name, *.domain, address or range", raw)
+			}
+			p.names[h] = true
+		}
+	}
+	return p, nil
+}
+
+// internal ranges that need an explicit address or range entry.
+var internalRanges = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach IPv4 internals
+}
+
+// internal reports whether ip is an address of this machine or the internal network.
+func internal(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() ||
+		ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return true
+	}
+	for _, p := range internalRanges {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) listedAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, pre := range p.prefixes {
+		if pre.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) listedName(host string) bool {
+	if p.names[host] {
+		return true
+	}
+	for _, s := range p.suffixes {
+		if strings.HasSuffix(host, s) && len(host) > len(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether nothing is allowed.
+func (p *Policy) Empty() bool {
+	return len(p.names) == 0 && len(p.suffixes) == 0 && len(p.prefixes) == 0
+}
+
+// MaxURLLength caps a webhook URL.
+const MaxURLLength = 2048
+
+// parse checks a URL's form and returns its lower-cased host.
+func parse(raw string) (*url.URL, string, error) {
+	if len(raw) > MaxURLLength {
+		return nil, "", notAllowed("the URL is longer than %d characters", MaxURLLength)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return nil, "", notAllowed("the URL must be an absolute http:// or https:// URL")
+	}
+	if u.User != nil {
+		return nil, "", notAllowed("the URL must not carry a user name or password; the signature authenticates deliveries")
+	}
+	if u.Fragment != "" {
+		return nil, "", notAllowed("the URL must not have a #fragment")
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "" {
+		return nil, "", notAllowed("the URL has no host")
+	}
+	return u, host, nil
+}
+
+// checkHost is the check before every send: the host must be listed (no name resolution; the
+// dialer checks the address it connects to).
+func (p *Policy) checkHost(raw string) (*url.URL, error) {
+	u, host, err := parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !p.listedAddr(ip) {
+			return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
+		}
+		return u, nil
+	}
+	if !p.listedName(host) {
+		return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
+	}
+	return u, nil
+}
+
+// CheckURL is the check at subscription time: the URL's form, its host against the allowed
+// list, and every address the host resolves to now.
+func (p *Policy) CheckURL(ctx context.Context, raw string) error {
+	u, err := p.checkHost(raw)
+	if err != nil {
+		return err
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return p.checkAddr(ip)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.lookupFor)
+	defer cancel()
+	addrs, err := p.resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return notAllowed("%s does not resolve to an address", host)
+	}
+	for _, ip := range addrs {
+		if err := p.checkAddr(ip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAddr refuses internal addresses no address or range entry covers.
+func (p *Policy) checkAddr(ip netip.Addr) error {
+	if internal(ip) && !p.listedAddr(ip) {
+		return notAllowed("%s is a loopback, private or link-local address; only an address or range in webhooks.allowed_hosts may be one", ip.Unmap())
+	}
+	return nil
+}
+
+// control runs on every connection the webhook client dials, with the address it is about to
+// connect to: the check that DNS cannot get round.
+func (p *Policy) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return notAllowed("cannot check the address %q", address)
+	}
+	return p.checkAddr(ap.Addr())
+}
