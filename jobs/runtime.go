@@ -107,6 +107,7 @@ type Runtime struct {
 	observer Observer
 	logger   *slog.Logger
 	handlers map[string]Handler
+	beats    *heartbeater  // one heartbeat statement per interval for every running attempt
 	claims   *ClaimBatcher // optional: claims grouped per flush
 	complete *Completer    // optional: endings grouped per flush
 	draining atomic.Bool
@@ -134,7 +135,8 @@ func NewRuntime(cfg RuntimeConfig, d RuntimeDeps) *Runtime {
 		cfg.AbandonAfter = 5 * time.Second
 	}
 	return &Runtime{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, board: d.Board, files: d.Files,
-		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}, claims: d.Claims, complete: d.Completer}
+		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}, claims: d.Claims, complete: d.Completer,
+		beats: newHeartbeater(d.Store, cfg.HeartbeatInterval, d.Logger)}
 }
 
 // Register adds a handler. Registering a type twice, or a type with no policy, panics: both
@@ -161,6 +163,9 @@ func (rt *Runtime) Types() []string {
 // Drain tells running attempts to stop at their next batch boundary and hand their task
 // back; used on SIGTERM.
 func (rt *Runtime) Drain() { rt.draining.Store(true) }
+
+// Close stops the runtime's heartbeat loop; call it after Wait.
+func (rt *Runtime) Close() { rt.beats.close() }
 
 // Wait blocks until every attempt this runtime started has written how it ended, or until
 // timeout. asynq stops waiting for handlers after its shutdown timeout; without this the
@@ -331,10 +336,13 @@ func safeRun(ctx context.Context, h Handler, run *Run) (res Result, err error) {
 	return h.Run(ctx, run)
 }
 
-// watch keeps the attempt's heartbeat fresh, picks up cancel requests, and stops the handler
-// when the attempt turns out to be superseded or when it stalls: liveness follows progress,
-// not a ticker, so a handler stuck in a call does not heartbeat for hours.
+// watch keeps the attempt's heartbeat fresh (through the process's heartbeater, which also
+// picks up cancel requests and stops a superseded attempt), and stops the handler when the
+// attempt stalls: liveness follows progress, not a ticker, so a handler stuck in a call does
+// not heartbeat for hours.
 func (rt *Runtime) watch(ctx context.Context, run *Run, policy TypePolicy, stop context.CancelCauseFunc) {
+	rt.beats.add(run, func() { stop(store.ErrFenced) })
+	defer rt.beats.remove(run)
 	t := time.NewTicker(rt.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -349,22 +357,12 @@ func (rt *Runtime) watch(ctx context.Context, run *Run, policy TypePolicy, stop 
 				if rt.observer != nil {
 					rt.observer.AttemptStalled(run.Task.Type)
 				}
+				// Stop heart-beating at once: if the handler cannot be stopped, the task still
+				// goes to a takeover or TIMEOUT rather than looking alive.
+				rt.beats.remove(run)
 				stop(&stalledError{after: policy.StallAfter, where: run.position()})
 				return
 			}
-		}
-		hctx, cancel := context.WithTimeout(ctx, rt.cfg.HeartbeatInterval)
-		req, err := rt.store.Heartbeat(hctx, run.Lease)
-		cancel()
-		switch {
-		case errors.Is(err, store.ErrFenced):
-			run.Logger.Warn("attempt lost ownership of the task; stopping it")
-			stop(store.ErrFenced)
-			return
-		case err != nil:
-			run.Logger.Warn("heartbeat failed", "err", err)
-		default:
-			run.observeCancel(req)
 		}
 	}
 }

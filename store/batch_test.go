@@ -67,3 +67,32 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 		}
 	}
 }
+
+// One heartbeat statement for many attempts: live ones are kept alive and hear of a cancel;
+// a superseded one is missing from the answer (fenced).
+func TestHeartbeatManyFencesRowByRow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	live, l1 := f.inStatus(store.StatusRunning)
+	cancelled, l2 := f.inStatus(store.StatusRunning)
+	taken, zombie := f.inStatus(store.StatusRunning)
+	if _, err := f.s.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	f.staleHeartbeat(taken.ID)
+	f.claim(taken, "w2")
+	alive, err := f.s.HeartbeatMany(ctx, []store.Lease{l1, l2, zombie})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, ok := alive[live.ID]; !ok || req {
+		t.Fatalf("live attempt: %v %v", req, ok)
+	}
+	if req, ok := alive[cancelled.ID]; !ok || !req {
+		t.Fatal("the cancelled attempt did not hear of its cancel")
+	}
+	if _, ok := alive[taken.ID]; ok {
+		t.Fatal("the superseded attempt was kept alive")
+	}
+}

@@ -355,6 +355,34 @@ func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, e
 	return cancelRequested, fenced(err, "heartbeat", l)
 }
 
+// HeartbeatMany proves many attempts alive in one statement (a process's running attempts,
+// once per interval). It returns, for each attempt that still owns its task, whether a cancel
+// was requested; an attempt missing from the result is fenced.
+func (s *Store) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64]bool, error) {
+	ids := make([]int64, len(leases))
+	attempts := make([]int32, len(leases))
+	for i, l := range leases {
+		ids[i], attempts[i] = l.TaskID, int32(l.Attempt)
+	}
+	var rows []struct {
+		ID              int64 `bun:"id"`
+		CancelRequested bool  `bun:"cancel_requested"`
+	}
+	err := all(ctx, s.db, s.db.DB, &rows, `
+		UPDATE tasks SET heartbeat_at = now()
+		FROM unnest($1::bigint[], $2::int[]) AS v(id, attempt)
+		WHERE tasks.id = v.id AND tasks.attempt = v.attempt AND tasks.status = 'RUNNING'
+		RETURNING tasks.id, tasks.cancel_requested`, ids, attempts)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %d attempts: %w", len(leases), err)
+	}
+	out := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.CancelRequested
+	}
+	return out, nil
+}
+
 // Progress records progress and a heartbeat for the attempt. Progress never goes down: a
 // retried attempt that starts over keeps the high-water mark until it passes it.
 func (s *Store) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {

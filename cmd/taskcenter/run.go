@@ -355,6 +355,7 @@ func (p *process) startWorkers() error {
 		if !rt.Wait(15 * time.Second) {
 			p.logger.Warn("some attempts had not recorded how they ended at exit; they will be taken over")
 		}
+		rt.Close()
 		if claims != nil {
 			claims.Close()
 			completer.Close()
