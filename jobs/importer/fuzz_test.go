@@ -157,7 +157,7 @@ func checkRows(t *testing.T, src source, lim Limits, validText bool) {
 		}
 		long := src.Long()
 		for i, col := range long {
-			if col >= len(cells) || (i > 0 && col <= long[i-1]) || validText && utf8.RuneCountInString(cells[col]) != lim.MaxCellChars {
+			if col < 0 || col >= len(cells) || (i > 0 && col <= long[i-1]) || validText && utf8.RuneCountInString(cells[col]) != lim.MaxCellChars {
 				t.Fatalf("row %d: cut columns %v do not fit cells %q", n, long, cells)
 			}
 		}

@@ -240,6 +240,7 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 		cells    []string
 		long     []int
 		col      = -1
+		inCell   bool // inside <c>…</c>: only there do <v> and <t> make a value
 		shared   bool // t="s": the value is an index into the shared strings
 		inline   bool // t="inlineStr"
 		sawT     bool // the value came from <t> (an inline string), not <v>
@@ -281,10 +282,13 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 				inline = string(t) == "inlineStr"
 				s.text.reset()
 				hasVal, inText, sawT = false, false, false
+				inCell = !s.sc.empty
 			case "v":
-				hasVal, inText = true, !s.sc.empty
+				if inCell {
+					hasVal, inText = true, !s.sc.empty
+				}
 			case "t":
-				if !inPh {
+				if inCell && !inPh {
 					hasVal, inText, sawT = true, !s.sc.empty, true
 				}
 			case "rPh":
@@ -297,10 +301,11 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 			case "rPh":
 				inPh = false
 			case "c":
-				if !hasVal {
+				if !inCell || !hasVal {
+					inCell = false
 					continue
 				}
-				hasVal = false
+				inCell, hasVal = false, false
 				v, cut, err := s.value(shared)
 				if err != nil {
 					return nil, nil, err
