@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -256,21 +255,11 @@ func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, err
 			if kind == "count" {
 				args = args[:len(args)-2]
 			}
-			rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
+			plan, err := s.explain(ctx, query, args...)
 			if err != nil {
 				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
 			}
-			var lines []string
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					rows.Close()
-					return nil, err
-				}
-				lines = append(lines, line)
-			}
-			rows.Close()
-			out[name+"/"+kind] = strings.Join(lines, "\n")
+			out[name+"/"+kind] = plan
 		}
 	}
 	return out, nil

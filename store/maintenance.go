@@ -222,6 +222,25 @@ const (
 		AND alert_due_at < now() - make_interval(secs => $1) LIMIT $2`
 )
 
+// explain returns Postgres' plan for query with args, without running it. EXPLAIN with
+// parameters needs their types from the extended protocol: the statement is described first.
+func (s *Store) explain(ctx context.Context, query string, args ...any) (string, error) {
+	rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
+
 // CleanupPlans returns Postgres' plan for each query a cleanup round runs over tasks, so a
 // benchmark can check every step is served by an index. Nothing is executed.
 func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retention time.Duration, limit int) (map[string]string, error) {
@@ -240,25 +259,11 @@ func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retentio
 	}
 	out := map[string]string{}
 	for _, st := range steps {
-		var lines []string
-		// EXPLAIN with parameters needs the extended protocol's parameter types: describe it.
-		rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+st.sql, append([]any{pgx.QueryExecModeDescribeExec}, st.args...)...)
+		plan, err := s.explain(ctx, st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("explain %s: %w", st.name, err)
 		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			lines = append(lines, line)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("explain %s: %w", st.name, err)
-		}
-		out[st.name] = strings.Join(lines, "\n")
+		out[st.name] = plan
 	}
 	return out, nil
 }
