@@ -19,12 +19,17 @@ type exportRequest struct {
 	// Type is "customers" or "tasks" (the task type without its "export:" prefix also works).
 	Type   string          `json:"type"`
 	Filter json.RawMessage `json:"filter"`
+	// NotifyURL is told when the task ends (a signed webhook); NotifySecret signs it.
+	NotifyURL    string `json:"notify_url"`
+	NotifySecret string `json:"notify_secret"`
 }
 
 // SubmitView is a submit's answer: the task, and whether it already existed.
 type SubmitView struct {
 	Task      TaskView `json:"task"`
 	Duplicate bool     `json:"duplicate"`
+	// Webhook is the subscription a notify_url made; its secret is shown only here.
+	Webhook *WebhookView `json:"webhook,omitempty"`
 }
 
 // submitExport answers POST /api/v1/exports. With an Idempotency-Key header, repeating the
@@ -76,7 +81,8 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 	if err != nil {
 		return err
 	}
-	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())})
+	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())},
+		notifyOf(req.NotifyURL, req.NotifySecret))
 }
 
 // genericTypes may be submitted through POST /api/v1/tasks with JSON parameters. Only the
@@ -87,8 +93,10 @@ var genericTypes = map[string]bool{noop.Type: true}
 // submit endpoint.
 func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
-		Type   string          `json:"type"`
-		Params json.RawMessage `json:"params"`
+		Type         string          `json:"type"`
+		Params       json.RawMessage `json:"params"`
+		NotifyURL    string          `json:"notify_url"`
+		NotifySecret string          `json:"notify_secret"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -109,7 +117,8 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 		return err
 	}
 	req.Params = params
-	return s.submit(w, r, jobs.Submission{Type: req.Type, Owner: p.User, BizKey: idempotencyBizKey(key), Params: req.Params, RequestID: requestID(r.Context())})
+	return s.submit(w, r, jobs.Submission{Type: req.Type, Owner: p.User, BizKey: idempotencyBizKey(key), Params: req.Params, RequestID: requestID(r.Context())},
+		notifyOf(req.NotifyURL, req.NotifySecret))
 }
 
 func idempotencyBizKey(key string) string {
@@ -121,8 +130,12 @@ func idempotencyBizKey(key string) string {
 
 // submit creates the task and answers 202 (created) or 200 (an earlier identical submit).
 // A key reused with different parameters is refused rather than silently answered with a
-// task that does something else.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission) error {
+// task that does something else. With a notify_url the task gets a webhook subscription (the
+// URL is checked first, so a refused one leaves no task behind).
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission, notify *notifyRequest) error {
+	if err := notify.check(r.Context(), s); err != nil {
+		return err
+	}
 	t, created, err := s.Submitter.Submit(r.Context(), sub)
 	if err != nil {
 		return err
@@ -135,8 +148,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 		}
 		status = http.StatusOK
 	}
+	hook, err := notify.bind(r.Context(), s, t, sub.Owner)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created})
+	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created, Webhook: hook})
 	return nil
 }
 

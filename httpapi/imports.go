@@ -66,6 +66,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		filename string
 		size     int64
 		sum      string
+		notify   notifyRequest
 	)
 	defer func() {
 		if upload != nil {
@@ -107,6 +108,14 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 				return err
 			}
 			mode = strings.ToLower(v)
+		case "notify_url":
+			if notify.URL, err = smallField(part, limit); err != nil {
+				return err
+			}
+		case "notify_secret":
+			if notify.Secret, err = smallField(part, limit); err != nil {
+				return err
+			}
 		case "sheet":
 			if sheet, err = smallField(part, limit); err != nil {
 				return err
@@ -122,6 +131,10 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	if mode != importer.ModeUpsert && mode != importer.ModeInsert {
 		return problem(http.StatusUnprocessableEntity, "bad_mode", "mode must be upsert or insert, not "+echo(mode)).
 			withErrors(FieldError{"mode", "must be upsert or insert"})
+	}
+	hook := notifyOf(notify.URL, notify.Secret)
+	if err := hook.check(r.Context(), s); err != nil {
+		return err
 	}
 	format, _ := importer.FormatOf(filename)
 	ins, err := importer.Inspect(upload.Name(), format, sheet, s.Import.File)
@@ -145,7 +158,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
 	return s.submit(w, r.WithContext(ctx), jobs.Submission{Type: importer.Type, Owner: p.User, Params: params, RequestID: requestID(r.Context()),
-		BizKey: fmt.Sprintf("sha256:%s:%s:%s", sum, mode, ins.Sheet)})
+		BizKey: fmt.Sprintf("sha256:%s:%s:%s", sum, mode, ins.Sheet)}, hook)
 }
 
 func tooLarge(limit int64) *Problem {

@@ -43,6 +43,9 @@ type Deps struct {
 	// Postgres, when set, follows the database's availability: a 503 during a reported outage
 	// is counted there instead of logged on its own (internal/outage's Tracker).
 	Postgres jobs.Dependency
+	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
+	// allows none.
+	Webhooks URLChecker
 }
 
 // Mount is an extra handler served under the API's middleware (request ids, logging):
@@ -107,6 +110,12 @@ func apiRoutes() []route {
 		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},
 		{"GET /api/v1/tasks/{id}/result", (*Server).downloadResult, false},
 		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
+		{"POST /api/v1/webhooks", (*Server).createWebhook, false},
+		{"GET /api/v1/webhooks", (*Server).listWebhooks, false},
+		{"GET /api/v1/webhooks/{id}", (*Server).getWebhook, false},
+		{"DELETE /api/v1/webhooks/{id}", (*Server).deleteWebhook, false},
+		{"GET /api/v1/webhooks/{id}/deliveries", (*Server).listDeliveries, false},
+		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", (*Server).redeliver, false},
 	}
 }
 

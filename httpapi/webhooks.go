@@ -1,0 +1,388 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs/webhook"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// This file serves webhook subscriptions (issue 13):
+//
+//	POST   /api/v1/webhooks                                      subscribe a URL (secret shown once)
+//	GET    /api/v1/webhooks                                      the caller's subscriptions (admin: all, ?owner=)
+//	GET    /api/v1/webhooks/{id}                                 one subscription
+//	DELETE /api/v1/webhooks/{id}                                 unsubscribe
+//	GET    /api/v1/webhooks/{id}/deliveries                      deliveries with their attempts, newest first
+//	POST   /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver send one again
+//
+// and the notify_url a submit may carry: a subscription bound to the new task.
+
+// URLChecker decides whether webhooks may be sent to a URL (jobs/webhook's Policy).
+type URLChecker interface {
+	CheckURL(ctx context.Context, url string) error
+}
+
+// WebhookView is a subscription as the API shows it.
+type WebhookView struct {
+	ID     string   `json:"id"`
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	Owner  string   `json:"owner"`
+	// TaskID is set for a subscription a submit's notify_url made.
+	TaskID    string    `json:"task_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// Secret is only in the answer that created the subscription.
+	Secret string `json:"secret,omitempty"`
+}
+
+// DeliveryView is one event for one subscription, with its attempts.
+type DeliveryView struct {
+	ID          string                `json:"id"`
+	EventID     string                `json:"event_id"`
+	Event       string                `json:"event"`
+	TaskID      string                `json:"task_id"`
+	State       store.DeliveryState   `json:"state"`
+	Attempts    []DeliveryAttemptView `json:"attempts"`
+	NextAt      *time.Time            `json:"next_attempt_at"`
+	DeliveredAt *time.Time            `json:"delivered_at"`
+	CreatedAt   time.Time             `json:"created_at"`
+}
+
+// DeliveryAttemptView is one try: what the receiver answered and how long it took.
+type DeliveryAttemptView struct {
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"status_code,omitempty"` // absent: no HTTP answer
+	LatencyMS  int       `json:"latency_ms"`
+	Error      string    `json:"error,omitempty"`
+}
+
+const (
+	maxSecret        = 200
+	minSecret        = 16
+	maxWebhookEvents = 20
+)
+
+// webhookRequest is the body of POST /api/v1/webhooks.
+type webhookRequest struct {
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	Secret string   `json:"secret"`
+	Owner  string   `json:"owner"`
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req webhookRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	owner := p.User
+	if req.Owner != "" && req.Owner != p.User {
+		if !p.Scope().Admin {
+			return problem(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
+		}
+		if msg := textProblem(req.Owner, 200); msg != "" {
+			return invalid("invalid_body", "owner "+msg, FieldError{"owner", msg})
+		}
+		owner = req.Owner
+	}
+	events, err := webhookEvents(req.Events)
+	if err != nil {
+		return err
+	}
+	if err := s.checkWebhookURL(r.Context(), "url", req.URL); err != nil {
+		return err
+	}
+	secret, err := webhookSecret("secret", req.Secret)
+	if err != nil {
+		return err
+	}
+	sub, err := s.Store.CreateSubscription(r.Context(), store.NewSubscription{Owner: owner, URL: req.URL, Events: events, Secret: secret, CreatedBy: p.User})
+	if err != nil {
+		return err
+	}
+	v := webhookView(sub, "")
+	v.Secret = secret
+	w.Header().Set("Location", "/api/v1/webhooks/"+sub.SubNo)
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+// webhookEvents validates the events a subscription asks for; none means the endings.
+func webhookEvents(events []string) ([]string, error) {
+	if len(events) == 0 {
+		return slices.Clone(webhook.TerminalEvents), nil
+	}
+	if len(events) > maxWebhookEvents {
+		return nil, problem(http.StatusUnprocessableEntity, "bad_events", fmt.Sprintf("name at most %d events", maxWebhookEvents))
+	}
+	var out []string
+	for _, e := range events {
+		if !slices.Contains(webhook.Events, e) {
+			return nil, problem(http.StatusUnprocessableEntity, "bad_events",
+				fmt.Sprintf("%s is not an event; use %s", echo(e), strings.Join(webhook.Events, ", "))).
+				withErrors(FieldError{"events", "unknown event " + echo(e)})
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// checkWebhookURL refuses a URL the policy does not allow, saying why.
+func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
+	if url == "" {
+		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").withErrors(FieldError{field, "is required"})
+	}
+	if msg := textProblem(url, webhook.MaxURLLength); msg != "" {
+		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).withErrors(FieldError{field, msg})
+	}
+	checker := s.Webhooks
+	if checker == nil {
+		checker, _ = webhook.NewPolicy(nil)
+	}
+	if err := checker.CheckURL(ctx, url); err != nil {
+		var na *webhook.NotAllowedError
+		if !errors.As(err, &na) {
+			return err
+		}
+		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
+			withErrors(FieldError{field, na.Reason})
+	}
+	return nil
+}
+
+// webhookSecret checks a secret the caller chose, or makes one (256 random bits).
+func webhookSecret(field, secret string) (string, error) {
+	if secret == "" {
+		return "whsec_" + strings.ToLower(rand.Text()+rand.Text()), nil
+	}
+	msg := textProblem(secret, maxSecret)
+	if msg == "" && len(secret) < minSecret {
+		msg = fmt.Sprintf("must be at least %d characters", minSecret)
+	}
+	if msg != "" {
+		return "", problem(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).withErrors(FieldError{field, msg})
+	}
+	return secret, nil
+}
+
+func webhookView(sub *store.Subscription, taskNo string) WebhookView {
+	return WebhookView{ID: sub.SubNo, URL: sub.URL, Events: sub.Events, Owner: sub.Owner, TaskID: taskNo, CreatedAt: sub.CreatedAt.UTC()}
+}
+
+// subscription resolves the {id} path parameter to a subscription the caller may see.
+func (s *Server) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
+	id := r.PathValue("id")
+	if msg := textProblem(id, maxTaskID); msg != "" {
+		return nil, invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, FieldError{"id", msg})
+	}
+	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		return nil, problem(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
+	}
+	return sub, err
+}
+
+func (s *Server) taskNoOf(ctx context.Context, sub *store.Subscription) string {
+	if sub.TaskID == nil {
+		return ""
+	}
+	if t, err := s.Store.GetByID(ctx, *sub.TaskID); err == nil {
+		return t.TaskNo
+	}
+	return ""
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
+	owner := r.URL.Query().Get("owner")
+	if owner != "" && !p.Scope().Admin && owner != p.User {
+		return invalid("invalid_query", "only an admin can list other users' webhooks", FieldError{"owner", "only an admin can list other users' webhooks"})
+	}
+	subs, err := s.Store.ListSubscriptions(r.Context(), p.Scope(), owner, 500)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items []WebhookView `json:"items"`
+	}{Items: make([]WebhookView, len(subs))}
+	for i := range subs {
+		out.Items[i] = webhookView(&subs[i], "")
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sub, err := s.subscription(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, webhookView(sub, s.taskNoOf(r.Context(), sub)))
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sub, err := s.subscription(r, p)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteSubscription(r.Context(), sub.SubNo, p.Scope()); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sub, err := s.subscription(r, p)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := store.DeliveryFilter{Limit: 50, State: store.DeliveryState(q.Get("state"))}
+	var errs []FieldError
+	switch f.State {
+	case "", store.DeliveryPending, store.DeliverySending, store.DeliveryDelivered, store.DeliveryDead:
+	default:
+		errs = append(errs, FieldError{"state", "must be pending, sending, delivered or dead"})
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
+		}
+		f.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
+		}
+		f.Before = n
+	}
+	if len(errs) > 0 {
+		return invalid("invalid_query", "the query has invalid parameters", errs...)
+	}
+	ds, err := s.Store.Deliveries(r.Context(), sub.ID, f)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	attempts, err := s.Store.DeliveryAttempts(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items      []DeliveryView `json:"items"`
+		NextCursor string         `json:"next_cursor,omitempty"`
+	}{Items: make([]DeliveryView, len(ds))}
+	for i := range ds {
+		out.Items[i] = deliveryView(&ds[i], attempts[ds[i].ID])
+	}
+	if len(ds) == f.Limit {
+		out.NextCursor = strconv.FormatInt(ds[len(ds)-1].ID, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryView {
+	v := DeliveryView{ID: d.DeliveryNo, EventID: webhook.EventID(d.EventID), Event: d.Event, TaskID: d.TaskNo, State: d.State,
+		Attempts: make([]DeliveryAttemptView, len(attempts)), DeliveredAt: utc(d.DeliveredAt), CreatedAt: d.CreatedAt.UTC()}
+	if d.State == store.DeliveryPending {
+		v.NextAt = utc(&d.DueAt)
+	}
+	for i, a := range attempts {
+		av := DeliveryAttemptView{Attempt: a.Attempt, At: a.CreatedAt.UTC(), LatencyMS: a.LatencyMS, Error: a.Error}
+		if a.StatusCode != nil {
+			av.StatusCode = *a.StatusCode
+		}
+		v.Attempts[i] = av
+	}
+	return v
+}
+
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sub, err := s.subscription(r, p)
+	if err != nil {
+		return err
+	}
+	no := r.PathValue("delivery")
+	if msg := textProblem(no, maxTaskID); msg != "" {
+		return invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, FieldError{"delivery", msg})
+	}
+	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
+	if errors.Is(err, store.ErrDeliveryNotFound) {
+		return problem(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
+	}
+	if err != nil {
+		return err
+	}
+	attempts, err := s.Store.DeliveryAttempts(r.Context(), []int64{d.ID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, deliveryView(d, attempts[d.ID]))
+	return nil
+}
+
+// notifyRequest is a submit's notify_url (and optional notify_secret).
+type notifyRequest struct {
+	URL     string
+	Secret  string
+	checked bool
+}
+
+// check validates a submit's notification before the task is created, so a refused URL
+// leaves no task behind.
+func (n *notifyRequest) check(ctx context.Context, s *Server) error {
+	if n == nil || n.checked {
+		return nil
+	}
+	if err := s.checkWebhookURL(ctx, "notify_url", n.URL); err != nil {
+		return err
+	}
+	secret, err := webhookSecret("notify_secret", n.Secret)
+	n.Secret, n.checked = secret, err == nil
+	return err
+}
+
+// bind subscribes the URL to the task's endings. A resubmit that returned an existing task
+// with the same URL gets the existing subscription, without its secret.
+func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, by string) (*WebhookView, error) {
+	if n == nil {
+		return nil, nil
+	}
+	sub, created, err := s.Store.CreateTaskSubscription(context.WithoutCancel(ctx), t.ID, store.NewSubscription{
+		Owner: t.Owner, URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}, webhook.BuildPayload)
+	if err != nil {
+		return nil, err
+	}
+	v := webhookView(sub, t.TaskNo)
+	if created {
+		v.Secret = n.Secret
+	}
+	return &v, nil
+}
+
+// notifyOf makes the notification of a submit body's fields (nil when there is none).
+func notifyOf(url, secret string) *notifyRequest {
+	if url == "" && secret == "" {
+		return nil
+	}
+	return &notifyRequest{URL: url, Secret: secret}
+}
