@@ -33,6 +33,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/noop"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/monitor"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -346,6 +347,12 @@ func (p *process) startWorkers() error {
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
 		return err
 	}
+	// Webhooks (issue 13): fan the outbox out and deliver. Until the config has a webhooks
+	// section every setting is webhook.Config's default and no host is allowed.
+	hookPolicy, _ := webhook.NewPolicy(nil)
+	hooks := webhook.New(webhook.Config{}, webhook.Deps{Store: p.st, Policy: hookPolicy, Logger: p.logger})
+	hooks.Start()
+	p.stopping = append(p.stopping, hooks.Stop)
 	p.stopping = append(p.stopping, func() {
 		workers.Stop()
 		rt.Drain()
@@ -368,9 +375,10 @@ func (p *process) startWorkers() error {
 // startAPI serves the REST API, /metrics, the console and pprof on the API address.
 func (p *process) startAPI() error {
 	cfg := p.cfg
+	hookPolicy, _ := webhook.NewPolicy(nil) // webhooks.allowed_hosts (issue 13)
 	api := httpapi.New(httpapi.Deps{
 		Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
-		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep,
+		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
