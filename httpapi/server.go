@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -46,6 +48,13 @@ type Deps struct {
 	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
 	// allows none.
 	Webhooks URLChecker
+	// Redis, when set, carries the live event streams (one subscription per process) and the
+	// web page's sessions. Without it both are off and the API answers polls only.
+	Redis redis.UniversalClient
+	// Events tunes the live event streams (events.go).
+	Events EventLimits
+	// Web configures the end-user web page at / (web.go).
+	Web WebConfig
 }
 
 // Mount is an extra handler served under the API's middleware (request ids, logging):
@@ -60,6 +69,8 @@ type Server struct {
 	Deps
 	tokens  map[[32]byte]Principal
 	uploads *uploadSlots
+	hub     *hub    // live event streams; nil without Redis
+	web     *webApp // the web page; nil when off
 }
 
 // Principal is the caller a token identifies.
@@ -86,7 +97,25 @@ func New(d Deps) *Server {
 	for _, t := range d.Tokens {
 		s.tokens[sha256.Sum256([]byte(t.Token))] = Principal{User: t.User, Role: t.Role}
 	}
+	if d.Redis != nil {
+		s.hub = newHub(d.Redis, d.Store, d.Events, d.Logger)
+		if !d.Web.Disabled {
+			w, err := newWebApp(d.Redis, d)
+			if err != nil {
+				panic("httpapi: the embedded web page is broken: " + err.Error()) // caught by every test
+			}
+			s.web = w
+		}
+	}
 	return s
+}
+
+// Close ends every live event stream and the process's Redis subscription; call it when
+// the HTTP server shuts down (streams are long requests that a drain would wait for).
+func (s *Server) Close() {
+	if s.hub != nil {
+		s.hub.close()
+	}
 }
 
 // route is one authenticated API endpoint.
@@ -116,6 +145,9 @@ func apiRoutes() []route {
 		{"DELETE /api/v1/webhooks/{id}", (*Server).deleteWebhook, false},
 		{"GET /api/v1/webhooks/{id}/deliveries", (*Server).listDeliveries, false},
 		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", (*Server).redeliver, false},
+		// Streams are long: like uploads they run without the query timeout (events.go).
+		{"GET /api/v1/tasks/{id}/events", (*Server).taskEvents, true},
+		{"GET /api/v1/events", (*Server).scopeEvents, true},
 	}
 }
 
@@ -144,6 +176,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	s.mountWeb(mux)
 	for _, m := range mounts {
 		mux.Handle(m.Pattern, m.Handler)
 	}
@@ -176,10 +209,12 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 // turning its error into a problem.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
-			s.writeError(w, r, problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>"))
+		p, err := s.principal(r)
+		if err != nil {
+			if toProblem(err).Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
+			}
+			s.writeError(w, r, err)
 			return
 		}
 		if timeout > 0 {

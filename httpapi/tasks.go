@@ -175,8 +175,17 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p Principal)
 			s.Logger.Debug("could not withdraw the cancelled task's job", "task_no", res.Task.TaskNo, "err", err)
 		}
 	}
+	s.changed(r.Context(), res.Task)
 	writeJSON(w, http.StatusOK, s.view(r.Context(), res.Task))
 	return nil
+}
+
+// changed announces a committed transition to the live streams (a lost announcement only
+// delays it until their next outbox poll).
+func (s *Server) changed(ctx context.Context, t *store.Task) {
+	if err := s.Board.Changed(context.WithoutCancel(ctx), t.TaskNo, t.Owner); err != nil {
+		s.Logger.Debug("could not announce a task change", "task_no", t.TaskNo, "err", err)
+	}
 }
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
@@ -189,6 +198,7 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) 
 	if err != nil {
 		return err
 	}
+	s.changed(r.Context(), t)
 	s.Submitter.Enqueue(r.Context(), t)
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
 	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t))

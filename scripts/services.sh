@@ -4,7 +4,7 @@
 #   scripts/services.sh up       reuse what is reachable, otherwise install + start locally
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
-#   scripts/services.sh tools    install what the tests need besides the servers (promtool)
+#   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
@@ -208,11 +208,17 @@ pg_down() {
 }
 
 # --- test tools --------------------------------------------------------------------------
-# promtool (from Debian's prometheus package) checks the metrics and the alert rules.
+# promtool (from Debian's prometheus package) checks the metrics and the alert rules;
+# chromium (headless) drives the web page's browser tests (cmd/taskcenter/web_e2e_test.go).
 tools_up() {
-  if command -v promtool >/dev/null; then return; fi
-  apt_install prometheus
-  command -v promtool >/dev/null || die "promtool is still missing after installing prometheus"
+  if ! command -v promtool >/dev/null; then
+    apt_install prometheus
+    command -v promtool >/dev/null || die "promtool is still missing after installing prometheus"
+  fi
+  if ! command -v chromium >/dev/null; then
+    apt_install chromium
+    command -v chromium >/dev/null || die "chromium is still missing after installing it"
+  fi
 }
 
 # --- main --------------------------------------------------------------------------------

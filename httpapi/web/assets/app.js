@@ -1,0 +1,599 @@
+// taskcenter web page. Plain JavaScript, no build step, no library: every page is a
+// server-rendered shell, and this script fills it from the REST API (the only backend it
+// talks to) with the session cookie, following live changes over Server-Sent Events and
+// falling back to polling when a stream cannot be had.
+(function () {
+  'use strict';
+
+  var boot = JSON.parse(document.getElementById('boot').textContent);
+  var T = boot.i18n || {};
+  var zh = boot.lang === 'zh';
+
+  function t(key, vars) {
+    var s = Object.prototype.hasOwnProperty.call(T, key) ? T[key] : key;
+    if (vars) {
+      Object.keys(vars).forEach(function (k) { s = s.split('{' + k + '}').join(String(vars[k])); });
+    }
+    return s;
+  }
+  function has(key) { return Object.prototype.hasOwnProperty.call(T, key); }
+  function $(sel, root) { return (root || document).querySelector(sel); }
+  function el(tag, attrs) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === undefined || v === null || v === false) return;
+        if (k === 'text') e.textContent = v;
+        else if (k === 'class') e.className = v;
+        else if (k.slice(0, 2) === 'on') e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? '' : v);
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === undefined || c === null || c === false) continue;
+      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    }
+    return e;
+  }
+  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); return e; }
+
+  // ---- the API ---------------------------------------------------------------------------
+  function api(method, path, body) {
+    var headers = { 'Accept': 'application/json' };
+    var opts = { method: method, headers: headers, credentials: 'same-origin' };
+    if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = boot.csrf;
+    if (body instanceof FormData) opts.body = body;
+    else if (body !== undefined) { opts.body = JSON.stringify(body); headers['Content-Type'] = 'application/json'; }
+    return fetch(path, opts).then(function (res) {
+      var ct = res.headers.get('Content-Type') || '';
+      var parse = ct.indexOf('json') >= 0 && method !== 'HEAD' ? res.json().catch(function () { return null; }) : Promise.resolve(null);
+      return parse.then(function (data) {
+        if (res.status === 401) {
+          location.href = '/login?next=' + encodeURIComponent(location.pathname);
+        }
+        return { status: res.status, ok: res.ok, data: data };
+      });
+    }, function () {
+      return { status: 0, ok: false, data: null };
+    });
+  }
+
+  // problemText says what a problem+json answer means, in the page's language.
+  function problemText(r) {
+    var p = r.data || {};
+    if (r.status === 0) return t('err.network');
+    if (p.code && has('problem.' + p.code) && (zh || !p.detail)) return t('problem.' + p.code);
+    return p.detail || t('err.generic', { status: r.status });
+  }
+  function problemBlock(r) {
+    var box = el('div', null, el('p', { text: problemText(r) }));
+    var p = r.data || {};
+    if (zh && p.detail && p.code && has('problem.' + p.code)) box.appendChild(el('p', { class: 'hint', text: p.detail }));
+    if (p.errors && p.errors.length) {
+      var ul = el('ul');
+      p.errors.forEach(function (fe) { ul.appendChild(el('li', { text: fe.field + ': ' + fe.message })); });
+      box.appendChild(ul);
+    }
+    return box;
+  }
+
+  // ---- words -------------------------------------------------------------------------------
+  function statusName(s) { return has('status.' + s) ? t('status.' + s) : s; }
+  function typeName(s) { return has('type.' + s) ? t('type.' + s) : s; }
+  function terminal(s) { return ['SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED'].indexOf(s) >= 0; }
+
+  function span(ms) {
+    var s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return t('time.s', { n: s });
+    var m = Math.floor(s / 60);
+    if (m < 60) return t('time.m', { n: m });
+    var h = Math.floor(m / 60);
+    if (h < 48) return t('time.h', { n: h });
+    return t('time.d', { n: Math.floor(h / 24) });
+  }
+  function age(iso) {
+    var ms = Date.now() - Date.parse(iso);
+    return ms < 5000 ? t('time.just_now') : t('time.ago', { t: span(ms) });
+  }
+  function duration(v) {
+    if (!v.started_at) return '—';
+    var end = v.finished_at ? Date.parse(v.finished_at) : Date.now();
+    return span(end - Date.parse(v.started_at));
+  }
+  function when(iso) {
+    if (!iso) return '—';
+    return new Date(iso).toLocaleString(zh ? 'zh-CN' : 'en-GB', { hour12: false });
+  }
+
+  // Row messages come from the importer in English ("row 128, phone: must be 11 digits
+  // starting with 1"). The Chinese page translates the known patterns with this table;
+  // anything it does not know is shown as written.
+  var rowRules = [
+    [/^is required$/, function () { return '必填'; }],
+    [/^must be 11 digits starting with 1$/, function () { return '必须是以 1 开头的 11 位数字'; }],
+    [/^is not a valid email address$/, function () { return '不是有效的邮箱地址'; }],
+    [/^must be 1 to 32 letters, digits, '-' or '_'(, starting with a letter or digit)?$/, function () {
+      return '必须是 1 到 32 个字母、数字、“-”或“_”，并以字母或数字开头';
+    }],
+    [/^must be 1 to 32 letters, digits, '-' or '_' \(this one has more than ([\d,]+)\)$/, function (m) {
+      return '必须是 1 到 32 个字母、数字、“-”或“_”（此处超过 ' + m[1] + ' 个字符）';
+    }],
+    [/^must be at most (\d+) characters \(this one has (more than )?([\d,]+)\)$/, function (m) {
+      return '最多 ' + m[1] + ' 个字符（此处' + (m[2] ? '超过 ' : '有 ') + m[3] + ' 个）';
+    }],
+    [/^must be normal, silver, gold, platinum or diamond/, function () {
+      return '必须是 普通、白银、黄金、铂金 或 钻石（normal、silver、gold、platinum、diamond）';
+    }],
+    [/^(.*) is a rounded number; format the column as text and enter all 11 digits$/, function (m) {
+      return m[1] + ' 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码';
+    }],
+    [/^(.+) already appears in row (\d+)$/, function (m) { return m[1] + ' 已在第 ' + m[2] + ' 行出现'; }],
+    [/^(.+) already exists$/, function (m) { return m[1] + ' 已存在'; }]
+  ];
+  function trMessage(s) {
+    for (var i = 0; i < rowRules.length; i++) {
+      var m = rowRules[i][0].exec(s);
+      if (m) return rowRules[i][1](m);
+    }
+    return s;
+  }
+  function trRow(msg) {
+    if (!zh) return msg;
+    var prefix = '', body = msg;
+    var m = /^row (\d+), ([\s\S]*)$/.exec(msg);
+    if (m) { prefix = t('row.prefix', { n: m[1] }) + '，'; body = m[2]; }
+    return prefix + body.split('; ').map(function (part) {
+      var i = part.indexOf(': ');
+      if (i < 0) return trMessage(part);
+      var f = part.slice(0, i);
+      return (has('field.' + f) ? t('field.' + f) : f) + '：' + trMessage(part.slice(i + 2));
+    }).join('；');
+  }
+  function taskError(v) {
+    if (!v.error) return '';
+    if (zh && v.error.code && has('problem.' + v.error.code)) return t('problem.' + v.error.code) + '（' + v.error.message + '）';
+    return v.error.message || v.error.code;
+  }
+
+  function title(v) {
+    var p = v.params || {};
+    if (p.filename) return p.filename;
+    var name = typeName(v.type);
+    var f = p.filter || {};
+    var parts = [];
+    Object.keys(f).forEach(function (k) {
+      var val = f[k];
+      if (val === null || val === '' || (Array.isArray(val) && !val.length)) return;
+      if (Array.isArray(val)) val = val.map(function (x) { return has('status.' + x) ? statusName(x) : x; }).join(', ');
+      else if (k === 'level' && has('level.' + val)) val = t('level.' + val);
+      parts.push(val);
+    });
+    return parts.length ? name + ' · ' + parts.join(' · ') : name;
+  }
+
+  function percent(v) {
+    if (v.status === 'SUCCESS' || v.status === 'PARTIAL_SUCCESS') return 100;
+    return Math.max(0, Math.min(100, (v.progress && v.progress.percent) || 0));
+  }
+  function progressBar(v, bar) {
+    bar = bar || el('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100' },
+      el('div', { class: 'bar' }), el('span', { class: 'pct' }));
+    var pct = percent(v);
+    bar.classList.toggle('done', pct === 100);
+    bar.classList.toggle('bad', v.status === 'FAILED' || v.status === 'TIMEOUT' || v.status === 'CANCELLED');
+    bar.setAttribute('aria-valuenow', String(pct));
+    bar.setAttribute('aria-label', t('col.progress'));
+    $('.bar', bar).style.width = pct + '%';
+    var p = v.progress || {};
+    $('.pct', bar).textContent = pct + '%' + (p.total ? ' · ' + p.current + '/' + p.total : '');
+    return bar;
+  }
+  function chip(v, c) {
+    c = c || el('span');
+    c.className = 'chip ' + v.status;
+    c.textContent = statusName(v.status) + (v.cancel_requested && !terminal(v.status) ? ' · ' + t('status.cancel_requested') : '');
+    c.setAttribute('data-status', v.status);
+    return c;
+  }
+  function counts(v) {
+    var c = v.counts || {};
+    return el('span', { class: 'counts' }, String(c.total || 0), ' / ',
+      el('span', { class: 'ok', text: String(c.success || 0) }), ' / ',
+      el('span', { class: 'bad', text: String(c.failed || 0) }));
+  }
+
+  // ---- live events -----------------------------------------------------------------------
+  // follow opens an EventSource and calls onEvent(kind, view); when streams are refused or
+  // keep failing it calls fallback() once (the page then polls).
+  function follow(url, onEvent, fallback, onState) {
+    if (!window.EventSource) { fallback(); return null; }
+    var es = new EventSource(url);
+    var failures = 0;
+    es.addEventListener('open', function () { failures = 0; if (onState) onState(true); });
+    ['status', 'progress'].forEach(function (kind) {
+      es.addEventListener(kind, function (e) {
+        var v;
+        try { v = JSON.parse(e.data); } catch (err) { return; }
+        onEvent(kind, v);
+      });
+    });
+    es.addEventListener('error', function () {
+      if (onState) onState(false);
+      failures++;
+      if (es.readyState === EventSource.CLOSED || failures >= 3) {
+        es.close();
+        fallback();
+      }
+    });
+    return es;
+  }
+
+  // ---- My tasks ----------------------------------------------------------------------------
+  function listPage() {
+    var form = $('#filters');
+    var tbody = $('#tasks tbody');
+    var msg = $('#list-msg');
+    var live = $('#live');
+    var rows = {};        // id → {tr, view}
+    var stack = [];       // cursors of the pages before this one
+    var cursor = '';
+    var next = '';
+    var polling = null;
+
+    var initial = new URLSearchParams(location.search);
+    Array.prototype.forEach.call(form.elements, function (f) {
+      if (f.name && initial.has(f.name)) f.value = initial.get(f.name);
+    });
+    cursor = initial.get('cursor') || '';
+
+    function filters() {
+      var q = new URLSearchParams();
+      ['status', 'type', 'owner'].forEach(function (n) {
+        var f = form.elements[n];
+        if (f && f.value.trim()) q.set(n, f.value.trim());
+      });
+      var from = form.elements.created_from.value, to = form.elements.created_to.value;
+      if (from) q.set('created_from', new Date(from + 'T00:00:00').toISOString().replace(/\.\d+Z$/, 'Z'));
+      if (to) q.set('created_to', new Date(to + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z'));
+      return q;
+    }
+    function matches(v) {
+      var q = filters();
+      if (q.get('status') && q.get('status') !== v.status) return false;
+      if (q.get('type') && q.get('type') !== v.type) return false;
+      if (q.get('owner') && q.get('owner') !== v.owner) return false;
+      return true;
+    }
+
+    function cells(v) {
+      var link = el('a', { href: '/tasks/' + encodeURIComponent(v.id), class: 'title', text: title(v) });
+      var out = [
+        el('td', { 'data-label': t('col.task') }, link, el('span', { class: 'sub' }, typeName(v.type) + ' · ', el('span', { class: 'mono', text: v.id }))),
+      ];
+      if (boot.admin) out.push(el('td', { 'data-label': t('col.owner'), text: v.owner }));
+      out.push(el('td', { 'data-label': t('col.status') }, chip(v)));
+      out.push(el('td', { 'data-label': t('col.progress') }, progressBar(v)));
+      out.push(el('td', { 'data-label': t('col.counts') }, counts(v)));
+      out.push(el('td', { 'data-label': t('col.age'), class: 'age', title: when(v.created_at), text: age(v.created_at) }));
+      out.push(el('td', { 'data-label': t('col.duration'), class: 'duration', text: duration(v) }));
+      return out;
+    }
+    function put(v, prepend) {
+      var r = rows[v.id];
+      if (r && r.view && Date.parse(r.view.updated_at) > Date.parse(v.updated_at) && r.view.status !== v.status && terminal(r.view.status)) {
+        return; // an older view arriving late
+      }
+      var tr = r ? r.tr : el('tr', { 'data-id': v.id });
+      clear(tr);
+      cells(v).forEach(function (c) { tr.appendChild(c); });
+      tr.setAttribute('data-status', v.status);
+      if (!r) {
+        if (prepend && tbody.firstChild) tbody.insertBefore(tr, tbody.firstChild); else tbody.appendChild(tr);
+      }
+      rows[v.id] = { tr: tr, view: v };
+    }
+    function load() {
+      var q = filters();
+      var shown = new URLSearchParams(q);
+      if (cursor) { q.set('cursor', cursor); shown.set('cursor', cursor); }
+      q.set('limit', '20');
+      var qs = shown.toString();
+      history.replaceState(null, '', qs ? '?' + qs : location.pathname);
+      if (!tbody.firstChild) msg.textContent = t('list.loading');
+      return api('GET', '/api/v1/tasks?' + q.toString()).then(function (r) {
+        if (!r.ok) { msg.textContent = problemText(r); return; }
+        clear(tbody);
+        rows = {};
+        r.data.items.forEach(function (v) { put(v, false); });
+        next = r.data.next_cursor || '';
+        msg.textContent = r.data.items.length ? '' : t('list.empty');
+        $('#next').disabled = !next;
+        $('#prev').disabled = stack.length === 0 && !cursor;
+      });
+    }
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      stack = []; cursor = '';
+      load(); restartStream();
+    });
+    form.addEventListener('reset', function () {
+      setTimeout(function () { stack = []; cursor = ''; load(); restartStream(); }, 0);
+    });
+    $('#next').addEventListener('click', function () { if (next) { stack.push(cursor); cursor = next; load(); } });
+    $('#prev').addEventListener('click', function () { cursor = stack.length ? stack.pop() : ''; load(); });
+
+    var es = null;
+    function onEvent(kind, v) {
+      if (rows[v.id]) { put(v, false); return; }
+      if (kind === 'status' && !cursor && matches(v)) put(v, true); // a new task on the first page
+    }
+    function setLive(on) {
+      live.classList.toggle('on', on);
+      live.textContent = on ? t('list.live') : '';
+    }
+    function poll() {
+      if (polling) return;
+      live.textContent = t('list.polling');
+      polling = setInterval(load, 3000);
+    }
+    function restartStream() {
+      if (es) es.close();
+      if (polling) return;
+      var owner = boot.admin && form.elements.owner ? form.elements.owner.value.trim() : '';
+      es = follow('/api/v1/events' + (owner ? '?owner=' + encodeURIComponent(owner) : ''), onEvent, poll, setLive);
+    }
+    // Streaming first, then the page: a change between the two is not missed.
+    restartStream();
+    load();
+    setInterval(function () {
+      Object.keys(rows).forEach(function (id) {
+        var r = rows[id];
+        $('.age', r.tr).textContent = age(r.view.created_at);
+        $('.duration', r.tr).textContent = duration(r.view);
+      });
+    }, 5000);
+  }
+
+  // ---- Task detail -------------------------------------------------------------------------
+  function detailPage() {
+    var id = boot.task;
+    var box = $('#detail');
+    var msg = $('#detail-msg');
+    var actionMsg = $('#action-msg');
+    var view = null;
+    var es = null;
+    var polling = null;
+    var reloadTimer = null;
+
+    function notFound() {
+      box.hidden = true;
+      ['#rejected', '#attempts', '#logs'].forEach(function (s) { $(s).hidden = true; });
+      msg.textContent = t('detail.not_found');
+      msg.className = 'msg error';
+      msg.setAttribute('data-state', 'not-found');
+    }
+    function fact(dl, k, v) {
+      if (v === undefined || v === null || v === '') return;
+      dl.appendChild(el('dt', { text: k }));
+      dl.appendChild(typeof v === 'string' ? el('dd', { text: v }) : el('dd', null, v));
+    }
+    function renderHead(v) {
+      view = v;
+      box.hidden = false;
+      msg.textContent = '';
+      $('#task-title').textContent = title(v);
+      document.title = title(v) + ' · taskcenter';
+      chip(v, $('#task-status'));
+      $('#task-id').textContent = v.id + ' · ' + typeName(v.type);
+      progressBar(v, $('#task-progress'));
+      var dl = clear($('#task-facts'));
+      if (boot.admin) fact(dl, t('col.owner'), v.owner);
+      var p = v.params || {};
+      if (p.filename) fact(dl, t('detail.file'), p.filename);
+      if (p.mode) fact(dl, t('detail.mode'), has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode);
+      if (p.filter && Object.keys(p.filter).length) fact(dl, t('detail.filter'), JSON.stringify(p.filter));
+      fact(dl, t('detail.counts'), counts(v));
+      fact(dl, t('detail.created'), when(v.created_at));
+      fact(dl, t('detail.started'), when(v.started_at));
+      fact(dl, t('detail.finished'), when(v.finished_at));
+      fact(dl, t('col.duration'), duration(v));
+      var err = $('#task-error');
+      err.hidden = !v.error;
+      err.textContent = v.error ? t('detail.error') + ': ' + taskError(v) : '';
+      renderActions(v);
+      var fe = (v.result && v.result.first_errors) || [];
+      $('#rejected').hidden = fe.length === 0;
+      var ul = clear($('#rejected-rows'));
+      fe.forEach(function (m) { ul.appendChild(el('li', { text: trRow(m), title: m })); });
+    }
+    function renderMore(v) {
+      var tl = clear($('#timeline'));
+      $('#attempts').hidden = false;
+      if (!v.attempts || !v.attempts.length) tl.appendChild(el('li', { text: t('detail.no_attempts') }));
+      (v.attempts || []).forEach(function (a) {
+        tl.appendChild(el('li', null,
+          el('strong', { text: t('detail.attempt') + ' ' + a.attempt }), ' · ',
+          has('trigger.' + a.trigger) ? t('trigger.' + a.trigger) : a.trigger, ' · ',
+          el('span', { class: 'chip ' + a.status, text: statusName(a.status) }),
+          el('div', { class: 'hint' }, t('detail.worker') + ': ' + (a.worker || '—') + ' · ' + t('detail.start') + ': ' + when(a.started_at) +
+            ' · ' + t('detail.end') + ': ' + when(a.finished_at)),
+          a.error ? el('div', { class: 'error', text: trRow(a.error) }) : null));
+      });
+      var logs = clear($('#log-lines'));
+      $('#logs').hidden = !(v.logs && v.logs.length);
+      (v.logs || []).forEach(function (l) {
+        logs.appendChild(el('li', { class: 'lvl-' + l.level }, when(l.at) + ' [' + l.level + '] ' + l.message));
+      });
+    }
+    function post(url, then) {
+      actionMsg.textContent = '';
+      Array.prototype.forEach.call($('#task-actions').querySelectorAll('button'), function (b) { b.disabled = true; });
+      api('POST', url).then(function (r) {
+        if (!r.ok) { actionMsg.textContent = problemText(r); load(); return; }
+        if (then) then(r);
+        load().then(startStream);
+      });
+    }
+    function exportAgain(v) {
+      var p = v.params || {};
+      api('POST', '/api/v1/exports', { type: v.type.replace(/^export:/, ''), filter: p.filter || {} }).then(function (r) {
+        if (!r.ok) { actionMsg.textContent = problemText(r); return; }
+        location.href = '/tasks/' + encodeURIComponent(r.data.task.id);
+      });
+    }
+    function download(href, label, cls) {
+      var a = el('a', { class: 'button ' + (cls || ''), href: href, download: '', text: label });
+      a.addEventListener('click', function (e) {
+        // Check first: an expired file answers 410, and the page says so instead of
+        // navigating to an error.
+        if (a.getAttribute('data-checked') === '1') { a.removeAttribute('data-checked'); return; }
+        e.preventDefault();
+        api('HEAD', href).then(function (r) {
+          if (r.status === 410) {
+            actionMsg.textContent = t('action.expired');
+            if (view && view.type.indexOf('export:') === 0) {
+              $('#task-actions').appendChild(el('button', { type: 'button', id: 'export-again', text: t('action.export_again'), onclick: function () { exportAgain(view); } }));
+            }
+            return;
+          }
+          if (!r.ok) { actionMsg.textContent = problemText(r); return; }
+          a.setAttribute('data-checked', '1');
+          a.click();
+        });
+      });
+      return a;
+    }
+    function renderActions(v) {
+      var box = clear($('#task-actions'));
+      var l = v.links || {};
+      if (l.cancel) box.appendChild(el('button', { type: 'button', id: 'cancel', class: 'danger', text: t('action.cancel'), onclick: function () {
+        post(l.cancel, function (r) { if (r.data && r.data.status === 'RUNNING') actionMsg.textContent = t('action.cancel_requested'); });
+      } }));
+      if (l.retry) box.appendChild(el('button', { type: 'button', id: 'retry', class: 'primary', text: t('action.retry'), onclick: function () { post(l.retry); } }));
+      if (l.result) box.appendChild(download(l.result, t('action.download'), 'primary'));
+      if (l.error_report) {
+        var er = download(l.error_report, t('action.error_report'));
+        er.id = 'error-report';
+        box.appendChild(er);
+      }
+      if (v.result && v.result.expired && v.type.indexOf('export:') === 0) {
+        box.appendChild(el('button', { type: 'button', id: 'export-again', text: t('action.export_again'), onclick: function () { exportAgain(v); } }));
+      }
+      var dl = box.querySelector('a[href$="/result"]');
+      if (dl) dl.id = 'download';
+    }
+    function load() {
+      return api('GET', '/api/v1/tasks/' + encodeURIComponent(id)).then(function (r) {
+        if (r.status === 404 || r.status === 400) { notFound(); return null; }
+        if (!r.ok) { msg.textContent = problemText(r); return null; }
+        renderHead(r.data);
+        renderMore(r.data);
+        return r.data;
+      });
+    }
+    function reloadSoon() {
+      clearTimeout(reloadTimer);
+      reloadTimer = setTimeout(load, 150);
+    }
+    function poll() {
+      if (polling) return;
+      polling = setInterval(function () {
+        load().then(function (v) { if (!v || terminal(v.status)) { clearInterval(polling); polling = null; } });
+      }, 2000);
+    }
+    function startStream() {
+      if (es) { es.close(); es = null; }
+      if (!view || terminal(view.status)) return;
+      es = follow('/api/v1/tasks/' + encodeURIComponent(id) + '/events', function (kind, v) {
+        if (kind === 'progress') { if (view && !terminal(view.status)) renderHead(v); return; }
+        renderHead(v);
+        reloadSoon(); // attempts and log
+        if (terminal(v.status) && es) { es.close(); es = null; }
+      }, poll);
+    }
+    if (!id) { notFound(); return; }
+    load().then(function (v) { if (v) startStream(); });
+  }
+
+  // ---- New import --------------------------------------------------------------------------
+  function answer(box, r, okText) {
+    clear(box);
+    box.className = 'answer' + (r.ok ? '' : ' bad');
+    if (!r.ok) { box.appendChild(problemBlock(r)); box.setAttribute('data-status', String(r.status)); return; }
+    var task = r.data.task;
+    box.setAttribute('data-status', String(r.status));
+    box.appendChild(el('p', { text: okText(task, r.data.duplicate) }));
+    box.appendChild(el('p', null, el('a', { href: '/tasks/' + encodeURIComponent(task.id), id: 'open-task', class: 'button primary', text: t('import.open') })));
+    setTimeout(function () { location.href = '/tasks/' + encodeURIComponent(task.id); }, 1200);
+  }
+  function importPage() {
+    var form = $('#import-form');
+    var input = $('#file');
+    var drop = $('#drop');
+    var box = $('#answer');
+    function showName() { $('#file-name').textContent = input.files.length ? input.files[0].name : ''; }
+    input.addEventListener('change', showName);
+    ['dragenter', 'dragover'].forEach(function (n) {
+      drop.addEventListener(n, function (e) { e.preventDefault(); drop.classList.add('over'); });
+    });
+    ['dragleave', 'drop'].forEach(function (n) {
+      drop.addEventListener(n, function () { drop.classList.remove('over'); });
+    });
+    drop.addEventListener('drop', function (e) {
+      e.preventDefault();
+      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; showName(); }
+    });
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      if (!input.files.length) { box.className = 'answer bad'; box.textContent = t('import.no_file'); return; }
+      var fd = new FormData();
+      fd.append('file', input.files[0]);
+      fd.append('mode', form.elements.mode.value);
+      if (form.elements.sheet.value.trim()) fd.append('sheet', form.elements.sheet.value.trim());
+      $('#import-submit').disabled = true;
+      box.className = 'answer';
+      box.textContent = t('import.uploading');
+      api('POST', '/api/v1/imports', fd).then(function (r) {
+        $('#import-submit').disabled = false;
+        answer(box, r, function (task, dup) { return t(dup ? 'import.duplicate' : 'import.accepted', { id: task.id }); });
+      });
+    });
+  }
+
+  // ---- New export --------------------------------------------------------------------------
+  function exportPage() {
+    var form = $('#export-form');
+    var box = $('#answer');
+    function sync() {
+      var tasks = form.elements.type.value === 'tasks';
+      $('#f-customers').hidden = tasks;
+      $('#f-tasks').hidden = !tasks;
+    }
+    Array.prototype.forEach.call(form.elements.type, function (r) { r.addEventListener('change', sync); });
+    sync();
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var type = form.elements.type.value;
+      var f = {};
+      var v = function (n) { return form.elements[n].value.trim(); };
+      if (type === 'customers') {
+        ['city', 'level', 'code_prefix'].forEach(function (n) { if (v(n)) f[n] = v(n); });
+      } else {
+        if (v('status')) f.status = [v('status')];
+        if (v('task_type')) f.type = [v('task_type')];
+        if (v('created_from')) f.created_from = new Date(v('created_from') + 'T00:00:00').toISOString().replace(/\.\d+Z$/, 'Z');
+        if (v('created_to')) f.created_to = new Date(v('created_to') + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z');
+      }
+      $('#export-submit').disabled = true;
+      api('POST', '/api/v1/exports', { type: type, filter: f }).then(function (r) {
+        $('#export-submit').disabled = false;
+        answer(box, r, function (task) { return t('export.accepted', { id: task.id }); });
+      });
+    });
+  }
+
+  var pages = { list: listPage, detail: detailPage, import: importPage, export: exportPage };
+  if (pages[boot.page]) pages[boot.page]();
+})();
