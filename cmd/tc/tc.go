@@ -1,0 +1,571 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/taskcenter/taskcenter/client"
+)
+
+// Exit codes.
+const (
+	exitSuccess = 0 // the task ended SUCCESS, or the command did what it was asked
+	exitFailed  = 1 // the task ended FAILED, TIMEOUT or CANCELLED, or the request failed
+	exitPartial = 2 // the task ended PARTIAL_SUCCESS
+	exitUsage   = 3 // bad usage, or the token was refused
+)
+
+const usage = `tc — the taskcenter command line
+
+usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
+
+  import FILE [--mode upsert|insert] [--sheet S] [--wait]   import customers from .xlsx or .csv
+  export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
+  submit TYPE --params JSON [--wait]                        submit a task of another type
+  ls [--status S,...] [--type T,...] [--limit N]            list your tasks, newest first
+  show ID                                                   a task with its attempts and log
+  watch ID                                                  follow a task to its end
+  cancel ID | retry ID                                      cancel, or run again as a new attempt
+  download ID [-o FILE]                                     the result file (-o - for stdout)
+  error-report ID [-o FILE]                                 an import's rejected rows as .xlsx
+
+The server and token come from TASKCENTER_URL (default http://localhost:8080) and
+TASKCENTER_TOKEN, or --url and --token. --json prints the task as JSON for scripts.
+With a terminal, --wait and watch draw a progress bar with rows/s and ETA; otherwise they
+print a line per change. Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or
+CANCELLED (or a failed request), 3 usage or authentication error.`
+
+// env is what the command reads and writes, so tests can run it in-process.
+type env struct {
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	tty    bool // stderr is a terminal: draw a progress bar
+}
+
+// cli is one invocation.
+type cli struct {
+	env
+	c    *client.Client
+	json bool
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, e env) int {
+	t := &cli{env: e}
+	code, err := t.dispatch(ctx, args)
+	if err != nil {
+		return t.fail(err)
+	}
+	return code
+}
+
+func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
+	global := flag.NewFlagSet("tc", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	base := global.String("url", cmpOr(t.getenv("TASKCENTER_URL"), "http://localhost:8080"), "server URL")
+	token := global.String("token", t.getenv("TASKCENTER_TOKEN"), "bearer token")
+	global.BoolVar(&t.json, "json", false, "print JSON")
+	if err := global.Parse(args); err != nil {
+		return 0, usagef("%v", err)
+	}
+	args = global.Args()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(t.stdout, usage)
+		if len(args) == 0 {
+			return exitUsage, nil
+		}
+		return exitSuccess, nil
+	}
+	if *token == "" {
+		return 0, usagef("no token: set TASKCENTER_TOKEN or pass --token")
+	}
+	c, err := client.New(*base, *token, client.WithUserAgent("tc/1"))
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	t.c = c
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "import":
+		return t.importCmd(ctx, rest)
+	case "export":
+		return t.exportCmd(ctx, rest)
+	case "submit":
+		return t.submitCmd(ctx, rest)
+	case "ls", "list":
+		return t.lsCmd(ctx, rest)
+	case "show":
+		return t.showCmd(ctx, rest)
+	case "watch":
+		return t.watchCmd(ctx, rest)
+	case "cancel", "retry":
+		return t.actCmd(ctx, cmd, rest)
+	case "download", "error-report":
+		return t.downloadCmd(ctx, cmd, rest)
+	}
+	return 0, usagef("unknown command %q; run tc help", cmd)
+}
+
+// flags is a subcommand's flag set, with --json accepted after the command too.
+func (t *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&t.json, "json", t.json, "print JSON")
+	return fs
+}
+
+// parse parses flags wherever they stand among the positional arguments and checks their
+// count.
+func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) != positional {
+		return nil, usagef("usage: tc %s %s", fs.Name(), what)
+	}
+	return pos, nil
+}
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("import")
+	mode := fs.String("mode", "", "upsert (default) or insert")
+	sheet := fs.String("sheet", "", "sheet to import")
+	wait := fs.Bool("wait", false, "follow the task to its end")
+	notify := fs.String("notify-url", "", "webhook told when the task ends")
+	pos, err := parse(fs, args, 1, "FILE [--mode upsert|insert] [--sheet S] [--wait]")
+	if err != nil {
+		return 0, err
+	}
+	if *mode != "" && *mode != "upsert" && *mode != "insert" {
+		return 0, usagef("--mode must be upsert or insert")
+	}
+	if _, err := os.Stat(pos[0]); err != nil {
+		return 0, usagef("cannot read %s: %v", pos[0], errors.Unwrap(err))
+	}
+	sub, err := t.c.SubmitImportFile(ctx, pos[0], client.Import{Mode: *mode, Sheet: *sheet}, client.SubmitOptions{NotifyURL: *notify})
+	if err != nil {
+		return 0, err
+	}
+	return t.submitted(ctx, sub, *wait)
+}
+
+func (t *cli) exportCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("export")
+	var filters multiFlag
+	fs.Var(&filters, "filter", "k=v (repeatable): city, level, code_prefix; status, type (comma-separated), owner, created_from, created_to")
+	wait := fs.Bool("wait", false, "follow the task to its end")
+	out := fs.String("o", "", "with --wait, download the result to this file")
+	key := fs.String("idempotency-key", "", "repeat-safe submit key")
+	notify := fs.String("notify-url", "", "webhook told when the task ends")
+	pos, err := parse(fs, args, 1, "customers|tasks [--filter k=v ...] [--wait] [-o FILE]")
+	if err != nil {
+		return 0, err
+	}
+	if pos[0] != "customers" && pos[0] != "tasks" {
+		return 0, usagef("export customers or export tasks, not %q", pos[0])
+	}
+	filter := map[string]any{}
+	for _, f := range filters {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return 0, usagef("--filter takes key=value, not %q", f)
+		}
+		if k == "status" || k == "type" {
+			filter[k] = strings.Split(v, ",")
+		} else {
+			filter[k] = v
+		}
+	}
+	sub, err := t.c.SubmitExport(ctx, client.Export{Type: pos[0], Filter: filter}, client.SubmitOptions{IdempotencyKey: *key, NotifyURL: *notify})
+	if err != nil {
+		return 0, err
+	}
+	code, err := t.submitted(ctx, sub, *wait || *out != "")
+	if err == nil && *out != "" && (code == exitSuccess || code == exitPartial) {
+		if _, err := t.download(ctx, "download", sub.Task.ID, *out); err != nil {
+			return 0, err
+		}
+	}
+	return code, err
+}
+
+func (t *cli) submitCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("submit")
+	params := fs.String("params", "{}", "the task's parameters as JSON")
+	wait := fs.Bool("wait", false, "follow the task to its end")
+	key := fs.String("idempotency-key", "", "repeat-safe submit key")
+	notify := fs.String("notify-url", "", "webhook told when the task ends")
+	pos, err := parse(fs, args, 1, "TYPE --params JSON [--wait]")
+	if err != nil {
+		return 0, err
+	}
+	if !json.Valid([]byte(*params)) {
+		return 0, usagef("--params is not valid JSON: %s", *params)
+	}
+	sub, err := t.c.Submit(ctx, pos[0], json.RawMessage(*params), client.SubmitOptions{IdempotencyKey: *key, NotifyURL: *notify})
+	if err != nil {
+		return 0, err
+	}
+	return t.submitted(ctx, sub, *wait)
+}
+
+// submitted reports a submit and, with wait, follows the task.
+func (t *cli) submitted(ctx context.Context, sub *client.Submitted, wait bool) (int, error) {
+	if !wait {
+		if t.json {
+			return exitSuccess, t.printJSON(sub)
+		}
+		verb := "submitted"
+		if sub.Duplicate {
+			verb = "already submitted"
+		}
+		fmt.Fprintf(t.stdout, "%s %s (%s), %s\n", verb, sub.Task.ID, sub.Task.Type, sub.Task.Status)
+		if sub.Webhook != nil && sub.Webhook.Secret != "" {
+			fmt.Fprintf(t.stdout, "webhook %s secret %s (shown once)\n", sub.Webhook.ID, sub.Webhook.Secret)
+		}
+		return exitSuccess, nil
+	}
+	if !t.json {
+		fmt.Fprintf(t.stderr, "%s %s (%s)\n", map[bool]string{true: "already submitted", false: "submitted"}[sub.Duplicate], sub.Task.ID, sub.Task.Type)
+	}
+	return t.follow(ctx, sub.Task.ID)
+}
+
+func (t *cli) watchCmd(ctx context.Context, args []string) (int, error) {
+	pos, err := parse(t.flags("watch"), args, 1, "ID")
+	if err != nil {
+		return 0, err
+	}
+	return t.follow(ctx, pos[0])
+}
+
+// follow waits for the task with a progress display, prints the outcome and returns the exit
+// code its status means.
+func (t *cli) follow(ctx context.Context, id string) (int, error) {
+	var p progress
+	switch {
+	case t.json:
+		p = quietProgress{}
+	case t.tty:
+		p = newBarProgress(t.stderr)
+	default:
+		p = newLineProgress(t.stderr)
+	}
+	task, err := t.c.Wait(ctx, id, client.OnUpdate(p.update))
+	p.done()
+	if err != nil {
+		return 0, err
+	}
+	if t.json {
+		if err := t.printJSON(task); err != nil {
+			return 0, err
+		}
+	} else {
+		t.summary(task)
+	}
+	return statusCode(task.Status), nil
+}
+
+func statusCode(status string) int {
+	switch status {
+	case client.StatusSuccess:
+		return exitSuccess
+	case client.StatusPartialSuccess:
+		return exitPartial
+	}
+	return exitFailed
+}
+
+// summary prints how a task ended, in one line, plus what to do next.
+func (t *cli) summary(task *client.Task) {
+	var took string
+	if task.StartedAt != nil && task.FinishedAt != nil {
+		took = " in " + task.FinishedAt.Sub(*task.StartedAt).Round(100*time.Millisecond).String()
+	}
+	counts := ""
+	if c := task.Counts; c.Total > 0 || c.Success > 0 || c.Failed > 0 {
+		counts = fmt.Sprintf(": %d rows, %d ok, %d rejected", c.Total, c.Success, c.Failed)
+	} else if task.Result != nil && task.Result.Rows > 0 {
+		counts = fmt.Sprintf(": %d rows", task.Result.Rows)
+	}
+	fmt.Fprintf(t.stdout, "%s %s %s%s%s\n", task.Status, task.ID, task.Type, counts, took)
+	if task.Error != nil && task.Error.Message != "" {
+		fmt.Fprintf(t.stdout, "  error %s: %s\n", task.Error.Code, task.Error.Message)
+	}
+	if task.Result != nil {
+		for _, e := range task.Result.FirstErrors {
+			fmt.Fprintf(t.stdout, "  %s\n", e)
+		}
+	}
+	if task.Links.Result != "" {
+		fmt.Fprintf(t.stdout, "  download: tc download %s\n", task.ID)
+	}
+	if task.Links.ErrorReport != "" {
+		fmt.Fprintf(t.stdout, "  rejected rows: tc error-report %s\n", task.ID)
+	}
+}
+
+func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("ls")
+	var status, types multiFlag
+	fs.Var(&status, "status", "statuses (comma-separated or repeated)")
+	fs.Var(&types, "type", "task types (comma-separated or repeated)")
+	limit := fs.Int("limit", 20, "how many tasks to show (0: all)")
+	owner := fs.String("owner", "", "another user's tasks (admin)")
+	if _, err := parse(fs, args, 0, "[--status S,...] [--type T,...] [--limit N]"); err != nil {
+		return 0, err
+	}
+	opts := client.ListOptions{Status: splitAll(status), Type: splitAll(types), Owner: *owner, PageSize: 100}
+	if *limit > 0 && *limit < 100 {
+		opts.PageSize = *limit
+	}
+	var tasks []*client.Task
+	for task, err := range t.c.List(ctx, opts) {
+		if err != nil {
+			return 0, err
+		}
+		tasks = append(tasks, task)
+		if *limit > 0 && len(tasks) >= *limit {
+			break
+		}
+	}
+	if t.json {
+		return exitSuccess, t.printJSON(tasks)
+	}
+	fmt.Fprintf(t.stdout, "%-30s  %-16s  %-15s  %8s  %s\n", "ID", "TYPE", "STATUS", "PROGRESS", "CREATED")
+	for _, task := range tasks {
+		fmt.Fprintf(t.stdout, "%-30s  %-16s  %-15s  %7d%%  %s\n", task.ID, task.Type, task.Status, task.Progress.Percent,
+			task.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	return exitSuccess, nil
+}
+
+func splitAll(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
+	pos, err := parse(t.flags("show"), args, 1, "ID")
+	if err != nil {
+		return 0, err
+	}
+	task, err := t.c.Get(ctx, pos[0])
+	if err != nil {
+		return 0, err
+	}
+	if t.json {
+		return exitSuccess, t.printJSON(task)
+	}
+	w := t.stdout
+	fmt.Fprintf(w, "%s  %s  %s\n", task.ID, task.Type, task.Status)
+	fmt.Fprintf(w, "owner %s, queue %s, attempt %d (retries %d of %d)\n", task.Owner, task.Queue, task.Attempt, task.RetryCount, task.MaxRetry)
+	fmt.Fprintf(w, "progress %d/%d (%d%%), rows %d ok %d rejected %d\n", task.Progress.Current, task.Progress.Total, task.Progress.Percent,
+		task.Counts.Total, task.Counts.Success, task.Counts.Failed)
+	fmt.Fprintf(w, "created %s", task.CreatedAt.Local().Format(time.DateTime))
+	if task.FinishedAt != nil {
+		fmt.Fprintf(w, ", finished %s", task.FinishedAt.Local().Format(time.DateTime))
+	}
+	fmt.Fprintln(w)
+	if task.Error != nil {
+		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
+	}
+	if r := task.Result; r != nil {
+		fmt.Fprintf(w, "result %s (%d rows, %d bytes)", cmpOr(r.Name, "-"), r.Rows, r.Size)
+		if r.Expired {
+			fmt.Fprint(w, ", expired")
+		} else if r.ExpiresAt != nil {
+			fmt.Fprintf(w, ", until %s", r.ExpiresAt.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w)
+		for _, e := range r.FirstErrors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	for _, a := range task.Attempts {
+		fmt.Fprintf(w, "attempt %d (%s) on %s: %s %s\n", a.Attempt, a.Trigger, a.Worker, a.Status, a.Error)
+	}
+	for _, l := range task.Logs {
+		fmt.Fprintf(w, "  %s %-5s %s\n", l.At.Local().Format("15:04:05.000"), l.Level, l.Message)
+	}
+	return exitSuccess, nil
+}
+
+func (t *cli) actCmd(ctx context.Context, cmd string, args []string) (int, error) {
+	pos, err := parse(t.flags(cmd), args, 1, "ID")
+	if err != nil {
+		return 0, err
+	}
+	act := t.c.Cancel
+	if cmd == "retry" {
+		act = t.c.Retry
+	}
+	task, err := act(ctx, pos[0])
+	if err != nil {
+		return 0, err
+	}
+	if t.json {
+		return exitSuccess, t.printJSON(task)
+	}
+	state := task.Status
+	if task.CancelRequested && task.Status == client.StatusRunning {
+		state = "RUNNING, cancel requested: it stops at its next batch"
+	}
+	fmt.Fprintf(t.stdout, "%s %s\n", task.ID, state)
+	return exitSuccess, nil
+}
+
+func (t *cli) downloadCmd(ctx context.Context, cmd string, args []string) (int, error) {
+	fs := t.flags(cmd)
+	out := fs.String("o", "", "file to write (default: the server's file name; - for stdout)")
+	pos, err := parse(fs, args, 1, "ID [-o FILE]")
+	if err != nil {
+		return 0, err
+	}
+	d, err := t.download(ctx, cmd, pos[0], *out)
+	if err != nil {
+		return 0, err
+	}
+	if t.json {
+		return exitSuccess, t.printJSON(d)
+	}
+	return exitSuccess, nil
+}
+
+// downloadResult is what a download wrote, for --json.
+type downloadResult struct {
+	File    string `json:"file"`
+	Size    int64  `json:"size"`
+	Resumed int    `json:"resumed"`
+}
+
+// download writes a task's result or error report to out ("" : the suggested name in the
+// current directory, "-": stdout). It writes to a temporary file and renames it at the end,
+// so a failed download leaves no partial file under the final name.
+func (t *cli) download(ctx context.Context, cmd, id, out string) (*downloadResult, error) {
+	get := t.c.DownloadResult
+	if cmd == "error-report" {
+		get = t.c.DownloadErrorReport
+	}
+	if out == "-" {
+		d, err := get(ctx, id, t.stdout)
+		if err != nil {
+			return nil, err
+		}
+		return &downloadResult{File: "-", Size: d.Size, Resumed: d.Resumed}, nil
+	}
+	dir := "."
+	if out != "" {
+		dir = filepath.Dir(out)
+	}
+	tmp, err := os.CreateTemp(dir, ".tc-download-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	d, err := get(ctx, id, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out == "" {
+		out = filepath.Base(cmpOr(d.Name, id+".xlsx"))
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return nil, err
+	}
+	if !t.json {
+		fmt.Fprintf(t.stdout, "wrote %s (%d bytes)\n", out, d.Size)
+	}
+	return &downloadResult{File: out, Size: d.Size, Resumed: d.Resumed}, nil
+}
+
+func (t *cli) printJSON(v any) error {
+	enc := json.NewEncoder(t.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// fail prints an error in words and returns its exit code.
+func (t *cli) fail(err error) int {
+	var ue usageError
+	var p *client.Problem
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintln(t.stderr, "tc:", ue.msg)
+		return exitUsage
+	case errors.As(err, &p):
+		if p.Status == http.StatusUnauthorized {
+			fmt.Fprintln(t.stderr, "tc: the server refused the token: check TASKCENTER_TOKEN (or --token)")
+			return exitUsage
+		}
+		fmt.Fprintf(t.stderr, "tc: %s\n", p.Detail)
+		for _, f := range p.Errors {
+			fmt.Fprintf(t.stderr, "  %s: %s\n", f.Field, f.Message)
+		}
+		if p.RetryAfter > 0 {
+			fmt.Fprintf(t.stderr, "  try again in %s\n", p.RetryAfter)
+		}
+		fmt.Fprintf(t.stderr, "  (%d %s, request %s)\n", p.Status, p.Code, p.RequestID)
+		if p.Status == http.StatusForbidden {
+			return exitUsage
+		}
+		return exitFailed
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(t.stderr, "tc: interrupted")
+		return exitFailed
+	default:
+		fmt.Fprintln(t.stderr, "tc:", err)
+		return exitFailed
+	}
+}
+
+func cmpOr(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
