@@ -200,7 +200,8 @@ func TestImportInsertModeRejectsExistingCodes(t *testing.T) {
 
 func TestConcurrentIdenticalImportsMakeOneTaskAndOneFile(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	// One user's 50 uploads at once: raise the per-user upload cap, which this test is not about.
+	e := newEnv(t, map[string]string{"TASKCENTER_IMPORT_MAX_CONCURRENT_UPLOADS": "64"})
 	p := e.start("api")
 	content := excelizeMessy(t)
 	const n = 50
