@@ -539,6 +539,9 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 			case "rPh":
 				inPh = false
 			case "si":
+				if !inSI {
+					continue // an end without a start: not a string
+				}
 				if sc.spanOver() {
 					sc.err = errSpan
 					continue
