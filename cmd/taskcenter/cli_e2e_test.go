@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// The tc command line (cmd/tc) against a live server: built once, run as a real process the
+// way a script would run it (no terminal: plain progress lines).
+
+var (
+	tcOnce sync.Once
+	tcPath string
+	tcErr  error
+)
+
+func tcBinary(t *testing.T) string {
+	t.Helper()
+	tcOnce.Do(func() {
+		tcPath = filepath.Join(filepath.Dir(binary), "tc")
+		out, err := exec.Command("go", "build", "-o", tcPath, "../tc").CombinedOutput()
+		if err != nil {
+			tcErr = err
+			tcPath = string(out)
+		}
+	})
+	if tcErr != nil {
+		t.Fatalf("build tc: %v\n%s", tcErr, tcPath)
+	}
+	return tcPath
+}
+
+// tcRun is one run of the command line.
+type tcRun struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// tc runs the command line in dir against the process with token.
+func (p *proc) tc(dir, token string, args ...string) tcRun {
+	p.t.Helper()
+	cmd := exec.Command(tcBinary(p.t), args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"TASKCENTER_URL=" + p.base, "TASKCENTER_TOKEN=" + token, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := tcRun{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatalf("run tc %v: %v", args, err)
+	}
+	p.t.Logf("$ tc %s\n%s%s(exit %d)", strings.Join(args, " "), r.stderr, r.stdout, r.code)
+	return r
+}
+
+var taskNoPattern = regexp.MustCompile(`tsk_[A-Z0-9]+`)
+
+func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	p := e.start("all")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "customers.xlsx"), excelizeMessy(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// An import with rejected rows: exit 2 and a summary line with the counts.
+	r := p.tc(dir, aliceToken, "import", "customers.xlsx", "--mode", "upsert", "--wait")
+	if r.code != 2 {
+		t.Fatalf("import --wait: exit %d, want 2 (PARTIAL_SUCCESS)", r.code)
+	}
+	summary := regexp.MustCompile(`(?m)^PARTIAL_SUCCESS (tsk_[A-Z0-9]+) import:customers: \d+ rows, \d+ ok, (\d+) rejected in `).FindStringSubmatch(r.stdout)
+	if summary == nil {
+		t.Fatalf("no summary line in %q", r.stdout)
+	}
+	id, rejected := summary[1], summary[2]
+	if rejected != "7" {
+		t.Errorf("%s rows rejected, want the 7 bad rows of the file", rejected)
+	}
+	if !strings.Contains(r.stderr, id+" PENDING") && !strings.Contains(r.stderr, id+" RUNNING") && !strings.Contains(r.stderr, "submitted "+id) {
+		t.Errorf("no progress lines on stderr: %q", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "tc error-report "+id) {
+		t.Errorf("the summary does not say how to get the rejected rows: %q", r.stdout)
+	}
+
+	// The error report downloads as a valid workbook listing the rejected rows.
+	r = p.tc(dir, aliceToken, "error-report", id, "-o", "rejected.xlsx")
+	if r.code != 0 {
+		t.Fatalf("error-report: exit %d", r.code)
+	}
+	if rows := xlsxRows(t, filepath.Join(dir, "rejected.xlsx")); len(rows) != 8 {
+		t.Fatalf("error report has %d rows, want a header and 7", len(rows))
+	}
+
+	// An export, waited for, then downloaded: a valid .xlsx.
+	e.seedCustomers(25)
+	r = p.tc(dir, aliceToken, "export", "customers", "--filter", "code_prefix=C0000", "--wait")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "SUCCESS ") {
+		t.Fatalf("export --wait: exit %d %q", r.code, r.stdout)
+	}
+	exportID := taskNoPattern.FindString(r.stdout)
+	r = p.tc(dir, aliceToken, "download", exportID, "-o", "customers-out.xlsx")
+	if r.code != 0 {
+		t.Fatalf("download: exit %d", r.code)
+	}
+	if rows := xlsxRows(t, filepath.Join(dir, "customers-out.xlsx")); len(rows) < 10 {
+		t.Fatalf("downloaded export has %d rows", len(rows))
+	}
+
+	// Scripts: --json, ls, show.
+	if r = p.tc(dir, aliceToken, "--json", "show", id); r.code != 0 || !strings.Contains(r.stdout, `"status": "PARTIAL_SUCCESS"`) {
+		t.Fatalf("show --json: %d %q", r.code, r.stdout)
+	}
+	if r = p.tc(dir, aliceToken, "ls", "--status", "SUCCESS,PARTIAL_SUCCESS"); r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, exportID) {
+		t.Fatalf("ls: %d %q", r.code, r.stdout)
+	}
+	// A finished task cannot be cancelled: a readable refusal and exit 1.
+	if r = p.tc(dir, aliceToken, "cancel", exportID); r.code != 1 || !strings.Contains(r.stderr, "cannot cancel a task that is SUCCESS") {
+		t.Fatalf("cancel a finished task: %d %q", r.code, r.stderr)
+	}
+	// Another user's task is not there for bob.
+	if r = p.tc(dir, bobToken, "show", id); r.code != 1 || !strings.Contains(r.stderr, "no task with this id") {
+		t.Fatalf("bob shows alice's task: %d %q", r.code, r.stderr)
+	}
+}
+
+func TestCLIUsageAndAuthErrorsExitThree(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	p := e.start("api")
+	dir := t.TempDir()
+	r := p.tc(dir, "not-a-valid-token-at-all", "ls")
+	if r.code != 3 || !strings.Contains(r.stderr, "refused the token") {
+		t.Fatalf("bad token: exit %d %q", r.code, r.stderr)
+	}
+	if r = p.tc(dir, aliceToken, "export", "planets"); r.code != 3 || !strings.Contains(r.stderr, "export customers or export tasks") {
+		t.Fatalf("bad export type: exit %d %q", r.code, r.stderr)
+	}
+	if r = p.tc(dir, aliceToken, "frobnicate"); r.code != 3 {
+		t.Fatalf("unknown command: exit %d", r.code)
+	}
+	if r = p.tc(dir, aliceToken, "import", "missing.xlsx"); r.code != 3 || !strings.Contains(r.stderr, "cannot read missing.xlsx") {
+		t.Fatalf("missing file: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func xlsxRows(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatalf("%s is not a valid .xlsx: %v", path, err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows(f.GetSheetName(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
