@@ -579,6 +579,16 @@ func writeDoc(table string) error {
 
 // --- the suite -----------------------------------------------------------------------------------
 
+// failRow fails the scenario's subtest with the row's violations (which also prints the
+// logs of its processes, see env.start and env.startBinary).
+func failRow(t *testing.T, r *chaosRow) {
+	for _, f := range r.failures {
+		if f != "scenario did not complete (see the test log)" {
+			t.Errorf("%s: %s", r.fault, f)
+		}
+	}
+}
+
 type chaosScenario struct {
 	name string
 	run  func(t *testing.T, row *chaosRow)
@@ -625,10 +635,12 @@ func TestChaos(t *testing.T) {
 				first := chaosRow{fault: "2 workers killed in turn under a backlog: 1st SIGKILL"}
 				second := chaosRow{fault: "2 workers killed in turn under a backlog: 2nd SIGKILL"}
 				defer func() {
+					incomplete := t.Failed() // before failRow marks the test failed
 					for _, r := range []*chaosRow{&first, &second} {
-						if t.Failed() && len(r.failures) == 0 {
+						if incomplete && len(r.failures) == 0 {
 							r.fail("scenario did not complete (see the test log)")
 						}
+						failRow(t, r)
 						rows = append(rows, *r)
 					}
 				}()
@@ -643,6 +655,7 @@ func TestChaos(t *testing.T) {
 				if t.Failed() && len(row.failures) == 0 {
 					row.fail("scenario did not complete (see the test log)")
 				}
+				failRow(t, &row)
 				rows = append(rows, row)
 			}()
 			sc.run(t, &row)
@@ -650,10 +663,14 @@ func TestChaos(t *testing.T) {
 	}
 	table := chaosMarkdown(rows, time.Since(began), loadBefore)
 	t.Log("\n" + table)
+	failed := 0
 	for _, r := range rows {
-		for _, f := range r.failures {
-			t.Errorf("%s: %s", r.fault, f)
+		if len(r.failures) > 0 {
+			failed++
 		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d rows failed (see the table and the scenarios' errors above)", failed, len(rows))
 	}
 	if os.Getenv("TASKCENTER_CHAOS_WRITE_DOC") == "1" {
 		if ran != len(scenarios) {
@@ -765,7 +782,7 @@ func (e *env) medianRun(taskType string) time.Duration {
 	return time.Duration(secs.Float64 * float64(time.Second))
 }
 
-// cleanupTrace says when the cleanup rounds that followed a fault ran, relative to it, and
+// cleanupTrace says when the cleanup rounds around a fault ran, relative to it, and
 // how long they took: the part of a takeover's delay that belongs to the cleanup.
 func (e *env) cleanupTrace(from time.Time, within time.Duration) string {
 	var rounds []struct {
@@ -773,8 +790,9 @@ func (e *env) cleanupTrace(from time.Time, within time.Duration) string {
 		Finished sql.NullTime    `bun:"finished_at"`
 		Report   json.RawMessage `bun:"report"`
 	}
+	// From a little before the fault: a round still running then holds a maintenance slot.
 	if err := e.pg.DB.NewRaw("SELECT started_at, finished_at, report FROM cleanup_rounds WHERE started_at >= ? AND started_at < ? ORDER BY started_at",
-		from, from.Add(within)).Scan(context.Background(), &rounds); err != nil {
+		from.Add(-3*time.Second), from.Add(within)).Scan(context.Background(), &rounds); err != nil {
 		return fmt.Sprintf("cleanup rounds unreadable: %v", err)
 	}
 	var parts []string
@@ -797,9 +815,9 @@ func (e *env) cleanupTrace(from time.Time, within time.Duration) string {
 			}
 			took = fmt.Sprintf("took %.2f s: %s; %d orphans enqueued", r.Finished.Time.Sub(r.Started).Seconds(), strings.Join(slow, ", "), rep.Orphans)
 		}
-		parts = append(parts, fmt.Sprintf("+%.2f s (%s)", r.Started.Sub(from).Seconds(), took))
+		parts = append(parts, fmt.Sprintf("%+.2f s (%s)", r.Started.Sub(from).Seconds(), took))
 	}
-	return "cleanup rounds after the fault: " + strings.Join(parts, ", ")
+	return "cleanup rounds around the fault (start relative to it): " + strings.Join(parts, ", ")
 }
 
 // killMidTask SIGKILLs the worker running one export or import when it is at fraction at, with
