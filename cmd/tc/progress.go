@@ -25,15 +25,19 @@ func (quietProgress) done()               {}
 // barProgress draws a progress bar on a terminal: rows done of the total, rows/s and the
 // time left.
 type barProgress struct {
-	w      io.Writer
-	bar    *progressbar.ProgressBar
-	max    int64
-	status string
+	w        io.Writer
+	bar      *progressbar.ProgressBar
+	max      int64
+	status   string
+	finished bool
 }
 
 func newBarProgress(w io.Writer) *barProgress { return &barProgress{w: w} }
 
 func (b *barProgress) update(t *client.Task) {
+	if b.finished {
+		return
+	}
 	total := max(t.Progress.Total, 1)
 	if b.bar == nil {
 		b.bar = progressbar.NewOptions64(total,
@@ -60,19 +64,22 @@ func (b *barProgress) update(t *client.Task) {
 		b.status = t.Status
 	}
 	if t.Terminal() {
+		b.finished = true
 		if t.Status == client.StatusSuccess || t.Status == client.StatusPartialSuccess {
-			b.bar.Set64(b.max) //nolint:errcheck // drawing only
+			b.bar.Set64(b.max) //nolint:errcheck // drawing only; completing prints the newline
 			return
 		}
 		b.bar.Exit() //nolint:errcheck // drawing only
 		fmt.Fprintln(b.w)
 		return
 	}
-	b.bar.Set64(min(t.Progress.Current, b.max)) //nolint:errcheck // drawing only
+	// The bar completes (and stops drawing) only with the task's terminal status.
+	b.bar.Set64(min(t.Progress.Current, b.max-1)) //nolint:errcheck // drawing only
 }
 
 func (b *barProgress) done() {
-	if b.bar != nil && !b.bar.IsFinished() {
+	if b.bar != nil && !b.finished {
+		b.finished = true
 		b.bar.Exit() //nolint:errcheck // drawing only
 		fmt.Fprintln(b.w)
 	}
