@@ -276,3 +276,23 @@ func TestSubscriptionsAreScopedToTheirOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPruneDeliveriesKeepsUnfinishedOnes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe("alice", terminalEvents...)
+	for range 3 {
+		f.succeed(f.task())
+	}
+	f.fanOutAll()
+	f.exec("UPDATE webhook_deliveries SET updated_at = now() - interval '8 days'")
+	f.exec("UPDATE webhook_deliveries SET state = 'delivered' WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 2)")
+	n, err := f.s.PruneDeliveries(ctx, 7*24*time.Hour, 100)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want the 2 delivered ones", n, err)
+	}
+	if left := f.deliveredEvents(sub); len(left) != 1 {
+		t.Fatalf("left %v; the pending delivery must stay", left)
+	}
+}

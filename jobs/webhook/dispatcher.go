@@ -46,6 +46,9 @@ type Config struct {
 	RetryMax  time.Duration
 	// MaxAge is how long a delivery is retried before it is dead. Default 24h.
 	MaxAge time.Duration
+	// Retention is how long finished deliveries (delivered or dead) and their attempts are
+	// kept for the deliveries API; older ones are deleted about once an hour. Default 168h.
+	Retention time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +60,7 @@ func (c Config) withDefaults() Config {
 	c.RetryBase = cmp.Or(c.RetryBase, 10*time.Second)
 	c.RetryMax = cmp.Or(c.RetryMax, time.Hour)
 	c.MaxAge = cmp.Or(c.MaxAge, 24*time.Hour)
+	c.Retention = cmp.Or(c.Retention, 7*24*time.Hour)
 	return c
 }
 
@@ -149,8 +153,13 @@ func (d *Dispatcher) Stop() {
 func (d *Dispatcher) loop(ctx context.Context) {
 	t := time.NewTicker(d.cfg.PollInterval)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		d.Tick(ctx)
+		if time.Since(pruned) > pruneEvery {
+			d.prune(ctx)
+			pruned = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -190,6 +199,30 @@ func (d *Dispatcher) Tick(ctx context.Context) {
 			defer func() { <-d.slots }()
 			d.attempt(context.WithoutCancel(ctx), o)
 		})
+	}
+}
+
+// pruneEvery is how often finished deliveries past their retention are deleted.
+const pruneEvery = time.Hour
+
+// prune deletes finished deliveries past their retention, a bounded batch at a time.
+func (d *Dispatcher) prune(ctx context.Context) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := d.deps.Store.PruneDeliveries(ctx, d.cfg.Retention, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("could not prune old webhook deliveries; trying again in an hour", "err", err)
+			}
+			return
+		}
+		total += n
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		d.log.Info("pruned old webhook deliveries", "deleted", total, "retention", d.cfg.Retention)
 	}
 }
 
