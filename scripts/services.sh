@@ -219,6 +219,8 @@ tools_up() {
     apt_install chromium
     command -v chromium >/dev/null || die "chromium is still missing after installing it"
   fi
+  # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
+  [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }
 
 # --- main --------------------------------------------------------------------------------

@@ -384,7 +384,10 @@ func (p *process) startAPI() error {
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err()}
 		},
+		// Live event streams and the web page (issue 11); their settings keep httpapi's defaults.
+		Redis: p.rdb, Web: httpapi.WebConfig{ConsoleLink: map[bool]string{false: "-"}[cfg.Console.Enabled]},
 	})
+	p.stopping = append(p.stopping, api.Close) // ends the streams, so the HTTP drain does not wait for them
 	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api)}
 	if cfg.Console.Enabled {
 		adminUsers := map[string]string{}

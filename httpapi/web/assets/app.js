@@ -465,7 +465,13 @@
       });
       return a;
     }
+    var actionsKey = '';
     function renderActions(v) {
+      // Only when the available actions change: a progress tick must not take the focus
+      // (or a click) away from a button.
+      var key = JSON.stringify([v.links, v.status, v.result && v.result.expired]);
+      if (key === actionsKey) return;
+      actionsKey = key;
       var box = clear($('#task-actions'));
       var l = v.links || {};
       if (l.cancel) box.appendChild(el('button', { type: 'button', id: 'cancel', class: 'danger', text: t('action.cancel'), onclick: function () {

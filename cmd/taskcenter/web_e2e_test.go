@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+)
+
+// The web page in a real browser: headless Chromium (Debian's chromium package, which
+// `make test` installs through scripts/services.sh tools) driven by chromedp, against the
+// real binary's run() with an api process and a worker process.
+
+// chromium returns the browser to drive, installing it the way `make test` does when it is
+// missing; the test is skipped only when it cannot be installed.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	out, err := exec.Command("../../scripts/services.sh", "tools").CombinedOutput()
+	if p, lerr := exec.LookPath("chromium"); lerr == nil {
+		return p
+	}
+	t.Skipf("the browser tests need Debian's chromium package, which could not be installed here "+
+		"(scripts/services.sh tools: %v):\n%s", err, out)
+	return ""
+}
+
+// browserSession is one Chromium tab with everything it reported.
+type browserSession struct {
+	t        *testing.T
+	ctx      context.Context
+	dir      string // screenshots and downloads
+	mu       sync.Mutex
+	problems []string // console errors, exceptions, failed loads
+}
+
+func newBrowser(t *testing.T) *browserSession {
+	t.Helper()
+	exe := chromium(t)
+	// Kept after the test (t.TempDir would be removed), so the printed screenshots can be
+	// looked at; the browser profile and downloads are in it too.
+	dir, err := os.MkdirTemp("", "taskcenter-web-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(filepath.Join(dir, "profile"))   //nolint:errcheck
+		os.RemoveAll(filepath.Join(dir, "downloads")) //nolint:errcheck
+	})
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox, // as root Chromium refuses to start without it
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.WindowSize(1920, 1080),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	b := &browserSession{t: t, ctx: ctx, dir: dir}
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				b.mu.Lock()
+				b.problems = append(b.problems, m.String()+" "+m.URL)
+				b.mu.Unlock()
+			}
+		}
+	}()
+	downloads := filepath.Join(dir, "downloads")
+	os.MkdirAll(downloads, 0o755) //nolint:errcheck
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
+		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatalf("set the download dir: %v", err)
+	}
+	return b
+}
+
+// run runs actions, failing the test (with a screenshot) when they fail.
+func (b *browserSession) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		shot := b.screenshot("failure")
+		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+		b.t.Fatalf("%s: %v\nscreenshot: %s\npage text:\n%s", what, err, shot, text)
+	}
+}
+
+// wait polls a JavaScript condition until it holds. Errors (a navigation in between, a
+// page not there yet) count as "not yet".
+func (b *browserSession) wait(what, cond string, within time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.run("wait for "+what, chromedp.Func(func(context.Context, *chromedp.Target) error {
+		return fmt.Errorf("still false after %s (last error %v): %s", within, last, cond)
+	}))
+}
+
+// eval evaluates js and returns its value.
+func eval[T any](b *browserSession, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.run("evaluate "+js, chromedp.Func(func(context.Context, *chromedp.Target) error { return err }))
+	}
+	return v
+}
+
+func (b *browserSession) screenshot(name string) string {
+	time.Sleep(400 * time.Millisecond) // let the progress bar's transition end: a picture, not an assertion
+	buf, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return "(no screenshot: " + err.Error() + ")"
+	}
+	p := filepath.Join(b.dir, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		return "(no screenshot: " + err.Error() + ")"
+	}
+	return p
+}
+
+// signIn opens the page and signs in with token, by keyboard.
+func (b *browserSession) signIn(base, token string) {
+	b.t.Helper()
+	b.run("open the sign-in page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), token+"\r"))
+	b.wait("the task list", `location.pathname === "/" && !!document.querySelector("#tasks")`, 10*time.Second)
+}
+
+// download waits for a finished file in the download dir named like suffix and returns it.
+func (b *browserSession) download(suffix string, seen map[string]bool) string {
+	b.t.Helper()
+	dir := filepath.Join(b.dir, "downloads")
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			n := e.Name()
+			if !seen[n] && strings.HasSuffix(n, suffix) {
+				seen[n] = true
+				return filepath.Join(dir, n)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.t.Fatalf("no %s download arrived in %s", suffix, dir)
+	return ""
+}
+
+func isXLSX(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 100 || string(b[:2]) != "PK" {
+		t.Fatalf("%s is not an .xlsx (%d bytes, %v)", path, len(b), err)
+	}
+}
+
+func TestWebPageInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	e := newEnv(t, map[string]string{
+		"TASKCENTER_IMPORT_BATCH_SIZE":    "2",   // the messy file's 15 rows in 8 batches: the bar moves
+		"TASKCENTER_EXPORT_PAGE_SIZE":     "100", // a long export stays RUNNING long enough to cancel
+		"TASKCENTER_CLEANUP_SPEC":         "@every 1h",
+		"TASKCENTER_WORKER_POLL_INTERVAL": "100ms",
+	})
+	e.seedCustomers(100_000)
+	api := e.start("api")
+	base := api.base
+	seen := map[string]bool{}
+
+	// --- sign in (keyboard only), import the messy file, watch it finish live -------------
+	b.signIn(base, aliceToken)
+	b.run("open the import page", chromedp.Navigate(base+"/new/import"), chromedp.WaitVisible(chromedp.CSS("#file")))
+	messy, _ := filepath.Abs("../../testdata/imports/messy-openpyxl.xlsx")
+	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{messy}), chromedp.Click(chromedp.CSS("#import-submit")))
+	b.wait("the answer in place", `(document.querySelector("#answer")||{}).dataset.status === "202"`, 15*time.Second)
+	var answer string
+	answer = evalInto(b, `document.querySelector("#answer").innerText`, answer)
+	if !strings.Contains(answer, "Accepted") {
+		t.Fatalf("import answer %q", answer)
+	}
+	b.wait("the new task to open", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "PENDING"`, 15*time.Second)
+	var importID string
+	importID = evalInto(b, `location.pathname.slice("/tasks/".length)`, importID)
+	// Record every value the bar shows from now on, and mark the page: a reload would lose both.
+	eval[bool](b, `window.__bar = [document.querySelector("#task-progress").getAttribute("aria-valuenow")]; window.__same = true;
+		new MutationObserver(() => { const v = document.querySelector("#task-progress").getAttribute("aria-valuenow");
+			if (window.__bar[window.__bar.length-1] !== v) window.__bar.push(v); })
+		.observe(document.querySelector("#task-progress"), {attributes: true}); true`)
+	e.start("worker")
+	b.wait("PARTIAL_SUCCESS at 100% without a reload", `window.__same === true && document.querySelector("#task-status").dataset.status === "PARTIAL_SUCCESS"
+		&& document.querySelector("#task-progress").getAttribute("aria-valuenow") === "100"`, 60*time.Second)
+	var bar []string
+	bar = evalInto(b, `window.__bar`, bar)
+	t.Logf("the progress bar showed %v", bar)
+	if len(bar) < 2 || bar[0] != "0" || bar[len(bar)-1] != "100" {
+		t.Fatalf("the bar did not move from 0 to 100 by itself: %v", bar)
+	}
+	b.wait("the rejected rows and the attempt", `document.querySelectorAll("#rejected-rows li").length > 0 && document.querySelectorAll("#timeline li").length > 0`, 10*time.Second)
+	var rejected string
+	rejected = evalInto(b, `document.querySelector("#rejected-rows").innerText`, rejected)
+	if !strings.Contains(rejected, "phone: must be 11 digits starting with 1") {
+		t.Fatalf("rejected rows:\n%s", rejected)
+	}
+	b.wait("the attempt in the timeline", `!!document.querySelector("#timeline li .chip")`, 10*time.Second)
+	detailShot := b.screenshot("detail-1080p")
+
+	// The error report link downloads the report.
+	b.run("open the error report", chromedp.Click(chromedp.CSS("#error-report")))
+	isXLSX(t, b.download(".xlsx", seen))
+
+	// --- export and download ---------------------------------------------------------------
+	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
+	b.run("export the customers of 上海", chromedp.SendKeys(chromedp.CSS(`input[name="city"]`), "上海"), chromedp.Click(chromedp.CSS("#export-submit")))
+	b.wait("the export to finish", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "SUCCESS"
+		&& !!document.querySelector("#download")`, 60*time.Second)
+	b.run("download the result", chromedp.Click(chromedp.CSS("#download")))
+	isXLSX(t, b.download(".xlsx", seen))
+
+	// --- cancel a running export, then retry it ------------------------------------------
+	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
+	b.run("export every customer", chromedp.Click(chromedp.CSS("#export-submit")))
+	b.wait("the long export to run", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "RUNNING" && !!document.querySelector("#cancel")`, 60*time.Second)
+	b.run("cancel it", chromedp.Click(chromedp.CSS("#cancel")))
+	b.wait("CANCELLED, live", `document.querySelector("#task-status").dataset.status === "CANCELLED" && !!document.querySelector("#retry")`, 60*time.Second)
+	b.run("retry it", chromedp.Click(chromedp.CSS("#retry")))
+	b.wait("the retry to run and finish", `document.querySelector("#task-status").dataset.status === "SUCCESS"`, 120*time.Second)
+	var attempts int
+	attempts = evalInto(b, `document.querySelectorAll("#timeline li").length`, attempts)
+	if attempts < 2 {
+		t.Fatalf("the timeline shows %d attempts after a cancel and a retry", attempts)
+	}
+
+	// --- the list, at 1080p and at phone width --------------------------------------------
+	b.run("open the list", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#tasks tbody tr")))
+	var rows int
+	rows = evalInto(b, `document.querySelectorAll("#tasks tbody tr").length`, rows)
+	if rows != 3 {
+		t.Fatalf("alice's list has %d rows, want 3", rows)
+	}
+	listShot := b.screenshot("list-1080p")
+	b.run("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	b.wait("the list to fit a phone", `document.documentElement.scrollWidth <= window.innerWidth + 1`, 5*time.Second)
+	phoneShot := b.screenshot("list-phone")
+	b.run("back to 1080p", chromedp.EmulateViewport(1920, 1080))
+
+	// --- 中文 ------------------------------------------------------------------------------
+	b.run("switch to Chinese", chromedp.Click(chromedp.CSS("#lang-switch")))
+	b.wait("the Chinese list", `document.documentElement.lang === "zh-CN" && document.querySelectorAll("#tasks tbody tr").length === 3`, 10*time.Second)
+	var chips string
+	chips = evalInto(b, `Array.from(document.querySelectorAll("#tasks .chip")).map(c => c.innerText).join(",")`, chips)
+	if !strings.Contains(chips, "部分成功") {
+		t.Fatalf("Chinese status chips: %s", chips)
+	}
+	b.run("open the import in Chinese", chromedp.Navigate(base+"/tasks/"+importID))
+	b.wait("the Chinese detail", `document.querySelector("#task-status").innerText === "部分成功" && document.querySelectorAll("#rejected-rows li").length > 0`, 10*time.Second)
+	rejected = evalInto(b, `document.querySelector("#rejected-rows").innerText`, rejected)
+	if !strings.Contains(rejected, "手机号：必须是以 1 开头的 11 位数字") || !strings.Contains(rejected, "第 ") {
+		t.Fatalf("Chinese rejected rows:\n%s", rejected)
+	}
+	zhShot := b.screenshot("detail-zh")
+	b.run("back to English", chromedp.Click(chromedp.CSS("#lang-switch")))
+	b.wait("English", `document.documentElement.lang === "en"`, 10*time.Second)
+
+	// --- another user's task is "not found" ---------------------------------------------
+	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
+	b.signIn(base, bobToken)
+	b.run("open alice's task as bob", chromedp.Navigate(base+"/tasks/"+importID))
+	b.wait("not found", `(document.querySelector("#detail-msg")||{}).dataset && document.querySelector("#detail-msg").dataset.state === "not-found"`, 10*time.Second)
+	var msg string
+	msg = evalInto(b, `document.querySelector("#detail-msg").innerText + "|" + document.querySelector("#detail").hidden`, msg)
+	if !strings.HasPrefix(msg, "Not found") || !strings.HasSuffix(msg, "|true") {
+		t.Fatalf("bob on alice's task: %q", msg)
+	}
+	b.run("bob's list", chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS("#tasks")))
+	b.wait("bob's empty list", `document.querySelector("#list-msg").innerText !== "" && document.querySelectorAll("#tasks tbody tr").length === 0`, 10*time.Second)
+
+	// --- an admin sees everyone's, with an owner column and the console link --------------
+	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
+	b.signIn(base, adminToken)
+	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 3 && !!document.querySelector("#console-link")
+		&& document.querySelector("#tasks thead").innerText.includes("Owner")`, 10*time.Second)
+
+	// --- no console errors, beyond the 404 bob was meant to get ---------------------------
+	b.mu.Lock()
+	var unexpected []string
+	for _, p := range b.problems {
+		if strings.Contains(p, "/api/v1/tasks/"+importID) && strings.Contains(p, "404") {
+			continue
+		}
+		unexpected = append(unexpected, p)
+	}
+	b.mu.Unlock()
+	if len(unexpected) > 0 {
+		t.Fatalf("the browser reported errors:\n%s", strings.Join(unexpected, "\n"))
+	}
+	fmt.Printf("web page screenshots:\n  list (1080p):  %s\n  list (phone):  %s\n  detail:        %s\n  detail (中文): %s\n", listShot, phoneShot, detailShot, zhShot)
+}
+
+// evalInto is eval with the type of an existing variable.
+func evalInto[T any](b *browserSession, js string, _ T) T {
+	b.t.Helper()
+	return eval[T](b, js)
+}
