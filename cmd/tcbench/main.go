@@ -103,6 +103,7 @@ func benchmarks() []benchmark {
 		{"import", benchImport(300_000)},
 		{"import-1m", benchImport(1_000_000)},
 		{"cleanup", benchCleanup(1_000_000)},
+		{"sse", benchSSE},
 	}
 }
 
