@@ -142,7 +142,7 @@ func benchSSE(ctx context.Context, b *bench) (Figure, error) {
 			"clients": clients, "events": float64(len(latencies)), "delivered_ratio": float64(len(latencies)) / float64(want),
 			"p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": latencies[len(latencies)-1],
 			"events_per_second": float64(len(latencies)) / elapsed.Seconds(),
-			"rss_mb_idle": idleRSS, "rss_mb": peakRSS, "peak_rss_mb": hwm,
+			"rss_mb_idle":       idleRSS, "rss_mb": peakRSS, "peak_rss_mb": hwm,
 		},
 		Target: "p99 progress write → client ≤ 1000 ms with 100 SSE clients on one API process; API RSS < 150 MB",
 		Note:   fmt.Sprintf("%d progress writes at %s intervals; half the clients on the task's stream, half on /api/v1/events", writes, interval),
