@@ -123,12 +123,12 @@ func TestHostileRequestsOverTheWire(t *testing.T) {
 	}
 	percent := p.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"code_prefix": "X%"}})
 	for _, id := range ids {
-		done := p.waitStatus(adminToken, id, 60*time.Second, "SUCCESS", "FAILED")
+		done := p.waitStatus(adminToken, id, 3*time.Minute, "SUCCESS", "FAILED")
 		if done.Status != "SUCCESS" || done.Result == nil || done.Result.Rows != 0 {
 			t.Fatalf("export %s: %+v (error %+v)", id, done.Result, done.Error)
 		}
 	}
-	if done := p.waitStatus(aliceToken, percent.ID, 60*time.Second, "SUCCESS", "FAILED"); done.Status != "SUCCESS" || done.Result.Rows != 1 {
+	if done := p.waitStatus(aliceToken, percent.ID, 3*time.Minute, "SUCCESS", "FAILED"); done.Status != "SUCCESS" || done.Result.Rows != 1 {
 		t.Fatalf("code_prefix X%% matches %+v, want exactly the row X%%1", done.Result)
 	}
 	for _, bad := range []string{"syntax error", "SQLSTATE 42601", "SQLSTATE 22", "request failed"} {

@@ -114,7 +114,7 @@ func TestExportRetriesATransientFaultThenSucceeds(t *testing.T) {
 		t.Fatal("found no export connection to kill")
 	}
 
-	final := p.waitStatus(aliceToken, task.ID, 60*time.Second, "SUCCESS", "FAILED")
+	final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS", "FAILED")
 	if final.Status != "SUCCESS" || final.Retry != 1 || len(final.Attempts) != 2 {
 		t.Fatalf("after one fault: status %s retry_count %d attempts %+v", final.Status, final.Retry, final.Attempts)
 	}
@@ -143,7 +143,7 @@ func TestExportFailingEveryAttemptFailsOnceWithOneAlert(t *testing.T) {
 	e.exec("ALTER TABLE customers RENAME TO customers_gone")
 	p := e.start("all")
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	final := p.waitStatus(aliceToken, task.ID, 60*time.Second, "FAILED", "SUCCESS")
+	final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "FAILED", "SUCCESS")
 	if final.Status != "FAILED" || final.Retry != 2 || len(final.Attempts) != 3 || final.Error == nil || final.Error.Code != "retries_exhausted" {
 		t.Fatalf("final = %+v", final)
 	}

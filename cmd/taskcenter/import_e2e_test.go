@@ -109,7 +109,7 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 			e := newEnv(t, nil)
 			p := e.start("all")
 			task := p.submitImport(aliceToken, name, content(t), nil)
-			final := p.waitStatus(aliceToken, task.ID, 60*time.Second, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
+			final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
 			if final.Status != "PARTIAL_SUCCESS" || final.Counts.Total != 15 || final.Counts.Success != 8 || final.Counts.Failed != 7 {
 				t.Fatalf("final = %s counts %+v error %+v", final.Status, final.Counts, final.Error)
 			}
@@ -179,7 +179,7 @@ func TestImportInsertModeRejectsExistingCodes(t *testing.T) {
 	e.seedCustomers(0, [3]string{"C001", "old name", "13900000000"})
 	p := e.start("all")
 	task := p.submitImport(aliceToken, "messy.xlsx", excelizeMessy(t), map[string]string{"mode": "insert"})
-	final := p.waitStatus(aliceToken, task.ID, 60*time.Second, "PARTIAL_SUCCESS", "FAILED")
+	final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS", "FAILED")
 	items := e.items(task.ID)
 	if final.Counts.Failed != 8 || !strings.Contains(items[2], "code: C001 already exists") {
 		t.Fatalf("insert mode: counts %+v, row 2 %q", final.Counts, items[2])
@@ -191,7 +191,7 @@ func TestImportInsertModeRejectsExistingCodes(t *testing.T) {
 	}
 	// The same file in upsert mode is a different task, and updates C001.
 	up := p.submitImport(aliceToken, "messy.xlsx", excelizeMessy(t), map[string]string{"mode": "upsert"})
-	p.waitStatus(aliceToken, up.ID, 60*time.Second, "PARTIAL_SUCCESS")
+	p.waitStatus(aliceToken, up.ID, 3*time.Minute, "PARTIAL_SUCCESS")
 	e.db().NewRaw("SELECT name FROM customers WHERE code = 'C001'").Scan(context.Background(), &name) //nolint:errcheck
 	if name != "张三" {
 		t.Fatalf("upsert did not update C001: %q", name)
@@ -481,7 +481,7 @@ func TestImportCancelStopsBetweenBatchesAndRetryResumes(t *testing.T) {
 		t.Fatalf("customers %d != success count %d", n, cancelled.Counts.Success)
 	}
 	p.do("POST", "/api/v1/tasks/"+task.ID+"/retry", aliceToken, nil)
-	final := p.waitStatus(aliceToken, task.ID, 60*time.Second, "SUCCESS", "PARTIAL_SUCCESS", "FAILED")
+	final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS", "PARTIAL_SUCCESS", "FAILED")
 	if final.Status != "SUCCESS" || final.Counts.Total != rows || final.Counts.Success != rows {
 		t.Fatalf("after retry: %s %+v", final.Status, final.Counts)
 	}

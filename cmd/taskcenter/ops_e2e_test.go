@@ -37,7 +37,7 @@ func TestMetricsConsoleAndLogsDuringAnImport(t *testing.T) {
 	p := e.start("all")
 	before := scrape(t, p, `taskcenter_rows_total{result="success",type="import:customers"}`)
 	task := p.submitImport(aliceToken, "messy.xlsx", excelizeMessy(t), map[string]string{})
-	p.waitStatus(aliceToken, task.ID, 60*time.Second, "PARTIAL_SUCCESS")
+	p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS")
 
 	for series, want := range map[string]float64{
 		`taskcenter_tasks_submitted_total{type="import:customers"}`:                         1,

@@ -63,7 +63,7 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	doomed.signal(syscall.SIGKILL, 10*time.Second)
 
 	e.start("worker")
-	final := api.waitStatus(aliceToken, task.ID, 60*time.Second, "SUCCESS", "FAILED")
+	final := api.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS", "FAILED")
 	if final.Status != "SUCCESS" || final.Result.Rows != 30000 {
 		t.Fatalf("after the kill: %+v", final)
 	}
@@ -103,7 +103,7 @@ func TestSIGTERMDuringALongTaskHandsItBackAndExitsZero(t *testing.T) {
 	}
 
 	next := e.start("all")
-	final := next.waitStatus(aliceToken, task.ID, 60*time.Second, "SUCCESS", "FAILED")
+	final := next.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS", "FAILED")
 	if final.Status != "SUCCESS" || final.Retry != 0 || len(final.Attempts) != 2 ||
 		final.Attempts[0].Status != "INTERRUPTED" || final.Attempts[1].Trigger != "resume" || final.Result.Rows != 40000 {
 		t.Fatalf("after restart: %+v", final)
@@ -133,7 +133,7 @@ func TestRedisLosingItsDataReenqueuesLiveTasksOnly(t *testing.T) {
 	}
 	e.start("worker,scheduler")
 	for _, tk := range waiting {
-		api.waitStatus(aliceToken, tk.ID, 60*time.Second, "SUCCESS")
+		api.waitStatus(aliceToken, tk.ID, 3*time.Minute, "SUCCESS")
 	}
 	var reports []json.RawMessage
 	if err := e.db().NewRaw("SELECT report FROM cleanup_rounds WHERE report IS NOT NULL ORDER BY slot LIMIT 2").Scan(context.Background(), &reports); err != nil {
@@ -231,7 +231,7 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	redisProxy.Restore()
-	final := p.waitStatus(aliceToken, sub.Task.ID, 60*time.Second, "SUCCESS", "FAILED")
+	final := p.waitStatus(aliceToken, sub.Task.ID, 3*time.Minute, "SUCCESS", "FAILED")
 	if final.Status != "SUCCESS" {
 		t.Fatalf("after Redis came back: %+v", final)
 	}
