@@ -103,11 +103,18 @@ func NewEnqueuer(client *asynq.Client, inspector *asynq.Inspector, maxRuntime ma
 // silent RUNNING task, to be taken over. It is idempotent: when asynq already holds a live
 // job for this episode (the task at this attempt number) it does nothing.
 func (e *Enqueuer) Enqueue(ctx context.Context, t *store.Task) error {
+	_, err := e.EnqueueNew(ctx, t)
+	return err
+}
+
+// EnqueueNew is Enqueue, and reports whether a job was created (false: asynq already held a
+// live one for this episode).
+func (e *Enqueuer) EnqueueNew(ctx context.Context, t *store.Task) (bool, error) {
 	id := JobID(t.TaskNo, t.Attempt)
 	lane := Lane(t)
 	body, err := json.Marshal(payload{TaskID: t.ID, TaskNo: t.TaskNo, Attempt: t.Attempt, RequestID: t.RequestID})
 	if err != nil {
-		return err
+		return false, err
 	}
 	maxRuntime := e.runtimes[t.Type]
 	if maxRuntime <= 0 {
@@ -124,23 +131,23 @@ func (e *Enqueuer) Enqueue(ctx context.Context, t *store.Task) error {
 	_, err = e.client.EnqueueContext(ctx, job, opts...)
 	if !errors.Is(err, asynq.ErrTaskIDConflict) {
 		if err != nil {
-			return fmt.Errorf("enqueue %s: %w", id, err)
+			return false, fmt.Errorf("enqueue %s: %w", id, err)
 		}
-		return nil
+		return true, nil
 	}
 	// The id is taken. A live job (pending, scheduled, retry, active) will claim the task when
 	// delivered; an archived one never will, so replace it.
 	info, err := e.inspector.GetTaskInfo(lane, id)
 	if err != nil || (info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
-		return nil
+		return false, nil
 	}
 	if err := e.inspector.DeleteTask(lane, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return fmt.Errorf("replace archived job %s: %w", id, err)
+		return false, fmt.Errorf("replace archived job %s: %w", id, err)
 	}
 	if _, err := e.client.EnqueueContext(ctx, job, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueue %s: %w", id, err)
+		return false, fmt.Errorf("enqueue %s: %w", id, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Withdraw deletes the waiting job of a task cancelled while PENDING or RETRY_WAIT, so it does

@@ -56,39 +56,53 @@ func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 	return rounds, err
 }
 
-// TakeOrphans returns up to limit tasks that should be (re)handed to asynq, and stamps their
-// enqueued_at so the next rounds skip them for grace:
-//   - PENDING or RETRY_WAIT not handed to asynq within grace (a failed enqueue, a process that
-//     died between commit and enqueue, or a Redis that lost its data);
-//   - RUNNING whose heartbeat is older than takeoverAfter and that was not handed to asynq
-//     since it went silent (its worker died; asynq would only notice at its next lease check,
-//     up to a minute later, and if Redis also lost the job nothing else would deliver it).
-//
-// Recovery is judged by the heartbeat, not by when the task was submitted: a worker killed
-// mid-task is re-delivered about takeoverAfter plus one cleanup interval after its last
-// heartbeat. Enqueueing is idempotent, so a task asynq still holds is not delivered twice.
-func (s *Store) TakeOrphans(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
+// TakeSilent returns up to limit RUNNING tasks whose heartbeat is older than takeoverAfter and
+// that were not handed to asynq since they went silent (or not within grace), and stamps their
+// enqueued_at. Their worker died; asynq would only notice at its next lease check, up to a
+// minute later, and if Redis also lost the job nothing else would deliver it. Recovery is
+// judged by the heartbeat, not by when the task was submitted: a worker killed mid-task is
+// re-delivered about takeoverAfter plus one cleanup interval after its last heartbeat. The
+// cleanup round takes these first, before any other work.
+func (s *Store) TakeSilent(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
+		return nil, fmt.Errorf("find silent running tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// TakeOrphans returns up to limit PENDING or RETRY_WAIT tasks not handed to asynq within grace
+// (a failed enqueue, a process that died between commit and enqueue, or a Redis that lost its
+// data), and stamps their enqueued_at so the next rounds skip them for grace. Enqueueing is
+// idempotent, so a task asynq still holds is not delivered twice.
+func (s *Store) TakeOrphans(ctx context.Context, grace time.Duration, limit int) ([]Task, error) {
+	var tasks []Task
+	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find orphans: %w", err)
 	}
 	return tasks, nil
 }
 
-// sqlTakeOrphans picks and stamps orphans: args grace seconds, takeover seconds, limit.
-const sqlTakeOrphans = `
-		WITH waiting AS (
-			SELECT id FROM tasks
-			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => $1))
-			ORDER BY enqueued_at NULLS FIRST LIMIT $3 FOR UPDATE SKIP LOCKED
-		), silent AS (
+// sqlTakeSilent picks and stamps silent RUNNING tasks: args grace seconds, takeover seconds, limit.
+const sqlTakeSilent = `
+		WITH silent AS (
 			SELECT id FROM tasks
 			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => $2)
 			  AND (enqueued_at IS NULL OR enqueued_at < heartbeat_at OR enqueued_at < now() - make_interval(secs => $1))
 			ORDER BY heartbeat_at LIMIT $3 FOR UPDATE SKIP LOCKED
 		), t AS (
-			UPDATE tasks t SET enqueued_at = now()
-			WHERE t.id IN (SELECT id FROM waiting UNION ALL SELECT id FROM silent) RETURNING t.*
+			UPDATE tasks t SET enqueued_at = now() FROM silent WHERE t.id = silent.id RETURNING t.*
+		)
+		SELECT ` + taskColumns + ` FROM t`
+
+// sqlTakeOrphans picks and stamps waiting orphans: args grace seconds, limit.
+const sqlTakeOrphans = `
+		WITH waiting AS (
+			SELECT id FROM tasks
+			WHERE status IN ('PENDING', 'RETRY_WAIT') AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => $1))
+			ORDER BY enqueued_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED
+		), t AS (
+			UPDATE tasks t SET enqueued_at = now() FROM waiting WHERE t.id = waiting.id RETURNING t.*
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
@@ -250,7 +264,8 @@ func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retentio
 		args []any
 	}{
 		{"stale_runs", sqlTimeoutStale, []any{limit}},
-		{"orphans", sqlTakeOrphans, []any{grace.Seconds(), takeoverAfter.Seconds(), limit}},
+		{"takeovers", sqlTakeSilent, []any{grace.Seconds(), takeoverAfter.Seconds(), limit}},
+		{"orphans", sqlTakeOrphans, []any{grace.Seconds(), limit}},
 		{"expired_results", sqlExpiredResults, []any{limit}},
 		{"uploads", sqlLiveUploads, []any{[]string{"uploads/a.xlsx"}}},
 		{"retention", sqlPastRetention, []any{retention.Seconds(), limit}},

@@ -287,7 +287,7 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 	if _, err := f.s.RecentLogs(ctx, task.ID, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.TakeOrphans(ctx, time.Minute, time.Minute, 10); err != nil {
+	if _, err := f.s.TakeSilent(ctx, time.Minute, time.Minute, 10); err != nil {
 		t.Fatal(err)
 	}
 }

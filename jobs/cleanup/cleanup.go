@@ -62,6 +62,7 @@ type BacklogAlerter interface {
 
 // Report is what a round did; each count is also logged and exported as a metric.
 type Report struct {
+	Takeovers       int `json:"silent_tasks_redelivered"`
 	Orphans         int `json:"orphans_enqueued"`
 	TimedOut        int `json:"timed_out"`
 	ResultsExpired  int `json:"results_expired"`
@@ -150,6 +151,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		dst  *int
 	}{
 		{"stale_runs", c.staleRuns, &rep.TimedOut}, // first: a timed-out task is no orphan
+		{"takeovers", c.takeovers, &rep.Takeovers}, // then the dead workers' tasks, before anything slow
 		{"orphans", c.orphans, &rep.Orphans},
 		{"expired_results", c.expiredResults, &rep.ResultsExpired},
 		{"uploads", c.uploads, &rep.UploadsDeleted},
@@ -182,24 +184,43 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 	return rep
 }
 
-// orphans hands waiting tasks asynq does not hold (and silent running ones) to asynq again.
-func (c *Cleaner) orphans(ctx context.Context) (int, error) {
-	tasks, err := c.store.TakeOrphans(ctx, c.cfg.OrphanGrace, c.cfg.TakeoverAfter, c.cfg.BatchSize)
+// takeovers hands RUNNING tasks whose worker went silent to asynq again, into the resume
+// lane. It runs first in a round, so a backlog of waiting tasks never delays a takeover.
+func (c *Cleaner) takeovers(ctx context.Context) (int, error) {
+	tasks, err := c.store.TakeSilent(ctx, c.cfg.OrphanGrace, c.cfg.TakeoverAfter, c.cfg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
+	return c.handOver(ctx, tasks)
+}
+
+// orphans hands waiting tasks asynq does not hold to asynq again. Tasks asynq still holds
+// are checked and left alone; only the ones actually enqueued are counted.
+func (c *Cleaner) orphans(ctx context.Context) (int, error) {
+	tasks, err := c.store.TakeOrphans(ctx, c.cfg.OrphanGrace, c.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return c.handOver(ctx, tasks)
+}
+
+// handOver enqueues tasks and returns how many jobs it created.
+func (c *Cleaner) handOver(ctx context.Context, tasks []store.Task) (int, error) {
 	var errs []error
 	n := 0
 	for i := range tasks {
 		t := &tasks[i]
-		if err := c.enqueuer.Enqueue(ctx, t); err != nil {
+		created, err := c.enqueuer.EnqueueNew(ctx, t)
+		if err != nil {
 			errs = append(errs, err)
 			if err := c.store.MarkEnqueueFailed(ctx, t.ID, t.Attempt); err != nil {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		n++
+		if created {
+			n++
+		}
 	}
 	return n, errors.Join(errs...)
 }
