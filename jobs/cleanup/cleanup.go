@@ -290,10 +290,14 @@ func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
 	})
 }
 
+// resultGrace is the youngest a result file must be before the sweep looks at it: whether it
+// is dead is decided by the task row, so a short grace suffices.
+const resultGrace = time.Minute
+
 // orphanResults deletes result files no task row points at: the output of an attempt that
 // was killed after moving its file into place and before recording it. A file is kept while
 // its attempt is still RUNNING (it may be about to record it); once the task has moved on,
-// that attempt can never record it. Files younger than TempTTL are left alone. The results
+// that attempt can never record it. Files younger than a minute (or TempTTL) are left alone. The results
 // area holds every live result, so each round looks at the next BatchSize·4 names after where
 // the previous round stopped, wrapping around.
 func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
@@ -317,7 +321,7 @@ func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
 
 		last = e.Name()
 		info, err := e.Info()
-		if err != nil || e.IsDir() || time.Since(info.ModTime()) < c.cfg.TempTTL {
+		if err != nil || e.IsDir() || time.Since(info.ModTime()) < min(c.cfg.TempTTL, resultGrace) {
 			continue
 		}
 		taskNo, _, ok := files.ResultOwner(e.Name())
