@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 )
 
 // AlertConfig configures alert delivery.
@@ -57,6 +58,7 @@ type Alerter struct {
 var (
 	_ jobs.Alerter           = (*Alerter)(nil)
 	_ cleanup.BacklogAlerter = (*Alerter)(nil)
+	_ webhook.Alerter        = (*Alerter)(nil)
 )
 
 // NewAlerter starts the webhook sender when a URL is configured. metrics may be nil.
@@ -80,6 +82,13 @@ func (a *Alerter) TaskFailed(ctx context.Context, al jobs.Alert) {
 func (a *Alerter) BacklogHigh(ctx context.Context, queue string, waiting, threshold int, since time.Time) {
 	a.raise(ctx, AlertEvent{Kind: "backlog_high", At: time.Now().UTC(), Queue: queue, Waiting: waiting, Since: since.UTC(),
 		Summary: fmt.Sprintf("queue %s has had more than %d tasks waiting since %s (now %d)", queue, threshold, since.UTC().Format(time.RFC3339), waiting)})
+}
+
+// WebhookDead implements webhook.Alerter: a delivery ran out of retries.
+func (a *Alerter) WebhookDead(ctx context.Context, d webhook.Dead) {
+	a.raise(ctx, AlertEvent{Kind: "webhook_dead", At: time.Now().UTC(), TaskNo: d.TaskNo, Owner: d.Owner, Attempts: d.Attempts,
+		Summary: fmt.Sprintf("webhook delivery %s of %s (%s, task %s) to subscription %s gave up after %d attempts: %s",
+			d.DeliveryNo, d.EventID, d.Event, d.TaskNo, d.SubscriptionNo, d.Attempts, d.LastError)})
 }
 
 func (a *Alerter) raise(ctx context.Context, ev AlertEvent) {

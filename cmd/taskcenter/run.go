@@ -349,8 +349,10 @@ func (p *process) startWorkers() error {
 	}
 	// Webhooks (issue 13): fan the outbox out and deliver. Until the config has a webhooks
 	// section every setting is webhook.Config's default and no host is allowed.
-	hookPolicy, _ := webhook.NewPolicy(nil)
-	hooks := webhook.New(webhook.Config{}, webhook.Deps{Store: p.st, Policy: hookPolicy, Logger: p.logger})
+	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
+	hooks := webhook.New(webhook.Config{PollInterval: cfg.Webhooks.PollInterval, Concurrency: cfg.Webhooks.Concurrency,
+		PerSubscription: cfg.Webhooks.PerSubscription, Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase,
+		RetryMax: cfg.Webhooks.RetryMax, MaxAge: cfg.Webhooks.MaxAge, Retention: cfg.Webhooks.Retention}, webhook.Deps{Store: p.st, Policy: hookPolicy, Alerter: p.alerter, Logger: p.logger})
 	hooks.Start()
 	p.stopping = append(p.stopping, hooks.Stop)
 	p.stopping = append(p.stopping, func() {
@@ -375,7 +377,7 @@ func (p *process) startWorkers() error {
 // startAPI serves the REST API, /metrics, the console and pprof on the API address.
 func (p *process) startAPI() error {
 	cfg := p.cfg
-	hookPolicy, _ := webhook.NewPolicy(nil) // webhooks.allowed_hosts (issue 13)
+	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	api := httpapi.New(httpapi.Deps{
 		Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,

@@ -15,6 +15,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
+
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 )
 
 // Config is the whole configuration of a taskcenter process. Every field can be set in the
@@ -57,6 +59,37 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Log selects the log format and level.
 	Log Log `yaml:"log"`
+	// Webhooks configures the signed completion webhooks users subscribe to.
+	Webhooks Webhooks `yaml:"webhooks"`
+}
+
+// Webhooks configures webhook delivery (jobs/webhook). Every delivery is retried with
+// exponential back-off and jitter until the receiver answers 2xx or MaxAge has passed.
+type Webhooks struct {
+	// AllowedHosts lists where webhooks may be sent: host names (hooks.example.com),
+	// wildcards (*.example.com, its subdomains), addresses (203.0.113.7) or ranges
+	// (10.20.0.0/16). Loopback, private and link-local addresses are refused unless an
+	// address or range entry covers them. In the environment: comma-separated. Default none:
+	// no subscription can be created until an admin lists hosts.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Timeout bounds one delivery attempt. Default 10s.
+	Timeout time.Duration `yaml:"timeout"`
+	// RetryBase is the first retry delay; each later one doubles (±20% jitter). Default 10s.
+	RetryBase time.Duration `yaml:"retry_base"`
+	// RetryMax caps one retry delay. Default 1h.
+	RetryMax time.Duration `yaml:"retry_max"`
+	// MaxAge is how long a delivery is retried before it is dead and an alert is raised.
+	// Default 24h.
+	MaxAge time.Duration `yaml:"max_age"`
+	// Concurrency caps the attempts in flight in one worker process. Default 16.
+	Concurrency int `yaml:"concurrency"`
+	// PerSubscription caps one subscription's attempts in flight, so a slow receiver holds
+	// back only its own deliveries. Default 4.
+	PerSubscription int `yaml:"per_subscription"`
+	// PollInterval is how often new events and due deliveries are looked for. Default 1s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Retention is how long finished deliveries and their attempts stay listed. Default 168h.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // HTTP configures the API server.
@@ -403,6 +436,8 @@ func Default() Config {
 		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
 		Console: Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
 		Metrics: Metrics{Addr: ":9091"},
+		Webhooks: Webhooks{Timeout: 10 * time.Second, RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAge: 24 * time.Hour,
+			Concurrency: 16, PerSubscription: 4, PollInterval: time.Second, Retention: 7 * 24 * time.Hour},
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
 			ScheduleSync: 10 * time.Second},
@@ -519,6 +554,13 @@ func (c *Config) Validate() error {
 
 	if c.DataDir == "" {
 		bad("data_dir (TASKCENTER_DATA_DIR) must be set to a writable directory")
+	}
+	if _, err := webhook.NewPolicy(c.Webhooks.AllowedHosts); err != nil {
+		bad("%v (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)", err)
+	}
+	if w := c.Webhooks; w.Timeout <= 0 || w.RetryBase <= 0 || w.RetryMax < w.RetryBase || w.MaxAge < w.RetryBase || w.Concurrency < 1 ||
+		w.PerSubscription < 1 || w.PollInterval <= 0 || w.Retention < w.MaxAge {
+		bad("webhooks: timeout, retry_base and poll_interval must be positive, retry_max and max_age at least retry_base, concurrency and per_subscription at least 1, retention at least max_age")
 	}
 	if c.HTTP.Addr == "" {
 		bad("http.addr (TASKCENTER_HTTP_ADDR) must be set, e.g. :8080")
