@@ -260,6 +260,15 @@ func TestWebPageInChromium(t *testing.T) {
 	b.run("download the result", chromedp.Click(chromedp.CSS("#download")))
 	isXLSX(t, b.download(".xlsx", seen))
 
+	// Once the result has expired the page offers to export again (the download answers 410).
+	exportID := evalInto(b, `location.pathname.slice("/tasks/".length)`, "")
+	e.exec(`UPDATE tasks SET result_expires_at = now() - interval '1 minute' WHERE task_no = ?`, exportID)
+	b.run("reload the expired export", chromedp.Reload())
+	b.wait("expired — export again", `!!document.querySelector("#export-again") && !document.querySelector("#download")`, 10*time.Second)
+	b.run("export again", chromedp.Click(chromedp.CSS("#export-again")))
+	b.wait("the new export to finish", `location.pathname !== "/tasks/`+exportID+`" && location.pathname.startsWith("/tasks/")
+		&& document.querySelector("#task-status").dataset.status === "SUCCESS" && !!document.querySelector("#download")`, 60*time.Second)
+
 	// --- cancel a running export, then retry it ------------------------------------------
 	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
 	b.run("export every customer", chromedp.Click(chromedp.CSS("#export-submit")))
@@ -278,8 +287,8 @@ func TestWebPageInChromium(t *testing.T) {
 	b.run("open the list", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#tasks tbody tr")))
 	var rows int
 	rows = evalInto(b, `document.querySelectorAll("#tasks tbody tr").length`, rows)
-	if rows != 3 {
-		t.Fatalf("alice's list has %d rows, want 3", rows)
+	if rows != 4 {
+		t.Fatalf("alice's list has %d rows, want 4", rows)
 	}
 	listShot := b.screenshot("list-1080p")
 	b.run("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
@@ -289,7 +298,7 @@ func TestWebPageInChromium(t *testing.T) {
 
 	// --- 中文 ------------------------------------------------------------------------------
 	b.run("switch to Chinese", chromedp.Click(chromedp.CSS("#lang-switch")))
-	b.wait("the Chinese list", `document.documentElement.lang === "zh-CN" && document.querySelectorAll("#tasks tbody tr").length === 3`, 10*time.Second)
+	b.wait("the Chinese list", `document.documentElement.lang === "zh-CN" && document.querySelectorAll("#tasks tbody tr").length === 4`, 10*time.Second)
 	var chips string
 	chips = evalInto(b, `Array.from(document.querySelectorAll("#tasks .chip")).map(c => c.innerText).join(",")`, chips)
 	if !strings.Contains(chips, "部分成功") {
@@ -323,7 +332,7 @@ func TestWebPageInChromium(t *testing.T) {
 	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
 	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
 	b.signIn(base, adminToken)
-	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 3 && !!document.querySelector("#console-link")
+	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 4 && !!document.querySelector("#console-link")
 		&& document.querySelector("#tasks thead").innerText.includes("Owner")`, 10*time.Second)
 
 	// --- no console errors, beyond the 404 bob was meant to get ---------------------------
