@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
-	"github.com/taskcenter/taskcenter/jobs/noop"
-	"github.com/taskcenter/taskcenter/store"
 )
 
 // exportRequest is the body of POST /api/v1/exports.
@@ -43,7 +42,8 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 	if !strings.Contains(taskType, ":") {
 		taskType = "export:" + taskType
 	}
-	var params any
+	// The filter is checked field by field first, for problems naming each field; the type
+	// then decodes the same parameters as the generic submit would.
 	switch taskType {
 	case export.CustomersType:
 		var f export.CustomerFilter
@@ -53,7 +53,6 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		if err := f.Validate(); err != nil {
 			return err
 		}
-		params = export.CustomerParams{Filter: f}
 	case export.TasksType:
 		var f export.TaskFilter
 		if err := decodeFilter(req.Filter, &f); err != nil {
@@ -65,60 +64,96 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		if f.Owner != "" && !p.Scope().Admin && f.Owner != p.User {
 			return problem(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
 		}
-		scope := p.Scope()
-		if !scope.Admin {
-			scope = store.Scope{Owner: p.User}
-		}
-		params = export.TaskParams{Filter: f, Scope: scope}
 	default:
 		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
 	}
-	raw, err := json.Marshal(params)
+	filter := req.Filter
+	if len(filter) == 0 || string(filter) == "null" {
+		filter = json.RawMessage(`{}`)
+	}
+	params, err := json.Marshal(map[string]json.RawMessage{"filter": filter})
 	if err != nil {
 		return err
 	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	return s.submit(w, r, jobs.Submission{Type: taskType, Owner: p.User, BizKey: idempotencyBizKey(key), Params: raw, RequestID: requestID(r.Context())},
-		notifyOf(req.NotifyURL, req.NotifySecret))
+	return s.submitType(w, r, p, taskType, params, 0, "", notifyOf(req.NotifyURL, req.NotifySecret))
 }
 
-// genericTypes may be submitted through POST /api/v1/tasks with JSON parameters. Only the
-// bench type is, and only when the config enables it (a disabled type answers 422).
-var genericTypes = map[string]bool{noop.Type: true}
-
-// submitTask answers POST /api/v1/tasks {type, params}: a task of a type without its own
-// submit endpoint.
+// submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
+// the registry declares submittable (GET /api/v1/types lists them with their schemas).
 func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Type         string          `json:"type"`
 		Params       json.RawMessage `json:"params"`
+		Title        string          `json:"title"`
+		Priority     int             `json:"priority"`
 		NotifyURL    string          `json:"notify_url"`
 		NotifySecret string          `json:"notify_secret"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if !genericTypes[req.Type] {
+	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyOf(req.NotifyURL, req.NotifySecret))
+}
+
+// submitType submits a task of a registered type: its parameters decoded strictly and
+// prepared for the caller by the type itself, so this file holds no per-type code.
+func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal, typeName string, rawParams json.RawMessage,
+	priority int, title string, notify *notifyRequest) error {
+	t, ok := s.Types.Lookup(typeName)
+	if !ok || !t.Submittable {
 		return problem(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %s cannot be submitted here; use POST /api/v1/imports or /api/v1/exports", echo(req.Type)))
+			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", echo(typeName)))
+	}
+	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
+	if !t.MaySubmit(who) {
+		return problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
+	}
+	var errs []FieldError
+	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
+		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+	}
+	if msg := titleProblem(title); msg != "" {
+		errs = append(errs, FieldError{"title", msg})
+	}
+	if len(errs) > 0 {
+		return problem(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").withErrors(errs...)
+	}
+	if len(rawParams) > 0 {
+		// Invalid UTF-8 becomes U+FFFD here, so what the task stores is what jsonb accepts.
+		normal, err := normalizeJSON(rawParams)
+		if err != nil {
+			return err
+		}
+		rawParams = normal
+	}
+	params, defTitle, err := t.Decode(rawParams, who)
+	if err != nil {
+		return err
 	}
 	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}
-	if len(req.Params) == 0 || string(req.Params) == "null" {
-		req.Params = json.RawMessage(`{}`)
+	return s.submit(w, r, jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
+		RequestID: requestID(r.Context()), Priority: priority, Title: cmpOr(title, defTitle)}, notify)
+}
+
+// titleProblem says what is wrong with a title a client gave ("" when nothing is).
+func titleProblem(title string) string {
+	switch {
+	case !utf8.ValidString(title) || strings.ContainsRune(title, 0):
+		return "must be text (UTF-8, no NUL)"
+	case utf8.RuneCountInString(title) > 200:
+		return "must be at most 200 characters"
 	}
-	params, err := normalizeJSON(req.Params)
-	if err != nil {
-		return err
+	return ""
+}
+
+func cmpOr(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
 	}
-	req.Params = params
-	return s.submit(w, r, jobs.Submission{Type: req.Type, Owner: p.User, BizKey: idempotencyBizKey(key), Params: req.Params, RequestID: requestID(r.Context())},
-		notifyOf(req.NotifyURL, req.NotifySecret))
+	return strings.TrimSpace(s)
 }
 
 func idempotencyBizKey(key string) string {

@@ -207,7 +207,7 @@ func TestHostileValuesNeverAnswer500(t *testing.T) {
 			t.Run("params/"+v.name, func(t *testing.T) {
 				body := `{"type":"bench:noop","params":{"note":` + mustJSON(v.value) + `}}`
 				if v.name == "invalid UTF-8" {
-					body = `{"type":"bench:noop","params":{"note":"a` + "\xff\xfe" + `b","k` + "\xff" + `":1}}`
+					body = `{"type":"bench:noop","params":{"note":"a` + "\xff\xfe" + `b"}}`
 				}
 				rec := e.call("POST", "/api/v1/tasks", aliceToken, strings.NewReader(body))
 				switch {

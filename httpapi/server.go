@@ -24,6 +24,9 @@ import (
 
 // Deps are the API's collaborators.
 type Deps struct {
+	// Types are the task types this deployment knows: the generic submit, GET /api/v1/types
+	// and the schedules read them (no per-type code in this package).
+	Types     *jobs.Registry
 	Store     *store.Store
 	Submitter *jobs.Submitter
 	Enqueuer  *jobs.Enqueuer
@@ -134,6 +137,7 @@ func apiRoutes() []route {
 		{"POST /api/v1/imports", (*Server).submitImport, true},
 		{"GET /api/v1/tasks", (*Server).listTasks, false},
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
+		{"GET /api/v1/types", (*Server).listTypes, false},
 		{"GET /api/v1/tasks/{id}", (*Server).getTask, false},
 		{"POST /api/v1/tasks/{id}/cancel", (*Server).cancelTask, false},
 		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},

@@ -81,8 +81,13 @@ func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
 		importer.Type:        {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
 		noop.Type:            {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60},
 	}
+	registry := jobs.NewRegistry()
+	registry.Register(export.CustomersTaskType(pg.DB, fs, export.Config{}))
+	registry.Register(export.TasksTaskType(pg.DB, fs, export.Config{}))
+	registry.Register(importer.TaskType(st, fs, importer.Config{}))
+	registry.Register(noop.TaskType())
 	d := Deps{
-		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
+		Types: registry, Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
 		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},

@@ -12,6 +12,7 @@ import (
 type TaskView struct {
 	ID              string          `json:"id"`
 	Type            string          `json:"type"`
+	Title           string          `json:"title"`
 	Owner           string          `json:"owner"`
 	Status          store.Status    `json:"status"`
 	Queue           string          `json:"queue"`
@@ -133,7 +134,7 @@ func (r resultFile) expired(t *store.Task, now time.Time) bool {
 func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	self := "/api/v1/tasks/" + t.TaskNo
 	v := TaskView{
-		ID: t.TaskNo, Type: t.Type, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
+		ID: t.TaskNo, Type: t.Type, Title: t.Title, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
 		Counts:  Counts{Total: t.TotalCount, Success: t.SuccessCount, Failed: t.FailedCount},
 		Attempt: t.Attempt, RetryCount: t.RetryCount, MaxRetry: t.MaxRetry, NextRetryAt: utc(t.NextRetryAt),
 		CancelRequested: t.CancelRequested, CreatedAt: t.CreatedAt.UTC(), StartedAt: utc(t.StartedAt),

@@ -54,6 +54,8 @@ type Submission struct {
 	RequestID string
 	// Priority is 1 (runs first) … 9 (runs last); 0 takes the type's default.
 	Priority int
+	// Title names the task in lists (the type's title template, or the submitter's own).
+	Title string
 }
 
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
@@ -104,7 +106,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 		}
 	}
 	task, created, err = s.store.Create(ctx, store.NewTask{
-		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey, Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault),
+		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey, Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title,
 		Params: sub.Params, RequestID: sub.RequestID, MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds,
 	})
 	if err != nil || !created {
@@ -161,6 +163,20 @@ func cmpOr(vals ...int) int {
 		}
 	}
 	return 0
+}
+
+// Enabled reports whether tasks of a type can be submitted (configured and not disabled).
+func (s *Submitter) Enabled(taskType string) bool {
+	_, ok := s.types[taskType]
+	return ok
+}
+
+// QueueOf is the queue a type's tasks run on.
+func (s *Submitter) QueueOf(taskType string) string { return s.types[taskType].Queue }
+
+// PriorityOf is a type's default priority.
+func (s *Submitter) PriorityOf(taskType string) int {
+	return cmpOr(s.types[taskType].Priority, PriorityDefault)
 }
 
 // WithBoard makes the submitter announce new tasks to live streams on b.

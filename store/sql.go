@@ -22,7 +22,7 @@ import (
 
 // Column lists of the models, in model order.
 const (
-	taskColumns = `id, task_no, type, owner, queue, priority, biz_key, status, params, request_id, progress_current,
+	taskColumns = `id, task_no, type, title, owner, queue, priority, biz_key, status, params, request_id, progress_current,
 		progress_total, total_count, success_count, failed_count, checkpoint, attempt, retry_count, max_retry,
 		next_retry_at, heartbeat_at, worker, cancel_requested, error_code, error_message, result, result_expires_at,
 		timeout_seconds, enqueued_at, alert_due_at, alerted_at, created_at, started_at, finished_at, updated_at`

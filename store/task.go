@@ -53,6 +53,7 @@ type Task struct {
 	ID              int64           `bun:"id,pk,autoincrement"`
 	TaskNo          string          `bun:"task_no"`
 	Type            string          `bun:"type"`
+	Title           string          `bun:"title"`
 	Owner           string          `bun:"owner"`
 	Queue           string          `bun:"queue"`
 	Priority        int             `bun:"priority"`

@@ -35,6 +35,7 @@ func New(db *bun.DB) *Store { return &Store{db: db} }
 type NewTask struct {
 	TaskNo         string
 	Type           string
+	Title          string
 	Owner          string
 	Queue          string
 	Priority       int
@@ -56,8 +57,8 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 	err = one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
-			                   max_retry, timeout_seconds, enqueued_at)
-			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), 'PENDING', $7::jsonb, NULLIF($8, ''), $9, $10, now())
+			                   max_retry, timeout_seconds, enqueued_at, title)
+			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), 'PENDING', $7::jsonb, NULLIF($8, ''), $9, $10, now(), $11)
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
 		), ev AS (
@@ -66,7 +67,7 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 		)
 		SELECT `+taskColumns+` FROM t`,
 		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, nt.BizKey, params, nt.RequestID,
-		nt.MaxRetry, nt.TimeoutSeconds)
+		nt.MaxRetry, nt.TimeoutSeconds, nt.Title)
 	if err == nil {
 		return task, true, nil
 	}

@@ -39,6 +39,7 @@ type env struct {
 	redis   *testenv.Redis
 	dataDir string
 	vars    map[string]string
+	types   []TypeMaker // task types the test adds beside the built-in ones
 }
 
 func newEnv(t *testing.T, overrides map[string]string) *env {
@@ -84,7 +85,7 @@ func (e *env) start(roles string) *proc {
 	logs := newLogBuffer()
 	p := &proc{t: e.t, cancel: cancel, done: make(chan error, 1), logs: logs}
 	getenv := func(k string) string { return e.vars[k] }
-	go func() { p.done <- run(ctx, []string{"serve", "--roles", roles}, getenv, logs) }()
+	go func() { p.done <- runWith(ctx, []string{"serve", "--roles", roles}, getenv, logs, e.types...) }()
 	e.t.Cleanup(func() {
 		p.stop()
 		if e.t.Failed() {

@@ -32,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/noop"
+	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/monitor"
@@ -47,6 +48,22 @@ Every setting can be overridden by a TASKCENTER_* environment variable (see the 
 
 // run is the whole program: main only adds signals and the exit code. Tests call it too.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return runWith(ctx, args, getenv, stdout)
+}
+
+// TypeDeps are what a task type's declaration may use.
+type TypeDeps struct {
+	DB    *bun.DB
+	Store *store.Store
+	Files *files.Store
+}
+
+// TypeMaker declares a task type from the process's collaborators.
+type TypeMaker func(TypeDeps) jobs.Type
+
+// runWith is run with task types added beside the built-in ones: how a test adds a type of
+// its own and runs it end to end.
+func runWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, extra ...TypeMaker) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -79,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, r, logger)
+	return serve(ctx, cfg, r, logger, extra)
 }
 
 func defaultConfigPath(getenv func(string) string) string {
@@ -178,6 +195,9 @@ type process struct {
 	redisDep  *outage.Tracker
 	pgDep     *outage.Tracker
 	policies  map[string]jobs.TypePolicy
+	types     *jobs.Registry
+	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
+	extraTypes []TypeMaker
 	imports   importer.Limits
 	cleanup   cleanup.Config
 
@@ -186,8 +206,8 @@ type process struct {
 	stopping []func()
 }
 
-func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.Logger) error {
-	p := &process{cfg: cfg, workerID: cfg.Worker.ID, errs: make(chan error, 4)}
+func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.Logger, extra []TypeMaker) error {
+	p := &process{cfg: cfg, workerID: cfg.Worker.ID, errs: make(chan error, 4), extraTypes: extra}
 	if p.workerID == "" {
 		host, _ := os.Hostname()
 		p.workerID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -214,7 +234,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	if p.cleanup, err = cleanupConfig(cfg); err != nil {
 		return err
 	}
-	p.wire()
+	if err := p.wire(); err != nil {
+		return err
+	}
 	defer p.alerter.Close(5 * time.Second)
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopProbes()
@@ -267,18 +289,36 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 
 // wire builds what every role shares: the store, asynq client, progress board, submitter,
 // metrics and alerts.
-func (p *process) wire() {
+func (p *process) wire() error {
 	cfg := p.cfg
 	p.st = store.New(p.db)
 	client := asynq.NewClientFromRedisClient(p.rdb)
 	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
+	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
+		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
+		MaxSharedStrings: cfg.Import.MaxSharedStrings}
+	p.registerTypes()
+	var names []string
+	for _, t := range p.types.All() {
+		names = append(names, t.Name)
+	}
+	if unknown := cfg.UnknownTypes(names); len(unknown) > 0 {
+		return fmt.Errorf("the config sets types this build does not know: %s (known: %s)", strings.Join(unknown, ", "), strings.Join(names, ", "))
+	}
 	runtimes := map[string]time.Duration{}
 	submitTypes := map[string]jobs.SubmitPolicy{}
 	p.policies = map[string]jobs.TypePolicy{}
-	for name, t := range cfg.Types {
+	for _, typ := range p.types.All() {
+		pol := typ.Policy
+		t, err := cfg.ResolveType(typ.Name, config.TaskType{Queue: typ.Queue, MaxRetry: pol.MaxRetry, RetryBase: pol.RetryBase,
+			Timeout: pol.Timeout, MaxRuntime: pol.MaxRuntime, StallAfter: pol.StallAfter, Priority: typ.Priority, Disabled: typ.Disabled})
+		if err != nil {
+			return err
+		}
 		if t.Disabled {
 			continue
 		}
+		name := typ.Name
 		runtimes[name] = t.MaxRuntime
 		q := cfg.Queues[t.Queue]
 		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority,
@@ -303,10 +343,24 @@ func (p *process) wire() {
 		limits[name] = q.BacklogLimit
 	}
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board)
-	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
-		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
-		MaxSharedStrings: cfg.Import.MaxSharedStrings}
 	p.cleanup.Queues = queues
+	return nil
+}
+
+// registerTypes declares every task type this build knows. Adding a type is one file that
+// declares its jobs.Type and one line here (README "Adding a task type").
+func (p *process) registerTypes() {
+	cfg := p.cfg
+	p.types = jobs.NewRegistry()
+	exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
+	p.types.Register(export.CustomersTaskType(p.db, p.files, exportCfg))
+	p.types.Register(export.TasksTaskType(p.db, p.files, exportCfg))
+	p.types.Register(importer.TaskType(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
+	p.types.Register(report.CustomerStatsTaskType(p.db, p.files, report.Config{ResultTTL: cfg.Export.ResultTTL}))
+	p.types.Register(noop.TaskType())
+	for _, extra := range p.extraTypes {
+		p.types.Register(extra(TypeDeps{DB: p.db, Store: p.st, Files: p.files}))
+	}
 }
 
 // startWorkers registers every task type and starts one asynq server per queue.
@@ -324,17 +378,11 @@ func (p *process) startWorkers() error {
 		ProgressInterval: cfg.Worker.ProgressInterval, Types: p.policies,
 	}, jobs.RuntimeDeps{Store: p.st, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Alerter: p.alerter, Observer: p.metrics, Logger: p.logger,
 		Claims: claims, Completer: completer})
-	exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
-	register := func(h jobs.Handler) {
-		if _, on := p.policies[h.Type()]; on {
-			rt.Register(h)
+	for _, t := range p.types.All() {
+		if _, on := p.policies[t.Name]; on && t.Handler != nil {
+			rt.Register(t.Handler)
 		}
 	}
-	// The task types. Adding one is a handler and a line here.
-	register(export.NewCustomers(p.db, p.files, exportCfg))
-	register(export.NewTasks(p.db, p.files, exportCfg))
-	register(importer.New(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
-	register(noop.Handler{})
 
 	concurrency := map[string]jobs.QueueConfig{}
 	for name, q := range cfg.Queues {
@@ -379,7 +427,7 @@ func (p *process) startAPI() error {
 	cfg := p.cfg
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	api := httpapi.New(httpapi.Deps{
-		Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
+		Types: p.types, Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},

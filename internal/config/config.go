@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,11 @@ import (
 // with every non-alphanumeric character turned into '_' and prefixed TASKCENTER_; for example
 // queues.exports.concurrency is TASKCENTER_QUEUES_EXPORTS_CONCURRENCY.
 type Config struct {
+	// typeEntries are the file's types: entries as written, and getenv the environment they
+	// were loaded with: ResolveType overlays them on a type's declared defaults.
+	typeEntries map[string]any
+	getenv      func(string) string
+
 	// DataDir holds uploads, results and temporary files. Default "./data".
 	DataDir string `yaml:"data_dir"`
 	// HTTP configures the API listener.
@@ -473,6 +479,7 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	if err := applyEnv(&cfg, "TASKCENTER", getenv); err != nil {
 		return Config{}, err
 	}
+	cfg.getenv = getenv
 	cfg.fillTypeDefaults()
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
@@ -501,6 +508,7 @@ func mergeMaps(cfg *Config, file []byte) error {
 		return err
 	}
 	cfg.Queues, cfg.Types = queues, types
+	cfg.typeEntries = raw.Types
 	return nil
 }
 
@@ -521,6 +529,75 @@ func mergeEntries[T any](section string, defaults map[string]T, file map[string]
 		out[name] = entry
 	}
 	return out, nil
+}
+
+// ResolveType returns the policy of a task type the build registers: its declared defaults
+// (declared), overlaid field by field by the file's entry for it and then by the environment
+// (TASKCENTER_TYPES_<NAME>_<FIELD>), then validated. A type added in code needs no config;
+// a field the config leaves out keeps the type's own default.
+func (c Config) ResolveType(name string, declared TaskType) (TaskType, error) {
+	t := declared
+	d := defaultType(t.Queue)
+	if t.RetryBase == 0 {
+		t.RetryBase = d.RetryBase
+	}
+	if t.Timeout == 0 {
+		t.Timeout = d.Timeout
+	}
+	if t.MaxRuntime == 0 {
+		t.MaxRuntime = d.MaxRuntime
+	}
+	if t.Priority == 0 {
+		t.Priority = d.Priority
+	}
+	if v, ok := c.typeEntries[name]; ok {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return t, err
+		}
+		if err := yaml.UnmarshalWithOptions(b, &t, yaml.Strict()); err != nil {
+			return t, fmt.Errorf("types.%s: %s", name, yaml.FormatError(err, false, false))
+		}
+	}
+	if c.getenv != nil {
+		if err := walkEnv(reflect.ValueOf(&t).Elem(), "TASKCENTER_TYPES_"+envName(name), c.getenv); err != nil {
+			return t, err
+		}
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, ok := c.Queues[t.Queue]; !ok {
+		bad("types.%s.queue %q is not defined under queues (have %s)", name, t.Queue, strings.Join(slices.Sorted(maps.Keys(c.Queues)), ", "))
+	}
+	if t.MaxRetry < 0 {
+		bad("types.%s.max_retry must be 0 or more", name)
+	}
+	if t.Priority < 1 || t.Priority > 9 {
+		bad("types.%s.priority must be from 1 (first) to 9 (last), got %d", name, t.Priority)
+	}
+	if !t.Disabled && t.Timeout <= c.Worker.TakeoverAfter {
+		bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, c.Worker.TakeoverAfter)
+	}
+	if t.StallAfter != 0 && t.StallAfter < 2*c.Worker.HeartbeatInterval {
+		bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, c.Worker.HeartbeatInterval)
+	}
+	if len(errs) > 0 {
+		return t, fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
+	}
+	return t, nil
+}
+
+// UnknownTypes lists the types the file configures that the build does not register: most
+// likely a misspelt name.
+func (c Config) UnknownTypes(registered []string) []string {
+	var out []string
+	for name := range c.typeEntries {
+		if !slices.Contains(registered, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // fillTypeDefaults gives every type the default policy for the fields the file left at zero.

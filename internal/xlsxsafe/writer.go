@@ -29,7 +29,8 @@ type Writer struct {
 	tmp       *os.File
 	book      *excelize.File
 	sw        *excelize.StreamWriter
-	rows      int
+	rows      int // data rows written, all sheets
+	line      int // data rows on the current sheet
 	committed bool
 }
 
@@ -49,7 +50,7 @@ func NewWriter(fs *files.Store, prefix, sheet string, header []string) (*Writer,
 }
 
 func (w *Writer) start(sheet string, header []string) error {
-	if sheet != "Sheet1" {
+	if w.sw == nil && sheet != "Sheet1" {
 		if err := w.book.SetSheetName("Sheet1", sheet); err != nil {
 			return err
 		}
@@ -69,10 +70,24 @@ func (w *Writer) start(sheet string, header []string) error {
 	return w.put(1, cells)
 }
 
-// Row appends a data row. Text values are neutralised in place.
+// Row appends a data row to the current sheet. Text values are neutralised in place.
 func (w *Writer) Row(values []any) error {
 	w.rows++
-	return w.put(w.rows+1, values)
+	w.line++
+	return w.put(w.line+1, values)
+}
+
+// NextSheet finishes the current sheet and starts another, with its own frozen header row;
+// later rows go to it.
+func (w *Writer) NextSheet(sheet string, header []string) error {
+	if err := w.sw.Flush(); err != nil {
+		return fmt.Errorf("finish sheet: %w", err)
+	}
+	if _, err := w.book.NewSheet(sheet); err != nil {
+		return fmt.Errorf("add sheet %q: %w", sheet, err)
+	}
+	w.line = 0
+	return w.start(sheet, header)
 }
 
 func (w *Writer) put(line int, values []any) error {

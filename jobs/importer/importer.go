@@ -425,3 +425,20 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	res.Files = []string{rel}
 	return res, nil
 }
+
+// Prepare implements jobs.Params. An import's parameters are set by its upload, never sent
+// by a client, so there is nothing to check.
+func (*Params) Prepare(jobs.Who) error { return nil }
+
+// TaskType declares import:customers. It is submitted by uploading a file (POST
+// /api/v1/imports), not through the generic submit.
+func TaskType(st *store.Store, fs *files.Store, cfg Config) jobs.Type {
+	return jobs.Type{
+		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
+		Queue: "imports", Submittable: false,
+		NewParams: func() jobs.Params { return &Params{} },
+		Title:     `Import {{.Filename}}{{if eq .Mode "insert"}} (insert only){{end}}`,
+		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
+		Handler:   New(st, fs, cfg),
+	}
+}
