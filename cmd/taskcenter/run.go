@@ -198,8 +198,8 @@ type process struct {
 	types     *jobs.Registry
 	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
 	extraTypes []TypeMaker
-	imports   importer.Limits
-	cleanup   cleanup.Config
+	imports    importer.Limits
+	cleanup    cleanup.Config
 
 	wg       sync.WaitGroup
 	errs     chan error
