@@ -65,6 +65,8 @@ func toProblem(err error) *Problem {
 		return p
 	case errors.As(err, &slow):
 		return slowProblem(slow)
+	case errors.Is(err, store.ErrScheduleNotFound):
+		return problem(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
 	case errors.Is(err, store.ErrNotFound):
 		return problem(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")
 	case errors.As(err, &conflict):

@@ -120,6 +120,9 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	t, err := s.Store.Get(ctx, id, p.Scope())
+	if errors.Is(err, store.ErrNotFound) {
+		return s.getArchivedTask(w, r, id, p)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,6 +135,29 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	writeJSON(w, http.StatusOK, s.detail(ctx, t, runs, logs))
+	return nil
+}
+
+// getArchivedTask answers GET /api/v1/tasks/{id} for a task retention moved to the archive:
+// the same view, marked archived, with no actions (its files are gone).
+func (s *Server) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p Principal) error {
+	ctx := r.Context()
+	t, err := s.Store.GetArchived(ctx, id, p.Scope())
+	if err != nil {
+		return err
+	}
+	runs, err := s.Store.ArchivedRuns(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	logs, err := s.Store.ArchivedLogs(ctx, t.ID, 50)
+	if err != nil {
+		return err
+	}
+	v := s.detail(ctx, t, runs, logs)
+	v.Archived = true
+	v.Links = Links{Self: v.Links.Self}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

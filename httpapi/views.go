@@ -71,6 +71,8 @@ type Links struct {
 // DetailView is a task with its attempts and recent log.
 type DetailView struct {
 	TaskView
+	// Archived: retention moved the task to the archive; it is kept for the record only.
+	Archived bool `json:"archived,omitempty"`
 	Attempts []AttemptView `json:"attempts"`
 	Logs     []LogView     `json:"logs"`
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
+)
+
+// A task older than retention moves to the archive: it is still found by id (by its owner
+// only) and counted in /api/v1/stats.
+func TestArchivedTaskIsFoundByIDAndCountedInStats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fastCleanup)
+	p := e.start("all")
+	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
+	p.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS")
+	e.exec("UPDATE tasks SET finished_at = now() - interval '31 days', started_at = now() - interval '31 days' - interval '3 seconds' WHERE task_no = ?", task.ID)
+	testenv.Eventually(t, 30*time.Second, "the task to be archived", func() bool {
+		return e.count("SELECT count(*) FROM tasks_archive WHERE task_no = ?", task.ID) == 1
+	})
+	res := p.do("GET", "/api/v1/tasks/"+task.ID, aliceToken, nil)
+	if res.status != http.StatusOK || !strings.Contains(string(res.body), `"archived":true`) || !strings.Contains(string(res.body), `"status":"SUCCESS"`) {
+		t.Fatalf("archived lookup: %d %s", res.status, res.body)
+	}
+	if res := p.do("GET", "/api/v1/tasks/"+task.ID, bobToken, nil); res.status != http.StatusNotFound {
+		t.Fatalf("bob sees alice's archived task: %d", res.status)
+	}
+	from := time.Now().UTC().AddDate(0, 0, -40).Format(time.DateOnly)
+	var stats struct {
+		Items []struct {
+			Type  string `json:"type"`
+			Tasks int    `json:"tasks"`
+		} `json:"items"`
+	}
+	p.do("GET", "/api/v1/stats?from="+from+"&group_by=type", aliceToken, nil).json(t, &stats)
+	if len(stats.Items) != 1 || stats.Items[0].Type != "export:customers" || stats.Items[0].Tasks != 1 {
+		t.Fatalf("stats = %+v", stats.Items)
+	}
+	if res := p.do("GET", "/api/v1/stats?group_by=colour", aliceToken, nil); res.status != http.StatusBadRequest {
+		t.Fatalf("bad group_by: %d %s", res.status, res.body)
+	}
+}
+
+// Users manage recurring tasks through the API: a bad cron or time zone is refused naming the
+// field, a good schedule fires (its fires listed with their tasks), pausing stops it, deleting
+// removes it, and another user cannot see it.
+func TestSchedulesThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s"})
+	p := e.start("all")
+	for _, bad := range []map[string]any{
+		{"type": "export:customers", "cron": "every tuesday", "params": map[string]any{}},
+		{"type": "export:customers", "cron": "0 9 * * 1", "timezone": "Mars/Olympus"},
+		{"type": "import:customers", "cron": "@every 1h"},
+		{"type": "export:customers", "cron": "@every 1h", "params": map[string]any{"filter": map[string]any{"level": "emerald"}}},
+	} {
+		if res := p.do("POST", "/api/v1/schedules", aliceToken, bad); res.status != http.StatusUnprocessableEntity {
+			t.Fatalf("%v: %d %s", bad, res.status, res.body)
+		}
+	}
+	res := p.do("POST", "/api/v1/schedules", aliceToken, map[string]any{"type": "export:customers", "cron": "@every 2s", "timezone": "Asia/Shanghai"})
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.status, res.body)
+	}
+	var sc struct {
+		ID    string `json:"id"`
+		Fires []struct {
+			Task    string `json:"task"`
+			Outcome string `json:"outcome"`
+		} `json:"fires"`
+	}
+	res.json(t, &sc)
+	testenv.Eventually(t, 60*time.Second, "the schedule to fire", func() bool {
+		p.do("GET", "/api/v1/schedules/"+sc.ID, aliceToken, nil).json(t, &sc)
+		return len(sc.Fires) > 0 && sc.Fires[0].Task != ""
+	})
+	if res := p.do("GET", "/api/v1/schedules/"+sc.ID, bobToken, nil); res.status != http.StatusNotFound {
+		t.Fatalf("bob sees alice's schedule: %d", res.status)
+	}
+	if res := p.do("POST", "/api/v1/schedules/"+sc.ID+"/pause", aliceToken, nil); res.status != http.StatusOK || !strings.Contains(string(res.body), `"paused":true`) {
+		t.Fatalf("pause: %d %s", res.status, res.body)
+	}
+	if res := p.do("DELETE", "/api/v1/schedules/"+sc.ID, aliceToken, nil); res.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", res.status, res.body)
+	}
+	if res := p.do("GET", "/api/v1/schedules/"+sc.ID, aliceToken, nil); res.status != http.StatusNotFound {
+		t.Fatalf("after delete: %d", res.status)
+	}
+}

@@ -1,0 +1,199 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/schedule"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// ScheduleView is a recurring task as the API shows it.
+type ScheduleView struct {
+	ID          string          `json:"id"`
+	Owner       string          `json:"owner"`
+	Type        string          `json:"type"`
+	Params      json.RawMessage `json:"params"`
+	Priority    int             `json:"priority,omitempty"`
+	Cron        string          `json:"cron"`
+	Timezone    string          `json:"timezone"`
+	Paused      bool            `json:"paused"`
+	LastFiredAt *time.Time      `json:"last_fired_at"`
+	LastTask    string          `json:"last_task,omitempty"`
+	LastOutcome string          `json:"last_outcome,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Fires       []FireView      `json:"fires,omitempty"`
+}
+
+// FireView is one recorded fire of a schedule.
+type FireView struct {
+	Slot    time.Time `json:"slot"`
+	Task    string    `json:"task,omitempty"`
+	Outcome string    `json:"outcome"`
+}
+
+func scheduleView(sc *store.Schedule) ScheduleView {
+	return ScheduleView{ID: sc.ScheduleNo, Owner: sc.Owner, Type: sc.Type, Params: sc.Params, Priority: sc.Priority, Cron: sc.Cron,
+		Timezone: sc.Timezone, Paused: sc.Paused, LastFiredAt: utc(sc.LastFiredAt), LastTask: sc.LastTaskNo,
+		LastOutcome: sc.LastOutcome, CreatedAt: sc.CreatedAt.UTC()}
+}
+
+// createSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
+// the params are checked now, exactly as a submit of the type would check them.
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req struct {
+		Type     string          `json:"type"`
+		Params   json.RawMessage `json:"params"`
+		Cron     string          `json:"cron"`
+		Timezone string          `json:"timezone"`
+		Priority int             `json:"priority"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	t, ok := s.Types.Lookup(req.Type)
+	if !ok || !t.Submittable || !s.Submitter.Enabled(req.Type) {
+		return problem(http.StatusUnprocessableEntity, "unknown_type",
+			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", echo(req.Type)))
+	}
+	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
+	if !t.MaySubmit(who) {
+		return problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may schedule %s tasks", t.Name))
+	}
+	req.Timezone = strings.TrimSpace(req.Timezone)
+	if req.Timezone == "" {
+		req.Timezone = "UTC"
+	}
+	var errs []FieldError
+	if msg := textProblem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
+		errs = append(errs, FieldError{"cron", cmpOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
+	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
+		field := "cron"
+		if strings.HasPrefix(err.Error(), "timezone") {
+			field = "timezone"
+		}
+		errs = append(errs, FieldError{field, err.Error()})
+	}
+	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
+		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+	}
+	if len(errs) > 0 {
+		return problem(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").withErrors(errs...)
+	}
+	if len(req.Params) > 0 {
+		normal, err := normalizeJSON(req.Params)
+		if err != nil {
+			return err
+		}
+		req.Params = normal
+	}
+	params, _, err := t.Decode(req.Params, who)
+	if err != nil {
+		return err
+	}
+	sc, err := s.Store.CreateSchedule(r.Context(), store.NewSchedule{ScheduleNo: "sch_" + rand.Text(), Owner: p.User, Type: t.Name,
+		Params: params, Priority: req.Priority, Cron: strings.TrimSpace(req.Cron), Timezone: req.Timezone})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/schedules/"+sc.ScheduleNo)
+	writeJSON(w, http.StatusCreated, scheduleView(sc))
+	return nil
+}
+
+// listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
+	owner := r.URL.Query().Get("owner")
+	if msg := textProblem(owner, 200); msg != "" {
+		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
+	}
+	if owner != "" && !p.Scope().Admin && owner != p.User {
+		return invalid("invalid_query", "only an admin can list other users' schedules", FieldError{"owner", "only an admin can list other users' schedules"})
+	}
+	list, err := s.Store.ListSchedules(r.Context(), p.Scope(), owner)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items []ScheduleView `json:"items"`
+	}{Items: make([]ScheduleView, len(list))}
+	for i := range list {
+		out.Items[i] = scheduleView(&list[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sc, err := s.scheduleOf(r, p)
+	if err != nil {
+		return err
+	}
+	fires, err := s.Store.ScheduleFires(r.Context(), sc.ID, 20)
+	if err != nil {
+		return err
+	}
+	v := scheduleView(sc)
+	for _, f := range fires {
+		v.Fires = append(v.Fires, FireView{Slot: f.Slot.UTC(), Task: f.TaskNo, Outcome: f.Outcome})
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// pauseSchedule and resumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	return s.setPaused(w, r, p, true)
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	return s.setPaused(w, r, p, false)
+}
+
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, p Principal, paused bool) error {
+	id, err := scheduleID(r)
+	if err != nil {
+		return err
+	}
+	sc, err := s.Store.PauseSchedule(r.Context(), id, p.Scope(), paused)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, scheduleView(sc))
+	return nil
+}
+
+// deleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := scheduleID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteSchedule(r.Context(), id, p.Scope()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) scheduleOf(r *http.Request, p Principal) (*store.Schedule, error) {
+	id, err := scheduleID(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.GetSchedule(r.Context(), id, p.Scope())
+}
+
+func scheduleID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if msg := textProblem(id, maxTaskID); msg != "" {
+		return "", invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, FieldError{"id", msg})
+	}
+	return id, nil
+}
