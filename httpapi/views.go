@@ -72,7 +72,7 @@ type Links struct {
 type DetailView struct {
 	TaskView
 	// Archived: retention moved the task to the archive; it is kept for the record only.
-	Archived bool `json:"archived,omitempty"`
+	Archived bool          `json:"archived,omitempty"`
 	Attempts []AttemptView `json:"attempts"`
 	Logs     []LogView     `json:"logs"`
 }
