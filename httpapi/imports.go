@@ -2,21 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/taskcenter/taskcenter/internal/files"
-	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 )
 
@@ -62,17 +57,10 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	var (
 		mode     = importer.ModeUpsert
 		sheet    string
-		upload   *os.File
-		filename string
-		size     int64
-		sum      string
+		received *importer.Received
 		notify   notifyRequest
 	)
-	defer func() {
-		if upload != nil {
-			files.Discard(upload)
-		}
-	}()
+	defer func() { received.Discard() }()
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -83,25 +71,17 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		switch part.FormName() {
 		case "file":
-			if upload != nil {
+			if received != nil {
 				return badRequest("invalid_upload", `send one "file" field`)
 			}
-			filename = cleanFilename(part.FileName())
-			if _, err := importer.FormatOf(filename); err != nil {
+			received, err = s.Uploads.Receive(cleanFilename(part.FileName()), part, limit)
+			var fp *importer.FileProblem
+			switch {
+			case errors.As(err, &fp):
 				return err
-			}
-			if upload, err = s.Files.CreateTemp("upload", path.Ext(filename)); err != nil {
-				return err
-			}
-			h := sha256.New()
-			size, err = io.Copy(io.MultiWriter(upload, h), io.LimitReader(part, limit+1))
-			if err != nil {
+			case err != nil:
 				return uploadError(err, limit)
 			}
-			if size > limit {
-				return tooLarge(limit)
-			}
-			sum = hex.EncodeToString(h.Sum(nil))
 		case "mode":
 			v, err := smallField(part, limit)
 			if err != nil {
@@ -125,7 +105,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			}
 		}
 	}
-	if upload == nil {
+	if received == nil {
 		return badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
 	}
 	if mode != importer.ModeUpsert && mode != importer.ModeInsert {
@@ -136,29 +116,20 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	if err := hook.check(r.Context(), s); err != nil {
 		return err
 	}
-	format, _ := importer.FormatOf(filename)
-	ins, err := importer.Inspect(upload.Name(), format, sheet, s.Import.File)
-	if err != nil {
-		return err
-	}
-	rel := files.Uploads + "/" + sum + "." + string(format)
-	if err := s.Files.Commit(upload, rel); err != nil {
-		return err
-	}
-	upload = nil
-	now := time.Now()
-	if abs, err := s.Files.Path(rel); err == nil {
-		os.Chtimes(abs, now, now) //nolint:errcheck // freshness for the upload sweeper
-	}
-	params, err := json.Marshal(importer.Params{Upload: rel, Format: format, Mode: mode, Sheet: ins.Sheet,
-		Filename: filename, Size: size, SHA256: sum, Rows: ins.Rows})
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
-	return s.submit(w, r.WithContext(ctx), jobs.Submission{Type: importer.Type, Owner: p.User, Params: params, RequestID: requestID(r.Context()),
-		BizKey: fmt.Sprintf("sha256:%s:%s:%s", sum, mode, ins.Sheet)}, hook)
+	sub, err := s.Uploads.Accept(ctx, received, p.User, mode, sheet)
+	if err != nil {
+		return err
+	}
+	sub.RequestID = requestID(r.Context())
+	if t, ok := s.Types.Lookup(sub.Type); ok {
+		params := t.NewParams()
+		if json.Unmarshal(sub.Params, params) == nil {
+			sub.Title = t.TitleOf(params)
+		}
+	}
+	return s.submit(w, r.WithContext(ctx), sub, hook)
 }
 
 func tooLarge(limit int64) *Problem {

@@ -19,6 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -27,6 +28,8 @@ type Deps struct {
 	// Types are the task types this deployment knows: the generic submit, GET /api/v1/types
 	// and the schedules read them (no per-type code in this package).
 	Types     *jobs.Registry
+	// Uploads is the import's submit side (where uploads go, their checks, their key).
+	Uploads   *importer.Uploads
 	Store     *store.Store
 	Submitter *jobs.Submitter
 	Enqueuer  *jobs.Enqueuer

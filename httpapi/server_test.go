@@ -87,7 +87,8 @@ func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
 	registry.Register(importer.TaskType(st, fs, importer.Config{}))
 	registry.Register(noop.TaskType())
 	d := Deps{
-		Types: registry, Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
+		Types: registry, Uploads: importer.NewUploads(st, fs, importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
+		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
 		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},

@@ -427,7 +427,7 @@ func (p *process) startAPI() error {
 	cfg := p.cfg
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	api := httpapi.New(httpapi.Deps{
-		Types: p.types, Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
+		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},

@@ -261,9 +261,29 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 	return len(ids), c.store.ForgetResultFiles(ctx, ids)
 }
 
-// uploads deletes uploaded files past their age that no waiting or running task needs.
+// uploads deletes uploaded files whose record (store.RecordUpload, touched by every accepted
+// upload of the same content) is older than UploadTTL and that no waiting or running task
+// needs; then, for files from before records existed, any unrecorded upload past its age.
 func (c *Cleaner) uploads(ctx context.Context) (int, error) {
-	return c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.files.Remove, c.store.LiveUploads)
+	n, err := c.store.SweepUploads(ctx, c.cfg.UploadTTL, c.cfg.BatchSize, c.files.Remove)
+	if err != nil {
+		return n, err
+	}
+	m, err := c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.files.Remove, func(ctx context.Context, rels []string) (map[string]bool, error) {
+		keep, err := c.store.RecordedUploads(ctx, rels)
+		if err != nil {
+			return nil, err
+		}
+		live, err := c.store.LiveUploads(ctx, rels)
+		if err != nil {
+			return nil, err
+		}
+		for p := range live {
+			keep[p] = true
+		}
+		return keep, nil
+	})
+	return n + m, err
 }
 
 // tempFiles deletes temp entries past their age that no running attempt is writing. A temp
