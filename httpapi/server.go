@@ -27,7 +27,7 @@ import (
 type Deps struct {
 	// Types are the task types this deployment knows: the generic submit, GET /api/v1/types
 	// and the schedules read them (no per-type code in this package).
-	Types     *jobs.Registry
+	Types *jobs.Registry
 	// Uploads is the import's submit side (where uploads go, their checks, their key).
 	Uploads   *importer.Uploads
 	Store     *store.Store
