@@ -99,14 +99,29 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 // prepared for the caller by the type itself, so this file holds no per-type code.
 func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal, typeName string, rawParams json.RawMessage,
 	priority int, title string, notify *notifyRequest) error {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	sub, err := s.prepareSubmission(p, typeName, rawParams, priority, title, key)
+	if err != nil {
+		return err
+	}
+	sub.RequestID = requestID(r.Context())
+	return s.submit(w, r, sub, notify)
+}
+
+// prepareSubmission turns a submit of a registered type into a Submission, or the problem
+// that refuses it.
+func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
 	t, ok := s.Types.Lookup(typeName)
 	if !ok || !t.Submittable {
-		return problem(http.StatusUnprocessableEntity, "unknown_type",
+		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "unknown_type",
 			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", echo(typeName)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
-		return problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
+		return jobs.Submission{}, problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
 	}
 	var errs []FieldError
 	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
@@ -116,26 +131,22 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal,
 		errs = append(errs, FieldError{"title", msg})
 	}
 	if len(errs) > 0 {
-		return problem(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").withErrors(errs...)
+		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").withErrors(errs...)
 	}
 	if len(rawParams) > 0 {
 		// Invalid UTF-8 becomes U+FFFD here, so what the task stores is what jsonb accepts.
 		normal, err := normalizeJSON(rawParams)
 		if err != nil {
-			return err
+			return jobs.Submission{}, err
 		}
 		rawParams = normal
 	}
 	params, defTitle, err := t.Decode(rawParams, who)
 	if err != nil {
-		return err
+		return jobs.Submission{}, err
 	}
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	return s.submit(w, r, jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
-		RequestID: requestID(r.Context()), Priority: priority, Title: cmpOr(title, defTitle)}, notify)
+	return jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
+		Priority: priority, Title: cmpOr(title, defTitle)}, nil
 }
 
 // titleProblem says what is wrong with a title a client gave ("" when nothing is).

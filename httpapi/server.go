@@ -141,6 +141,7 @@ func apiRoutes() []route {
 		{"GET /api/v1/tasks", (*Server).listTasks, false},
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
 		{"GET /api/v1/types", (*Server).listTypes, false},
+		{"POST /api/v1/tasks:batch", (*Server).submitBatch, false},
 		{"POST /api/v1/schedules", (*Server).createSchedule, false},
 		{"GET /api/v1/schedules", (*Server).listSchedules, false},
 		{"GET /api/v1/schedules/{id}", (*Server).getSchedule, false},

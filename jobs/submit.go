@@ -81,46 +81,127 @@ func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, li
 // created=false when the owner already submitted the same type with the same key. If Redis
 // is unreachable the task is still created: it is committed, and the rescuer enqueues it.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Task, created bool, err error) {
-	p, ok := s.types[sub.Type]
-	if !ok {
-		return nil, false, fmt.Errorf("%w %q", ErrUnknownType, sub.Type)
-	}
-	if sub.BizKey != "" {
-		// A replay of an earlier submit is answered even when the queue is full.
-		if t, err := s.store.FindByKey(ctx, sub.Owner, sub.Type, sub.BizKey); err == nil {
-			return t, false, nil
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, false, err
-		}
-	}
-	if err := s.backlog.admit(ctx, p.Queue); err != nil {
+	res, err := s.SubmitMany(ctx, []Submission{sub})
+	if err != nil {
 		return nil, false, err
 	}
-	if p.MaxWaitingPerOwner > 0 {
-		n, err := s.store.OwnerWaiting(ctx, p.Queue, sub.Owner, p.MaxWaitingPerOwner)
-		if err != nil {
-			return nil, false, err
+	return res[0].Task, res[0].Created, res[0].Err
+}
+
+// SubmitResult is one submission's answer from SubmitMany.
+type SubmitResult struct {
+	Task    *store.Task
+	Created bool
+	// Err refuses this submission alone (unknown type, queue busy, owner's cap).
+	Err error
+}
+
+// SubmitMany creates many tasks in one transaction and hands them to asynq: the batch submit.
+// Each submission is admitted on its own (a replay answered with its task, a busy queue or an
+// owner over their cap refused); the admitted ones are inserted in one statement and enqueued
+// concurrently. An error return means nothing was created.
+func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]SubmitResult, error) {
+	res := make([]SubmitResult, len(subs))
+	var (
+		admitted []int
+		nts      []store.NewTask
+		waiting  = map[[2]string]int{} // (queue, owner) → waiting tasks, counted once per batch
+	)
+	for i, sub := range subs {
+		p, ok := s.types[sub.Type]
+		if !ok {
+			res[i].Err = fmt.Errorf("%w %q", ErrUnknownType, sub.Type)
+			continue
 		}
-		if n >= p.MaxWaitingPerOwner {
-			return nil, false, &BusyError{Queue: p.Queue, Owner: sub.Owner, Limit: p.MaxWaitingPerOwner, RetryAfter: 10 * time.Second}
+		if sub.BizKey != "" {
+			// A replay of an earlier submit is answered even when the queue is full.
+			if t, err := s.store.FindByKey(ctx, sub.Owner, sub.Type, sub.BizKey); err == nil {
+				res[i] = SubmitResult{Task: t}
+				continue
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		}
+		if err := s.backlog.admit(ctx, p.Queue); err != nil {
+			var busy *BusyError
+			if !errors.As(err, &busy) {
+				return nil, err
+			}
+			res[i].Err = err
+			continue
+		}
+		if p.MaxWaitingPerOwner > 0 {
+			key := [2]string{p.Queue, sub.Owner}
+			n, counted := waiting[key]
+			if !counted {
+				var err error
+				if n, err = s.store.OwnerWaiting(ctx, p.Queue, sub.Owner, p.MaxWaitingPerOwner); err != nil {
+					return nil, err
+				}
+			}
+			if n >= p.MaxWaitingPerOwner {
+				waiting[key] = n
+				res[i].Err = &BusyError{Queue: p.Queue, Owner: sub.Owner, Limit: p.MaxWaitingPerOwner, RetryAfter: 10 * time.Second}
+				continue
+			}
+			waiting[key] = n + 1
+		}
+		s.backlog.added(p.Queue)
+		admitted = append(admitted, i)
+		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
+			Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
+			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds})
+	}
+	if len(nts) == 0 {
+		return res, nil
+	}
+	created, err := s.store.CreateMany(ctx, nts)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []*store.Task
+	for k, c := range created {
+		res[admitted[k]] = SubmitResult{Task: c.Task, Created: c.Created}
+		if !c.Created {
+			continue
+		}
+		fresh = append(fresh, c.Task)
+		if s.observer != nil {
+			s.observer.TaskSubmitted(c.Task.Type)
 		}
 	}
-	task, created, err = s.store.Create(ctx, store.NewTask{
-		TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey, Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title,
-		Params: sub.Params, RequestID: sub.RequestID, MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds,
-	})
-	if err != nil || !created {
-		return task, created, err
+	s.announceAndEnqueue(ctx, fresh)
+	return res, nil
+}
+
+// announceAndEnqueue tells live streams of new tasks and hands them to asynq, a few at a time.
+func (s *Submitter) announceAndEnqueue(ctx context.Context, tasks []*store.Task) {
+	if len(tasks) == 1 { // the single submit: no goroutines
+		s.announce(ctx, tasks[0])
+		s.Enqueue(ctx, tasks[0])
+		return
 	}
-	s.backlog.added(p.Queue)
-	if s.observer != nil {
-		s.observer.TaskSubmitted(sub.Type)
+	var wg sync.WaitGroup
+	next := make(chan *store.Task)
+	for range min(16, len(tasks)) {
+		wg.Go(func() {
+			for t := range next {
+				s.announce(ctx, t)
+				s.Enqueue(ctx, t)
+			}
+		})
 	}
+	for _, t := range tasks {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+}
+
+func (s *Submitter) announce(ctx context.Context, t *store.Task) {
 	if s.board != nil && (s.redis == nil || !s.redis.Down()) {
-		s.board.Changed(ctx, task.TaskNo, task.Owner) //nolint:errcheck // live streams also poll
+		s.board.Changed(ctx, t.TaskNo, t.Owner) //nolint:errcheck // live streams also poll
 	}
-	s.Enqueue(ctx, task)
-	return task, true, nil
 }
 
 // enqueueTimeout bounds the hand-off to asynq inside a submit. Redis answers in a millisecond

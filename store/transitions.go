@@ -49,16 +49,47 @@ type NewTask struct {
 // Create inserts a PENDING task: (new) → PENDING. When a task with the same owner, type and
 // biz key exists, it returns that one and created=false instead.
 func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created bool, err error) {
-	params := string(nt.Params)
-	if params == "" {
-		params = "{}"
+	res, err := s.CreateMany(ctx, []NewTask{nt})
+	if err != nil {
+		return nil, false, err
 	}
-	task = new(Task)
-	err = one(ctx, s.db, s.db.DB, task, `
-		WITH t AS (
+	return res[0].Task, res[0].Created, nil
+}
+
+// Created is one task of CreateMany: the new task, or the existing one with the same key.
+type Created struct {
+	Task    *Task
+	Created bool
+}
+
+// CreateMany inserts many PENDING tasks in one statement (one transaction), each with its
+// events row; for a task whose owner, type and biz key already exist (in the table, or earlier
+// in the same batch) it returns the existing task and Created=false. Results are in the order
+// of nts.
+func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error) {
+	n := len(nts)
+	var (
+		nos, types, owners, queues, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		params, requests, titles         = make([]string, n), make([]string, n), make([]string, n)
+		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
+	)
+	for i, nt := range nts {
+		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
+		params[i], requests[i], titles[i] = cmpOr(string(nt.Params), "{}"), nt.RequestID, nt.Title
+		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
+	}
+	var rows []Task
+	err := all(ctx, s.db, s.db.DB, &rows, `
+		WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
+			                     $9::int[], $10::int[], $11::text[]) WITH ORDINALITY
+			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title, ord)
+		), t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
 			                   max_retry, timeout_seconds, enqueued_at, title)
-			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), 'PENDING', $7::jsonb, NULLIF($8, ''), $9, $10, now(), $11)
+			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
+			       max_retry, timeout_seconds, now(), title
+			FROM v ORDER BY ord
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
 		), ev AS (
@@ -66,19 +97,30 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, owner FROM t
 		)
 		SELECT `+taskColumns+` FROM t`,
-		nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.Priority, nt.BizKey, params, nt.RequestID,
-		nt.MaxRetry, nt.TimeoutSeconds, nt.Title)
-	if err == nil {
-		return task, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) || nt.BizKey == "" {
-		return nil, false, fmt.Errorf("create task: %w", err)
-	}
-	existing, err := s.FindByKey(ctx, nt.Owner, nt.Type, nt.BizKey)
+		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles)
 	if err != nil {
-		return nil, false, fmt.Errorf("find task with the same key: %w", err)
+		return nil, fmt.Errorf("create tasks: %w", err)
 	}
-	return existing, false, nil
+	byNo := make(map[string]*Task, len(rows))
+	for i := range rows {
+		byNo[rows[i].TaskNo] = &rows[i]
+	}
+	out := make([]Created, n)
+	for i, nt := range nts {
+		if t := byNo[nt.TaskNo]; t != nil {
+			out[i] = Created{Task: t, Created: true}
+			continue
+		}
+		if nt.BizKey == "" {
+			return nil, fmt.Errorf("create task %s: not inserted", nt.TaskNo)
+		}
+		existing, err := s.FindByKey(ctx, nt.Owner, nt.Type, nt.BizKey)
+		if err != nil {
+			return nil, fmt.Errorf("find task with the same key: %w", err)
+		}
+		out[i] = Created{Task: existing}
+	}
+	return out, nil
 }
 
 // ClaimOutcome says why a claim did not happen and when trying again makes sense.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 )
 
@@ -107,4 +108,45 @@ func TestATypeFromATestFileRunsThroughTheGenericEndpoint(t *testing.T) {
 	if final.Status != "SUCCESS" || final.Progress.Percent != 100 || len(final.Attempts) != 2 {
 		t.Fatalf("final = %+v", final)
 	}
+}
+
+// A batch submit creates many tasks in one transaction and answers each submission on its own:
+// created, duplicate (a replayed idempotency_key), or the problem that refused it.
+func TestBatchSubmitAnswersEachTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	p := e.start("all")
+	var tasks []map[string]any
+	for i := range 50 {
+		tasks = append(tasks, map[string]any{"type": "export:customers", "params": map[string]any{"filter": map[string]any{}},
+			"idempotency_key": fmt.Sprintf("k%d", i%40)})
+	}
+	tasks = append(tasks, map[string]any{"type": "no:such"}, map[string]any{"type": "export:customers", "priority": 12})
+	res := p.do("POST", "/api/v1/tasks:batch", aliceToken, map[string]any{"tasks": tasks})
+	if res.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", res.status, res.body)
+	}
+	var out struct {
+		Items []struct {
+			Index   int                    `json:"index"`
+			Result  string                 `json:"result"`
+			Task    *struct{ ID string }   `json:"task"`
+			Problem *struct{ Code string } `json:"problem"`
+		} `json:"items"`
+	}
+	res.json(t, &out)
+	count := map[string]int{}
+	for i, it := range out.Items {
+		if it.Index != i {
+			t.Fatalf("item %d answered as %d", i, it.Index)
+		}
+		count[it.Result]++
+	}
+	if count["created"] != 40 || count["duplicate"] != 10 || count["problem"] != 2 ||
+		out.Items[50].Problem.Code != "unknown_type" || out.Items[51].Problem.Code != "invalid_submit" {
+		t.Fatalf("results = %v, problems %+v %+v", count, out.Items[50].Problem, out.Items[51].Problem)
+	}
+	testenv.Eventually(t, 3*time.Minute, "the 40 exports to finish", func() bool {
+		return e.count("SELECT count(*) FROM tasks WHERE status = 'SUCCESS'") == 40
+	})
 }
