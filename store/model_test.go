@@ -499,12 +499,20 @@ func (m *model) finish(ctx context.Context, wk *mWorker) {
 	}
 	rel := files.Results + "/" + name
 	tmp, err := m.w.files.CreateTemp(files.AttemptPrefix(mt.no, l.Attempt), ".xlsx")
-	if err != nil {
-		m.bug("%v", err)
+	if err == nil {
+		tmp.WriteString("result") //nolint:errcheck
+		err = m.w.files.Commit(tmp, rel)
 	}
-	tmp.WriteString("result") //nolint:errcheck
-	if err := m.w.files.Commit(tmp, rel); err != nil {
-		m.w.t.Fatal(err)
+	if err != nil {
+		// A superseded attempt's partial files are deleted by the attempt that replaced it (or
+		// by the cleanup round): its file work fails, as a zombie's database writes do. A live
+		// attempt's files must never vanish.
+		if row, rerr := m.w.st.GetByID(ctx, mt.id); rerr == nil && row.Status == store.StatusRunning && row.Attempt == l.Attempt {
+			m.bug("%s: the live attempt %d lost its partial file: %v", wk.name, l.Attempt, err)
+		}
+		m.logf("  %s: a superseded attempt's file work failed (%v)", wk.name, err)
+		m.drop(wk)
+		return
 	}
 	if m.intn(6) == 0 {
 		m.logf("  %s: crashed after writing %s", wk.name, rel)
