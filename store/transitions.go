@@ -95,12 +95,16 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		), ev AS (
 			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, owner FROM t
+		), au AS (
+			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
+			SELECT $12::text, $13::text, 'task.submit', task_no, 'success', $14::text, $15::text FROM t WHERE $12::text <> ''
 		)
 		SELECT `+taskColumns+` FROM t`,
-		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles)
+		append([]any{nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles}, auditParams(ctx)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create tasks: %w", err)
 	}
+	audited(ctx, len(rows))
 	byNo := make(map[string]*Task, len(rows))
 	for i := range rows {
 		byNo[rows[i].TaskNo] = &rows[i]
@@ -752,9 +756,15 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 		), ev AS (
 			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $4 FROM t
+		), au AS (
+			INSERT INTO audit_events (actor, via, action, target, outcome, detail, client_addr, request_id)
+			SELECT $5::text, $6::text, 'task.cancel', task_no, 'success',
+			       CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested' ELSE 'cancelled' END, $7::text, $8::text
+			FROM t WHERE $5::text <> ''
 		)
-		SELECT `+taskColumns+`, prev_status FROM t`, taskNo, scope.Admin, scope.Owner, who)
+		SELECT `+taskColumns+`, prev_status FROM t`, append([]any{taskNo, scope.Admin, scope.Owner, who}, auditParams(ctx)...)...)
 	if err == nil {
+		audited(ctx, 1)
 		return &CancelResult{Task: &row.Task, Immediate: row.PrevStatus != StatusRunning, PrevAttempt: row.Attempt}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -780,9 +790,13 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 		), ev AS (
 			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 			SELECT id, task_no, owner, type, 'task.retried', status, attempt, $3 FROM t
+		), au AS (
+			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
+			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''
 		)
-		SELECT `+taskColumns+` FROM t`, taskNo, scope.Admin, scope.Owner)
+		SELECT `+taskColumns+` FROM t`, append([]any{taskNo, scope.Admin, scope.Owner}, auditParams(ctx)...)...)
 	if err == nil {
+		audited(ctx, 1)
 		return task, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// This file is the audit trail (issue 17): who did what to which object, when, from where,
+// through which request, and how it ended.
+//
+// A change that commits records its row in the same statement as the change: the task
+// transitions (submit, cancel, retry) add an INSERT INTO audit_events to their CTE when the
+// request's context carries an *Audit (WithAudit), and the token functions do the same. Every
+// other row — a refusal, a download, a change made by a statement this file does not own — is
+// written on its own with RecordAudit.
+
+// AuditEvent is one row of the audit trail.
+type AuditEvent struct {
+	bun.BaseModel `bun:"table:audit_events"`
+
+	ID     int64     `bun:"id,pk,autoincrement"`
+	At     time.Time `bun:"at"`
+	Actor  string    `bun:"actor"`
+	Via    string    `bun:"via"`
+	Action string    `bun:"action"`
+	Target string    `bun:"target"`
+	// Outcome is AuditSuccess, AuditDenied, AuditRefused or AuditError.
+	Outcome string `bun:"outcome"`
+	// Status is the HTTP status answered; 0 for a row written with the change itself.
+	Status     int    `bun:"status"`
+	Detail     string `bun:"detail"`
+	ClientAddr string `bun:"client_addr"`
+	RequestID  string `bun:"request_id"`
+}
+
+const auditColumns = `id, at, actor, via, action, target, outcome, status, detail, client_addr, request_id`
+
+// Audit outcomes.
+const (
+	AuditSuccess = "success" // the action was carried out
+	AuditDenied  = "denied"  // no valid credential, or a missing scope or role (401, 403)
+	AuditRefused = "refused" // the request was refused as it stood (another 4xx)
+	AuditError   = "error"   // the server failed (5xx)
+)
+
+// Audit actions the store records itself, in the statement of the change.
+const (
+	ActionTaskSubmit  = "task.submit"
+	ActionTaskCancel  = "task.cancel"
+	ActionTaskRetry   = "task.retry"
+	ActionTokenCreate = "token.create"
+	ActionTokenRevoke = "token.revoke"
+)
+
+// Audit is who is behind the changes made with a context, and from where: the API puts one in
+// each request's context (WithAudit), the console in each action's. The store's transitions
+// then write their audit row in the same statement as the change, and count it, so the caller
+// knows not to write another.
+type Audit struct {
+	Actor      string
+	Via        string
+	ClientAddr string
+	RequestID  string
+
+	recorded atomic.Int64
+}
+
+type auditKey struct{}
+
+// WithAudit returns ctx carrying a.
+func WithAudit(ctx context.Context, a *Audit) context.Context {
+	return context.WithValue(ctx, auditKey{}, a)
+}
+
+// AuditOf returns the audit context of ctx, or nil.
+func AuditOf(ctx context.Context) *Audit {
+	a, _ := ctx.Value(auditKey{}).(*Audit)
+	return a
+}
+
+// Recorded is how many audit rows the store wrote with changes made under a.
+func (a *Audit) Recorded() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.recorded.Load()
+}
+
+func (a *Audit) count(n int) {
+	if a != nil && n > 0 {
+		a.recorded.Add(int64(n))
+	}
+}
+
+// auditParams are the bound values of the audit CTE a transition adds: actor, via, client
+// address, request id. An empty actor (no audit in ctx) writes no row.
+func auditParams(ctx context.Context) []any {
+	if a := AuditOf(ctx); a != nil && a.Actor != "" {
+		return []any{a.Actor, a.Via, a.ClientAddr, a.RequestID}
+	}
+	return []any{"", "", "", ""}
+}
+
+// audited counts n audit rows a committed statement wrote under ctx's audit.
+func audited(ctx context.Context, n int) {
+	if a := AuditOf(ctx); a != nil && a.Actor != "" {
+		a.count(n)
+	}
+}
+
+// RecordAudit writes one audit row on its own (a refusal, a download, a sign-in, a change
+// whose statement lives elsewhere).
+func (s *Store) RecordAudit(ctx context.Context, e AuditEvent) error {
+	_, err := exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		e.Actor, e.Via, e.Action, e.Target, e.Outcome, e.Status, e.Detail, e.ClientAddr, e.RequestID)
+	if err != nil {
+		return fmt.Errorf("record audit %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// AuditFilter narrows the audit listing.
+type AuditFilter struct {
+	Actor   string
+	Action  string // an action, or a prefix ending in "." (task.)
+	Target  string
+	Outcome string
+	From    *time.Time
+	To      *time.Time
+	// Before continues a listing: rows with a smaller id.
+	Before int64
+	Limit  int
+}
+
+// ListAudit returns audit rows newest first, and the cursor of the next page (0: none).
+func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, int64, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	var c conditions
+	if f.Actor != "" {
+		c.and("actor = " + c.arg(f.Actor))
+	}
+	if prefix, ok := strings.CutSuffix(f.Action, "."); ok {
+		c.and("starts_with(action, " + c.arg(prefix+".") + ")")
+	} else if f.Action != "" {
+		c.and("action = " + c.arg(f.Action))
+	}
+	if f.Target != "" {
+		c.and("target = " + c.arg(f.Target))
+	}
+	if f.Outcome != "" {
+		c.and("outcome = " + c.arg(f.Outcome))
+	}
+	if f.From != nil {
+		c.and("at >= " + c.arg(*f.From))
+	}
+	if f.To != nil {
+		c.and("at < " + c.arg(*f.To))
+	}
+	if f.Before > 0 {
+		c.and("id < " + c.arg(f.Before))
+	}
+	var out []AuditEvent
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events`+c.where()+
+		` ORDER BY id DESC LIMIT `+c.arg(limit+1), c.args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list audit: %w", err)
+	}
+	var next int64
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
+	}
+	return out, next, nil
+}
+
+// LastAudit returns the newest successful audit row of action on target, or nil.
+func (s *Store) LastAudit(ctx context.Context, target, action string) (*AuditEvent, error) {
+	var out []AuditEvent
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events
+		WHERE target = $1 AND action = $2 AND outcome = 'success' ORDER BY id DESC LIMIT 1`, target, action)
+	if err != nil {
+		return nil, fmt.Errorf("last %s of %s: %w", action, target, err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &out[0], nil
+}
+
+// PruneAudit deletes audit rows older than age, at most limit of them, and returns how many.
+func (s *Store) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
+	n, err := exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
+		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune audit: %w", err)
+	}
+	return int(n), nil
+}
