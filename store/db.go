@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"time"
@@ -20,6 +22,12 @@ var migrationFiles embed.FS
 type OpenOptions struct {
 	// MaxOpenConns caps the pool. Default 40.
 	MaxOpenConns int
+	// Pooler is true when the URL points at a connection pooler in transaction mode
+	// (PgBouncer before 1.21): a server connection is a client's only for one transaction, so
+	// named prepared statements cannot be kept. Every statement then goes as an unnamed one
+	// (the extended protocol's parse-bind-execute in one round trip), still with bound
+	// parameters. Default false: each statement is prepared once per connection.
+	Pooler bool
 }
 
 // Open connects to Postgres through pgx and wraps the pool in bun with the Postgres dialect.
@@ -39,7 +47,13 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	cfg.StatementCacheCapacity = 256
 	cfg.DescriptionCacheCapacity = 0
-	sqldb := stdlib.OpenDB(*cfg)
+	var sqldb *sql.DB
+	if opts.Pooler {
+		cfg.StatementCacheCapacity = 0
+		sqldb = sql.OpenDB(unpreparedConnector{stdlib.GetConnector(*cfg)})
+	} else {
+		sqldb = stdlib.OpenDB(*cfg)
+	}
 	maxConns := opts.MaxOpenConns
 	if maxConns <= 0 {
 		maxConns = 40
@@ -48,6 +62,38 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	sqldb.SetMaxIdleConns(maxConns)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	return bun.NewDB(sqldb, pgdialect.New(), bun.WithDiscardUnknownColumns()), nil
+}
+
+// unpreparedConnector hands out connections that run every statement unnamed: the store asks
+// for pgx's statement cache (see cached), which a transaction-mode pooler cannot keep.
+type unpreparedConnector struct{ driver.Connector }
+
+func (c unpreparedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &unpreparedConn{conn.(*stdlib.Conn)}, nil
+}
+
+// unpreparedConn is a pgx connection whose statements never use the statement cache.
+type unpreparedConn struct{ *stdlib.Conn }
+
+func unprepared(args []driver.NamedValue) []driver.NamedValue {
+	for i, a := range args {
+		if m, ok := a.Value.(pgx.QueryExecMode); ok && m == pgx.QueryExecModeCacheStatement {
+			args[i].Value = pgx.QueryExecModeExec
+		}
+	}
+	return args
+}
+
+func (c *unpreparedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, query, unprepared(args))
+}
+
+func (c *unpreparedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, query, unprepared(args))
 }
 
 // migrationLockID is the advisory lock that serialises migrations across processes.

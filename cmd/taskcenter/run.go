@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -142,7 +143,7 @@ func parseRoles(s string) (roleSet, error) {
 }
 
 func migrate(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
-	db, err := store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: 2})
+	db, err := store.Open(cmp.Or(cfg.Database.MigrateURL, cfg.Database.URL), store.OpenOptions{MaxOpenConns: 2, Pooler: cfg.Database.MigrateURL == "" && cfg.Database.Pooler != ""})
 	if err != nil {
 		return err
 	}
@@ -215,11 +216,18 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	p.logger = logger.With("worker", p.workerID)
 	p.logger.Info("starting taskcenter", "roles", roles.String())
 	var err error
-	if p.db, err = store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns}); err != nil {
+	if p.db, err = store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns, Pooler: cfg.Database.Pooler != ""}); err != nil {
 		return err
 	}
 	defer p.db.Close()
-	if err := waitForDatabase(ctx, p.db, p.logger); err != nil {
+	migrateDB := p.db
+	if cfg.Database.MigrateURL != "" {
+		if migrateDB, err = store.Open(cfg.Database.MigrateURL, store.OpenOptions{MaxOpenConns: 2}); err != nil {
+			return err
+		}
+		defer migrateDB.Close()
+	}
+	if err := waitForDatabase(ctx, migrateDB, p.logger); err != nil {
 		return fmt.Errorf("prepare database: %w", err)
 	}
 	rdb, ok := cfg.Redis.ConnOpt().MakeRedisClient().(redis.UniversalClient)
