@@ -219,6 +219,16 @@ tools_up() {
     apt_install chromium
     command -v chromium >/dev/null || die "chromium is still missing after installing it"
   fi
+  # The scale-out tests run real Sentinels and a real PgBouncer (each started by the test on
+  # free ports under its temp dir; the packages' own services stay stopped).
+  if ! command -v pgbouncer >/dev/null && [[ ! -x /usr/sbin/pgbouncer ]]; then
+    apt_install pgbouncer
+    systemctl disable --now pgbouncer >/dev/null 2>&1 || service pgbouncer stop >/dev/null 2>&1 || true
+  fi
+  if ! command -v redis-sentinel >/dev/null; then
+    apt_install redis-sentinel
+    systemctl disable --now redis-sentinel >/dev/null 2>&1 || service redis-sentinel stop >/dev/null 2>&1 || true
+  fi
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }
