@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // ImportLimits bound uploads.
@@ -32,9 +35,11 @@ const multipartSlack = 64 << 10
 // maxSheetName caps the sheet field: Excel's own limit for a sheet name.
 const maxSheetName = 31
 
-// submitImport answers POST /api/v1/imports (multipart: file, mode, sheet). It streams the
-// upload to disk while hashing it, runs the cheap checks, stores the file under its content
-// hash, and creates the task. The same owner, file, mode and sheet give back the first task.
+// submitImport answers POST /api/v1/imports (multipart: file, mode, sheet, encoding, lang).
+// It streams the upload to disk while hashing it, runs the cheap checks, stores the file
+// under its content hash, and creates the task. The same owner, file, mode and sheet give
+// back the first task. The error report's language is the lang field, else the request's
+// Accept-Language.
 func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principal) error {
 	limit := s.Import.MaxUploadBytes
 	if r.ContentLength > limit+multipartSlack {
@@ -57,6 +62,8 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	var (
 		mode     = importer.ModeUpsert
 		sheet    string
+		encoding string
+		lang     = r.Header.Get("Accept-Language")
 		received *importer.Received
 		notify   notifyRequest
 	)
@@ -96,6 +103,18 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			if notify.Secret, err = smallField(part, limit); err != nil {
 				return err
 			}
+		case "encoding":
+			if encoding, err = smallField(part, limit); err != nil {
+				return err
+			}
+			if _, err := importer.ParseEncoding(encoding); err != nil {
+				return problem(http.StatusUnprocessableEntity, "bad_encoding", err.Error()).
+					withErrors(FieldError{"encoding", "must be utf-8, gb18030 or auto"})
+			}
+		case "lang":
+			if lang, err = smallField(part, limit); err != nil {
+				return err
+			}
 		case "sheet":
 			if sheet, err = smallField(part, limit); err != nil {
 				return err
@@ -118,7 +137,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
-	sub, err := s.Uploads.Accept(ctx, received, p.User, mode, sheet)
+	sub, err := s.Uploads.Accept(ctx, received, p.User, importer.Submit{Mode: mode, Sheet: sheet, Encoding: encoding, Lang: lang})
 	if err != nil {
 		return err
 	}
@@ -192,7 +211,9 @@ func hiddenInName(r rune) bool {
 
 // downloadErrorReport answers GET /api/v1/tasks/{id}/error-report: 410 once the report has
 // expired (before or after cleanup deleted the file), 409 while the task runs, 404 when no
-// row was rejected.
+// row was rejected. ?lang=zh|en asks for the report in that language: the stored report is
+// in the uploader's language, another one is written from the rejected rows for this
+// download.
 func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id, err := taskID(r)
 	if err != nil {
@@ -207,10 +228,39 @@ func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p P
 	case res.hadReport() && res.expired(t, time.Now()):
 		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")
 	case res.ErrorReport != "":
-		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+		if q := r.URL.Query().Get("lang"); q != "" && importer.ParseLang(q) != importer.ParseLang(string(res.ErrorReportLang)) {
+			return s.serveReportIn(w, r, t, res, importer.ParseLang(q))
+		}
+		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, xlsxType)
 	case !t.Status.Terminal():
 		return problem(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
 	default:
 		return problem(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
 	}
+}
+
+const xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+// serveReportIn writes a task's error report in lang for this download only.
+func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.Task, res resultFile, lang importer.Lang) error {
+	if _, err := s.Files.Path(res.ErrorReport); err != nil {
+		return err
+	}
+	p, done, err := importer.ErrorReportIn(r.Context(), s.Store, s.Files, t, lang)
+	if err != nil {
+		return err
+	}
+	defer done()
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	name := strings.TrimSuffix(res.ErrorReportName, ".xlsx") + "-" + string(lang) + ".xlsx"
+	w.Header().Set("Content-Type", xlsxType)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("Content-Language", string(lang))
+	http.ServeContent(w, r, name, time.Now(), f)
+	return nil
 }

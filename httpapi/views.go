@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -109,6 +110,28 @@ type resultFile struct {
 	Expired         bool            `json:"expired"`
 	Summary         json.RawMessage `json:"summary"`
 	FirstErrors     []string        `json:"first_errors"`
+	ErrorReportLang string          `json:"error_report_lang"`
+}
+
+// firstErrorsIn puts an import's first rejected rows (stored in English) into the task's
+// language: the one its uploader asked for, as the error report is.
+func firstErrorsIn(t *store.Task, fe []string) []string {
+	if len(fe) == 0 {
+		return fe
+	}
+	var p struct {
+		Lang string `json:"lang"`
+	}
+	json.Unmarshal(t.Params, &p) //nolint:errcheck // no language: English
+	lang := importer.ParseLang(p.Lang)
+	if lang == importer.LangEN {
+		return fe
+	}
+	out := make([]string, len(fe))
+	for i, m := range fe {
+		out[i] = importer.TranslateRowError(m, lang)
+	}
+	return out
 }
 
 func parseResult(t *store.Task) (resultFile, bool) {
@@ -153,7 +176,7 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	}
 	if r, ok := parseResult(t); ok {
 		rv := &ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: utc(t.ResultExpiresAt), Expired: r.expired(t, now), Summary: r.Summary, FirstErrors: r.FirstErrors}
+			ExpiresAt: utc(t.ResultExpiresAt), Expired: r.expired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors)}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"

@@ -128,6 +128,21 @@ func (w *Writer) Commit(rel string) (int64, error) {
 	return info.Size(), nil
 }
 
+// Flush finishes the workbook in its temp file and returns the file's path, for a file that
+// is served once and not kept (Close deletes it). Commit is for files that are kept.
+func (w *Writer) Flush() (string, error) {
+	if err := w.sw.Flush(); err != nil {
+		return "", fmt.Errorf("finish sheet: %w", err)
+	}
+	if _, err := w.book.WriteTo(w.tmp); err != nil {
+		return "", fmt.Errorf("write workbook: %w", err)
+	}
+	if err := w.tmp.Sync(); err != nil {
+		return "", err
+	}
+	return w.tmp.Name(), nil
+}
+
 // Close releases the workbook, deleting the temp file unless it was committed.
 func (w *Writer) Close() {
 	w.book.Close()

@@ -36,13 +36,14 @@ type csvSource struct {
 	err   error
 }
 
-func openCSV(p string, lim Limits) (*csvSource, error) {
+// openCSV opens a CSV stored in enc; GB18030 is transcoded as it is read.
+func openCSV(p string, enc Encoding, lim Limits) (*csvSource, error) {
 	lim = lim.withDefaults()
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
-	return newCSVSource(f, f, lim), nil
+	return newCSVSource(decoded(f, enc), f, lim), nil
 }
 
 func newCSVSource(r io.Reader, f *os.File, lim Limits) *csvSource {

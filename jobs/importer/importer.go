@@ -6,6 +6,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -41,6 +43,12 @@ type Params struct {
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
 	Rows     int    `json:"rows"` // data rows (below the header) as submit counted or read them
+	// Encoding is a CSV's text encoding as submit resolved it; empty is UTF-8 (tasks made
+	// before GB18030 was read).
+	Encoding Encoding `json:"encoding,omitempty"`
+	// Lang is the language of the error report and of first_errors: "zh" or "en" (empty),
+	// from the uploader's Accept-Language.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Config tunes imports.
@@ -99,7 +107,8 @@ type ResultData struct {
 	Summary         Summary  `json:"summary"`
 	ErrorReport     string   `json:"error_report,omitempty"`      // data-dir path
 	ErrorReportName string   `json:"error_report_name,omitempty"` // download name
-	FirstErrors     []string `json:"first_errors,omitempty"`      // "row 128, phone: must be …"
+	FirstErrors     []string `json:"first_errors,omitempty"`      // "row 128, phone: must be …", always English (see messages.go)
+	ErrorReportLang Lang     `json:"error_report_lang,omitempty"` // the language the stored report is in
 	// NotImported says which rows were left out when the sheet turned out, while it was
 	// being imported, to hold more rows than the limit (PARTIAL_SUCCESS).
 	NotImported string `json:"not_imported,omitempty"`
@@ -134,7 +143,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if resumed {
 		mode = countNever
 	}
-	ins, err := inspect(abs, p.Format, p.Sheet, lim, mode)
+	ins, err := inspectFile(abs, Choice{Format: p.Format, Sheet: p.Sheet, Encoding: cmp.Or(p.Encoding, EncodingUTF8)}, lim, mode)
 	if err != nil {
 		return jobs.Result{}, badFile(err)
 	}
@@ -229,9 +238,12 @@ func isRowLimit(err error) bool {
 	return errors.As(err, &rl)
 }
 
+// headerSearchRows is how far down a sheet the header row is looked for.
+const headerSearchRows = 10
+
 // readHeader finds the header row (or re-reads it on resume) and maps its columns.
 func readHeader(src source, cp *checkpoint) (columns, error) {
-	const searchRows = 10
+	const searchRows = headerSearchRows
 	for src.Next() {
 		n, cells := src.Row()
 		if cp.HeaderRow > 0 {
@@ -346,7 +358,7 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 		uniqueRaw := make([][]string, 0, len(b.customers))
 		for i, c := range b.customers {
 			if row, dup := first[c.Code]; dup {
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, row), b.raw[i]))
+				rejected = append(rejected, item(c.Row, "code", "code: "+msgDuplicate.text(c.Code, strconv.Itoa(row)), b.raw[i]))
 				continue
 			}
 			first[c.Code] = c.Row
@@ -361,9 +373,9 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 			switch conflict, ok := conflicts[c.Code]; {
 			case !ok:
 			case conflict.EarlierRow > 0:
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already appears in row %d", c.Code, conflict.EarlierRow), uniqueRaw[i]))
+				rejected = append(rejected, item(c.Row, "code", "code: "+msgDuplicate.text(c.Code, strconv.Itoa(conflict.EarlierRow)), uniqueRaw[i]))
 			default:
-				rejected = append(rejected, item(c.Row, "code", fmt.Sprintf("code: %s already exists", c.Code), uniqueRaw[i]))
+				rejected = append(rejected, item(c.Row, "code", "code: "+msgExists.text(c.Code), uniqueRaw[i]))
 			}
 		}
 		for i := range rejected {
@@ -413,12 +425,16 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	res.Status = store.StatusPartialSuccess
 	var cp checkpoint
 	json.Unmarshal(task.Checkpoint, &cp) //nolint:errcheck // written by this package
-	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, cp.Header)
+	var p Params
+	run.Params(&p) //nolint:errcheck // Run read them already
+	lang := ParseLang(p.Lang)
+	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, cp.Header, lang)
 	if err != nil {
 		return jobs.Result{}, err
 	}
 	data.ErrorReport = rel
 	data.ErrorReportName = "errors-" + run.Lease.TaskNo + ".xlsx"
+	data.ErrorReportLang = lang
 	data.FirstErrors = first
 	expires := time.Now().Add(im.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires

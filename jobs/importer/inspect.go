@@ -21,6 +21,7 @@ type Format string
 const (
 	XLSX Format = "xlsx"
 	CSV  Format = "csv"
+	XLS  Format = "xls" // Excel 97–2003 (BIFF8)
 )
 
 // FileProblem is why an uploaded file cannot be imported, in words for its uploader.
@@ -64,6 +65,17 @@ type Inspection struct {
 	Rows int
 	// Counted says Rows was counted from the data, not taken from a declaration.
 	Counted bool
+	// Encoding is the text encoding a CSV is read in (auto resolved).
+	Encoding Encoding
+}
+
+// Choice is what the uploader chose about a file: its format (by its name), the sheet (empty:
+// the first sheet, or the one sheet whose header names the columns) and, for a CSV, the text
+// encoding (empty: auto).
+type Choice struct {
+	Format   Format
+	Sheet    string
+	Encoding Encoding
 }
 
 var (
@@ -79,9 +91,9 @@ func FormatOf(filename string) (Format, error) {
 	case ".csv":
 		return CSV, nil
 	case ".xls":
-		return "", problem(Unsupported, "unsupported_format", "%q is an old Excel 97-2003 file; save it as .xlsx (Excel Workbook) and upload that", filename)
+		return XLS, nil
 	}
-	return "", problem(Unsupported, "unsupported_format", "only .xlsx and .csv files can be imported; %q is neither", filename)
+	return "", problem(Unsupported, "unsupported_format", "only .xlsx, .xls and .csv files can be imported; %q is none of them", filename)
 }
 
 // countMode says whether inspect counts a worksheet's rows or may trust its declared size.
@@ -108,10 +120,19 @@ const (
 // a sane zip that is not a bomb (by its directory and by what its parts decompress to),
 // has the sheet asked for, no row too large to read, and is not over the row limit.
 func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, error) {
-	return inspect(p, format, sheet, lim, countAuto)
+	return InspectChoice(p, Choice{Format: format, Sheet: sheet}, lim)
+}
+
+// InspectChoice is Inspect with every choice the uploader made.
+func InspectChoice(p string, c Choice, lim Limits) (Inspection, error) {
+	return inspectFile(p, c, lim, countAuto)
 }
 
 func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	return inspectFile(p, Choice{Format: format, Sheet: sheet}, lim, mode)
+}
+
+func inspectFile(p string, c Choice, lim Limits, mode countMode) (Inspection, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return Inspection{}, err
@@ -121,11 +142,16 @@ func inspect(p string, format Format, sheet string, lim Limits, mode countMode) 
 	if err != nil {
 		return Inspection{}, err
 	}
-	return inspectReader(f, info.Size(), format, sheet, lim, mode)
+	return inspectChoice(f, info.Size(), c, lim, mode)
 }
 
 // inspectReader inspects size bytes read from r.
 func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	return inspectChoice(r, size, Choice{Format: format, Sheet: sheet}, lim, mode)
+}
+
+func inspectChoice(r io.ReaderAt, size int64, c Choice, lim Limits, mode countMode) (Inspection, error) {
+	format, sheet := c.Format, c.Sheet
 	lim = lim.withDefaults()
 	if size == 0 {
 		return Inspection{}, problem(Invalid, "empty_file", "the file is empty")
@@ -135,8 +161,8 @@ func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim L
 	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, oleMagic):
-		return Inspection{}, problem(Unsupported, "unsupported_format",
-			"this is an old Excel 97-2003 (.xls) or a password-protected workbook; save it as an unprotected .xlsx")
+		// An Excel 97–2003 workbook, whatever its name says (an .xls renamed .xlsx is common).
+		return inspectXLS(r, size, sheet, lim)
 	case bytes.HasPrefix(head, []byte("%PDF")):
 		return Inspection{}, problem(Unsupported, "unsupported_format", "this is a PDF, not a spreadsheet")
 	}
@@ -144,7 +170,11 @@ func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim L
 		if bytes.HasPrefix(head, zipMagic) {
 			return Inspection{}, problem(Unsupported, "unsupported_format", "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
 		}
-		return inspectCSV(io.NewSectionReader(r, 0, size), lim)
+		return inspectCSV(r, size, c.Encoding, lim)
+	}
+	if format == XLS && !bytes.HasPrefix(head, zipMagic) {
+		return Inspection{}, problem(Unsupported, "unsupported_format",
+			"this .xls is not an Excel workbook: it holds text (some systems export an HTML or tab-separated table named .xls); open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	if !bytes.HasPrefix(head, zipMagic) {
 		return Inspection{}, problem(Unsupported, "unsupported_format", "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
@@ -152,16 +182,68 @@ func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim L
 	return inspectXLSX(r, size, sheet, lim, mode)
 }
 
-// inspectCSV checks that the file is UTF-8 text, counts its data rows (the last line that
-// is not blank, less the header line) and refuses a line longer than a row may be.
-func inspectCSV(f io.Reader, lim Limits) (Inspection, error) {
+// inspectCSV checks that the file is text in its encoding (enc; auto picks one, see
+// EncodingAuto), counts its data rows (the last line that is not blank, less the header
+// line) and refuses a line longer than a row may be. Every pass streams the file.
+func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection, error) {
+	raw := func() io.Reader { return io.NewSectionReader(r, 0, size) }
+	switch enc {
+	case EncodingUTF8:
+		ins, bad, err := scanCSV(raw(), false, lim)
+		if err == nil && bad != nil {
+			err = problem(Invalid, "not_utf8",
+				"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again",
+				bad.where())
+		}
+		ins.Encoding = EncodingUTF8
+		return ins, err
+	case EncodingGB18030:
+		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
+		if err == nil && bad != nil {
+			err = problem(Invalid, "not_gb18030",
+				"the CSV is not GB18030/GBK text (%s is not a GB18030 character); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
+				bad.where())
+		}
+		ins.Encoding = EncodingGB18030
+		return ins, err
+	}
+	ins, bad, err := scanCSV(raw(), false, lim)
+	if err != nil || bad == nil {
+		ins.Encoding = EncodingUTF8
+		return ins, err
+	}
+	tried := func(gb string) *FileProblem {
+		return problem(Invalid, "unknown_encoding",
+			"the CSV's text encoding could not be recognised (tried UTF-8: %s is not UTF-8; tried GB18030/GBK: %s). Save it from your spreadsheet program as \"CSV UTF-8\" or as .xlsx and upload again",
+			bad.where(), gb)
+	}
+	var stats gbStats
+	ins, gbad, err := scanCSV(decoded(io.TeeReader(raw(), &stats), EncodingGB18030), true, lim)
+	switch {
+	case err != nil:
+		return ins, err
+	case gbad != nil:
+		return ins, tried(gbad.where() + " is not a GB18030 character")
+	case !stats.chinese():
+		return ins, tried("it decodes, but not as Chinese text: it looks like another encoding, such as Latin-1 or Windows-1252")
+	case !knownHeader(decoded(raw(), EncodingGB18030), lim):
+		return ins, tried("it decodes, but none of its first rows names the columns, e.g. code (客户编号), name (客户名称), phone (手机号)")
+	}
+	ins.Encoding = EncodingGB18030
+	return ins, nil
+}
+
+// scanCSV counts the data rows of CSV text (UTF-8: decoded says it was transcoded, so bad
+// characters are U+FFFD) and checks its line lengths. bad is where the text is not valid
+// in its encoding; the scan stops there.
+func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError, error) {
 	buf := make([]byte, 64<<10)
 	var carry []byte
 	var (
 		lines     int   // newlines before the chunk
 		lastLine  int   // 1-based number of the last line holding a non-blank byte
-		offset    int64 // file offset of the chunk
-		lineStart int64 // file offset where the current line began
+		offset    int64 // text offset of the chunk
+		lineStart int64 // text offset where the current line began
 	)
 	for {
 		n, err := f.Read(buf)
@@ -172,13 +254,15 @@ func inspectCSV(f io.Reader, lim Limits) (Inspection, error) {
 		}
 		chunk := data[:cut]
 		if bytes.IndexByte(chunk, 0) >= 0 {
-			return Inspection{}, problem(Unsupported, "unsupported_format", "this is a binary file, not a CSV text file")
+			return Inspection{}, nil, problem(Unsupported, "unsupported_format", "this is a binary file, not a CSV text file")
 		}
-		if !utf8.Valid(chunk) {
-			bad := firstInvalid(chunk)
-			return Inspection{}, problem(Invalid, "not_utf8",
-				"the CSV is not UTF-8 encoded (byte 0x%02X at offset %d; it may be GBK/GB18030 from an older Excel); save it as \"CSV UTF-8\" and upload again",
-				chunk[bad], offset+int64(bad))
+		if decoded {
+			if i := bytes.Index(chunk, []byte("\uFFFD")); i >= 0 {
+				return Inspection{}, &encodingError{line: lines + bytes.Count(chunk[:i], []byte{'\n'}) + 1}, nil
+			}
+		} else if !utf8.Valid(chunk) {
+			i := firstInvalid(chunk)
+			return Inspection{}, &encodingError{line: lines + bytes.Count(chunk[:i], []byte{'\n'}) + 1, b: chunk[i]}, nil
 		}
 		if last := lastNonBlank(chunk); last >= 0 {
 			lastLine = lines + bytes.Count(chunk[:last], []byte{'\n'}) + 1
@@ -189,7 +273,7 @@ func inspectCSV(f io.Reader, lim Limits) (Inspection, error) {
 				break
 			}
 			if at+int64(i)-lineStart > lim.MaxRowBytes {
-				return Inspection{}, lineTooLong(lines+bytes.Count(chunk[:at-offset], []byte{'\n'})+1, lim)
+				return Inspection{}, nil, lineTooLong(lines+bytes.Count(chunk[:at-offset], []byte{'\n'})+1, lim)
 			}
 			lineStart = at + int64(i) + 1
 			rest, at = rest[i+1:], at+int64(i)+1
@@ -197,21 +281,21 @@ func inspectCSV(f io.Reader, lim Limits) (Inspection, error) {
 		lines += bytes.Count(chunk, []byte{'\n'})
 		offset += int64(cut)
 		if offset-lineStart > lim.MaxRowBytes {
-			return Inspection{}, lineTooLong(lines+1, lim)
+			return Inspection{}, nil, lineTooLong(lines+1, lim)
 		}
 		carry = append(carry[:0:0], data[cut:]...)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return Inspection{}, err
+			return Inspection{}, nil, err
 		}
 	}
 	rows := max(lastLine-1, 0)
 	if rows > lim.MaxRows {
-		return Inspection{}, tooManyRows("the file", rows, lim)
+		return Inspection{}, nil, tooManyRows("the file", rows, lim)
 	}
-	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil
+	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil, nil
 }
 
 func lineTooLong(line int, lim Limits) *FileProblem {
@@ -311,6 +395,13 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode count
 		names[i] = s.name
 	}
 	chosen := sheets[0]
+	if sheet == "" && len(sheets) > 1 {
+		picked, err := pickSheet(names, func(n string) (source, error) { return newXLSXSource(f, size, n, lim, "") })
+		if err != nil {
+			return Inspection{}, err
+		}
+		sheet = picked
+	}
 	if sheet != "" {
 		found := false
 		for _, s := range sheets {

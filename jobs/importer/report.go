@@ -23,23 +23,53 @@ func reportPath(l store.Lease) string {
 // every text cell neutralised. Whatever task_items holds, the report stays within what a
 // sheet can take: at most maxRawCells original columns, each cell cut to maxRawCellChars.
 // It returns the report's data-dir path and the first few messages.
-func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l store.Lease, header []string) (string, []string, error) {
-	header = rawCells(header)
-	if len(header) > maxRawCells {
-		header = header[:maxRawCells]
-	}
-	prefix := fmt.Sprintf("%s-a%d", l.TaskNo, l.Attempt)
-	out, err := xlsxsafe.NewWriter(fs, prefix, "errors", append([]string{"row", "field", "reason"}, header...))
+//
+// The column titles, field names and reasons are in lang; the first messages returned are
+// in the canonical form (English) whatever lang is: they are translated when shown.
+func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l store.Lease, header []string, lang Lang) (string, []string, error) {
+	out, first, err := renderErrorReport(ctx, st, fs, l.TaskID, fmt.Sprintf("%s-a%d", l.TaskNo, l.Attempt), header, lang)
 	if err != nil {
 		return "", nil, err
 	}
 	defer out.Close()
+	rel := reportPath(l)
+	if _, err := out.Commit(rel); err != nil {
+		return "", nil, err
+	}
+	return rel, first, nil
+}
+
+// renderErrorReport writes the report of task taskID into a temp file of out, not yet
+// committed; the caller closes out.
+func renderErrorReport(ctx context.Context, st *store.Store, fs *files.Store, taskID int64, prefix string, header []string, lang Lang) (*xlsxsafe.Writer, []string, error) {
+	header = rawCells(header)
+	if len(header) > maxRawCells {
+		header = header[:maxRawCells]
+	}
+	titles := reportHeaders[lang]
+	if lang != LangZH {
+		titles = reportHeaders[LangEN]
+	}
+	sheet := "errors"
+	if lang == LangZH {
+		sheet = "错误"
+	}
+	out, err := xlsxsafe.NewWriter(fs, prefix, sheet, append(titles[:], header...))
+	if err != nil {
+		return nil, nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Close()
+		}
+	}()
 	var first []string
 	after := 0
 	for {
-		items, err := st.Items(ctx, l.TaskID, after, 5000)
+		items, err := st.Items(ctx, taskID, after, 5000)
 		if err != nil {
-			return "", nil, err
+			return nil, nil, err
 		}
 		for _, it := range items {
 			var cells []string
@@ -49,12 +79,12 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l s
 				cells = cells[:maxRawCells]
 			}
 			row := make([]any, 0, 3+len(cells))
-			row = append(row, it.Row, it.Field, clipChars(it.Message, xlsxsafe.MaxCellChars))
+			row = append(row, it.Row, TranslateFields(it.Field, lang), clipChars(TranslateMessage(it.Message, lang), xlsxsafe.MaxCellChars))
 			for _, c := range cells {
 				row = append(row, c)
 			}
 			if err := out.Row(row); err != nil {
-				return "", nil, err
+				return nil, nil, err
 			}
 			if len(first) < 10 {
 				first = append(first, clipChars(fmt.Sprintf("row %d, %s", it.Row, it.Message), 500))
@@ -65,9 +95,24 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l s
 			break
 		}
 	}
-	rel := reportPath(l)
-	if _, err := out.Commit(rel); err != nil {
+	ok = true
+	return out, first, nil
+}
+
+// ErrorReportIn writes the error report of a finished import in lang to a temp file, for a
+// download in another language than the stored report's (the rejected rows are kept with
+// the task; only the words change). The caller serves the file and calls done.
+func ErrorReportIn(ctx context.Context, st *store.Store, fs *files.Store, task *store.Task, lang Lang) (path string, done func(), err error) {
+	var cp checkpoint
+	json.Unmarshal(task.Checkpoint, &cp) //nolint:errcheck // written by this package
+	out, _, err := renderErrorReport(ctx, st, fs, task.ID, task.TaskNo+"-"+string(lang), cp.Header, lang)
+	if err != nil {
 		return "", nil, err
 	}
-	return rel, first, nil
+	p, err := out.Flush()
+	if err != nil {
+		out.Close()
+		return "", nil, err
+	}
+	return p, func() { out.Close() }, nil
 }

@@ -130,16 +130,22 @@ var levels = map[string]string{
 	"diamond": "diamond", "钻石": "diamond",
 }
 
-const levelChoices = "normal, silver, gold, platinum or diamond (普通, 白银, 黄金, 铂金, 钻石)"
-
-// tooLongRule is what each field must be, said of a cell longer than a cell may be.
-var tooLongRule = [numFields]string{
-	fCode:  "must be 1 to 32 letters, digits, '-' or '_'",
-	fName:  fmt.Sprintf("must be at most %d characters", maxName),
-	fPhone: "must be 11 digits starting with 1",
-	fEmail: fmt.Sprintf("must be at most %d characters", maxEmail),
-	fCity:  fmt.Sprintf("must be at most %d characters", maxCity),
-	fLevel: "must be " + levelChoices,
+// tooLong is what a field must be, said of a cell longer than a cell may be (n characters
+// and more were read).
+func tooLong(f field, n string) string {
+	switch f {
+	case fCode:
+		return msgCutCode.text(n)
+	case fPhone:
+		return msgCutPhone.text(n)
+	case fLevel:
+		return msgCutLevel.text(n)
+	case fName:
+		return msgCutText.text(strconv.Itoa(maxName), n)
+	case fEmail:
+		return msgCutText.text(strconv.Itoa(maxEmail), n)
+	}
+	return msgCutText.text(strconv.Itoa(maxCity), n)
 }
 
 // cell returns the trimmed value of field f in a row (empty when the column is absent or the
@@ -158,15 +164,15 @@ func (c *columns) cell(row []string, f field) string {
 func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerRow, []fieldError) {
 	out := store.CustomerRow{Row: rowNo}
 	var errs []fieldError
-	bad := func(f field, format string, args ...any) {
-		errs = append(errs, fieldError{f, fmt.Sprintf(format, args...)})
+	bad := func(f field, message string) {
+		errs = append(errs, fieldError{f, message})
 	}
 	var over [numFields]bool
 	for _, col := range long {
 		for f, i := range c {
 			if i == col && col < len(row) {
 				over[f] = true
-				bad(field(f), "%s (this one has more than %s)", tooLongRule[f], thousands(int64(utf8.RuneCountInString(row[col]))))
+				bad(field(f), tooLong(field(f), thousands(int64(utf8.RuneCountInString(row[col])))))
 			}
 		}
 	}
@@ -182,21 +188,21 @@ func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerR
 
 	for _, f := range required {
 		if !over[f] && c.cell(row, f) == "" {
-			bad(f, "is required")
+			bad(f, msgRequired.text())
 		}
 	}
 	if code := integral(c.cell(row, fCode)); code != "" {
 		if codePattern.MatchString(code) {
 			out.Code = code
 		} else {
-			bad(fCode, "must be 1 to 32 letters, digits, '-' or '_', starting with a letter or digit")
+			bad(fCode, msgCode.text())
 		}
 	}
 	out.Name = c.text(row, fName, maxName, bad)
 	if raw := c.cell(row, fPhone); raw != "" {
 		phone, err := normalizePhone(raw)
 		if err != "" {
-			bad(fPhone, "%s", err)
+			bad(fPhone, err)
 		} else {
 			out.Phone = phone
 		}
@@ -205,7 +211,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerR
 		if validEmail(email) {
 			out.Email = lower(email)
 		} else {
-			bad(fEmail, "is not a valid email address")
+			bad(fEmail, msgEmail.text())
 		}
 	}
 	out.City = c.text(row, fCity, maxCity, bad)
@@ -214,7 +220,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerR
 		if canon, ok := levels[strings.ToLower(lv)]; ok {
 			out.Level = canon
 		} else {
-			bad(fLevel, "must be %s", levelChoices)
+			bad(fLevel, msgLevel.text())
 		}
 	}
 	return out, errs
@@ -231,10 +237,10 @@ func lower(s string) string {
 }
 
 // text returns a free-text field, or reports it when it is longer than limit characters.
-func (c *columns) text(row []string, f field, limit int, bad func(field, string, ...any)) string {
+func (c *columns) text(row []string, f field, limit int, bad func(field, string)) string {
 	v := c.cell(row, f)
 	if n := utf8.RuneCountInString(v); n > limit {
-		bad(f, "must be at most %d characters (this one has %d)", limit, n)
+		bad(f, msgTooLong.text(strconv.Itoa(limit), strconv.Itoa(n)))
 		return ""
 	}
 	return v
@@ -253,7 +259,7 @@ func blank(row []string) bool {
 // normalizePhone accepts a mainland mobile number written as digits (spaces and dashes and
 // a +86 prefix allowed), or as the number a numeric cell holds (13800138000, 1.3800138E10).
 func normalizePhone(raw string) (string, string) {
-	const rule = "must be 11 digits starting with 1"
+	rule := msgPhone.text()
 	s := strings.Map(func(r rune) rune {
 		if r == ' ' || r == '-' || r == '\u00a0' {
 			return -1
@@ -266,7 +272,7 @@ func normalizePhone(raw string) (string, string) {
 		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
 		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
 			// Excel shows long numbers rounded to six digits: the rest is lost.
-			return "", fmt.Sprintf("%s is a rounded number; format the column as text and enter all 11 digits", clip(raw, 40))
+			return "", msgRounded.text(clip(raw, 40))
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v != float64(int64(v)) {

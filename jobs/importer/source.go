@@ -17,8 +17,11 @@ type source interface {
 
 // openSource opens the file for streaming.
 func openSource(p string, ins Inspection, lim Limits, tmpDir string) (source, error) {
-	if ins.Format == CSV {
-		return openCSV(p, lim)
+	switch ins.Format {
+	case CSV:
+		return openCSV(p, ins.Encoding, lim)
+	case XLS:
+		return openXLS(p, ins.Sheet, lim, tmpDir)
 	}
 	return openXLSX(p, ins.Sheet, lim, tmpDir)
 }

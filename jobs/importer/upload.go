@@ -74,19 +74,38 @@ func (u *Uploads) Receive(filename string, body io.Reader, maxBytes int64) (*Rec
 	return r, nil
 }
 
-// Accept checks a received file (the cheap checks: format, zip sanity, size, sheet, rows),
-// stores it under its content hash, records it, and returns the task's submission for owner.
-// The received file is consumed either way.
-func (u *Uploads) Accept(ctx context.Context, r *Received, owner, mode, sheet string) (jobs.Submission, error) {
+// Submit is what the uploader chose besides the file.
+type Submit struct {
+	Mode  string // ModeUpsert or ModeInsert
+	Sheet string // empty: the first sheet, or the only one whose header names the columns
+	// Encoding of a CSV: empty or auto, utf-8, gb18030 (see ParseEncoding).
+	Encoding string
+	// Lang of the error report and first_errors: "zh" or "en" (see Lang).
+	Lang string
+}
+
+// Accept checks a received file (the cheap checks: format, zip sanity, size, sheet, rows,
+// a CSV's encoding), stores it under its content hash, records it, and returns the task's
+// submission for owner. The received file is consumed either way.
+//
+// The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
+// the encoding the text is read in: the same file read in another encoding is other data.
+// The language is not part of it: it only changes how the outcome reads.
+func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
-	if mode != ModeUpsert && mode != ModeInsert {
+	if o.Mode != ModeUpsert && o.Mode != ModeInsert {
 		return jobs.Submission{}, problem(Invalid, "bad_mode", "mode must be upsert or insert")
 	}
-	ins, err := Inspect(r.tmp.Name(), r.Format, sheet, u.limits)
+	enc, err := ParseEncoding(o.Encoding)
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	rel := files.Uploads + "/" + r.SHA256 + "." + string(r.Format)
+	ins, err := InspectChoice(r.tmp.Name(), Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc}, u.limits)
+	if err != nil {
+		return jobs.Submission{}, err
+	}
+	// The format is what the content is: an .xls renamed .xlsx is read as the .xls it is.
+	rel := files.Uploads + "/" + r.SHA256 + "." + string(ins.Format)
 	// Record first: a sweep of this path (the same content uploaded long ago) holds the
 	// record's lock while it deletes the file, so the file committed next is never lost.
 	if err := u.store.RecordUpload(ctx, rel, r.SHA256, r.Size); err != nil {
@@ -96,10 +115,16 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner, mode, sheet st
 		return jobs.Submission{}, err
 	}
 	r.tmp = nil
-	params, err := json.Marshal(Params{Upload: rel, Format: r.Format, Mode: mode, Sheet: ins.Sheet,
-		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows})
+	p := Params{Upload: rel, Format: ins.Format, Mode: o.Mode, Sheet: ins.Sheet,
+		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang))}
+	key := fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, o.Mode, ins.Sheet)
+	if ins.Encoding == EncodingGB18030 {
+		p.Encoding = EncodingGB18030
+		key += ":" + string(EncodingGB18030)
+	}
+	params, err := json.Marshal(p)
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, mode, ins.Sheet)}, nil
+	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key}, nil
 }
