@@ -561,13 +561,6 @@ func Default() Config {
 			MaxEntries: 10_000, MaxCellChars: 32_767, MaxColumns: 16_384, MaxRowBytes: 8 << 20, MaxSharedStrings: 1 << 24,
 			ReportTTL: 7 * 24 * time.Hour},
 		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
-		Auth: Auth{
-			OIDC: OIDC{Scopes: []string{"openid", "profile", "email"}, Algorithms: slices.Clone(SignatureAlgorithms), Leeway: 30 * time.Second,
-				JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
-			TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
-			APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
-			Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
-		},
 		Console: Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
 		Metrics: Metrics{Addr: ":9091"},
 		Webhooks: Webhooks{Timeout: 10 * time.Second, RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAge: 24 * time.Hour,
@@ -575,6 +568,13 @@ func Default() Config {
 		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
 			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
 			ScheduleSync: 10 * time.Second},
+		Auth: Auth{
+			OIDC: OIDC{Scopes: []string{"openid", "profile", "email"}, Algorithms: slices.Clone(SignatureAlgorithms), Leeway: 30 * time.Second,
+				JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
+			TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
+			APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
+			Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
+		},
 		Log: Log{Format: "json", Level: "info"},
 	}
 }

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAuthSettings(t *testing.T) {
+	t.Parallel()
+	hash := strings.Repeat("ab", 32)
+	load := func(env map[string]string) (Config, error) {
+		return Load("../../configs/taskcenter.yaml", func(k string) string { return env[k] })
+	}
+	cfg, err := load(map[string]string{"TASKCENTER_AUTH_TOKENS": "sha256:" + hash + ":carol:admin"})
+	if err != nil || len(cfg.Auth.Tokens) != 1 || cfg.Auth.Tokens[0].Token != "sha256:"+hash || cfg.Auth.Tokens[0].User != "carol" {
+		t.Fatalf("a hashed token from the environment: %+v %v", cfg.Auth.Tokens, err)
+	}
+	if cfg.Auth.OIDC.Enabled() || cfg.Auth.TrustedHeader.User != "" || cfg.Auth.Audit.Retention <= 0 || !cfg.Auth.Audit.Log {
+		t.Fatalf("the shipped config turns on more than tokens: %+v", cfg.Auth)
+	}
+	cfg, err = load(map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com/realms/acme",
+		"TASKCENTER_AUTH_OIDC_AUDIENCE": "taskcenter", "TASKCENTER_AUTH_OIDC_ADMIN_VALUES": "ops,sre"})
+	if err != nil || !cfg.Auth.OIDC.Enabled() || cfg.Auth.OIDC.BrowserSignIn() || len(cfg.Auth.OIDC.AdminValues) != 2 {
+		t.Fatalf("oidc from the environment: %+v %v", cfg.Auth.OIDC, err)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"TASKCENTER_AUTH_TOKENS": "sha256:abc:carol:admin"}, "64 hex digits"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "http://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x"}, "https issuer"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com"}, "needs audience"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_ALGORITHMS": "RS256,HS256"}, "asymmetric algorithms only"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_CLIENT_ID": "x"}, "need auth.oidc.issuer"},
+		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User"}, "proxies must list"},
+		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User", "TASKCENTER_AUTH_TRUSTED_HEADER_PROXIES": "10.0.0.0/33"}, "not an address"},
+	} {
+		if _, err := load(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error saying %q", c.env, err, c.want)
+		}
+	}
+}
