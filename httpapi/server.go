@@ -138,6 +138,7 @@ func apiRoutes() []route {
 	return []route{
 		{"POST /api/v1/exports", (*Server).submitExport, false},
 		{"POST /api/v1/imports", (*Server).submitImport, true},
+		{"GET /api/v1/imports/template", (*Server).importTemplate, false},
 		{"GET /api/v1/tasks", (*Server).listTasks, false},
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
 		{"GET /api/v1/types", (*Server).listTypes, false},

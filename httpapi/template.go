@@ -1,0 +1,48 @@
+package httpapi
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs/importer"
+)
+
+// importTemplate answers GET /api/v1/imports/template?lang=zh|en&format=xlsx|csv: the file a
+// user fills in to import customers ("下载模板"). Without lang it follows Accept-Language;
+// without format it is an .xlsx.
+func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	q := r.URL.Query()
+	lang := importer.ParseLang(r.Header.Get("Accept-Language"))
+	switch l := q.Get("lang"); l {
+	case "":
+	case "zh", "en":
+		lang = importer.Lang(l)
+	default:
+		return invalid("invalid_query", "lang must be zh or en, not "+echo(l), FieldError{"lang", "must be zh or en"})
+	}
+	format := importer.XLSX
+	switch f := q.Get("format"); f {
+	case "", "xlsx":
+	case "csv":
+		format = importer.CSV
+	default:
+		return invalid("invalid_query", "format must be xlsx or csv, not "+echo(f), FieldError{"format", "must be xlsx or csv"})
+	}
+	b, name, err := importer.Template(lang, format)
+	if err != nil {
+		return err
+	}
+	ct := xlsxType
+	if format == importer.CSV {
+		ct = "text/csv; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Language", string(lang))
+	w.Header().Set("Vary", "Accept-Language")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+	return nil
+}
