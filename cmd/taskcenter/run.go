@@ -442,8 +442,12 @@ func (p *process) startAPI() error {
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err()}
 		},
-		// Live event streams and the web page (issue 11); their settings keep httpapi's defaults.
-		Redis: p.rdb, Web: httpapi.WebConfig{ConsoleLink: map[bool]string{false: "-"}[cfg.Console.Enabled]},
+		// Live event streams and the web page (issue 11).
+		Redis: p.rdb,
+		Web: httpapi.WebConfig{Disabled: !cfg.Web.Enabled, SessionTTL: cfg.Web.SessionTTL, LoginFailures: cfg.Web.LoginFailures,
+			LoginWindow: cfg.Web.LoginWindow, SessionKey: []byte(cfg.Web.SessionKey), ConsoleLink: map[bool]string{false: "-"}[cfg.Console.Enabled]},
+		Events: httpapi.EventLimits{MaxPerUser: cfg.Events.MaxStreamsPerUser, KeepAlive: cfg.Events.KeepAlive, Poll: cfg.Events.PollInterval,
+			Retry: cfg.Events.Retry, Buffer: cfg.Events.Buffer, WriteTimeout: cfg.Events.WriteTimeout},
 	})
 	p.stopping = append(p.stopping, api.Close) // ends the streams, so the HTTP drain does not wait for them
 	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api)}

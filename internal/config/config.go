@@ -68,6 +68,49 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Webhooks configures the signed completion webhooks users subscribe to.
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Web configures the end-user page at / (sign-in, my tasks, live progress).
+	Web Web `yaml:"web"`
+	// Events bounds the live event streams (GET /api/v1/events, the page's progress).
+	Events Events `yaml:"events"`
+}
+
+// Web configures the end-user page served at / by API processes.
+type Web struct {
+	// Enabled serves the page and its cookie sessions; the API is the same either way.
+	// Default true.
+	Enabled bool `yaml:"enabled"`
+	// SessionTTL is how long a sign-in lasts at most. Default 12h.
+	SessionTTL time.Duration `yaml:"session_ttl"`
+	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int `yaml:"login_failures"`
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration `yaml:"login_window"`
+	// SessionKey signs the session cookies; every API replica needs the same one. Default:
+	// derived from auth.tokens, so replicas with the same config agree and changing the
+	// tokens signs everyone out. Set it (at least 32 characters) to keep sessions across
+	// token rotations.
+	SessionKey string `yaml:"session_key"`
+}
+
+// Events bounds the server-sent event streams of one API process.
+type Events struct {
+	// MaxStreamsPerUser is how many streams one user may hold open on one API process; more
+	// answer 429. Default 20 (a browser keeps about one per open page).
+	MaxStreamsPerUser int `yaml:"max_streams_per_user"`
+	// KeepAlive is how often an idle stream sends a comment line, so proxies keep it open.
+	// Default 15s.
+	KeepAlive time.Duration `yaml:"keep_alive"`
+	// PollInterval is how often the outbox is read without a pub/sub wake-up: a lost wake-up
+	// only delays an event by this much. Default 1.5s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Retry is the reconnect delay suggested to clients. Default 3s.
+	Retry time.Duration `yaml:"retry"`
+	// Buffer is how many undelivered events a stream may have queued; a stream further behind
+	// is closed and the client resumes from Last-Event-ID. Default 256.
+	Buffer int `yaml:"buffer"`
+	// WriteTimeout drops a client that stops reading. Default 10s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
 }
 
 // Webhooks configures webhook delivery (jobs/webhook). Every delivery is retried with
@@ -576,6 +619,9 @@ func Default() Config {
 			Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
 		},
 		Log: Log{Format: "json", Level: "info"},
+		Web: Web{Enabled: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
+		Events: Events{MaxStreamsPerUser: 20, KeepAlive: 15 * time.Second, PollInterval: 1500 * time.Millisecond, Retry: 3 * time.Second,
+			Buffer: 256, WriteTimeout: 10 * time.Second},
 	}
 }
 
@@ -781,6 +827,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Console.LoginFailures < 1 || c.Console.LoginWindow <= 0 {
 		bad("console.login_failures must be at least 1 and console.login_window positive")
+	}
+	if w := c.Web; w.SessionTTL <= 0 || w.LoginFailures < 1 || w.LoginWindow <= 0 {
+		bad("web.session_ttl and web.login_window must be positive and web.login_failures at least 1")
+	}
+	if k := c.Web.SessionKey; k != "" && len(k) < 32 {
+		bad("web.session_key (TASKCENTER_WEB_SESSION_KEY) must be at least 32 characters, got %d", len(k))
+	}
+	if e := c.Events; e.MaxStreamsPerUser < 1 || e.Buffer < 1 || e.KeepAlive <= 0 || e.PollInterval <= 0 || e.Retry <= 0 || e.WriteTimeout <= 0 {
+		bad("events: max_streams_per_user and buffer must be at least 1, keep_alive, poll_interval, retry and write_timeout positive")
 	}
 	if c.Database.Pooler != "" && c.Database.Pooler != "pgbouncer" {
 		bad("database.pooler must be empty (direct) or pgbouncer, got %q", c.Database.Pooler)
