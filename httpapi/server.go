@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -61,6 +63,25 @@ type Deps struct {
 	Events EventLimits
 	// Web configures the end-user web page at / (web.go).
 	Web WebConfig
+	// Auth adds the ways in besides the config tokens, and tunes the audit trail (issue 17).
+	Auth AuthDeps
+}
+
+// AuthDeps are the company identity provider, the trusted gateway, the API token bounds and
+// the audit trail's settings. The zero value is the one-box set-up: config tokens and API
+// tokens only.
+type AuthDeps struct {
+	// OIDC verifies bearer JWTs and, with a client id, signs browsers in. Nil: off.
+	OIDC *auth.Provider
+	// Gateway believes a gateway's user header from its proxies, and reads client addresses
+	// through them. Nil: off.
+	Gateway *auth.Gateway
+	// TokenDefaultTTL is an API token's lifetime when none is asked for. Default 90 days.
+	TokenDefaultTTL time.Duration
+	// TokenMaxTTL caps an API token's lifetime. Default 365 days.
+	TokenMaxTTL time.Duration
+	// AuditLog also writes every audit row to the log (message "audit").
+	AuditLog bool
 }
 
 // Mount is an extra handler served under the API's middleware (request ids, logging):
@@ -79,15 +100,30 @@ type Server struct {
 	web     *webApp // the web page; nil when off
 }
 
-// Principal is the caller a token identifies.
+// Principal is the caller a credential identifies.
 type Principal struct {
 	User string
 	Role config.Role
+	// Scopes limit an API token (auth.ScopeRead, ScopeWrite, ScopeAdmin). Nil: every scope the
+	// role allows (sessions, JWTs, the gateway, config tokens).
+	Scopes []string
+	// Via says how the caller signed in, for the audit trail: token (a config token),
+	// api_token, jwt, gateway or session.
+	Via string
 }
 
-// Scope is what the principal may see.
+// Has reports whether the principal holds scope.
+func (p Principal) Has(scope string) bool {
+	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
+		return false
+	}
+	return p.Scopes == nil || slices.Contains(p.Scopes, scope)
+}
+
+// Scope is what the principal may see: an admin's token without the admin scope sees only
+// its owner's tasks.
 func (p Principal) Scope() store.Scope {
-	return store.Scope{Owner: p.User, Admin: p.Role == config.RoleAdmin}
+	return store.Scope{Owner: p.User, Admin: p.Has(auth.ScopeAdmin)}
 }
 
 // New returns the API server.
@@ -101,7 +137,15 @@ func New(d Deps) *Server {
 	d.Body = d.Body.withDefaults()
 	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
 	for _, t := range d.Tokens {
-		s.tokens[sha256.Sum256([]byte(t.Token))] = Principal{User: t.User, Role: t.Role}
+		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
+			s.tokens[sum] = Principal{User: t.User, Role: t.Role, Via: "token"}
+		}
+	}
+	if s.Auth.TokenDefaultTTL <= 0 {
+		s.Auth.TokenDefaultTTL = 90 * 24 * time.Hour
+	}
+	if s.Auth.TokenMaxTTL < s.Auth.TokenDefaultTTL {
+		s.Auth.TokenMaxTTL = max(365*24*time.Hour, s.Auth.TokenDefaultTTL)
 	}
 	if d.Redis != nil {
 		s.hub = newHub(d.Redis, d.Store, d.Events, d.Logger)
@@ -164,6 +208,10 @@ func apiRoutes() []route {
 		// Streams are long: like uploads they run without the query timeout (events.go).
 		{"GET /api/v1/tasks/{id}/events", (*Server).taskEvents, true},
 		{"GET /api/v1/events", (*Server).scopeEvents, true},
+		{"POST /api/v1/tokens", (*Server).createToken, false},
+		{"GET /api/v1/tokens", (*Server).listTokens, false},
+		{"DELETE /api/v1/tokens/{id}", (*Server).revokeToken, false},
+		{"GET /api/v1/audit", (*Server).listAudit, false},
 	}
 }
 
@@ -185,7 +233,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 			timeout = 0
 		}
 		handle := rt.handle
-		mux.Handle(rt.pattern, s.authenticated(func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		mux.Handle(rt.pattern, s.authenticated(rt.pattern, func(w http.ResponseWriter, r *http.Request, p Principal) error {
 			return handle(s, w, r, p)
 		}, timeout))
 	}
@@ -221,49 +269,70 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	return out
 }
 
-// authenticated resolves the bearer token, then runs h within timeout (none when 0),
-// turning its error into a problem.
-func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
+// authenticated identifies the caller (principal), checks the scope the route needs
+// (routeScope), then runs h within timeout (none when 0), turning its error into a problem.
+// Every state-changing route and every download leaves an audit row (audit.go): written by
+// the store with the change itself when there is one, else here once the answer is known —
+// a refusal included, and nothing else for it.
+func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
+	scope, action := routeScope(pattern), auditAction(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.principal(r)
+		if err == nil {
+			err = checkScope(p, pattern, scope)
+		}
 		if err != nil {
-			if toProblem(err).Status == http.StatusUnauthorized {
+			pr := toProblem(err)
+			switch {
+			case pr.Status == http.StatusUnauthorized:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
+			case pr.Code == "insufficient_scope":
+				w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter", error="insufficient_scope", scope="`+scope+`"`)
 			}
 			s.writeError(w, r, err)
+			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
 			return
 		}
+		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+		r = r.WithContext(store.WithAudit(r.Context(), a))
 		if timeout > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
-		if err := h(w, r, p); err != nil {
+		err = h(w, r, p)
+		var pr *Problem
+		if err != nil {
+			pr = toProblem(err)
 			s.writeError(w, r, err)
 		}
+		status := http.StatusOK
+		if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
+			status = rec.status
+		} else if pr != nil {
+			status = pr.Status
+		}
+		s.auditAnswer(w, r, action, p, a, status, pr)
 	})
 }
 
-// Authenticate returns the principal of a request's bearer token.
-func (s *Server) authenticate(r *http.Request) (Principal, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Principal{}, false
-	}
+// configToken returns the principal of a config token.
+func (s *Server) configToken(token string) (Principal, bool) {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	for k, p := range s.tokens {
+	found, p := false, Principal{}
+	for k, cand := range s.tokens {
 		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
-			return p, true
+			found, p = true, cand
 		}
 	}
-	return Principal{}, false
+	return p, found
 }
 
-// AuthenticateAdmin reports whether r carries an admin token; the console uses it.
+// AuthenticateAdmin reports whether r comes from an admin (any way in, admin scope); the
+// profiling endpoints use it.
 func (s *Server) AuthenticateAdmin(r *http.Request) bool {
-	p, ok := s.authenticate(r)
-	return ok && p.Role == config.RoleAdmin
+	p, err := s.principal(r)
+	return err == nil && p.Has(auth.ScopeAdmin)
 }
 
 type ctxKey int

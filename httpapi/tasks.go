@@ -162,7 +162,8 @@ func (s *Server) getArchivedTask(w http.ResponseWriter, r *http.Request, id stri
 }
 
 func (s *Server) detail(ctx context.Context, t *store.Task, runs []store.Run, logs []store.LogEntry) DetailView {
-	v := DetailView{TaskView: s.view(ctx, t), Attempts: make([]AttemptView, len(runs)), Logs: make([]LogView, len(logs))}
+	v := DetailView{TaskView: s.view(ctx, t), Attempts: make([]AttemptView, len(runs)), Logs: make([]LogView, len(logs)),
+		CancelledBy: s.cancelledBy(ctx, t)}
 	for i, r := range runs {
 		v.Attempts[i] = AttemptView{Attempt: r.Attempt, Trigger: r.Trigger, Worker: r.Worker, Status: r.Status,
 			Error: r.Error, StartedAt: r.StartedAt.UTC(), FinishedAt: utc(r.FinishedAt)}

@@ -76,6 +76,8 @@ type DetailView struct {
 	Archived bool          `json:"archived,omitempty"`
 	Attempts []AttemptView `json:"attempts"`
 	Logs     []LogView     `json:"logs"`
+	// CancelledBy is who cancelled the task (or asked to) and when, from the audit trail.
+	CancelledBy *ActorView `json:"cancelled_by,omitempty"`
 }
 
 // AttemptView is one execution attempt.

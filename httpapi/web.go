@@ -19,7 +19,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // This file is the end-user web page ("My tasks") served at /: sign-in, the task list, a
@@ -67,6 +70,8 @@ const (
 // webApp is the page's state: sessions, templates, assets.
 type webApp struct {
 	cfg      WebConfig
+	sso      bool // browser sign-in with the identity provider (oidc.go)
+	rdb      redis.UniversalClient
 	sessions *session.Store
 	throttle *session.Throttle
 	byPrint  map[string]Principal // token fingerprint → principal
@@ -93,7 +98,7 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	if cfg.ConsoleLink == "-" {
 		cfg.ConsoleLink = ""
 	}
-	w := &webApp{cfg: cfg, byPrint: map[string]Principal{}, pages: map[string]*template.Template{}}
+	w := &webApp{cfg: cfg, byPrint: map[string]Principal{}, pages: map[string]*template.Template{}, sso: d.Auth.OIDC.BrowserSignIn(), rdb: rdb}
 	key := cfg.SessionKey
 	if len(key) == 0 {
 		h := sha256.New()
@@ -111,7 +116,9 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	w.sessions = session.NewStore(rdb, webSessionPrefix, cfg.SessionTTL).WithSigningKey(key)
 	w.throttle = session.NewThrottle(rdb, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
 	for _, t := range d.Tokens {
-		w.byPrint[session.Fingerprint(t.Token)] = Principal{User: t.User, Role: t.Role}
+		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
+			w.byPrint[hex.EncodeToString(sum[:8])] = Principal{User: t.User, Role: t.Role, Via: "session"} // session.Fingerprint's form
+		}
 	}
 	var err error
 	if w.assets, err = fs.Sub(webFS, "web/assets"); err != nil {
@@ -169,6 +176,11 @@ func (w *webApp) cookieSession(r *http.Request) (Principal, session.Data, bool) 
 	if !ok {
 		return Principal{}, session.Data{}, false
 	}
+	if d.Via == "oidc" || d.Via == "gateway" {
+		// Opened for a user the provider or the gateway named; it lasts its TTL or until
+		// signed out.
+		return Principal{User: d.User, Role: config.Role(d.Role), Via: "session"}, d, true
+	}
 	// The token must still be configured; its current user and role apply.
 	p, ok := w.byPrint[d.Token]
 	if !ok || p.User != d.User {
@@ -204,6 +216,15 @@ func sameOrigin(r *http.Request) bool {
 	return strings.EqualFold(u.Host, r.Host) && u.Scheme == scheme
 }
 
+// crossSite reports whether a browser says the request comes from another site (a script,
+// curl or another service sends neither header).
+func crossSite(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return true
+	}
+	return (r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "") && !sameOrigin(r)
+}
+
 // csrfOK checks a cookie request that changes state: same origin and the session's token.
 func csrfOK(r *http.Request, d session.Data, formToken string) bool {
 	if !sameOrigin(r) || d.CSRF == "" {
@@ -216,16 +237,27 @@ func csrfOK(r *http.Request, d session.Data, formToken string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(d.CSRF)) == 1
 }
 
-// principal identifies the caller of an API request: a bearer token, or (without an
-// Authorization header) a web session cookie, CSRF-checked when the request changes state.
+// principal identifies the caller of an API request: a bearer credential (tokens.go); without
+// an Authorization header, the trusted gateway's user header (from its proxies only); else a
+// web session cookie. Cookie and gateway requests that change state must come from this
+// site: a browser behind the gateway sends the gateway's own cookie along on any site's form.
 func (s *Server) principal(r *http.Request) (Principal, error) {
 	unauthorized := problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
-	if r.Header.Get("Authorization") != "" || s.web == nil {
-		p, ok := s.authenticate(r)
-		if !ok {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			return Principal{}, unauthorized
 		}
-		return p, nil
+		return s.bearer(r.Context(), strings.TrimSpace(token))
+	}
+	if id, ok := s.Auth.Gateway.Identify(r); ok {
+		if !safeMethod(r.Method) && crossSite(r) {
+			return Principal{}, problem(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
+		}
+		return identityPrincipal(id, "gateway"), nil
+	}
+	if s.web == nil {
+		return Principal{}, unauthorized
 	}
 	p, d, ok := s.web.cookieSession(r)
 	if !ok {
@@ -282,11 +314,14 @@ type pageData struct {
 	Lang, Page, User, CSRF, TaskID, Error, Next, Version, ConsoleLink, OtherLang string
 	Admin                                                                        bool
 	Boot                                                                         template.JS
+	// SSO offers sign-in with the company identity provider; TokenLogin the token form.
+	SSO, TokenLogin bool
 }
 
 // render writes a page.
 func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
 	d.Page, d.Version = page, w.version
+	d.SSO, d.TokenLogin = w.sso, len(w.byPrint) > 0 || !w.sso
 	if d.Lang == "" {
 		d.Lang = w.lang(rw, r)
 	}
@@ -335,6 +370,9 @@ func (s *Server) mountWeb(mux *http.ServeMux) {
 		return func(rw http.ResponseWriter, r *http.Request) {
 			p, d, ok := w.cookieSession(r)
 			if !ok {
+				p, d, ok = s.gatewaySession(rw, r)
+			}
+			if !ok {
 				next := r.URL.Path
 				http.Redirect(rw, r, "/login?next="+url.QueryEscape(next), http.StatusSeeOther)
 				return
@@ -371,6 +409,7 @@ func (s *Server) mountWeb(mux *http.ServeMux) {
 	mux.HandleFunc("GET /login", s.webLoginPage)
 	mux.HandleFunc("POST /login", s.webLogin)
 	mux.HandleFunc("POST /logout", s.webLogout)
+	s.mountSignIn(mux)
 	assets := http.FileServerFS(w.assets)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("v") == w.version {
@@ -423,30 +462,24 @@ func (s *Server) webLogin(rw http.ResponseWriter, r *http.Request) {
 			Error: strings.ReplaceAll(dict["login.throttled"], "{s}", fmt.Sprint(secs))})
 		return
 	}
+	// Token sign-in takes config tokens only (one-box development and bootstrap): a JWT or an
+	// API token pasted here would outlive its own expiry in the session.
 	p, ok := Principal{}, false
 	if token != "" {
-		r2 := &http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}}
-		p, ok = s.authenticate(r2)
+		p, ok = s.configToken(token)
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
 			s.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
 		s.Logger.Warn("web sign-in failed", "client", addr)
+		s.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}
-	id, err := w.sessions.Create(r.Context(), session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token), CSRF: session.RandomToken()})
-	if err != nil {
-		s.Logger.Error("web sign-in could not store the session", "err", err)
+	if !s.openWebSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
-		return
 	}
-	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: w.sessions.Cookie(id), Path: "/",
-		MaxAge: int(w.sessions.TTL() / time.Second), HttpOnly: true, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
-		SameSite: http.SameSiteStrictMode})
-	s.Logger.Info("web sign-in", "user", p.User, "client", addr)
-	http.Redirect(rw, r, next, http.StatusSeeOther)
 }
 
 // webLogout answers POST /logout (form: csrf): the session ends on every replica.
@@ -459,15 +492,10 @@ func (s *Server) webLogout(rw http.ResponseWriter, r *http.Request) {
 		s.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
-	if ck, err := r.Cookie(webSessionCookie); err == nil {
-		if id, valid := w.sessions.ID(ck.Value); valid {
-			if err := w.sessions.Delete(r.Context(), id); err != nil {
-				s.Logger.Error("web sign-out could not end the session", "err", err)
-				s.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
-				return
-			}
-		}
+	next, err := s.endWebSession(rw, r)
+	if err != nil {
+		s.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
+		return
 	}
-	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(rw, r, "/login", http.StatusSeeOther)
+	http.Redirect(rw, r, next, http.StatusSeeOther)
 }

@@ -45,6 +45,12 @@ type Data struct {
 	// CSRF is the session's anti-forgery token (the web page's sessions): every
 	// state-changing request made with the session cookie must send it back.
 	CSRF string `json:"csrf,omitempty"`
+	// Via is how the session was opened: "" (a token), "oidc" (the company identity
+	// provider) or "gateway" (the trusted gateway's header).
+	Via string `json:"via,omitempty"`
+	// IDToken is the provider's ID token of an oidc session: the hint of an RP-initiated
+	// sign-out.
+	IDToken string `json:"id_token,omitempty"`
 }
 
 // Fingerprint identifies a token in a session record without storing the token.

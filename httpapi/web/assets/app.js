@@ -402,6 +402,12 @@
       var err = $('#task-error');
       err.hidden = !v.error;
       err.textContent = v.error ? t('detail.error') + ': ' + taskError(v) : '';
+      if ('cancelled_by' in v || !v.cancel_requested) { // live updates carry no audit: keep what the detail said
+        var by = $('#task-cancelled-by'), c = v.cancelled_by;
+        by.hidden = !c;
+        by.textContent = c ? t(v.status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
+          .replace('{who}', c.actor).replace('{at}', when(c.at)) : '';
+      }
       renderActions(v);
       var fe = (v.result && v.result.first_errors) || [];
       $('#rejected').hidden = fe.length === 0;

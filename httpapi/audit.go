@@ -1,0 +1,284 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// This file is the API side of the audit trail (issue 17) and of scope enforcement.
+//
+// Every route that changes something, and every download, has an audit action. The store's
+// transitions (submit, cancel, retry) and token functions write their row in the same
+// statement as the change, from the store.Audit that authenticated puts in the request's
+// context; every other outcome — a refusal (401, 403, 404, 409, 422 …), a download, a change
+// whose statement does not write its own row (schedules, webhooks) — is written here once the
+// answer is known. So each such request leaves exactly one row, and a refused one only the
+// refusal. Each row also goes to the log (auth.audit.log).
+
+// routeScope is the scope a route needs: reading needs tasks:read, anything else
+// tasks:write, and the admin routes admin.
+func routeScope(pattern string) string {
+	method, _, _ := strings.Cut(pattern, " ")
+	switch {
+	case adminRoute(pattern):
+		return auth.ScopeAdmin
+	case method == http.MethodGet || method == http.MethodHead:
+		return auth.ScopeRead
+	default:
+		return auth.ScopeWrite
+	}
+}
+
+// adminRoute reports whether only admins may use a route at all.
+func adminRoute(pattern string) bool { return pattern == "GET /api/v1/audit" }
+
+// checkScope refuses a principal that lacks the route's scope: 403 insufficient_scope naming
+// it, or 403 forbidden for a user on an admin route.
+func checkScope(p Principal, pattern, scope string) error {
+	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
+		return problem(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
+	}
+	if !p.Has(scope) {
+		return problem(http.StatusForbidden, "insufficient_scope",
+			fmt.Sprintf("this token lacks the %s scope, which %s needs; create a token with it (POST /api/v1/tokens)", scope, pattern))
+	}
+	return nil
+}
+
+// auditAction is the audit action of a route, "" for a read that is not audited. A route
+// this table does not name but that changes something is audited under its pattern.
+func auditAction(pattern string) string {
+	actions := map[string]string{
+		"POST /api/v1/exports":                                       store.ActionTaskSubmit,
+		"POST /api/v1/imports":                                       store.ActionTaskSubmit,
+		"POST /api/v1/tasks":                                         store.ActionTaskSubmit,
+		"POST /api/v1/tasks:batch":                                   store.ActionTaskSubmit,
+		"POST /api/v1/tasks/{id}/cancel":                             store.ActionTaskCancel,
+		"POST /api/v1/tasks/{id}/retry":                              store.ActionTaskRetry,
+		"GET /api/v1/tasks/{id}/result":                              "task.download_result",
+		"GET /api/v1/tasks/{id}/error-report":                        "task.download_error_report",
+		"POST /api/v1/schedules":                                     "schedule.create",
+		"POST /api/v1/schedules/{id}/pause":                          "schedule.pause",
+		"POST /api/v1/schedules/{id}/resume":                         "schedule.resume",
+		"DELETE /api/v1/schedules/{id}":                              "schedule.delete",
+		"POST /api/v1/webhooks":                                      "webhook.create",
+		"DELETE /api/v1/webhooks/{id}":                               "webhook.delete",
+		"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver": "webhook.redeliver",
+		"POST /api/v1/tokens":                                        store.ActionTokenCreate,
+		"DELETE /api/v1/tokens/{id}":                                 store.ActionTokenRevoke,
+	}
+	if a, ok := actions[pattern]; ok {
+		return a
+	}
+	if method, _, _ := strings.Cut(pattern, " "); method != http.MethodGet && method != http.MethodHead {
+		return pattern
+	}
+	return ""
+}
+
+// outcomeOf classifies an answer's status.
+func outcomeOf(status int) string {
+	switch {
+	case status < 400:
+		return store.AuditSuccess
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return store.AuditDenied
+	case status < 500:
+		return store.AuditRefused
+	default:
+		return store.AuditError
+	}
+}
+
+// clientAddr is where a request comes from (through the trusted proxies, when configured).
+func (s *Server) clientAddr(r *http.Request) string { return s.Auth.Gateway.ClientAddr(r) }
+
+// auditAnswer records the audit row of an answered request to an audited route, unless the
+// store already wrote it with the change (a is the request's audit; nil before one existed).
+func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p Principal, a *store.Audit, status int, pr *Problem) {
+	if action == "" {
+		return
+	}
+	target := auditTarget(r)
+	if target == "" && pr == nil {
+		target = locationTarget(w.Header().Get("Location"))
+	}
+	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: outcomeOf(status), Status: status,
+		ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+	if pr != nil {
+		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
+	}
+	if pr == nil && a.Recorded() > 0 {
+		// Written with the change itself; the log still hears of it.
+		s.logAudit(r.Context(), e, a.Recorded())
+		return
+	}
+	s.record(r.Context(), e)
+}
+
+// record writes an audit row on its own (and to the log). A row that cannot be written is
+// logged as lost, with everything it held: the log is the trail's fallback.
+func (s *Server) record(ctx context.Context, e store.AuditEvent) {
+	s.logAudit(ctx, e, 1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := s.Store.RecordAudit(ctx, e); err != nil {
+		s.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("actor", e.Actor),
+			slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("request_id", e.RequestID), slog.Any("err", err))
+	}
+}
+
+func (s *Server) logAudit(ctx context.Context, e store.AuditEvent, rows int64) {
+	if !s.Auth.AuditLog {
+		return
+	}
+	attrs := []slog.Attr{slog.String("actor", e.Actor), slog.String("via", e.Via), slog.String("action", e.Action),
+		slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("client", e.ClientAddr),
+		slog.String("request_id", e.RequestID)}
+	if e.Status != 0 {
+		attrs = append(attrs, slog.Int("status", e.Status))
+	}
+	if e.Detail != "" {
+		attrs = append(attrs, slog.String("detail", e.Detail))
+	}
+	if rows > 1 {
+		attrs = append(attrs, slog.Int64("rows", rows))
+	}
+	s.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+}
+
+// auditTarget is the object a request acted on: the {id} in its path, or what a create
+// answered in Location.
+func auditTarget(r *http.Request) string {
+	if id := r.PathValue("id"); id != "" && textProblem(id, maxTaskID) == "" {
+		return id
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// AuditView is one row of the audit trail.
+type AuditView struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	Actor      string    `json:"actor"`
+	Via        string    `json:"via"`
+	Action     string    `json:"action"`
+	Target     string    `json:"target,omitempty"`
+	Outcome    string    `json:"outcome"`
+	Status     int       `json:"status,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	ClientAddr string    `json:"client_addr"`
+	RequestID  string    `json:"request_id,omitempty"`
+}
+
+// listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
+// (admins): the trail, newest first.
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("invalid_query", "the query string is not valid URL encoding")
+	}
+	var errs []FieldError
+	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
+	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
+		if msg := textProblem(v, 200); msg != "" {
+			errs = append(errs, FieldError{name, msg})
+		}
+	}
+	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
+		errs = append(errs, FieldError{"outcome", "must be success, denied, refused or error"})
+	}
+	for name, dst := range map[string]**time.Time{"from": &f.From, "to": &f.To} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				errs = append(errs, FieldError{name, "must be an RFC 3339 time such as 2026-12-01T00:00:00Z"})
+				continue
+			}
+			*dst = &t
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
+		}
+		f.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
+		}
+		f.Before = n
+	}
+	if len(errs) > 0 {
+		return invalid("invalid_query", "the query has invalid parameters", errs...)
+	}
+	rows, next, err := s.Store.ListAudit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items      []AuditView `json:"items"`
+		NextCursor string      `json:"next_cursor,omitempty"`
+	}{Items: make([]AuditView, len(rows))}
+	for i, e := range rows {
+		out.Items[i] = AuditView{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Via: e.Via, Action: e.Action, Target: e.Target, Outcome: e.Outcome,
+			Status: e.Status, Detail: e.Detail, ClientAddr: e.ClientAddr, RequestID: e.RequestID}
+	}
+	if next > 0 {
+		out.NextCursor = strconv.FormatInt(next, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ActorView says who did something to a task, and when ("cancelled by alice at …").
+type ActorView struct {
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
+}
+
+// cancelledBy is who cancelled (or asked to cancel) a task, from the audit trail; nil when
+// nobody did or the trail cannot be read now.
+func (s *Server) cancelledBy(ctx context.Context, t *store.Task) *ActorView {
+	if !t.CancelRequested && t.Status != store.StatusCancelled {
+		return nil
+	}
+	e, err := s.Store.LastAudit(ctx, t.TaskNo, store.ActionTaskCancel)
+	if err != nil || e == nil {
+		return nil
+	}
+	who := e.Actor
+	if e.Via == "console" {
+		who += " (console)"
+	}
+	return &ActorView{Actor: who, At: e.At.UTC()}
+}
+
+// locationTarget is the id at the end of a Location header.
+func locationTarget(loc string) string {
+	if loc == "" {
+		return ""
+	}
+	return path.Base(loc)
+}
