@@ -201,7 +201,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection
 		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
 		if err == nil && bad != nil {
 			err = problem(Invalid, "not_gb18030",
-				"the CSV is not GB18030/GBK text (%s is not a GB18030 character); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
+				"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
 				bad.where())
 		}
 		ins.Encoding = EncodingGB18030
@@ -223,7 +223,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection
 	case err != nil:
 		return ins, err
 	case gbad != nil:
-		return ins, tried(gbad.where() + " is not a GB18030 character")
+		return ins, tried(gbad.where() + " holds bytes that are not GB18030")
 	case !stats.chinese():
 		return ins, tried("it decodes, but not as Chinese text: it looks like another encoding, such as Latin-1 or Windows-1252")
 	case !knownHeader(decoded(raw(), EncodingGB18030), lim):

@@ -1,0 +1,381 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/xuri/excelize/v2"
+	"golang.org/x/text/encoding/charmap"
+
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// submitAs goes through the real submit side (Receive, Accept) and creates the task.
+func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jobs2Sub, error) {
+	w.t.Helper()
+	up := NewUploads(w.st, w.fs, Limits{})
+	r, err := up.Receive(name, bytes.NewReader(content), 64<<20)
+	if err != nil {
+		return nil, jobs2Sub{}, err
+	}
+	o.Mode = cmpOr(o.Mode, ModeUpsert)
+	sub, err := up.Accept(context.Background(), r, "alice", o)
+	if err != nil {
+		return nil, jobs2Sub{}, err
+	}
+	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return task, jobs2Sub{key: sub.BizKey, params: sub.Params}, nil
+}
+
+type jobs2Sub struct {
+	key    string
+	params json.RawMessage
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../testdata/imports", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// outcome is what an import did: counts and each rejected row's fields and message.
+type outcome struct {
+	status                 store.Status
+	total, success, failed int64
+	items                  map[int]string
+}
+
+func (w *world) outcome(task *store.Task) outcome {
+	w.t.Helper()
+	items, err := w.st.Items(context.Background(), task.ID, 0, 1000)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	o := outcome{status: task.Status, total: task.TotalCount, success: task.SuccessCount, failed: task.FailedCount, items: map[int]string{}}
+	for _, it := range items {
+		o.items[it.Row] = it.Field + " | " + it.Message
+	}
+	return o
+}
+
+// The GBK CSV (what Excel on a Chinese Windows saves as "CSV (逗号分隔)") imports exactly as
+// the UTF-8 one; the .xls LibreOffice saves imports exactly as the .xlsx it saves.
+func TestLegacyFilesImportLikeTheirModernTwins(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ legacy, modern, enc string }{
+		{"messy-gbk.csv", "messy-bom.csv", "gb18030"},
+		{"messy-libreoffice.xls", "messy-libreoffice.xlsx", ""},
+	} {
+		t.Run(c.legacy, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, Config{BatchSize: 4})
+			modern, _, err := w.submitAs(c.modern, fixture(t, c.modern), Submit{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := w.outcome(w.deliver(modern))
+			if want.status != store.StatusPartialSuccess || want.total != 15 || want.success != 8 || want.failed != 7 {
+				t.Fatalf("%s: %+v", c.modern, want)
+			}
+			w.pg.DB.ExecContext(context.Background(), "DELETE FROM customers") //nolint:errcheck
+			legacy, sub, err := w.submitAs(c.legacy, fixture(t, c.legacy), Submit{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.enc != "" && (!strings.HasSuffix(sub.key, ":"+c.enc) || !strings.Contains(string(sub.params), `"encoding":"`+c.enc+`"`)) {
+				t.Fatalf("key %s params %s: the encoding is not recorded", sub.key, sub.params)
+			}
+			got := w.outcome(w.deliver(legacy))
+			if got.status != want.status || got.total != want.total || got.success != want.success || got.failed != want.failed {
+				t.Fatalf("%s: %+v, %s gives %+v", c.legacy, got, c.modern, want)
+			}
+			for row, m := range want.items {
+				if got.items[row] != m {
+					t.Errorf("row %d: %q, %s says %q", row, got.items[row], c.modern, m)
+				}
+			}
+			// Only the modern file's rows were deleted: the second import wrote the same rows.
+			if n := w.count("SELECT count(*) FROM customers"); n != 8 {
+				t.Fatalf("customers = %d, want 8", n)
+			}
+		})
+	}
+}
+
+// A file that is neither UTF-8 nor Chinese GB18030 is refused at submit, saying what was tried.
+func TestCSVEncodingsThatAreRefused(t *testing.T) {
+	t.Parallel()
+	latin1 := func(s string) []byte {
+		b, err := charmap.ISO8859_1.NewEncoder().Bytes([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	random := make([]byte, 4096)
+	rand.Read(random) //nolint:errcheck
+	gbk := fixture(t, "messy-gbk.csv")
+	for name, c := range map[string]struct {
+		csv       []byte
+		enc       string
+		code      string
+		substring []string
+	}{
+		"latin-1, an accent before a comma": {latin1("code,name,phone,city\r\nC1,José,13800138000,São Paulo\r\n"), "", "unknown_encoding",
+			[]string{"tried UTF-8", "tried GB18030/GBK", "line 2"}},
+		"latin-1 that decodes as GBK": {latin1("code,name,phone,city\r\nC1,Müller Françoise,13800138000,Zürich\r\nC2,Jürgen Böhm,13800138001,Düsseldorf\r\n"), "", "unknown_encoding",
+			[]string{"not as Chinese text", "Latin-1"}},
+		"GBK without a known header": {fixture(t, "messy-gbk.csv")[bytes.IndexByte(gbk, '\n')+1:], "", "unknown_encoding", []string{"names the columns"}},
+		"random binary":              {random, "", "", nil},
+		"GBK sent as utf-8":          {gbk, "utf-8", "not_utf8", []string{"byte 0xBF on line 1", "encoding=gb18030"}},
+		"an unknown encoding":        {gbk, "big5", "bad_encoding", []string{"utf-8, gb18030 or auto"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Inspect(writeTemp(t, "x.csv", c.csv), CSV, "", Limits{})
+			if c.enc != "" {
+				var e Encoding
+				if e, err = ParseEncoding(c.enc); err == nil {
+					_, err = InspectChoice(writeTemp(t, "x.csv", c.csv), Choice{Format: CSV, Encoding: e}, Limits{})
+				}
+			}
+			var fp *FileProblem
+			if !errors.As(err, &fp) {
+				t.Fatalf("accepted (%v)", err)
+			}
+			if c.code != "" && fp.Code != c.code {
+				t.Fatalf("%s: %s, want %s", fp.Code, fp.Message, c.code)
+			}
+			for _, s := range c.substring {
+				if !strings.Contains(fp.Message, s) {
+					t.Errorf("%q does not say %q", fp.Message, s)
+				}
+			}
+		})
+	}
+	// Asked for, GB18030 is read without the detection's checks; auto takes the GBK fixture.
+	for _, enc := range []Encoding{EncodingGB18030, EncodingAuto} {
+		ins, err := InspectChoice(writeTemp(t, "x.csv", gbk), Choice{Format: CSV, Encoding: enc}, Limits{})
+		if err != nil || ins.Encoding != EncodingGB18030 || ins.Rows != 16 {
+			t.Fatalf("%s: %+v, %v", enc, ins, err)
+		}
+	}
+	if ins, err := Inspect(writeTemp(t, "x.csv", fixture(t, "messy-bom.csv")), CSV, "", Limits{}); err != nil || ins.Encoding != EncodingUTF8 {
+		t.Fatalf("UTF-8 with a BOM: %+v, %v", ins, err)
+	}
+}
+
+// With no sheet named, a workbook whose first sheet is notes imports the sheet with the
+// header; two such sheets make the uploader choose.
+func TestTheSheetWithTheHeaderIsChosen(t *testing.T) {
+	t.Parallel()
+	book := func(sheets ...string) string {
+		f := excelize.NewFile()
+		for i, s := range sheets {
+			name := fmt.Sprintf("S%d", i+1)
+			if i == 0 {
+				f.SetSheetName("Sheet1", name) //nolint:errcheck
+			} else {
+				f.NewSheet(name) //nolint:errcheck
+			}
+			if s == "notes" {
+				f.SetSheetRow(name, "A1", &[]any{"说明：请在“客户”表中填写"}) //nolint:errcheck
+				continue
+			}
+			f.SetSheetRow(name, "A1", &[]any{"客户编号", "客户名称", "手机号"})    //nolint:errcheck
+			f.SetSheetRow(name, "A2", &[]any{"C1", "n", "13800138000"}) //nolint:errcheck
+		}
+		var b bytes.Buffer
+		f.WriteTo(&b) //nolint:errcheck
+		return writeTemp(t, "b.xlsx", b.Bytes())
+	}
+	for name, c := range map[string]struct {
+		sheets []string
+		want   string
+		err    string
+	}{
+		"first has the header":        {[]string{"data", "data"}, "S1", ""},
+		"notes first, one data sheet": {[]string{"notes", "notes", "data"}, "S3", ""},
+		"notes first, two data":       {[]string{"notes", "data", "data"}, "", `several sheets do: "S2", "S3"`},
+		"no data sheet at all":        {[]string{"notes", "notes"}, "S1", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ins, err := Inspect(book(c.sheets...), XLSX, "", Limits{})
+			if c.err != "" {
+				wantProblem(t, err, "ambiguous_sheet", c.err)
+				return
+			}
+			if err != nil || ins.Sheet != c.want {
+				t.Fatalf("sheet %q, %v; want %q", ins.Sheet, err, c.want)
+			}
+		})
+	}
+}
+
+// Every row message the import writes has a Chinese wording, and the English stays the
+// canonical stored text.
+func TestEveryRowMessageReadsInChinese(t *testing.T) {
+	t.Parallel()
+	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 70)
+	rows := [][]string{
+		{"", "", "", "", "", ""},
+		{"bad code!", strings.Repeat("名", 101), "12345", "not-an-email", long, "bronze"},
+		{"C1", "n", "1.38E+10", "", "", ""},
+		{"C1", "n", "13800138000", "a@b.example", "", "gold"},
+	}
+	var msgs []string
+	for i, r := range rows {
+		if _, errs := cols.validate(i+2, r, nil); len(errs) > 0 {
+			_, m := rowMessage(errs)
+			msgs = append(msgs, m)
+		}
+	}
+	cut := []string{strings.Repeat("y", 40), strings.Repeat("y", 40), strings.Repeat("y", 40), strings.Repeat("y", 40), strings.Repeat("y", 40), strings.Repeat("y", 40)}
+	if _, errs := cols.validate(9, cut, []int{0, 1, 2, 3, 4, 5}); len(errs) > 0 {
+		_, m := rowMessage(errs)
+		msgs = append(msgs, m)
+	}
+	msgs = append(msgs, "code: "+msgDuplicate.text("C002", "3"), "code: "+msgExists.text("C9"))
+	english := []string{"must", "is required", "valid", "rounded", "already", "this one"}
+	for _, m := range msgs {
+		zh := TranslateMessage(m, LangZH)
+		for _, e := range english {
+			if strings.Contains(zh, e) {
+				t.Errorf("%q reads %q in Chinese: %q is not translated", m, zh, e)
+			}
+		}
+		if TranslateMessage(m, LangEN) != m {
+			t.Errorf("the English of %q changed", m)
+		}
+	}
+	if got := TranslateRowError("row 6, phone: must be 11 digits starting with 1; email: is not a valid email address", LangZH); got != "第 6 行，手机号：必须是以 1 开头的 11 位数字；邮箱：不是有效的邮箱地址" {
+		t.Fatalf("row error in Chinese: %q", got)
+	}
+	if got := TranslateMessage("phone: 1.38E+10 is a rounded number; format the column as text and enter all 11 digits; name: is required", LangZH); got != "手机号：1.38E+10 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码；客户名称：必填" {
+		t.Fatalf("a message holding '; ': %q", got)
+	}
+	if got := TranslateMessage("name: something new", LangZH); got != "客户名称：something new" {
+		t.Fatalf("an unknown message: %q", got)
+	}
+	for in, want := range map[string]Lang{"zh-CN,zh;q=0.9,en;q=0.8": LangZH, "en-US,en;q=0.9,zh;q=0.8": LangEN, "": LangEN, "fr": LangEN, "zh": LangZH, "en;q=0.5,zh-TW;q=0.7": LangZH} {
+		if got := ParseLang(in); got != want {
+			t.Errorf("ParseLang(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// The Chinese template, filled in by hand with two bad rows, imports as PARTIAL_SUCCESS with
+// a Chinese error report.
+func TestTheChineseTemplateFilledInImports(t *testing.T) {
+	t.Parallel()
+	b, name, err := Template(LangZH, XLSX)
+	if err != nil || name != "customers-template-zh.xlsx" {
+		t.Fatal(name, err)
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sheet := f.GetSheetName(0)
+	rows, _ := f.GetRows(sheet)
+	if sheet != "客户" || !slices.Equal(rows[0], []string{"客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"}) || len(rows) != 2 {
+		t.Fatalf("template %s: %q", sheet, rows)
+	}
+	dvs, err := f.GetDataValidations(sheet)
+	if err != nil || len(dvs) != 1 || !strings.Contains(dvs[0].Formula1, "普通,白银,黄金,铂金,钻石") || !strings.HasPrefix(dvs[0].Sqref, "F2:") {
+		t.Fatalf("level drop-down: %+v, %v", dvs, err)
+	}
+	panes, _ := f.GetPanes(sheet)
+	if !panes.Freeze || panes.YSplit != 1 {
+		t.Fatalf("header not frozen: %+v", panes)
+	}
+	if w, _ := f.GetColWidth(sheet, "B"); w < 20 {
+		t.Fatalf("name column width %v", w)
+	}
+	// Filled in: the example row replaced, three rows of which two are bad.
+	f.SetSheetRow(sheet, "A2", &[]any{"K001", "北京甲公司", "13900139000", "", "北京", "黄金"}) //nolint:errcheck
+	f.SetSheetRow(sheet, "A3", &[]any{"K002", "上海乙公司", "1390013900", "", "上海", "白银"})  //nolint:errcheck
+	f.SetSheetRow(sheet, "A4", &[]any{"K003", "", "13900139002", "bad@", "", "青铜"})    //nolint:errcheck
+	var filled bytes.Buffer
+	f.WriteTo(&filled) //nolint:errcheck
+	w := newWorld(t, Config{BatchSize: 100})
+	task, _, err := w.submitAs("客户.xlsx", filled.Bytes(), Submit{Lang: "zh-CN,zh;q=0.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task = w.deliver(task)
+	if task.Status != store.StatusPartialSuccess || task.SuccessCount != 1 || task.FailedCount != 2 {
+		t.Fatalf("%s %d/%d", task.Status, task.SuccessCount, task.FailedCount)
+	}
+	var res ResultData
+	json.Unmarshal(task.Result, &res) //nolint:errcheck
+	if res.ErrorReportLang != LangZH || !strings.HasPrefix(res.FirstErrors[0], "row 3, phone: must be") {
+		t.Fatalf("result %+v: first_errors stay canonical, the report is Chinese", res)
+	}
+	abs, _ := w.fs.Path(res.ErrorReport)
+	rep, err := excelize.OpenFile(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := rep.GetRows(rep.GetSheetName(0))
+	want := [][]string{
+		{"行号", "字段", "原因", "客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"},
+		{"3", "手机号", "手机号：必须是以 1 开头的 11 位数字", "K002", "上海乙公司", "1390013900", "", "上海", "白银"},
+		{"4", "客户名称,邮箱,等级", "客户名称：必填；邮箱：不是有效的邮箱地址；等级：" + msgLevel.zh, "K003", "", "13900139002", "bad@", "", "青铜"},
+	}
+	for i := range want {
+		if i >= len(got) || !slices.Equal(got[i], want[i]) {
+			t.Fatalf("report row %d: %q\nwant %q", i+1, got, want[i])
+		}
+	}
+	// The same report in English, for a download with ?lang=en.
+	p, done, err := ErrorReportIn(context.Background(), w.st, w.fs, task, LangEN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := excelize.OpenFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enRows, _ := en.GetRows(en.GetSheetName(0))
+	done()
+	if enRows[0][0] != "row" || enRows[1][2] != "phone: must be 11 digits starting with 1" || len(enRows) != 3 {
+		t.Fatalf("English report: %q", enRows)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("the one-off report was left behind: %v", err)
+	}
+	// The CSV template reads as a header and the example row.
+	c, _, err := Template(LangEN, CSV)
+	if err != nil || !bytes.HasPrefix(c, []byte("\uFEFFcode,name,phone,email,city,level\r\nC0001,")) {
+		t.Fatalf("CSV template: %q, %v", c, err)
+	}
+}
