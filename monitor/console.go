@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,6 +19,7 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -54,6 +56,28 @@ type ConsoleConfig struct {
 	Tasks TaskActions
 	// Logger receives one line per console action. Default slog.Default().
 	Logger *slog.Logger
+	// Web, when set, lets the web page's sign-in serve the console too: an admin signed in
+	// there (with a token, the company identity provider or through the gateway) is let in,
+	// the login page offers the provider's sign-in, and logout ends that session as well.
+	Web WebSignIn
+	// Audit records logins, failed logins and actions in the audit trail (*store.Store).
+	// Cancels made through Tasks record their row in the same statement as the change.
+	Audit AuditRecorder
+}
+
+// WebSignIn is the web page's sign-in as the console uses it (*httpapi.Server).
+type WebSignIn interface {
+	// ConsoleAdmin returns the admin the request's web session (or gateway header) names.
+	ConsoleAdmin(r *http.Request) (user string, ok bool)
+	// ConsoleSignInURL is where to sign in with the identity provider ("" when off).
+	ConsoleSignInURL(next string) string
+	// ConsoleSignOut ends the request's web session; it returns where to go ("" for none).
+	ConsoleSignOut(w http.ResponseWriter, r *http.Request) (string, error)
+}
+
+// AuditRecorder writes an audit row (*store.Store).
+type AuditRecorder interface {
+	RecordAudit(ctx context.Context, e store.AuditEvent) error
 }
 
 // TaskActions are the task transitions behind the console's job actions (*store.Store).
@@ -111,7 +135,9 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 		if user == "" {
 			user = "admin"
 		}
-		c.tokens[sha256.Sum256([]byte(t))] = user
+		if sum, ok := auth.ConfigTokenSum(t); ok { // a token, or its "sha256:<hex>" form
+			c.tokens[sum] = user
+		}
 	}
 	return c
 }
@@ -197,7 +223,26 @@ func (c *Console) authorize(r *http.Request) (who string, status int) {
 			return s.User, http.StatusOK
 		}
 	}
+	if c.cfg.Web != nil {
+		if user, ok := c.cfg.Web.ConsoleAdmin(r); ok {
+			return user, http.StatusOK
+		}
+	}
 	return "", http.StatusUnauthorized
+}
+
+// audit records a console login or action; a row that cannot be written is logged.
+func (c *Console) audit(r *http.Request, who, action, target, outcome string, status int, detail string) {
+	if c.cfg.Audit == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
+	defer cancel()
+	e := store.AuditEvent{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
+		ClientAddr: clientAddr(r)}
+	if err := c.cfg.Audit.RecordAudit(ctx, e); err != nil {
+		c.logger.Error("audit row not recorded", "action", action, "actor", who, "err", err)
+	}
 }
 
 // adminToken returns the user of an admin token.
@@ -262,6 +307,7 @@ func (c *Console) failed(r *http.Request) {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
 	c.logger.Warn("console login failed", "client", clientAddr(r))
+	c.audit(r, "", "auth.sign_in", "", store.AuditDenied, http.StatusUnauthorized, "not an admin credential")
 }
 
 // throttled answers 429 with the time left in the address's window.
@@ -276,11 +322,15 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <style>body{font-family:sans-serif;max-width:26em;margin:4em auto}input{width:100%;padding:.5em;margin:.5em 0}p.err{color:#b00}</style>
 </head><body><h1>taskcenter console</h1>
 {{if .Error}}<p class="err">{{.Error}}</p>{{end}}
+{{if .SSO}}<p><a id="sso" href="{{.SSO}}">Sign in with your company account</a></p>{{end}}
 <form method="post" action="{{.Action}}"><label>Admin token<input type="password" name="token" autofocus required></label>
 <input type="submit" value="Log in"></form></body></html>`))
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	data := struct{ Action, Error string }{Action: ConsolePath + "/login"}
+	data := struct{ Action, Error, SSO string }{Action: ConsolePath + "/login"}
+	if c.cfg.Web != nil {
+		data.SSO = c.cfg.Web.ConsoleSignInURL(ConsolePath + "/")
+	}
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		if c.blocked(r) {
@@ -303,6 +353,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: ConsolePath,
 				MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 			c.logger.Info("console login", "user", user, "client", clientAddr(r))
+			c.audit(r, user, "auth.sign_in", "", store.AuditSuccess, http.StatusSeeOther, "")
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
@@ -327,7 +378,18 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})
-	http.Redirect(w, r, ConsolePath+"/login", http.StatusSeeOther)
+	next := ConsolePath + "/login"
+	if c.cfg.Web != nil {
+		to, err := c.cfg.Web.ConsoleSignOut(w, r)
+		if err != nil {
+			http.Error(w, "the session could not be ended (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
+			return
+		}
+		if to != "" && to != "/login" {
+			next = to // the identity provider's sign-out
+		}
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // readOnlyMessage answers a refused console action.
@@ -344,11 +406,31 @@ func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who strin
 		return
 	}
 	if c.cfg.ReadOnly {
+		c.audit(r, who, "console.refused", strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"), store.AuditDenied, http.StatusForbidden, "the console is read-only")
 		http.Error(w, readOnlyMessage, http.StatusForbidden)
 		return
 	}
 	a := parseConsoleAction(r.Method, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
-	status, msg := c.act(r.Context(), a, who)
+	// A cancel through the task store records its audit row with the change; every other
+	// action (or its refusal) is recorded here.
+	au := &store.Audit{Actor: who, Via: "console", ClientAddr: clientAddr(r)}
+	status, msg := c.act(store.WithAudit(r.Context(), au), a, who)
+	if au.Recorded() == 0 {
+		action, target := "console."+cmp.Or(a.verb, "refused"), cmp.Or(a.job, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
+		if no, ok := taskOfJob(a.job); ok {
+			target = no
+		}
+		outcome := store.AuditSuccess
+		switch {
+		case status == http.StatusForbidden:
+			outcome = store.AuditDenied
+		case status >= 500:
+			outcome = store.AuditError
+		case status >= 400:
+			outcome = store.AuditRefused
+		}
+		c.audit(r, who, action, target, outcome, cmp.Or(status, http.StatusOK), msg)
+	}
 	if status == 0 {
 		c.mon.ServeHTTP(w, r)
 		return

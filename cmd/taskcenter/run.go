@@ -25,6 +25,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/httpapi"
+	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/internal/outage"
@@ -434,7 +435,16 @@ func (p *process) startWorkers() error {
 func (p *process) startAPI() error {
 	cfg := p.cfg
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
+	// Identity (issue 17): the company identity provider, the trusted gateway, API tokens, audit.
+	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
+	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
+	identity := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
+		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
+			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
+			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
+			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues})}
 	api := httpapi.New(httpapi.Deps{
+		Auth:  identity,
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
@@ -461,7 +471,7 @@ func (p *process) startAPI() error {
 		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
 			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), AdminUsers: adminUsers,
 			SessionTTL: cfg.Console.SessionTTL, LoginFailures: cfg.Console.LoginFailures, LoginWindow: cfg.Console.LoginWindow,
-			Tasks: p.st, Logger: p.logger})
+			Tasks: p.st, Logger: p.logger, Web: api, Audit: p.st})
 		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
 		p.stopping = append(p.stopping, func() {
 			if err := console.Close(); err != nil {
@@ -557,7 +567,7 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 	return cleanup.Config{
 		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention, ArchiveRetention: cfg.Cleanup.ArchiveRetention,
-		BacklogThreshold: cfg.Alerts.BacklogThreshold, BacklogFor: cfg.Alerts.BacklogFor,
+		BacklogThreshold: cfg.Alerts.BacklogThreshold, BacklogFor: cfg.Alerts.BacklogFor, AuditRetention: cfg.Auth.Audit.Retention,
 	}, nil
 }
 

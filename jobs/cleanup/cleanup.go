@@ -53,6 +53,9 @@ type Config struct {
 	BacklogFor       time.Duration
 	// Queues are the configured queues (a backlog alert re-arms when its queue empties).
 	Queues []string
+	// AuditRetention: audit rows older than this are deleted (auth.audit.retention). 0 keeps
+	// them for good.
+	AuditRetention time.Duration
 }
 
 // BacklogAlerter is told when a queue's backlog has stayed over the threshold.
@@ -71,6 +74,7 @@ type Report struct {
 	ResultsOrphaned int `json:"orphan_results_deleted"`
 	RetentionPurged int `json:"tasks_archived"`
 	ArchivePurged   int `json:"archived_tasks_deleted"`
+	AuditPurged     int `json:"audit_rows_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
 	FailureAlerts   int `json:"failure_alerts"`
 	Errors          int `json:"errors"`
@@ -159,6 +163,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"orphan_results", c.orphanResults, &rep.ResultsOrphaned},
 		{"retention", c.retention, &rep.RetentionPurged},
 		{"archive", c.purgeArchive, &rep.ArchivePurged},
+		{"audit", c.purgeAudit, &rep.AuditPurged},
 		{"backlog", c.backlog, &rep.BacklogAlerts},
 		{"failure_alerts", c.failureAlerts, &rep.FailureAlerts},
 	}
@@ -451,6 +456,14 @@ func (c *Cleaner) purgeArchive(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	return c.store.PurgeArchive(ctx, c.cfg.ArchiveRetention, c.cfg.BatchSize)
+}
+
+// purgeAudit deletes audit rows past auth.audit.retention.
+func (c *Cleaner) purgeAudit(ctx context.Context) (int, error) {
+	if c.cfg.AuditRetention <= 0 {
+		return 0, nil
+	}
+	return c.store.PruneAudit(ctx, c.cfg.AuditRetention, c.cfg.BatchSize)
 }
 
 // backlog raises one alert per episode of a queue's backlog staying over the threshold.
