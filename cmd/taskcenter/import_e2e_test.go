@@ -317,14 +317,14 @@ func TestBadFilesGetAClearAnswer(t *testing.T) {
 		{"empty file", "a.xlsx", nil, nil, 422, "empty_file", "the file is empty"},
 		{"not a spreadsheet renamed .xlsx", "a.xlsx", []byte("just some text, honestly"), nil, 415, "unsupported_format", "not an .xlsx workbook"},
 		{"a PDF renamed .xlsx", "a.xlsx", []byte("%PDF-1.7 ..."), nil, 415, "unsupported_format", "PDF"},
-		{"an old .xls", "a.xls", []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0}, nil, 415, "unsupported_format", "Excel 97-2003"},
-		{"a word document", "a.docx", valid, nil, 415, "unsupported_format", "only .xlsx and .csv"},
+		{"a damaged .xls", "a.xls", []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0}, nil, 422, "damaged_file", "the .xls file is damaged"},
+		{"a word document", "a.docx", valid, nil, 415, "unsupported_format", "only .xlsx, .xls and .csv"},
 		{"corrupted zip", "a.xlsx", valid[:len(valid)/2], nil, 422, "damaged_file", "damaged"},
 		{"zip bomb", "a.xlsx", zipBomb(t, 64<<20), nil, 413, "too_large_uncompressed", "expands to 64 MB"},
 		{"too large", "a.xlsx", bytes.Repeat([]byte("x"), 3<<20), nil, 413, "too_large", "2 MB limit"},
 		{"wrong sheet", "a.xlsx", valid, map[string]string{"sheet": "Nope"}, 422, "sheet_not_found", `no sheet named "Nope"; it has: Sheet1, Second`},
 		{"too many rows", "a.xlsx", tooMany, nil, 422, "too_many_rows", "59 rows, over the limit of 50"},
-		{"legacy encoding CSV", "a.csv", gbk, nil, 422, "not_utf8", "not UTF-8"},
+		{"legacy encoding CSV sent as UTF-8", "a.csv", gbk, map[string]string{"encoding": "utf-8"}, 422, "not_utf8", "not UTF-8"},
 		{"bad mode", "a.xlsx", valid, map[string]string{"mode": "merge"}, 422, "bad_mode", "upsert or insert"},
 	}
 	for _, c := range submitErrors {
