@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -147,7 +148,7 @@ func TestWebhooksReceiverRestartGetsExactlyTheHundredEvents(t *testing.T) {
 	rcv.kill()
 	submitted := map[string]bool{}
 	for i := range 100 {
-		sub, err := c.Submit(ctx, "bench:noop", map[string]any{"n": i}, client.SubmitOptions{})
+		sub, err := c.Submit(ctx, "bench:noop", map[string]any{"note": fmt.Sprint(i)}, client.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

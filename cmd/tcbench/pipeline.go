@@ -270,7 +270,7 @@ func (b *bench) waitDone(ctx context.Context, n int, start time.Time) error {
 
 // taskUpdates reads the tasks table's update counters (all, and HOT).
 func (b *bench) taskUpdates(ctx context.Context) (upd, hot int64) {
-	b.db.ExecContext(ctx, "SELECT pg_stat_force_next_flush()") //nolint:errcheck
+	b.db.ExecContext(ctx, "SELECT pg_stat_force_next_flush()")                                                                             //nolint:errcheck
 	b.db.QueryRowContext(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&upd, &hot) //nolint:errcheck
 	return upd, hot
 }
