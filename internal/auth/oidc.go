@@ -140,10 +140,12 @@ func (p *Provider) discover(ctx context.Context) (*discovery, error) {
 	switch {
 	case p.cfg.ClientSecret == "":
 		d.authStyle = oauth2.AuthStyleInParams // a public client sends its id, no secret
-	case slices.Contains(extra.AuthMethods, "client_secret_basic"):
-		d.authStyle = oauth2.AuthStyleInHeader
+	case slices.Contains(extra.AuthMethods, "client_secret_basic") && slices.Contains(extra.AuthMethods, "client_secret_post"):
+		// Both offered: x/oauth2 tries the header first and remembers what works.
 	case slices.Contains(extra.AuthMethods, "client_secret_post"):
 		d.authStyle = oauth2.AuthStyleInParams
+	case slices.Contains(extra.AuthMethods, "client_secret_basic"):
+		d.authStyle = oauth2.AuthStyleInHeader
 	}
 	if p.keys == nil {
 		if extra.JWKSURI == "" {

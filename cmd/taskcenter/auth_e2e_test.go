@@ -1,0 +1,271 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/oauth2-proxy/mockoidc"
+)
+
+// Sign-in with the company's identity provider (issue 17), against a real OpenID provider
+// (mockoidc) running in the test process, and the real binary's run().
+
+// companyIdP is the provider; its handlers run under mu so a test can rotate its key.
+type companyIdP struct {
+	*mockoidc.MockOIDC
+	mu sync.Mutex
+}
+
+func newCompanyIdP(t *testing.T) *companyIdP {
+	t.Helper()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &companyIdP{MockOIDC: m}
+	m.AddMiddleware(func(next http.Handler) http.Handler { //nolint:errcheck // before Start
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() }) //nolint:errcheck
+	return p
+}
+
+// vars configures taskcenter for the provider.
+func (p *companyIdP) vars() map[string]string {
+	return map[string]string{
+		"TASKCENTER_AUTH_OIDC_ISSUER":                p.Issuer(),
+		"TASKCENTER_AUTH_OIDC_AUDIENCE":              "taskcenter-api",
+		"TASKCENTER_AUTH_OIDC_CLIENT_ID":             p.ClientID,
+		"TASKCENTER_AUTH_OIDC_CLIENT_SECRET":         p.ClientSecret,
+		"TASKCENTER_AUTH_OIDC_SCOPES":                "openid,profile,email,groups",
+		"TASKCENTER_AUTH_OIDC_USER_CLAIM":            "preferred_username",
+		"TASKCENTER_AUTH_OIDC_ADMIN_VALUES":          "taskcenter-admins",
+		"TASKCENTER_AUTH_OIDC_JWKS_REFRESH_INTERVAL": "1s",
+		"TASKCENTER_CLEANUP_SPEC":                    "@every 1h",
+	}
+}
+
+func (p *companyIdP) keypair() *mockoidc.Keypair {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Keypair
+}
+
+func (p *companyIdP) rotate(t *testing.T) *mockoidc.Keypair {
+	t.Helper()
+	kp, err := mockoidc.RandomKeypair(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.Keypair = kp
+	p.mu.Unlock()
+	return kp
+}
+
+// jwt is an access token for user from the provider's key, changed by change.
+func (p *companyIdP) jwt(t *testing.T, kp *mockoidc.Keypair, user string, change ...func(jwt.MapClaims)) string {
+	t.Helper()
+	now := time.Now()
+	c := jwt.MapClaims{"iss": p.Issuer(), "aud": []string{"taskcenter-api"}, "sub": "id-" + user, "preferred_username": user,
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "groups": []string{"staff"}}
+	for _, f := range change {
+		f(c)
+	}
+	s, err := kp.SignJWT(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type auditJSON struct {
+	Items []struct {
+		Actor, Via, Action, Target, Outcome, Detail string
+		ClientAddr                                  string `json:"client_addr"`
+		At                                          time.Time
+	}
+}
+
+func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
+	idp := newCompanyIdP(t)
+	e := newEnv(t, idp.vars())
+	api := e.start("api")
+	kp := idp.keypair()
+	alice := idp.jwt(t, kp, "alice")
+
+	// A JWT is accepted as its user; what it submits is alice's.
+	res := api.do("POST", "/api/v1/exports", alice, map[string]any{"type": "customers"})
+	if res.status != http.StatusAccepted {
+		t.Fatalf("submit with a JWT: %d %s", res.status, res.body)
+	}
+	var sub struct{ Task taskJSON }
+	res.json(t, &sub)
+	if sub.Task.Owner != "alice" {
+		t.Fatalf("owner %q", sub.Task.Owner)
+	}
+	if res := api.do("GET", "/api/v1/tasks/"+sub.Task.ID, idp.jwt(t, kp, "bob"), nil); res.status != http.StatusNotFound {
+		t.Fatalf("bob's JWT on alice's task: %d", res.status)
+	}
+
+	// Every way a JWT can be wrong answers 401 with a problem saying why.
+	pub, _ := x509.MarshalPKIXPublicKey(kp.PublicKey)
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"iss": idp.Issuer(), "aud": "taskcenter-api", "preferred_username": "ops",
+		"exp": time.Now().Add(time.Minute).Unix(), "groups": []string{"taskcenter-admins"}})
+	hs.Header["kid"], _ = kp.KeyID()
+	hsToken, _ := hs.SignedString(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+	stranger, err := mockoidc.RandomKeypair(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger.Kid = "not-published"
+	header, _ := json.Marshal(map[string]string{"alg": "none", "typ": "JWT"})
+	claims, _ := json.Marshal(map[string]any{"iss": idp.Issuer(), "aud": "taskcenter-api", "preferred_username": "ops", "exp": time.Now().Add(time.Minute).Unix()})
+	none := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims) + "."
+	for _, c := range []struct{ name, token, says string }{
+		{"expired", idp.jwt(t, kp, "alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), "expired"},
+		{"wrong audience", idp.jwt(t, kp, "alice", func(c jwt.MapClaims) { c["aud"] = []string{"payroll"} }), "audience"},
+		{"wrong issuer", idp.jwt(t, kp, "alice", func(c jwt.MapClaims) { c["iss"] = "https://login.evil.example" }), "issuer"},
+		{"alg none", none, "algorithm"},
+		{"HS256 signed with the public key", hsToken, "algorithm"},
+		{"unknown kid", idp.jwt(t, stranger, "alice"), "unknown kid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := api.do("POST", "/api/v1/tasks/"+sub.Task.ID+"/cancel", c.token, nil)
+			var pr struct{ Code, Detail string }
+			res.json(t, &pr)
+			if res.status != http.StatusUnauthorized || pr.Code != "unauthorized" || !strings.Contains(pr.Detail, c.says) ||
+				res.header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("%d %s %q", res.status, pr.Code, pr.Detail)
+			}
+		})
+	}
+
+	// The provider rotates its key: tokens of the new key work, the old key's stop.
+	fresh := idp.rotate(t)
+	time.Sleep(1100 * time.Millisecond) // past auth.oidc.jwks_refresh_interval since the last fetch
+	if res := api.do("GET", "/api/v1/tasks", idp.jwt(t, fresh, "alice"), nil); res.status != http.StatusOK {
+		t.Fatalf("a token of the rotated key: %d %s", res.status, res.body)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if res := api.do("GET", "/api/v1/tasks", alice, nil); res.status != http.StatusUnauthorized {
+		t.Fatalf("a token of the removed key: %d", res.status)
+	}
+
+	// The admin group makes an admin; an admin answers who did what from the API alone.
+	ops := idp.jwt(t, fresh, "ops", func(c jwt.MapClaims) { c["groups"] = []string{"staff", "taskcenter-admins"} })
+	aliceNow := idp.jwt(t, fresh, "alice")
+	if res := api.do("POST", "/api/v1/tasks/"+sub.Task.ID+"/cancel", aliceNow, nil); res.status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", res.status, res.body)
+	}
+	res = api.do("GET", "/api/v1/audit?target="+sub.Task.ID, ops, nil)
+	if res.status != http.StatusOK {
+		t.Fatalf("audit as the IdP's admin: %d %s", res.status, res.body)
+	}
+	var trail auditJSON
+	res.json(t, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Actor+" "+r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	want := []string{"alice jwt task.cancel success", "  task.cancel denied", "  task.cancel denied", "  task.cancel denied",
+		"  task.cancel denied", "  task.cancel denied", "  task.cancel denied", "alice jwt task.submit success"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the trail of %s:\n got %q\nwant %q", sub.Task.ID, got, want)
+	}
+	if c := trail.Items[0]; c.ClientAddr != "127.0.0.1" || c.At.IsZero() {
+		t.Fatalf("who cancelled, when, from where: %+v", c)
+	}
+	if res := api.do("GET", "/api/v1/audit", aliceNow, nil); res.status != http.StatusForbidden {
+		t.Fatalf("a user's JWT on the audit: %d", res.status)
+	}
+
+	// A script gets a read-only API token from a JWT user; it reads, and cannot submit.
+	res = api.do("POST", "/api/v1/tokens", aliceNow, map[string]any{"name": "dashboard", "scopes": []string{"tasks:read"}})
+	var tok struct{ Token string }
+	res.json(t, &tok)
+	if res.status != http.StatusCreated || tok.Token == "" {
+		t.Fatalf("create token: %d %s", res.status, res.body)
+	}
+	if res := api.do("GET", "/api/v1/tasks/"+sub.Task.ID, tok.Token, nil); res.status != http.StatusOK {
+		t.Fatalf("read with the API token: %d", res.status)
+	}
+	res = api.do("POST", "/api/v1/exports", tok.Token, map[string]any{"type": "customers"})
+	if res.status != http.StatusForbidden || !strings.Contains(string(res.body), "tasks:write") {
+		t.Fatalf("submit with a read-only token: %d %s", res.status, res.body)
+	}
+	// The config's demo tokens still work beside the provider.
+	if res := api.do("GET", "/api/v1/tasks", aliceToken, nil); res.status != http.StatusOK {
+		t.Fatalf("a config token: %d", res.status)
+	}
+}
+
+func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	idp := newCompanyIdP(t)
+	e := newEnv(t, idp.vars())
+	api := e.start("api") // no worker: the export waits, so it can be cancelled at once
+	base := api.base
+	idp.QueueUser(&mockoidc.MockUser{Subject: "id-alice", PreferredUsername: "alice", Email: "alice@example.com", Groups: []string{"staff"}})
+
+	res := api.do("POST", "/api/v1/exports", idp.jwt(t, idp.keypair(), "alice"), map[string]any{"type": "customers"})
+	var sub struct{ Task taskJSON }
+	res.json(t, &sub)
+
+	b.run("open the page", chromedp.Navigate(base+"/tasks/"+sub.Task.ID), chromedp.WaitVisible(chromedp.CSS("#sso")))
+	b.run("sign in with the company account", chromedp.Click(chromedp.CSS("#sso")))
+	b.wait("back on the task, signed in as alice", `location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
+		document.querySelector(".who").innerText === "alice" && document.querySelector("#task-status").dataset.status === "PENDING"`, 20*time.Second)
+	b.run("cancel it", chromedp.Click(chromedp.CSS("#cancel")))
+	b.wait("cancelled by alice", `document.querySelector("#task-status").dataset.status === "CANCELLED" &&
+		!document.querySelector("#task-cancelled-by").hidden && document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice at ")`, 20*time.Second)
+	shot := b.screenshot("sso-cancelled-by")
+
+	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	b.run("the page again", chromedp.Navigate(base+"/"))
+	b.wait("signed out for good", `location.pathname === "/login"`, 10*time.Second)
+
+	res = api.do("GET", "/api/v1/audit?actor=alice", adminToken, nil)
+	var trail auditJSON
+	res.json(t, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	want := []string{"oidc auth.sign_out success", "session task.cancel success", "oidc auth.sign_in success", "jwt task.submit success"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
+	}
+	b.mu.Lock()
+	problems := b.problems
+	b.mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
+	}
+	t.Logf("screenshot: %s", shot)
+}
