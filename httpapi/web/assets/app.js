@@ -564,6 +564,7 @@
       fd.append('file', input.files[0]);
       fd.append('mode', form.elements.mode.value);
       if (form.elements.sheet.value.trim()) fd.append('sheet', form.elements.sheet.value.trim());
+      fd.append('lang', zh ? 'zh' : 'en'); // the error report speaks the page's language
       $('#import-submit').disabled = true;
       box.className = 'answer';
       box.textContent = t('import.uploading');
