@@ -4,7 +4,7 @@
 #   scripts/services.sh up       reuse what is reachable, otherwise install + start locally
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
-#   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium)
+#   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
@@ -209,7 +209,8 @@ pg_down() {
 
 # --- test tools --------------------------------------------------------------------------
 # promtool (from Debian's prometheus package) checks the metrics and the alert rules;
-# chromium (headless) drives the web page's browser tests (cmd/taskcenter/web_e2e_test.go).
+# chromium (headless) drives the web page's browser tests (cmd/taskcenter/web_e2e_test.go);
+# versitygw is the S3 server of the storage tests.
 tools_up() {
   if ! command -v promtool >/dev/null; then
     apt_install prometheus
@@ -228,6 +229,16 @@ tools_up() {
   if ! command -v redis-sentinel >/dev/null; then
     apt_install redis-sentinel
     systemctl disable --now redis-sentinel >/dev/null 2>&1 || service redis-sentinel stop >/dev/null 2>&1 || true
+  fi
+  # The object-storage tests run a real S3 server, the Versity S3 Gateway (each test starts
+  # its own on a free port over a temp dir; internal/testenv/s3.go). Not packaged by Debian:
+  # built from source through the Go module proxy into $GOPATH/bin (about 90 s, once).
+  local gobin
+  command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
+  gobin="$(go env GOBIN)"; [[ -n $gobin ]] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+  if ! command -v versitygw >/dev/null && [[ ! -x $gobin/versitygw ]]; then
+    log "versitygw: installing (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
+    go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "could not install versitygw"
   fi
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
