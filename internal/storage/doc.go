@@ -39,6 +39,21 @@
 // for a reader that insists on a local file: a streaming copy into the scratch dir through a
 // fixed buffer.
 //
+// # Uploads: streamed under incoming/, then moved
+//
+// An upload's key is its content hash, known only once the last byte has arrived, so the
+// API Puts the request body (hashing it on the way, no local copy) under
+// incoming/<random>, inspects the stored object through Open, and Moves it to
+// uploads/<sha256>.<format>: a rename locally, a server-side copy and a delete on s3.
+// Whatever an API that died mid-upload leaves under incoming/ is swept after the temp TTL.
+//
+// # Scratch is per node
+//
+// CreateTemp files, reader spills and SpoolLocal copies live in <data dir>/tmp (TempDir) on
+// both backends, never shared: partial outputs of an attempt are local scratch, and each
+// node sweeps its own (ListTemp, RemoveTemp, RemoveAttemptTemp). Naming helpers
+// (AttemptPrefix, TempOwner, ResultOwner) say whose an entry is.
+//
 // # Downloads: presign or stream
 //
 // With s3, Presign returns a time-limited URL the API can redirect the browser to, with the

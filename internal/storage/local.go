@@ -253,6 +253,38 @@ func (l *Local) Presign(_ context.Context, key, _ string, _ time.Duration) (stri
 	return "", false, nil
 }
 
+// Move implements Store: a rename within the data dir.
+func (l *Local) Move(ctx context.Context, src, dst string) error {
+	from, err := l.path(src)
+	if err != nil {
+		return err
+	}
+	to, err := l.path(dst)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: move %s: %w", src, err)
+	}
+	if fi, err := os.Stat(from); err != nil || fi.IsDir() {
+		if err == nil {
+			err = errIsDir
+		}
+		return notExist("move", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
+		return fmt.Errorf("storage: move %s: %w", src, err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		return notExist("move", src, err)
+	}
+	if d, err := os.Open(filepath.Dir(to)); err == nil {
+		d.Sync() //nolint:errcheck // best effort: makes the rename itself durable
+		d.Close()
+	}
+	return nil
+}
+
 // SpoolLocal implements Store.
 func (l *Local) SpoolLocal(ctx context.Context, key, dir string) (*os.File, error) {
 	obj, err := l.Open(ctx, key)

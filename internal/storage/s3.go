@@ -359,6 +359,37 @@ func (s *S3) Presign(ctx context.Context, key, filename string, ttl time.Duratio
 	return u.String(), true, nil
 }
 
+// maxCopySize is the largest object S3 copies in one request.
+const maxCopySize = 5 << 30
+
+// Move implements Store: a server-side copy, then the delete of src.
+func (s *S3) Move(ctx context.Context, src, dst string) error {
+	if err := ValidKey(src); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if err := ValidKey(dst); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	oi, err := s.client.StatObject(ctx, s.bucket, src, minio.StatObjectOptions{})
+	if err != nil {
+		return s.s3Err("move", src, err)
+	}
+	if oi.Size > maxCopySize {
+		return fmt.Errorf("storage: move %s: %d bytes is over the 5 GiB an S3 copy takes", src, oi.Size)
+	}
+	// Pinned to the version just seen: a src replaced meanwhile fails instead of moving
+	// another object.
+	_, err = s.client.CopyObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: dst},
+		minio.CopySrcOptions{Bucket: s.bucket, Object: src, MatchETag: oi.ETag})
+	if err != nil {
+		return s.s3Err("move", src, err)
+	}
+	if err := s.Delete(ctx, src); err != nil {
+		return fmt.Errorf("storage: move %s: copied to %s, but: %w", src, dst, err)
+	}
+	return nil
+}
+
 // SpoolLocal implements Store: one streaming GET into a local file.
 func (s *S3) SpoolLocal(ctx context.Context, key, dir string) (*os.File, error) {
 	obj, err := s.Open(ctx, key)

@@ -59,6 +59,26 @@ type Store interface {
 	// Open's ranged reads for a reader that wants a local file. The caller closes and
 	// removes it (Discard does both).
 	SpoolLocal(ctx context.Context, key, dir string) (*os.File, error)
+	// Move renames the object src to dst (replacing dst), for an upload that is stored
+	// before its final name (its content hash) is known: the local backend renames the file,
+	// the s3 backend copies it on the server (objects up to 5 GiB) and deletes src. dst
+	// appears whole or not at all; when the delete of src fails after the copy, src is left
+	// for the sweep of its area. A missing src answers ErrNotExist.
+	Move(ctx context.Context, src, dst string) error
+
+	// TempDir is this node's local scratch directory (<data dir>/tmp) on both backends:
+	// CreateTemp files, spills of readers (shared strings) and SpoolLocal copies live there.
+	// It is never shared between nodes: each node sweeps its own.
+	TempDir() string
+	// ListTemp calls fn for every entry of the scratch directory (a CreateTemp directory or a
+	// file) last modified before olderThan (zero: all), by name.
+	ListTemp(olderThan time.Time, fn func(name string, modTime time.Time) error) error
+	// RemoveTemp deletes the scratch entry called name (as ListTemp gives it), with whatever
+	// is in it. A missing entry is not an error.
+	RemoveTemp(name string) error
+	// RemoveAttemptTemp deletes this node's scratch entries of every attempt of a task except
+	// attempt keep (0: all of them), by their AttemptPrefix names, and returns how many.
+	RemoveAttemptTemp(taskNo string, keep int) (int, error)
 
 	// Ping checks that the store is usable (the data dir exists, the bucket answers), for
 	// readiness probes.
@@ -326,6 +346,63 @@ func (s scratch) CreateTemp(prefix, ext string) (*os.File, error) {
 		return nil, fmt.Errorf("storage: create temp file: %w", err)
 	}
 	return f, nil
+}
+
+// TempDir implements Store.
+func (s scratch) TempDir() string { return s.dir }
+
+// ListTemp implements Store.
+func (s scratch) ListTemp(olderThan time.Time, fn func(name string, modTime time.Time) error) error {
+	entries, err := os.ReadDir(s.dir) // sorted by name
+	if err != nil {
+		return fmt.Errorf("storage: list scratch dir: %w", err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if !olderThan.IsZero() && !info.ModTime().Before(olderThan) {
+			continue
+		}
+		if err := fn(e.Name(), info.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveTemp implements Store.
+func (s scratch) RemoveTemp(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("storage: %q is not a scratch entry", name)
+	}
+	if err := os.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+		return fmt.Errorf("storage: remove scratch entry: %w", err)
+	}
+	return nil
+}
+
+// RemoveAttemptTemp implements Store.
+func (s scratch) RemoveAttemptTemp(taskNo string, keep int) (int, error) {
+	if taskNo == "" || strings.ContainsAny(taskNo, `/\*?[`) {
+		return 0, fmt.Errorf("storage: %q is not a task number", taskNo)
+	}
+	matches, err := filepath.Glob(filepath.Join(s.dir, taskNo+"-*"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range matches {
+		owner, attempt := TempOwner(filepath.Base(m))
+		if owner != taskNo || keep != 0 && attempt == keep {
+			continue
+		}
+		if os.RemoveAll(m) == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ownsTemp reports whether p is a file CreateTemp made.

@@ -28,8 +28,8 @@ import (
 type env struct {
 	backend string
 	store   storage.Store
-	root    string        // the local data dir (scratch for s3)
-	gw      *testenv.S3   // nil for local
+	root    string      // the local data dir (scratch for s3)
+	gw      *testenv.S3 // nil for local
 	cfg     storage.Config
 }
 
