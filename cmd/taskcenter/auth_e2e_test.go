@@ -5,54 +5,28 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // Sign-in with the company's identity provider (issue 17), against a real OpenID provider
 // (mockoidc) running in the test process, and the real binary's run().
 
-// companyIdP is the provider; its handlers run under mu so a test can rotate its key.
-type companyIdP struct {
-	*mockoidc.MockOIDC
-	mu sync.Mutex
-}
+// companyIdP is the provider (testenv.IdP) with what this binary's tests need of it.
+type companyIdP struct{ *testenv.IdP }
 
-func newCompanyIdP(t *testing.T) *companyIdP {
-	t.Helper()
-	m, err := mockoidc.NewServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &companyIdP{MockOIDC: m}
-	m.AddMiddleware(func(next http.Handler) http.Handler { //nolint:errcheck // before Start
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			next.ServeHTTP(w, r)
-		})
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown() }) //nolint:errcheck
-	return p
-}
+func newCompanyIdP(t *testing.T) companyIdP { return companyIdP{testenv.NewIdP(t)} }
 
 // vars configures taskcenter for the provider.
-func (p *companyIdP) vars() map[string]string {
+func (p companyIdP) vars() map[string]string {
 	return map[string]string{
 		"TASKCENTER_AUTH_OIDC_ISSUER":                p.Issuer(),
 		"TASKCENTER_AUTH_OIDC_AUDIENCE":              "taskcenter-api",
@@ -66,38 +40,14 @@ func (p *companyIdP) vars() map[string]string {
 	}
 }
 
-func (p *companyIdP) keypair() *mockoidc.Keypair {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.Keypair
-}
-
-func (p *companyIdP) rotate(t *testing.T) *mockoidc.Keypair {
-	t.Helper()
-	kp, err := mockoidc.RandomKeypair(2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.Keypair = kp
-	p.mu.Unlock()
-	return kp
-}
-
 // jwt is an access token for user from the provider's key, changed by change.
-func (p *companyIdP) jwt(t *testing.T, kp *mockoidc.Keypair, user string, change ...func(jwt.MapClaims)) string {
+func (p companyIdP) jwt(t *testing.T, kp *mockoidc.Keypair, user string, change ...func(jwt.MapClaims)) string {
 	t.Helper()
-	now := time.Now()
-	c := jwt.MapClaims{"iss": p.Issuer(), "aud": []string{"taskcenter-api"}, "sub": "id-" + user, "preferred_username": user,
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "groups": []string{"staff"}}
+	c := p.Claims(user, func(c jwt.MapClaims) { c["sub"], c["aud"] = "id-"+user, []string{testenv.Audience} })
 	for _, f := range change {
 		f(c)
 	}
-	s, err := kp.SignJWT(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testenv.Sign(t, kp, c)
 }
 
 type auditJSON struct {
@@ -112,7 +62,7 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	idp := newCompanyIdP(t)
 	e := newEnv(t, idp.vars())
 	api := e.start("api")
-	kp := idp.keypair()
+	kp := idp.Key()
 	alice := idp.jwt(t, kp, "alice")
 
 	// A JWT is accepted as its user; what it submits is alice's.
@@ -163,7 +113,7 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	}
 
 	// The provider rotates its key: tokens of the new key work, the old key's stop.
-	fresh := idp.rotate(t)
+	fresh := idp.Rotate(t)
 	time.Sleep(1100 * time.Millisecond) // past auth.oidc.jwks_refresh_interval since the last fetch
 	if res := api.do("GET", "/api/v1/tasks", idp.jwt(t, fresh, "alice"), nil); res.status != http.StatusOK {
 		t.Fatalf("a token of the rotated key: %d %s", res.status, res.body)
@@ -232,7 +182,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	base := api.base
 	idp.QueueUser(&mockoidc.MockUser{Subject: "id-alice", PreferredUsername: "alice", Email: "alice@example.com", Groups: []string{"staff"}})
 
-	res := api.do("POST", "/api/v1/exports", idp.jwt(t, idp.keypair(), "alice"), map[string]any{"type": "customers"})
+	res := api.do("POST", "/api/v1/exports", idp.jwt(t, idp.Key(), "alice"), map[string]any{"type": "customers"})
 	var sub struct{ Task taskJSON }
 	res.json(t, &sub)
 

@@ -7,11 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"net"
-	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,84 +15,10 @@ import (
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
-// idp is a real OpenID provider (mockoidc) in the test process. Its handlers run under mu, so
-// a test can swap its signing key between requests without a data race.
-type idp struct {
-	*mockoidc.MockOIDC
-	mu         sync.Mutex
-	jwksServed atomic.Int64
-}
-
-func newIDP(t *testing.T) *idp {
-	t.Helper()
-	m, err := mockoidc.NewServer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &idp{MockOIDC: m}
-	m.AddMiddleware(func(next http.Handler) http.Handler { //nolint:errcheck // only before Start
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if strings.HasSuffix(r.URL.Path, mockoidc.JWKSEndpoint) {
-				p.jwksServed.Add(1)
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ln, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown() }) //nolint:errcheck
-	return p
-}
-
-// rotate replaces the provider's signing key.
-func (p *idp) rotate(t *testing.T) *mockoidc.Keypair {
-	t.Helper()
-	kp, err := mockoidc.RandomKeypair(2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.Keypair = kp
-	p.mu.Unlock()
-	return kp
-}
-
-func (p *idp) keypair() *mockoidc.Keypair {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.Keypair
-}
-
-// claims are a token's claims, valid for five minutes by default.
-func (p *idp) claims(sub string, change ...func(jwt.MapClaims)) jwt.MapClaims {
-	now := time.Now()
-	c := jwt.MapClaims{"iss": p.Issuer(), "aud": "taskcenter-api", "sub": sub, "iat": now.Unix(), "nbf": now.Unix(),
-		"exp": now.Add(5 * time.Minute).Unix(), "groups": []string{"staff"}}
-	for _, f := range change {
-		f(c)
-	}
-	return c
-}
-
-func sign(t *testing.T, kp *mockoidc.Keypair, c jwt.MapClaims) string {
-	t.Helper()
-	s, err := kp.SignJWT(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func provider(p *idp, change ...func(*auth.OIDCConfig)) *auth.Provider {
+func provider(p *testenv.IdP, change ...func(*auth.OIDCConfig)) *auth.Provider {
 	cfg := auth.OIDCConfig{Issuer: p.Issuer(), Audience: "taskcenter-api", ClientID: p.ClientID, ClientSecret: p.ClientSecret,
 		Algorithms: []string{"RS256", "ES256"}, Leeway: 5 * time.Second, JWKSRefreshInterval: 200 * time.Millisecond,
 		JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups", AdminValues: []string{"taskcenter-admins"}}
@@ -120,28 +42,28 @@ func refused(t *testing.T, prov *auth.Provider, token, reason string) {
 
 func TestBearerJWTs(t *testing.T) {
 	t.Parallel()
-	p := newIDP(t)
+	p := testenv.NewIdP(t)
 	prov := provider(p)
-	kp := p.keypair()
+	kp := p.Key()
 
-	id, err := prov.VerifyBearer(context.Background(), sign(t, kp, p.claims("alice")))
+	id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, kp, p.Claims("alice")))
 	if err != nil || id.User != "alice" || id.Admin {
 		t.Fatalf("a good token: %+v %v", id, err)
 	}
-	id, err = prov.VerifyBearer(context.Background(), sign(t, kp, p.claims("ops", func(c jwt.MapClaims) {
+	id, err = prov.VerifyBearer(context.Background(), testenv.Sign(t, kp, p.Claims("ops", func(c jwt.MapClaims) {
 		c["groups"] = []string{"staff", "taskcenter-admins"}
 	})))
 	if err != nil || id.User != "ops" || !id.Admin {
 		t.Fatalf("an admin's token: %+v %v", id, err)
 	}
-	within := sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Second).Unix() }))
+	within := testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Second).Unix() }))
 	if _, err := prov.VerifyBearer(context.Background(), within); err != nil {
 		t.Fatalf("a token expired 2s ago is within the 5s leeway: %v", err)
 	}
 
 	pub, _ := x509.MarshalPKIXPublicKey(kp.PublicKey)
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
-	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, p.claims("mallory"))
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, p.Claims("mallory"))
 	hs.Header["kid"], _ = kp.KeyID()
 	hsToken, err := hs.SignedString(pubPEM)
 	if err != nil {
@@ -154,16 +76,16 @@ func TestBearerJWTs(t *testing.T) {
 	other.Kid = "not-published"
 
 	for _, c := range []struct{ name, token, reason string }{
-		{"expired", sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() })), "expired"},
-		{"no expiry", sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { delete(c, "exp") })), "no expiry"},
-		{"not valid yet", sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() })), "not valid yet"},
-		{"wrong audience", sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { c["aud"] = "another-api" })), "audience"},
-		{"wrong issuer", sign(t, kp, p.claims("alice", func(c jwt.MapClaims) { c["iss"] = "https://evil.example.com" })), "another issuer"},
-		{"alg none", unsigned(p.claims("alice")), "algorithm"},
+		{"expired", testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Minute).Unix() })), "expired"},
+		{"no expiry", testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { delete(c, "exp") })), "no expiry"},
+		{"not valid yet", testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() })), "not valid yet"},
+		{"wrong audience", testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["aud"] = "another-api" })), "audience"},
+		{"wrong issuer", testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["iss"] = "https://evil.example.com" })), "another issuer"},
+		{"alg none", unsigned(p.Claims("alice")), "algorithm"},
 		{"HS256 keyed with the public key", hsToken, "algorithm"},
-		{"unknown kid", sign(t, other, p.claims("alice")), "unknown kid"},
-		{"tampered payload", tamper(t, sign(t, kp, p.claims("alice"))), "signature"},
-		{"no user", sign(t, kp, p.claims("")), "does not name a user"},
+		{"unknown kid", testenv.Sign(t, other, p.Claims("alice")), "unknown kid"},
+		{"tampered payload", tamper(t, testenv.Sign(t, kp, p.Claims("alice"))), "signature"},
+		{"no user", testenv.Sign(t, kp, p.Claims("")), "does not name a user"},
 		{"not a JWT", "demo-user-token-alice", "not a signed JWT"},
 	} {
 		t.Run(c.name, func(t *testing.T) { refused(t, prov, c.token, c.reason) })
@@ -192,33 +114,33 @@ func tamper(t *testing.T, token string) string {
 // flood of made-up kids fetches the keys at most once per refresh interval.
 func TestKeyRotationIsFollowedAndRefetchesAreRateLimited(t *testing.T) {
 	t.Parallel()
-	p := newIDP(t)
+	p := testenv.NewIdP(t)
 	prov := provider(p, func(c *auth.OIDCConfig) { c.JWKSRefreshInterval = 300 * time.Millisecond })
-	old := p.keypair()
-	if _, err := prov.VerifyBearer(context.Background(), sign(t, old, p.claims("alice"))); err != nil {
+	old := p.Key()
+	if _, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, old, p.Claims("alice"))); err != nil {
 		t.Fatal(err)
 	}
-	before := p.jwksServed.Load()
+	before := p.JWKSServed.Load()
 
-	fresh := p.rotate(t)
+	fresh := p.Rotate(t)
 	time.Sleep(350 * time.Millisecond) // past the refresh interval since the first fetch
-	id, err := prov.VerifyBearer(context.Background(), sign(t, fresh, p.claims("bob")))
+	id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, p.Claims("bob")))
 	if err != nil || id.User != "bob" {
 		t.Fatalf("a token of the rotated key: %+v %v", id, err)
 	}
-	if p.jwksServed.Load() != before+1 {
-		t.Fatalf("the keys were fetched %d times for one rotation", p.jwksServed.Load()-before)
+	if p.JWKSServed.Load() != before+1 {
+		t.Fatalf("the keys were fetched %d times for one rotation", p.JWKSServed.Load()-before)
 	}
-	refused(t, prov, sign(t, old, p.claims("alice")), "unknown kid")
+	refused(t, prov, testenv.Sign(t, old, p.Claims("alice")), "unknown kid")
 
 	// Made-up key ids: at most one fetch per interval, however many tokens.
-	fetches := p.jwksServed.Load()
+	fetches := p.JWKSServed.Load()
 	for i := range 50 {
 		kp := *fresh
 		kp.Kid = "made-up-" + string(rune('a'+i%26))
-		refused(t, prov, sign(t, &kp, p.claims("mallory")), "unknown kid")
+		refused(t, prov, testenv.Sign(t, &kp, p.Claims("mallory")), "unknown kid")
 	}
-	if n := p.jwksServed.Load() - fetches; n > 1 {
+	if n := p.JWKSServed.Load() - fetches; n > 1 {
 		t.Fatalf("50 tokens with made-up kids fetched the keys %d times within the refresh interval", n)
 	}
 }
