@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"os"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -81,7 +81,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			if received != nil {
 				return badRequest("invalid_upload", `send one "file" field`)
 			}
-			received, err = s.Uploads.Receive(cleanFilename(part.FileName()), part, limit)
+			received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
 			var fp *importer.FileProblem
 			switch {
 			case errors.As(err, &fp):
@@ -135,12 +135,14 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	if err := hook.check(r.Context(), s); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
-	defer cancel()
-	sub, err := s.Uploads.Accept(ctx, received, p.User, importer.Submit{Mode: mode, Sheet: sheet, Encoding: encoding, Lang: lang})
+	// The checks read the stored upload (ranged reads on s3): the request's time, not a
+	// query's.
+	sub, err := s.Uploads.Accept(r.Context(), received, p.User, importer.Submit{Mode: mode, Sheet: sheet, Encoding: encoding, Lang: lang})
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
+	defer cancel()
 	sub.RequestID = requestID(r.Context())
 	if t, ok := s.Types.Lookup(sub.Type); ok {
 		params := t.NewParams()
@@ -243,7 +245,7 @@ const xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sh
 
 // serveReportIn writes a task's error report in lang for this download only.
 func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.Task, res resultFile, lang importer.Lang) error {
-	if _, err := s.Files.Path(res.ErrorReport); err != nil {
+	if err := storage.ValidKey(res.ErrorReport); err != nil {
 		return err
 	}
 	p, done, err := importer.ErrorReportIn(r.Context(), s.Store, s.Files, t, lang)
@@ -258,7 +260,7 @@ func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.
 	defer f.Close()
 	name := strings.TrimSuffix(res.ErrorReportName, ".xlsx") + "-" + string(lang) + ".xlsx"
 	w.Header().Set("Content-Type", xlsxType)
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Disposition", storage.ContentDisposition(name))
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Header().Set("Content-Language", string(lang))
 	http.ServeContent(w, r, name, time.Now(), f)

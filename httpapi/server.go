@@ -19,7 +19,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -36,8 +36,10 @@ type Deps struct {
 	Submitter *jobs.Submitter
 	Enqueuer  *jobs.Enqueuer
 	Board     *jobs.ProgressBoard
-	Files     *files.Store
-	Tokens    config.Tokens
+	// Files is where results and error reports are kept: downloads redirect to a presigned
+	// URL when it gives one, else stream from it.
+	Files  storage.Store
+	Tokens config.Tokens
 	// Ready reports each dependency's health for /readyz; nil values mean healthy.
 	Ready  func(ctx context.Context) map[string]error
 	Logger *slog.Logger

@@ -19,7 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/config"
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -39,7 +39,8 @@ type apiEnv struct {
 	t       *testing.T
 	pg      *testenv.Postgres
 	st      *store.Store
-	files   *files.Store
+	files   storage.Store
+	root    string // the data dir
 	srv     *Server
 	handler http.Handler
 	logs    *lockedBuffer
@@ -65,9 +66,16 @@ func (l *lockedBuffer) String() string {
 // newAPI builds the API with real Postgres and Redis; change adjusts its Deps.
 func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
 	t.Helper()
+	return newAPIOn(t, storage.Config{}, change...)
+}
+
+// newAPIOn is newAPI with files kept in the given store (storage.Config{}: the data dir).
+func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
+	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), sc, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +106,7 @@ func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
 		c(&d)
 	}
 	srv := New(d)
-	return &apiEnv{t: t, pg: pg, st: st, files: fs, srv: srv, handler: srv.Handler(), logs: logs}
+	return &apiEnv{t: t, pg: pg, st: st, files: fs, root: root, srv: srv, handler: srv.Handler(), logs: logs}
 }
 
 // call serves one request in-process; headers are name, value pairs set verbatim (so a test
@@ -162,11 +170,8 @@ func (e *apiEnv) finishedExport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rel := files.Results + "/" + task.TaskNo + ".xlsx"
-	abs, _ := e.files.Path(rel)
-	if err := os.WriteFile(abs, []byte("PK fake xlsx"), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	rel := storage.Results + "/" + task.TaskNo + ".xlsx"
+	e.put(rel, "PK fake xlsx")
 	result, _ := json.Marshal(export.ResultData{File: rel, Name: "customers.xlsx", Rows: 3, Size: 12, ContentType: export.ContentTypeXLSX})
 	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusSuccess, Result: result, ResultExpiresAt: expires})
 	if err != nil {
@@ -188,17 +193,22 @@ func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rel := files.Results + "/" + task.TaskNo + "-errors.xlsx"
-	abs, _ := e.files.Path(rel)
-	if err := os.WriteFile(abs, []byte("PK fake report"), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	rel := storage.Results + "/" + task.TaskNo + "-errors.xlsx"
+	e.put(rel, "PK fake report")
 	result := json.RawMessage(`{"summary":{"total":3,"success":2,"failed":1},"error_report":"` + rel + `","error_report_name":"errors.xlsx"}`)
 	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusPartialSuccess, Result: result, ResultExpiresAt: expires})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return done
+}
+
+// put stores a file as a worker would.
+func (e *apiEnv) put(key, content string) {
+	e.t.Helper()
+	if _, err := e.files.Put(context.Background(), key, strings.NewReader(content), int64(len(content)), ""); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // cleanupExpires does to a task what cleanup's expiry step does: delete its files, keep the
@@ -208,8 +218,9 @@ func (e *apiEnv) cleanupExpires(task *store.Task) {
 	r, _ := parseResult(task)
 	for _, rel := range []string{r.File, r.ErrorReport} {
 		if rel != "" {
-			abs, _ := e.files.Path(rel)
-			os.Remove(abs)
+			if err := e.files.Delete(context.Background(), rel); err != nil {
+				e.t.Fatal(err)
+			}
 		}
 	}
 	if err := e.st.ForgetResultFiles(context.Background(), []int64{task.ID}); err != nil {
@@ -485,7 +496,7 @@ func TestImportShowsTheCleanedFilename(t *testing.T) {
 	if strings.Contains(rec.Body.String(), "\u202E") || !strings.Contains(rec.Body.String(), `"filename":"customersvsc.csv"`) {
 		t.Fatalf("the task shows the raw name: %s", rec.Body)
 	}
-	abs := filepath.Join(e.files.Root(), files.Uploads)
+	abs := filepath.Join(e.root, storage.Uploads)
 	entries, _ := os.ReadDir(abs)
 	for _, de := range entries {
 		if strings.Contains(de.Name(), "\u202E") {

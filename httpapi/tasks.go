@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -260,33 +259,44 @@ func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Princi
 	return s.serveFile(w, r, res.File, res.Name, res.ContentType)
 }
 
-// serveFile streams a data-dir file as a download (ranges and conditional requests work).
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rel, name, contentType string) error {
-	abs, err := s.Files.Path(rel)
-	if err != nil {
-		return err
+// serveFile answers a download of a stored file: with a store that presigns (s3, presign on),
+// a 302 to a short-lived URL the browser fetches from the S3 service itself (curl -L); else
+// the object streamed through the API (ranges and conditional requests work). A file that
+// is gone answers 410 either way (a presigned URL is only given for an object that exists).
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, contentType string) error {
+	if name == "" {
+		name = path.Base(key)
 	}
-	f, err := os.Open(abs)
-	if errors.Is(err, os.ErrNotExist) {
+	if u, ok, err := s.Files.Presign(r.Context(), key, name, 0); err != nil {
+		return err
+	} else if ok {
+		if _, err := s.Files.Stat(r.Context(), key); errors.Is(err, storage.ErrNotExist) {
+			return problem(http.StatusGone, "result_expired", "the result file is no longer available")
+		} else if err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, u, http.StatusFound)
+		return nil
+	}
+	obj, err := s.Files.Open(r.Context(), key)
+	if errors.Is(err, storage.ErrNotExist) {
 		return problem(http.StatusGone, "result_expired", "the result file is no longer available")
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		name = path.Base(rel)
+	defer obj.Close()
+	var modTime time.Time
+	if info, err := s.Files.Stat(r.Context(), key); err == nil {
+		modTime = info.ModTime
 	}
 	if contentType != "" {
 		w.Header().Set("Content-Type", contentType)
 	}
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Disposition", storage.ContentDisposition(name))
 	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, name, info.ModTime(), f)
+	http.ServeContent(w, r, name, modTime, obj)
 	return nil
 }
 

@@ -236,8 +236,14 @@ func (rt *Runtime) enqueue(ctx context.Context, task *store.Task, log *slog.Logg
 }
 
 func (rt *Runtime) discard(res Result) {
+	if rt.files == nil {
+		return
+	}
 	for _, f := range res.Files {
-		if err := rt.files.Remove(f); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := rt.files.Delete(ctx, f)
+		cancel()
+		if err != nil {
 			rt.logger.Warn("could not remove a discarded result file", "file", f, "err", err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -43,7 +43,7 @@ type Result struct {
 	ExpiresAt *time.Time
 	// Message goes to the task log.
 	Message string
-	// Files are data-dir files this result owns. If the result cannot be recorded (the
+	// Files are the storage keys of the files this result owns. If the result cannot be recorded (the
 	// attempt was superseded), they are removed.
 	Files []string
 }
@@ -102,7 +102,7 @@ type Runtime struct {
 	store    *store.Store
 	enqueuer *Enqueuer
 	board    *ProgressBoard
-	files    *files.Store
+	files    storage.Store
 	alerter  Alerter
 	observer Observer
 	logger   *slog.Logger
@@ -119,7 +119,7 @@ type RuntimeDeps struct {
 	Store    *store.Store
 	Enqueuer *Enqueuer
 	Board    *ProgressBoard
-	Files    *files.Store
+	Files    storage.Store
 	Alerter  Alerter  // optional
 	Observer Observer // optional
 	Logger   *slog.Logger

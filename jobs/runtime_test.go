@@ -18,7 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -44,7 +44,8 @@ type rtFixture struct {
 	t       *testing.T
 	st      *store.Store
 	pg      *testenv.Postgres
-	files   *files.Store
+	files   storage.Store
+	root    string // the data dir
 	insp    *asynq.Inspector
 	rdb     *redis.Client
 	alerter *countingAlerter
@@ -55,11 +56,12 @@ func newRTFixture(t *testing.T, policy TypePolicy) *rtFixture {
 	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), storage.Config{}, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rtFixture{t: t, st: store.New(pg.DB), pg: pg, files: fs, insp: asynq.NewInspectorFromRedisClient(rd.Client), rdb: rd.Client,
+	return &rtFixture{t: t, st: store.New(pg.DB), pg: pg, files: fs, root: root, insp: asynq.NewInspectorFromRedisClient(rd.Client), rdb: rd.Client,
 		alerter: &countingAlerter{}, policy: policy}
 }
 
@@ -114,8 +116,8 @@ func TestHandlerBlockedForeverEndsTimeoutAfterStallAfter(t *testing.T) {
 		}
 		<-release // blocked, deaf to ctx
 		tmp, _ := f.files.CreateTemp("late", ".xlsx")
-		leftover := filepath.Join(files.Results, "late.xlsx")
-		if err := f.files.Commit(tmp, leftover); err != nil {
+		leftover := storage.Results + "/late.xlsx"
+		if _, err := f.files.Commit(context.Background(), tmp, leftover, ""); err != nil {
 			t.Error(err)
 		}
 		made.Store(true)
@@ -135,7 +137,7 @@ func TestHandlerBlockedForeverEndsTimeoutAfterStallAfter(t *testing.T) {
 		t.Fatalf("the blocked attempt held its slot for %s", took)
 	}
 	close(release)
-	abs, _ := f.files.Path(filepath.Join(files.Results, "late.xlsx"))
+	abs := filepath.Join(f.root, storage.Results, "late.xlsx")
 	testenv.Eventually(t, 5*time.Second, "the abandoned handler's file to be discarded", func() bool {
 		if !made.Load() {
 			return false
@@ -281,16 +283,16 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 	if _, err := f.st.Claim(context.Background(), task.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	dead, _ := f.files.CreateTemp(files.AttemptPrefix(task.TaskNo, 1), ".xlsx")
+	dead, _ := f.files.CreateTemp(storage.AttemptPrefix(task.TaskNo, 1), ".xlsx")
 	os.WriteFile(filepath.Join(filepath.Dir(dead.Name()), "excelize-spill"), []byte("spill"), 0o600) //nolint:errcheck
 	dead.Close()
 	var sawOwn bool
 	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
-		own, err := f.files.CreateTemp(files.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), ".xlsx")
+		own, err := f.files.CreateTemp(storage.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), ".xlsx")
 		if err != nil {
 			return Result{}, err
 		}
-		defer files.Discard(own)
+		defer storage.Discard(own)
 		if _, err := os.Stat(dead.Name()); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the dead attempt's partial file survived the takeover")
 		}
@@ -305,7 +307,7 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 	if got := f.get(task.ID); got.Status != store.StatusSuccess || got.Attempt != 2 || !sawOwn {
 		t.Fatalf("task = %s attempt %d (own file seen: %v)", got.Status, got.Attempt, sawOwn)
 	}
-	entries, _ := os.ReadDir(filepath.Join(f.files.Root(), files.Temp))
+	entries, _ := os.ReadDir(f.files.TempDir())
 	if len(entries) != 0 {
 		t.Fatalf("temp area after the task ended: %v", entries)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -334,7 +334,7 @@ func TestBacklogAlertFiresOncePerEpisode(t *testing.T) {
 	alerter := NewAlerter(AlertConfig{}, nil, logger)
 	sched, _ := cleanup.ParseSpec("@every 1s")
 	dir := t.TempDir()
-	fs, err := files.New(dir)
+	fs, err := storage.New(context.Background(), storage.Config{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

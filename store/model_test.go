@@ -34,7 +34,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -92,7 +92,8 @@ type modelWorld struct {
 	t       *testing.T
 	db      *bun.DB
 	st      *store.Store
-	files   *files.Store
+	files   storage.Store
+	root    string // the data dir
 	rdb     *testenv.Redis
 	cleaner *cleanup.Cleaner
 	alerts  *alertLog
@@ -125,7 +126,8 @@ func newModelWorld(t *testing.T) *modelWorld {
 	}
 	t.Cleanup(func() { db.Close() })
 	pg.DB = db
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(context.Background(), storage.Config{}, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func newModelWorld(t *testing.T) *modelWorld {
 	c := cleanup.New(cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: 5 * time.Second, TakeoverAfter: modelTakeover,
 		BatchSize: 100, UploadTTL: time.Hour, TempTTL: 0, Retention: 1000 * time.Hour},
 		"model", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, TaskAlerter: alerts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &modelWorld{t: t, db: pg.DB, st: st, files: fs, rdb: rd, cleaner: c, alerts: alerts}
+	return &modelWorld{t: t, db: pg.DB, st: st, files: fs, root: root, rdb: rd, cleaner: c, alerts: alerts}
 }
 
 func (w *modelWorld) reset() {
@@ -145,8 +147,8 @@ func (w *modelWorld) reset() {
 		w.t.Fatal(err)
 	}
 	w.rdb.Client.FlushDB(ctx)
-	for _, area := range []string{files.Results, files.Temp} {
-		dir := filepath.Join(w.files.Root(), area)
+	for _, area := range []string{storage.Results, storage.ScratchDir} {
+		dir := filepath.Join(w.root, area)
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
@@ -395,7 +397,7 @@ func (m *model) claim(ctx context.Context, wk *mWorker, mt *mTask) {
 		m.removeTemp(mt, c.Lease.Attempt) // what the runtime does: earlier attempts' partial files are dead
 	}
 	if m.intn(2) == 0 {
-		wk.temp, _ = m.w.files.CreateTemp(files.AttemptPrefix(mt.no, c.Lease.Attempt), ".xlsx")
+		wk.temp, _ = m.w.files.CreateTemp(storage.AttemptPrefix(mt.no, c.Lease.Attempt), ".xlsx")
 	}
 }
 
@@ -497,11 +499,11 @@ func (m *model) finish(ctx context.Context, wk *mWorker) {
 	if row.FailedCount > 0 {
 		status, key, name = store.StatusPartialSuccess, "error_report", fmt.Sprintf("%s-a%d-errors.xlsx", mt.no, l.Attempt)
 	}
-	rel := files.Results + "/" + name
-	tmp, err := m.w.files.CreateTemp(files.AttemptPrefix(mt.no, l.Attempt), ".xlsx")
+	rel := storage.Results + "/" + name
+	tmp, err := m.w.files.CreateTemp(storage.AttemptPrefix(mt.no, l.Attempt), ".xlsx")
 	if err == nil {
 		tmp.WriteString("result") //nolint:errcheck
-		err = m.w.files.Commit(tmp, rel)
+		_, err = m.w.files.Commit(ctx, tmp, rel, "")
 	}
 	if err != nil {
 		// A superseded attempt's partial files are deleted by the attempt that replaced it (or
@@ -523,7 +525,7 @@ func (m *model) finish(ctx context.Context, wk *mWorker) {
 	result, _ := json.Marshal(map[string]any{key: rel})
 	_, err = m.w.st.Succeed(ctx, l, store.Outcome{Status: status, Result: result, ResultExpiresAt: &exp})
 	if errors.Is(err, store.ErrFenced) {
-		m.w.files.Remove(rel) //nolint:errcheck // the runtime discards a superseded attempt's result
+		m.w.files.Delete(ctx, rel) //nolint:errcheck // the runtime discards a superseded attempt's result
 	}
 	if m.lost(wk, err) {
 		return
@@ -574,7 +576,7 @@ func (m *model) end(ctx context.Context, wk *mWorker, what string, write func(st
 func (m *model) ended(wk *mWorker) {
 	mt := wk.task
 	if wk.temp != nil {
-		files.Discard(wk.temp)
+		storage.Discard(wk.temp)
 		wk.temp = nil
 	}
 	row, err := m.w.st.GetByID(context.Background(), mt.id)
@@ -758,22 +760,22 @@ func (m *model) check(ctx context.Context, step int, final bool) {
 		row, _ := m.w.st.GetByID(ctx, mt.id)
 		for _, f := range jobs.ResultFiles(row) {
 			refs[f] = true
-			if p, _ := m.w.files.Path(f); !exists(p) {
+			if p := filepath.Join(m.w.root, filepath.FromSlash(f)); !exists(p) {
 				m.fail(step, "%s points at %s, which does not exist", mt.no, f)
 			}
 		}
 	}
-	results, _ := os.ReadDir(filepath.Join(m.w.files.Root(), files.Results))
+	results, _ := os.ReadDir(filepath.Join(m.w.root, storage.Results))
 	for _, e := range results {
-		rel := files.Results + "/" + e.Name()
-		taskNo, attempt, _ := files.ResultOwner(e.Name())
+		rel := storage.Results + "/" + e.Name()
+		taskNo, attempt, _ := storage.ResultOwner(e.Name())
 		if !refs[rel] && !slices.Contains(running, fmt.Sprintf("%s-a%d", taskNo, attempt)) {
 			m.fail(step, "after a cleanup round, %s belongs to no row", rel)
 		}
 	}
-	temps, _ := os.ReadDir(filepath.Join(m.w.files.Root(), files.Temp))
+	temps, _ := os.ReadDir(m.w.files.TempDir())
 	for _, e := range temps {
-		taskNo, attempt := files.TempOwner(e.Name())
+		taskNo, attempt := storage.TempOwner(e.Name())
 		if !slices.Contains(running, fmt.Sprintf("%s-a%d", taskNo, attempt)) {
 			m.fail(step, "after a cleanup round, temp entry %s belongs to no running attempt", e.Name())
 		}

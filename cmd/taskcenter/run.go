@@ -27,8 +27,8 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
-	"github.com/taskcenter/taskcenter/internal/files"
 	"github.com/taskcenter/taskcenter/internal/outage"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 type TypeDeps struct {
 	DB    *bun.DB
 	Store *store.Store
-	Files *files.Store
+	Files storage.Store
 }
 
 // TypeMaker declares a task type from the process's collaborators.
@@ -188,7 +188,7 @@ type process struct {
 	db        *bun.DB
 	rdb       redis.UniversalClient
 	st        *store.Store
-	files     *files.Store
+	files     storage.Store
 	enqueuer  *jobs.Enqueuer
 	board     *jobs.ProgressBoard
 	submitter *jobs.Submitter
@@ -203,9 +203,10 @@ type process struct {
 	imports    importer.Limits
 	cleanup    cleanup.Config
 
-	wg       sync.WaitGroup
-	errs     chan error
-	stopping []func()
+	wg          sync.WaitGroup
+	errs        chan error
+	stopping    []func()
+	scratchOnce sync.Once
 }
 
 func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.Logger, extra []TypeMaker) error {
@@ -237,9 +238,10 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.rdb = rdb
 	defer rdb.Close()
-	if p.files, err = files.New(cfg.DataDir); err != nil {
+	if p.files, err = openStorage(ctx, cfg); err != nil {
 		return err
 	}
+	p.logger.Info("storage ready", "backend", p.files.Backend(), "scratch", p.files.TempDir())
 	if p.cleanup, err = cleanupConfig(cfg); err != nil {
 		return err
 	}
@@ -399,6 +401,7 @@ func (p *process) startWorkers() error {
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Board: p.board, Logger: p.logger})
+	p.sweepScratch(cleaner)
 	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
 	firer := schedule.NewFirer(p.st, p.submitter, p.logger)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
@@ -434,6 +437,8 @@ func (p *process) startWorkers() error {
 // startAPI serves the REST API, /metrics, the console and pprof on the API address.
 func (p *process) startAPI() error {
 	cfg := p.cfg
+	// Error reports rendered in another language for one download live in scratch.
+	p.sweepScratch(nil)
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	// Identity (issue 17): the company identity provider, the trusted gateway, API tokens, audit.
 	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
@@ -450,7 +455,7 @@ func (p *process) startAPI() error {
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
-			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err()}
+			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
 		// Live event streams and the web page (issue 11).
 		Redis: p.rdb,
@@ -480,6 +485,30 @@ func (p *process) startAPI() error {
 		})
 	}
 	return p.listen("http", cfg.HTTP.Addr, api.Handler(mounts...))
+}
+
+// sweepScratch sweeps this node's scratch dir while the process runs (once per process,
+// whichever role asks first): scratch is never shared, so the cleanup round, which runs on
+// one node per slot, cannot sweep it for the others.
+func (p *process) sweepScratch(c *cleanup.Cleaner) {
+	p.scratchOnce.Do(func() {
+		if c == nil {
+			c = cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Files: p.files, Logger: p.logger})
+		}
+		sw := cleanup.NewScratchSweeper(c, cleanup.ScratchInterval(p.cleanup.TempTTL))
+		sw.Start()
+		p.stopping = append(p.stopping, sw.Stop)
+	})
+}
+
+// openStorage opens the configured store: the data dir, or the S3 bucket (checked: the
+// endpoint answers, the credentials work, the bucket exists or is created). Scratch files
+// live under the data dir either way.
+func openStorage(ctx context.Context, cfg config.Config) (storage.Store, error) {
+	st := cfg.Storage
+	return storage.New(ctx, storage.Config{Backend: st.Backend, Endpoint: st.Endpoint, Bucket: st.Bucket, Region: st.Region,
+		AccessKey: st.AccessKey, SecretKey: st.SecretKey, PathStyle: st.PathStyle, TLS: st.TLS, Presign: st.Presign,
+		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}, cfg.DataDir)
 }
 
 // metricsOnly serves /metrics and /healthz for processes without the api role.

@@ -13,7 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
@@ -67,7 +67,7 @@ func benchCleanup(n int) func(ctx context.Context, b *bench) (Figure, error) {
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: b.redisAddr, DB: b.redisDB})
 		defer rdb.Close()
-		fs, err := files.New(b.dataDir)
+		fs, err := storage.New(ctx, storage.Config{}, b.dataDir)
 		if err != nil {
 			return Figure{}, err
 		}

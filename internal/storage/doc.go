@@ -1,6 +1,6 @@
 // Package storage keeps every file the service holds (uploads, results, error reports, temp
 // outputs) behind one small interface, Store, with two backends: Local, a directory (the data
-// dir, the one-box default, laid out as internal/files always has) and S3, a bucket on any
+// dir, the one-box default, laid out as it always has been) and S3, a bucket on any
 // S3-compatible service through minio-go, so API and worker nodes need no shared disk.
 //
 // Keys are clean slash-separated relative paths ("uploads/<sha256>.xlsx",

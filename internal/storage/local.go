@@ -14,7 +14,7 @@ import (
 )
 
 // Local keeps objects as files under a root directory: key "results/x.xlsx" is the file
-// <root>/results/x.xlsx, the layout internal/files has always used, so an existing data dir
+// <root>/results/x.xlsx, the layout the data dir has always had, so an existing data dir
 // works unchanged. Writes go to a temp file in <root>/tmp (the same filesystem), are synced
 // and renamed into place.
 type Local struct {

@@ -135,8 +135,8 @@ const (
 	MinPartSize = 5 << 20
 	// maxPresignTTL is the longest S3 signs for.
 	maxPresignTTL = 7 * 24 * time.Hour
-	// ScratchDir is the scratch area under the local root, the same area internal/files
-	// calls Temp, so one sweep cleans both.
+	// ScratchDir is the scratch area under the local root: the data dir's temp area as it
+	// has always been, so an existing data dir keeps working.
 	ScratchDir = "tmp"
 )
 
@@ -181,7 +181,7 @@ type Config struct {
 }
 
 // New opens the configured backend. localRoot is this node's data dir: the local backend
-// keeps its objects there (keys are paths relative to it, the layout internal/files uses),
+// keeps its objects there (keys are paths relative to it, the layout the data dir has always had),
 // and both backends keep scratch files under localRoot/tmp. For s3, New checks that the
 // endpoint answers, that the credentials are accepted and that the bucket exists (creating
 // it when allowed), and says what to do when one of them fails.

@@ -745,7 +745,7 @@ func cmpErr(err error) any {
 
 func TestLocalLayoutIsTheDataDir(t *testing.T) {
 	root := t.TempDir()
-	// A data dir as internal/files left it.
+	// A data dir as earlier versions left it.
 	if err := os.MkdirAll(filepath.Join(root, "uploads"), 0o750); err != nil {
 		t.Fatal(err)
 	}

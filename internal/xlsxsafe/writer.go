@@ -1,14 +1,18 @@
 package xlsxsafe
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 )
+
+// ContentTypeXLSX is the media type of the workbooks Writer makes.
+const ContentTypeXLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 // Limits of a sheet: excelize refuses a row wider or a cell longer, so Writer keeps within
 // them whatever it is given.
@@ -20,12 +24,13 @@ const (
 )
 
 // Writer streams rows into a new .xlsx that users will open: a frozen header row, every
-// text cell neutralised, written through excelize's StreamWriter to a temp file under the
-// data dir and moved into place atomically by Commit. Close discards an uncommitted file.
+// text cell neutralised, written through excelize's StreamWriter to a local scratch file
+// (storage.Store.CreateTemp) and stored whole by Commit (a rename locally, an upload to
+// S3). Close discards an uncommitted file.
 // A row is always writable: columns past MaxColumns are dropped and text past MaxCellChars
 // characters is cut and ends with "…", so user data can never make the write fail.
 type Writer struct {
-	files     *files.Store
+	files     storage.Store
 	tmp       *os.File
 	book      *excelize.File
 	sw        *excelize.StreamWriter
@@ -36,7 +41,7 @@ type Writer struct {
 
 // NewWriter starts a workbook whose temp file name begins with prefix (a task number, so
 // cleanup can tell whose partial file it is), with one sheet and its header row.
-func NewWriter(fs *files.Store, prefix, sheet string, header []string) (*Writer, error) {
+func NewWriter(fs storage.Store, prefix, sheet string, header []string) (*Writer, error) {
 	tmp, err := fs.CreateTemp(prefix, ".xlsx")
 	if err != nil {
 		return nil, err
@@ -109,23 +114,20 @@ func (w *Writer) put(line int, values []any) error {
 // Rows is how many data rows have been written.
 func (w *Writer) Rows() int { return w.rows }
 
-// Commit finishes the workbook and moves it to rel under the data dir; it returns its size.
-func (w *Writer) Commit(rel string) (int64, error) {
+// Commit finishes the workbook and stores it under key; it returns its size.
+func (w *Writer) Commit(ctx context.Context, key string) (int64, error) {
 	if err := w.sw.Flush(); err != nil {
 		return 0, fmt.Errorf("finish sheet: %w", err)
 	}
 	if _, err := w.book.WriteTo(w.tmp); err != nil {
 		return 0, fmt.Errorf("write workbook: %w", err)
 	}
-	info, err := w.tmp.Stat()
+	info, err := w.files.Commit(ctx, w.tmp, key, ContentTypeXLSX)
 	if err != nil {
 		return 0, err
 	}
-	if err := w.files.Commit(w.tmp, rel); err != nil {
-		return 0, err
-	}
 	w.committed = true
-	return info.Size(), nil
+	return info.Size, nil
 }
 
 // Flush finishes the workbook in its temp file and returns the file's path, for a file that
@@ -147,7 +149,7 @@ func (w *Writer) Flush() (string, error) {
 func (w *Writer) Close() {
 	w.book.Close()
 	if !w.committed {
-		files.Discard(w.tmp)
+		storage.Discard(w.tmp)
 	}
 }
 

@@ -1,6 +1,7 @@
 package xlsxsafe
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 )
 
 func TestNeutralize(t *testing.T) {
@@ -51,7 +52,8 @@ func TestClip(t *testing.T) {
 // Whatever it is given, a row is written: columns past XFD are dropped, long text is cut.
 func TestWriterKeepsRowsWithinASheet(t *testing.T) {
 	t.Parallel()
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), storage.Config{}, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +74,10 @@ func TestWriterKeepsRowsWithinASheet(t *testing.T) {
 	if err := w.Row(row); err != nil {
 		t.Fatalf("a row of 20,000 columns, one of 40,000 characters: %v", err)
 	}
-	if _, err := w.Commit("results/wide.xlsx"); err != nil {
+	if _, err := w.Commit(t.Context(), "results/wide.xlsx"); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := fs.Path("results/wide.xlsx")
-	f, err := excelize.OpenFile(p)
+	f, err := excelize.OpenFile(filepath.Join(root, "results", "wide.xlsx"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -40,7 +40,8 @@ type Config struct {
 	BatchSize int
 	// UploadTTL: uploads older than this that no live task needs are deleted.
 	UploadTTL time.Duration
-	// TempTTL: temp files older than this that no running task is writing are deleted.
+	// TempTTL: scratch entries older than this that no running task is writing are deleted
+	// (this node's scratch dir), and so are uploads abandoned under storage.Incoming.
 	TempTTL time.Duration
 	// Retention: terminal tasks that finished longer ago than this are archived.
 	Retention time.Duration
@@ -92,7 +93,7 @@ type Cleaner struct {
 	cfg      Config
 	store    *store.Store
 	enqueuer *jobs.Enqueuer
-	files    *files.Store
+	files    storage.Store
 	worker   string
 	observer Observer
 	alerter  BacklogAlerter
@@ -108,7 +109,7 @@ type Cleaner struct {
 type Deps struct {
 	Store    *store.Store
 	Enqueuer *jobs.Enqueuer
-	Files    *files.Store
+	Files    storage.Store
 	Observer Observer
 	Alerter  BacklogAlerter
 	// TaskAlerter sends the failure alerts whose worker died before sending them.
@@ -239,6 +240,8 @@ func (c *Cleaner) staleRuns(ctx context.Context) (int, error) {
 	}
 	for _, t := range tasks {
 		c.logger.Warn("task timed out: no heartbeat", "task_no", t.TaskNo, "type", t.Type, "attempt", t.Attempt)
+		// The partial files on this node; other nodes drop theirs in their own scratch sweep
+		// (SweepScratch) once the task is no longer running.
 		if _, err := c.files.RemoveAttemptTemp(t.TaskNo, 0); err != nil {
 			c.logger.Warn("could not remove partial files", "task_no", t.TaskNo, "err", err)
 		}
@@ -257,7 +260,7 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 	}
 	ids := make([]int64, 0, len(tasks))
 	for i := range tasks {
-		if err := c.removeResultFiles(&tasks[i]); err != nil {
+		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
 			c.logger.Warn("could not delete an expired result file", "task_no", tasks[i].TaskNo, "err", err)
 			continue
 		}
@@ -270,16 +273,16 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 // upload of the same content) is older than UploadTTL and that no waiting or running task
 // needs; then, for files from before records existed, any unrecorded upload past its age.
 func (c *Cleaner) uploads(ctx context.Context) (int, error) {
-	n, err := c.store.SweepUploads(ctx, c.cfg.UploadTTL, c.cfg.BatchSize, c.files.Remove)
+	n, err := c.store.SweepUploads(ctx, c.cfg.UploadTTL, c.cfg.BatchSize, func(key string) error { return c.files.Delete(ctx, key) })
 	if err != nil {
 		return n, err
 	}
-	m, err := c.sweep(ctx, files.Uploads, c.cfg.UploadTTL, c.files.Remove, func(ctx context.Context, rels []string) (map[string]bool, error) {
-		keep, err := c.store.RecordedUploads(ctx, rels)
+	m, err := c.sweep(ctx, storage.Uploads+"/", c.cfg.UploadTTL, func(ctx context.Context, keys []string) (map[string]bool, error) {
+		keep, err := c.store.RecordedUploads(ctx, keys)
 		if err != nil {
 			return nil, err
 		}
-		live, err := c.store.LiveUploads(ctx, rels)
+		live, err := c.store.LiveUploads(ctx, keys)
 		if err != nil {
 			return nil, err
 		}
@@ -291,84 +294,118 @@ func (c *Cleaner) uploads(ctx context.Context) (int, error) {
 	return n + m, err
 }
 
-// tempFiles deletes temp entries past their age that no running attempt is writing. A temp
-// entry's name starts with the task number and attempt of its writer (files.AttemptPrefix).
+// tempFiles deletes what no running attempt is writing any more, past TempTTL: this node's
+// scratch entries (SweepScratch) and uploads abandoned half-way under storage.Incoming (an
+// API node died while it received or checked them; nothing ever points at them).
 func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
-	return c.sweep(ctx, files.Temp, c.cfg.TempTTL, c.files.RemoveTemp, func(ctx context.Context, rels []string) (map[string]bool, error) {
-		taskNos := make([]string, 0, len(rels))
-		for _, rel := range rels {
-			taskNo, _ := files.TempOwner(path.Base(rel))
-			taskNos = append(taskNos, taskNo)
-		}
-		running, err := c.store.RunningAttempts(ctx, taskNos)
-		if err != nil {
-			return nil, err
-		}
-		keep := map[string]bool{}
-		for _, rel := range rels {
-			taskNo, attempt := files.TempOwner(path.Base(rel))
-			if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
-				keep[rel] = true
-			}
-		}
-		return keep, nil
+	n, err := c.SweepScratch(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := c.sweep(ctx, storage.Incoming+"/", c.cfg.TempTTL, func(context.Context, []string) (map[string]bool, error) {
+		return nil, nil
 	})
+	return n + m, err
 }
+
+// SweepScratch deletes this node's scratch entries (storage.Store.TempDir) older than
+// TempTTL that no running attempt is writing. An entry's name starts with the task number
+// and attempt of its writer (storage.AttemptPrefix). Scratch is local to each node, so every
+// node runs this (the round on the node that runs it, and ScratchSweeper on every worker and
+// API process).
+func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
+	var names []string
+	err := c.files.ListTemp(time.Now().Add(-c.cfg.TempTTL), func(name string, _ time.Time) error {
+		names = append(names, name)
+		if len(names) >= 4*c.cfg.BatchSize {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return 0, err
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	taskNos := make([]string, 0, len(names))
+	for _, name := range names {
+		taskNo, _ := storage.TempOwner(name)
+		taskNos = append(taskNos, taskNo)
+	}
+	running, err := c.store.RunningAttempts(ctx, taskNos)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if n >= c.cfg.BatchSize {
+			break
+		}
+		taskNo, attempt := storage.TempOwner(name)
+		if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
+			continue
+		}
+		if err := c.files.RemoveTemp(name); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// errEnough stops a listing that has found a round's worth.
+var errEnough = errors.New("enough for this round")
 
 // resultGrace is the youngest a result file must be before the sweep looks at it: whether it
 // is dead is decided by the task row, so a short grace suffices.
 const resultGrace = time.Minute
 
 // orphanResults deletes result files no task row points at: the output of an attempt that
-// was killed after moving its file into place and before recording it. A file is kept while
-// its attempt is still RUNNING (it may be about to record it); once the task has moved on,
-// that attempt can never record it. Files younger than a minute (or TempTTL) are left alone. The results
-// area holds every live result, so each round looks at the next BatchSize·4 names after where
-// the previous round stopped, wrapping around.
+// was killed after storing its file and before recording it. A file is kept while its
+// attempt is still RUNNING (it may be about to record it); once the task has moved on, that
+// attempt can never record it. Files younger than a minute (or TempTTL) are left alone. The
+// results area holds every live result, so each round looks at the next BatchSize·4 keys
+// after where the previous round stopped, wrapping around.
 func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
-	dir, err := c.files.Path(files.Results)
-	if err != nil {
+	var keys []string // every result old enough to judge (key names only)
+	err := c.files.List(ctx, storage.Results+"/", time.Now().Add(-min(c.cfg.TempTTL, resultGrace)), func(i storage.Info) error {
+		if _, _, ok := storage.ResultOwner(i.Key); ok && !strings.Contains(strings.TrimPrefix(i.Key, storage.Results+"/"), "/") {
+			keys = append(keys, i.Key) // others are not names this service writes: left alone
+		}
+		return nil
+	})
+	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
-	entries, err := os.ReadDir(dir) // sorted by name
-	if err != nil {
-		return 0, err
-	}
+	slices.Sort(keys)
 	c.mu.Lock()
 	after := c.resultsCursor
 	c.mu.Unlock()
-	start := sort.Search(len(entries), func(i int) bool { return entries[i].Name() > after })
+	start := sort.SearchStrings(keys, after)
+	if start < len(keys) && keys[start] == after {
+		start++
+	}
 	var rels []string
 	var taskNos []string
 	last := ""
-	for k := 0; k < len(entries) && len(rels) < 4*c.cfg.BatchSize; k++ {
-		e := entries[(start+k)%len(entries)] // from the cursor to the end, then from the start
-
-		last = e.Name()
-		info, err := e.Info()
-		if err != nil || e.IsDir() || time.Since(info.ModTime()) < min(c.cfg.TempTTL, resultGrace) {
-			continue
-		}
-		taskNo, _, ok := files.ResultOwner(e.Name())
-		if !ok {
-			continue // not a name this service writes: leave it alone
-		}
-		rels = append(rels, files.Results+"/"+e.Name())
+	for k := 0; k < len(keys) && len(rels) < 4*c.cfg.BatchSize; k++ {
+		key := keys[(start+k)%len(keys)] // from the cursor to the end, then from the start
+		last = key
+		taskNo, _, _ := storage.ResultOwner(key)
+		rels = append(rels, key)
 		taskNos = append(taskNos, taskNo)
 	}
 	c.mu.Lock()
 	c.resultsCursor = last
 	c.mu.Unlock()
-	if len(rels) == 0 {
-		return 0, nil
-	}
 	refs, err := c.store.ResultRefs(ctx, taskNos)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, rel := range rels {
-		taskNo, attempt, _ := files.ResultOwner(path.Base(rel))
+		taskNo, attempt, _ := storage.ResultOwner(rel)
 		ref, exists := refs[taskNo]
 		switch {
 		case exists && (ref.File == rel || ref.ErrorReport == rel):
@@ -377,7 +414,7 @@ func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
 			continue
 		}
 		// The task moved on without recording the file, or was deleted by retention.
-		if err := c.files.Remove(rel); err != nil {
+		if err := c.files.Delete(ctx, rel); err != nil {
 			return n, err
 		}
 		c.logger.Info("deleted a result file no task records", "file", rel)
@@ -386,28 +423,20 @@ func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// sweep deletes (with remove) up to BatchSize entries in area older than ttl, except those
-// keep claims. The disk is read first; the database is asked only about actual candidates,
-// so a round with nothing old on disk costs no query at all.
-func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, remove func(string) error, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
-	dir, err := c.files.Path(area)
-	if err != nil {
-		return 0, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
+// sweep deletes up to BatchSize objects under prefix older than ttl, except those keep
+// claims. The store is listed first; the database is asked only about actual candidates, so
+// a round with nothing old stored costs no query at all.
+func (c *Cleaner) sweep(ctx context.Context, prefix string, ttl time.Duration, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
 	var candidates []string
-	for _, e := range entries {
+	err := c.files.List(ctx, prefix, time.Now().Add(-ttl), func(i storage.Info) error {
+		candidates = append(candidates, i.Key)
 		if len(candidates) >= 4*c.cfg.BatchSize {
-			break
+			return errEnough
 		}
-		info, err := e.Info()
-		if err != nil || time.Since(info.ModTime()) < ttl {
-			continue
-		}
-		candidates = append(candidates, area+"/"+e.Name())
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return 0, err
 	}
 	if len(candidates) == 0 {
 		return 0, nil
@@ -417,14 +446,14 @@ func (c *Cleaner) sweep(ctx context.Context, area string, ttl time.Duration, rem
 		return 0, err
 	}
 	n := 0
-	for _, rel := range candidates {
+	for _, key := range candidates {
 		if n >= c.cfg.BatchSize {
 			break
 		}
-		if kept[rel] {
+		if kept[key] {
 			continue
 		}
-		if err := remove(rel); err != nil {
+		if err := c.files.Delete(ctx, key); err != nil {
 			return n, err
 		}
 		n++
@@ -441,7 +470,7 @@ func (c *Cleaner) retention(ctx context.Context) (int, error) {
 	}
 	ids := make([]int64, 0, len(tasks))
 	for i := range tasks {
-		if err := c.removeResultFiles(&tasks[i]); err != nil {
+		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
 			c.logger.Warn("could not delete the files of a task past retention", "task_no", tasks[i].TaskNo, "err", err)
 			continue
 		}
@@ -537,9 +566,9 @@ func (c *Cleaner) queues(counts map[string]int) []string {
 }
 
 // removeResultFiles deletes the files a task's result points to.
-func (c *Cleaner) removeResultFiles(t *store.Task) error {
+func (c *Cleaner) removeResultFiles(ctx context.Context, t *store.Task) error {
 	for _, rel := range jobs.ResultFiles(t) {
-		if err := c.files.Remove(rel); err != nil {
+		if err := c.files.Delete(ctx, rel); err != nil {
 			return err
 		}
 	}

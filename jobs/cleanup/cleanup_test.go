@@ -7,12 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -46,7 +47,8 @@ type fixture struct {
 	t       *testing.T
 	st      *store.Store
 	pg      *testenv.Postgres
-	files   *files.Store
+	files   storage.Store
+	root    string // the data dir
 	cleaner *cleanup.Cleaner
 	insp    *asynq.Inspector
 }
@@ -55,7 +57,8 @@ func newFixture(t *testing.T, batch int) *fixture {
 	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), storage.Config{}, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,7 @@ func newFixture(t *testing.T, batch int) *fixture {
 		BatchSize: batch, UploadTTL: time.Hour, TempTTL: time.Hour, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Files: fs, Logger: logger})
-	return &fixture{t: t, st: st, pg: pg, files: fs, cleaner: c, insp: insp}
+	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp}
 }
 
 func (f *fixture) task(params string) *store.Task {
@@ -99,7 +102,10 @@ func (f *fixture) get(id int64) *store.Task {
 // file writes a file under the data dir with the given age.
 func (f *fixture) file(rel string, age time.Duration) string {
 	f.t.Helper()
-	p, _ := f.files.Path(rel)
+	p := filepath.Join(f.root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		f.t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
@@ -117,7 +123,7 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	rel := files.Results + "/" + tk.TaskNo + ".xlsx"
+	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
 	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
@@ -137,7 +143,7 @@ func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
 	if _, err := f.st.Claim(ctx, dead.ID, "gone", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	partial := f.file(files.Temp+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
+	partial := f.file(storage.ScratchDir+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '11 minutes' WHERE id = ?", dead.ID)
 
 	slow := f.task(`{}`) // silent, but within its timeout: left to a takeover
@@ -263,11 +269,11 @@ func TestRoundDeletesOnlyOldUnreferencedUploads(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	oldOrphan := f.file(files.Uploads+"/aaa.xlsx", 2*time.Hour)
-	oldInUse := f.file(files.Uploads+"/bbb.xlsx", 2*time.Hour)
-	young := f.file(files.Uploads+"/ccc.xlsx", time.Minute)
+	oldOrphan := f.file(storage.Uploads+"/aaa.xlsx", 2*time.Hour)
+	oldInUse := f.file(storage.Uploads+"/bbb.xlsx", 2*time.Hour)
+	young := f.file(storage.Uploads+"/ccc.xlsx", time.Minute)
 	f.task(`{"upload":"uploads/bbb.xlsx"}`) // a PENDING import still needs it
-	oldTemp := f.file(files.Temp+"/tsk_GONE-1.xlsx", 2*time.Hour)
+	oldTemp := f.file(storage.ScratchDir+"/tsk_GONE-1.xlsx", 2*time.Hour)
 
 	rep := f.cleaner.Round(ctx)
 	if rep.UploadsDeleted != 1 || rep.TempDeleted != 1 {
@@ -355,7 +361,7 @@ func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
 	if _, err := f.st.Claim(ctx, moved.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	dead := f.file(files.Results+"/"+moved.TaskNo+"-a1.xlsx", old)
+	dead := f.file(storage.Results+"/"+moved.TaskNo+"-a1.xlsx", old)
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
 	if _, err := f.st.Claim(ctx, moved.ID, "w2", time.Minute); err != nil {
 		t.Fatal(err)
@@ -364,8 +370,8 @@ func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
 	if _, err := f.st.Claim(ctx, running.ID, "w", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	live := f.file(files.Results+"/"+running.TaskNo+"-a1-errors.xlsx", old)
-	foreign := f.file(files.Results+"/README.txt", old)
+	live := f.file(storage.Results+"/"+running.TaskNo+"-a1-errors.xlsx", old)
+	foreign := f.file(storage.Results+"/README.txt", old)
 
 	rep := f.cleaner.Round(ctx)
 	if rep.ResultsOrphaned != 1 || exists(dead) {
@@ -392,7 +398,7 @@ func TestRoundExpiresImportErrorReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := files.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
+	rel := storage.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(-time.Second)
 	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
@@ -419,17 +425,17 @@ func TestRoundDeletesUploadsByTheirRecord(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	stale := f.file(files.Uploads+"/aaa.xlsx", 0)
-	needed := f.file(files.Uploads+"/bbb.xlsx", 0)
-	touched := f.file(files.Uploads+"/ccc.xlsx", 0)
+	stale := f.file(storage.Uploads+"/aaa.xlsx", 0)
+	needed := f.file(storage.Uploads+"/bbb.xlsx", 0)
+	touched := f.file(storage.Uploads+"/ccc.xlsx", 0)
 	for _, rel := range []string{"aaa", "bbb", "ccc"} {
-		if err := f.st.RecordUpload(ctx, files.Uploads+"/"+rel+".xlsx", rel, 1); err != nil {
+		if err := f.st.RecordUpload(ctx, storage.Uploads+"/"+rel+".xlsx", rel, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.exec("UPDATE uploads SET last_at = now() - interval '2 hours'")
 	f.task(`{"upload":"uploads/bbb.xlsx"}`)
-	if err := f.st.RecordUpload(ctx, files.Uploads+"/ccc.xlsx", "ccc", 1); err != nil { // accepted again just now
+	if err := f.st.RecordUpload(ctx, storage.Uploads+"/ccc.xlsx", "ccc", 1); err != nil { // accepted again just now
 		t.Fatal(err)
 	}
 	rep := f.cleaner.Round(ctx)

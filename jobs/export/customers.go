@@ -5,7 +5,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -29,7 +29,7 @@ type CustomerParams struct {
 type Customers struct{ exporter }
 
 // NewCustomers returns the customer export handler.
-func NewCustomers(db *bun.DB, fs *files.Store, cfg Config) *Customers {
+func NewCustomers(db *bun.DB, fs storage.Store, cfg Config) *Customers {
 	return &Customers{exporter{db: db, files: fs, cfg: cfg}}
 }
 

@@ -8,12 +8,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -51,7 +50,7 @@ type source interface {
 // exporter is the machinery both export types share.
 type exporter struct {
 	db    *bun.DB
-	files *files.Store
+	files storage.Store
 	cfg   Config
 }
 
@@ -81,7 +80,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, err
 	}
 
-	out, err := xlsxsafe.NewWriter(e.files, files.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), "Sheet1", src.header())
+	out, err := xlsxsafe.NewWriter(e.files, storage.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), "Sheet1", src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -131,8 +130,8 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 			return jobs.Result{}, err
 		}
 	}
-	rel := filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d.xlsx", run.Task.TaskNo, run.Lease.Attempt)))
-	size, err := out.Commit(rel)
+	rel := storage.ResultKey(run.Task.TaskNo, run.Lease.Attempt, "", ".xlsx")
+	size, err := out.Commit(ctx, rel)
 	if err != nil {
 		return jobs.Result{}, err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -34,7 +34,7 @@ type TaskFilter struct {
 type Tasks struct{ exporter }
 
 // NewTasks returns the task-list export handler.
-func NewTasks(db *bun.DB, fs *files.Store, cfg Config) *Tasks {
+func NewTasks(db *bun.DB, fs storage.Store, cfg Config) *Tasks {
 	return &Tasks{exporter{db: db, files: fs, cfg: cfg}}
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -15,7 +15,7 @@ var defaultPolicy = jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeou
 	StallAfter: 10 * time.Minute}
 
 // CustomersTaskType declares export:customers.
-func CustomersTaskType(db *bun.DB, fs *files.Store, cfg Config) jobs.Type {
+func CustomersTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: CustomersType, Description: "Export customers, optionally filtered by city, level or code prefix, to an .xlsx file.",
 		Queue: "exports", Submittable: true, Policy: defaultPolicy,
@@ -26,7 +26,7 @@ func CustomersTaskType(db *bun.DB, fs *files.Store, cfg Config) jobs.Type {
 }
 
 // TasksTaskType declares export:tasks.
-func TasksTaskType(db *bun.DB, fs *files.Store, cfg Config) jobs.Type {
+func TasksTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: TasksType, Description: "Export your task list (an admin: everyone's, or one owner's), filtered like the list API, to an .xlsx file.",
 		Queue: "exports", Submittable: true, Policy: defaultPolicy,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // csvSource reads a CSV as encoding/csv does with LazyQuotes and a variable number of fields
@@ -23,7 +22,7 @@ import (
 // and all. A record's row number is the line it starts on, as a spreadsheet program shows
 // the file.
 type csvSource struct {
-	f     *os.File
+	f     io.Closer // the upload, closed with the source
 	br    *bufio.Reader
 	lim   Limits
 	line  int   // line of the next byte (1-based)
@@ -36,17 +35,9 @@ type csvSource struct {
 	err   error
 }
 
-// openCSV opens a CSV stored in enc; GB18030 is transcoded as it is read.
-func openCSV(p string, enc Encoding, lim Limits) (*csvSource, error) {
-	lim = lim.withDefaults()
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	return newCSVSource(decoded(f, enc), f, lim), nil
-}
-
-func newCSVSource(r io.Reader, f *os.File, lim Limits) *csvSource {
+// newCSVSource reads CSV text from r (a GB18030 CSV transcoded as it is read, see
+// decoded); Close closes f.
+func newCSVSource(r io.Reader, f io.Closer, lim Limits) *csvSource {
 	br := bufio.NewReaderSize(r, 256<<10)
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xEF, 0xBB, 0xBF}) {
 		br.Discard(3) //nolint:errcheck

@@ -23,7 +23,7 @@ import (
 func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jobs2Sub, error) {
 	w.t.Helper()
 	up := NewUploads(w.st, w.fs, Limits{})
-	r, err := up.Receive(name, bytes.NewReader(content), 64<<20)
+	r, err := up.Receive(context.Background(), name, bytes.NewReader(content), 64<<20)
 	if err != nil {
 		return nil, jobs2Sub{}, err
 	}
@@ -340,8 +340,7 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if res.ErrorReportLang != LangZH || !strings.HasPrefix(res.FirstErrors[0], "row 3, phone: must be") {
 		t.Fatalf("result %+v: first_errors stay canonical, the report is Chinese", res)
 	}
-	abs, _ := w.fs.Path(res.ErrorReport)
-	rep, err := excelize.OpenFile(abs)
+	rep, err := excelize.OpenFile(w.abs(res.ErrorReport))
 	if err != nil {
 		t.Fatal(err)
 	}

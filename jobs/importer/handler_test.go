@@ -18,7 +18,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/xuri/excelize/v2"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -28,19 +28,27 @@ import (
 // database of its own, one delivery at a time (no asynq server): the test drives each
 // attempt with ProcessTask and steps in between batches with Importer.afterCommit.
 type world struct {
-	t  *testing.T
-	pg *testenv.Postgres
-	st *store.Store
-	fs *files.Store
-	rt *jobs.Runtime
-	im *Importer
+	t    *testing.T
+	pg   *testenv.Postgres
+	st   *store.Store
+	fs   storage.Store
+	root string // the data dir (the local backend's objects, scratch on both)
+	rt   *jobs.Runtime
+	im   *Importer
 }
 
 func newWorld(t *testing.T, cfg Config) *world {
 	t.Helper()
+	return newWorldOn(t, cfg, storage.Config{})
+}
+
+// newWorldOn is newWorld with the uploads and reports kept in the given store.
+func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
+	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	fs, err := files.New(t.TempDir())
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), sc, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +63,7 @@ func newWorld(t *testing.T, cfg Config) *world {
 	cfg.ReportTTL = time.Hour
 	im := New(st, fs, cfg)
 	rt.Register(im)
-	return &world{t: t, pg: pg, st: st, fs: fs, rt: rt, im: im}
+	return &world{t: t, pg: pg, st: st, fs: fs, root: root, rt: rt, im: im}
 }
 
 // submit stores the file as an upload and creates its task, as the API would (params from
@@ -66,13 +74,12 @@ func (w *world) submit(name string, content []byte) *store.Task {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	rel := files.Uploads + "/" + rand.Text() + "." + string(format)
-	abs, _ := w.fs.Path(rel)
-	if err := os.WriteFile(abs, content, 0o600); err != nil {
+	rel := storage.Uploads + "/" + rand.Text() + "." + string(format)
+	if _, err := w.fs.Put(context.Background(), rel, bytes.NewReader(content), int64(len(content)), ""); err != nil {
 		w.t.Fatal(err)
 	}
 	rows := 0
-	if ins, err := Inspect(abs, format, "", Limits{}); err == nil {
+	if ins, err := inspectChoice(bytes.NewReader(content), int64(len(content)), Choice{Format: format}, Limits{}, countAuto); err == nil {
 		rows = ins.Rows
 	}
 	params, _ := json.Marshal(Params{Upload: rel, Format: format, Mode: ModeUpsert, Filename: name, Rows: rows})
@@ -83,6 +90,9 @@ func (w *world) submit(name string, content []byte) *store.Task {
 	}
 	return task
 }
+
+// abs is where the local backend keeps key.
+func (w *world) abs(key string) string { return filepath.Join(w.root, filepath.FromSlash(key)) }
 
 // deliver runs one attempt of the task, as an asynq delivery would, and returns the row after.
 func (w *world) deliver(task *store.Task) *store.Task {
@@ -171,7 +181,10 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 			t.Errorf("takeover: %v", err)
 			return
 		}
-		live, _ = w.fs.Path(reportPath(c.Lease))
+		live = w.abs(reportPath(c.Lease))
+		if err := os.MkdirAll(filepath.Dir(live), 0o750); err != nil {
+			t.Error(err)
+		}
 		if err := os.WriteFile(live, []byte("the live attempt's report"), 0o600); err != nil {
 			t.Error(err)
 		}
@@ -186,7 +199,7 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 	// Even past the check that the row is still ours, the report is named after the lease.
 	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
 	rel, _, err := writeErrorReport(context.Background(), w.st, w.fs, l, []string{"code", "name", "phone"}, LangEN)
-	if err != nil || rel != files.Results+"/"+task.TaskNo+"-a1-errors.xlsx" {
+	if err != nil || rel != storage.Results+"/"+task.TaskNo+"-a1-errors.xlsx" {
 		t.Fatalf("report of attempt 1 at %q, %v", rel, err)
 	}
 	if b, _ := os.ReadFile(live); string(b) != "the live attempt's report" {
@@ -282,8 +295,7 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}
-	abs, _ := w.fs.Path(rel)
-	f, err := excelize.OpenFile(abs)
+	f, err := excelize.OpenFile(w.abs(rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +304,7 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 	if len(rows) != 2 || len(rows[0]) != 3+maxRawCells || len(rows[1]) != 3+maxRawCells || rows[1][3] != "'=cell" || len(first) != 1 || len(first[0]) > 600 {
 		t.Fatalf("report rows %d, header %d columns, row %d columns, first cell %q, first errors %d", len(rows), len(rows[0]), len(rows[1]), rows[1][3], len(first))
 	}
-	if matches, _ := filepath.Glob(filepath.Join(w.fs.Root(), files.Temp, "*")); len(matches) != 0 {
+	if matches, _ := filepath.Glob(filepath.Join(w.fs.TempDir(), "*")); len(matches) != 0 {
 		t.Fatalf("temp files left: %v", matches)
 	}
 }

@@ -12,14 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -35,7 +33,7 @@ const (
 
 // Params are the task parameters of an import, set at submit.
 type Params struct {
-	Upload   string `json:"upload"` // data-dir path of the stored upload
+	Upload   string `json:"upload"` // storage key of the stored upload
 	Format   Format `json:"format"`
 	Mode     string `json:"mode"`
 	Sheet    string `json:"sheet,omitempty"`
@@ -64,7 +62,7 @@ type Config struct {
 // Importer is the import:customers handler.
 type Importer struct {
 	store *store.Store
-	files *files.Store
+	files storage.Store
 	cfg   Config
 
 	// afterCommit, when set (by tests), runs after each batch has committed.
@@ -72,7 +70,7 @@ type Importer struct {
 }
 
 // New returns the import handler.
-func New(st *store.Store, fs *files.Store, cfg Config) *Importer {
+func New(st *store.Store, fs storage.Store, cfg Config) *Importer {
 	return &Importer{store: st, files: fs, cfg: cfg}
 }
 
@@ -120,13 +118,24 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := run.Params(&p); err != nil {
 		return jobs.Result{}, err
 	}
-	abs, err := im.files.Path(p.Upload)
-	if err != nil {
+	// The upload is read where it is stored: random access for a workbook (a zip), one
+	// sequential read for a CSV. On s3 that is ranged GETs, so RSS stays flat.
+	stored, err := im.files.Open(ctx, p.Upload)
+	switch {
+	case errors.Is(err, storage.ErrInvalidKey):
 		return jobs.Result{}, jobs.BadInput("bad_params", "the task has no usable upload")
-	}
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+	case errors.Is(err, storage.ErrNotExist):
 		return jobs.Result{}, jobs.BadInput("upload_missing", "the uploaded file is no longer available; upload it again")
+	case err != nil:
+		return jobs.Result{}, fmt.Errorf("open the upload: %w", err)
 	}
+	obj := &watchedObject{Object: stored}
+	opened := false
+	defer func() {
+		if !opened {
+			obj.Close()
+		}
+	}()
 	var cp checkpoint
 	if len(run.Task.Checkpoint) > 0 {
 		if err := json.Unmarshal(run.Task.Checkpoint, &cp); err != nil {
@@ -143,22 +152,23 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if resumed {
 		mode = countNever
 	}
-	ins, err := inspectFile(abs, Choice{Format: p.Format, Sheet: p.Sheet, Encoding: cmp.Or(p.Encoding, EncodingUTF8)}, lim, mode)
+	ins, err := inspectChoice(obj, obj.Size(), Choice{Format: p.Format, Sheet: p.Sheet, Encoding: cmp.Or(p.Encoding, EncodingUTF8)}, lim, mode)
 	if err != nil {
-		return jobs.Result{}, badFile(err)
+		return jobs.Result{}, obj.badFile(err)
 	}
 	if !ins.Counted {
 		ins.Rows = max(ins.Rows, p.Rows)
 	}
-	src, err := openSource(abs, ins, lim, filepath.Join(im.files.Root(), files.Temp))
+	src, err := openSource(obj, ins, lim, im.files.TempDir())
 	if err != nil {
-		return jobs.Result{}, badFile(err)
+		return jobs.Result{}, obj.badFile(err)
 	}
+	opened = true
 	defer src.Close()
 
 	cols, err := readHeader(src, &cp)
 	if err != nil {
-		return jobs.Result{}, badFile(err)
+		return jobs.Result{}, obj.badFile(err)
 	}
 	if resumed {
 		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
@@ -207,7 +217,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	}
 	rerr := <-readErr
 	if rerr != nil && !isRowLimit(rerr) {
-		return jobs.Result{}, badFile(rerr)
+		return jobs.Result{}, obj.badFile(rerr)
 	}
 	return im.finish(ctx, run, rerr)
 }
@@ -448,7 +458,7 @@ func (*Params) Prepare(jobs.Who) error { return nil }
 
 // TaskType declares import:customers. It is submitted by uploading a file (POST
 // /api/v1/imports), not through the generic submit.
-func TaskType(st *store.Store, fs *files.Store, cfg Config) jobs.Type {
+func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
 		Queue: "imports", Submittable: false,

@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -15,25 +14,25 @@ import (
 // writes it, so an attempt that has been superseded can never overwrite (or, when its
 // result is discarded, delete) the live attempt's report.
 func reportPath(l store.Lease) string {
-	return filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d-errors.xlsx", l.TaskNo, l.Attempt)))
+	return storage.ResultKey(l.TaskNo, l.Attempt, "-errors", ".xlsx")
 }
 
 // writeErrorReport streams a task's rejected rows into an .xlsx: row number, fields and
 // reason, then the row's original cells (as kept: see rawCells) under the original header,
 // every text cell neutralised. Whatever task_items holds, the report stays within what a
 // sheet can take: at most maxRawCells original columns, each cell cut to maxRawCellChars.
-// It returns the report's data-dir path and the first few messages.
+// It returns the report's storage key and the first few messages.
 //
 // The column titles, field names and reasons are in lang; the first messages returned are
 // in the canonical form (English) whatever lang is: they are translated when shown.
-func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l store.Lease, header []string, lang Lang) (string, []string, error) {
-	out, first, err := renderErrorReport(ctx, st, fs, l.TaskID, fmt.Sprintf("%s-a%d", l.TaskNo, l.Attempt), header, lang)
+func writeErrorReport(ctx context.Context, st *store.Store, fs storage.Store, l store.Lease, header []string, lang Lang) (string, []string, error) {
+	out, first, err := renderErrorReport(ctx, st, fs, l.TaskID, storage.AttemptPrefix(l.TaskNo, l.Attempt), header, lang)
 	if err != nil {
 		return "", nil, err
 	}
 	defer out.Close()
 	rel := reportPath(l)
-	if _, err := out.Commit(rel); err != nil {
+	if _, err := out.Commit(ctx, rel); err != nil {
 		return "", nil, err
 	}
 	return rel, first, nil
@@ -41,7 +40,7 @@ func writeErrorReport(ctx context.Context, st *store.Store, fs *files.Store, l s
 
 // renderErrorReport writes the report of task taskID into a temp file of out, not yet
 // committed; the caller closes out.
-func renderErrorReport(ctx context.Context, st *store.Store, fs *files.Store, taskID int64, prefix string, header []string, lang Lang) (*xlsxsafe.Writer, []string, error) {
+func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, taskID int64, prefix string, header []string, lang Lang) (*xlsxsafe.Writer, []string, error) {
 	header = rawCells(header)
 	if len(header) > maxRawCells {
 		header = header[:maxRawCells]
@@ -99,10 +98,11 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs *files.Store, ta
 	return out, first, nil
 }
 
-// ErrorReportIn writes the error report of a finished import in lang to a temp file, for a
-// download in another language than the stored report's (the rejected rows are kept with
-// the task; only the words change). The caller serves the file and calls done.
-func ErrorReportIn(ctx context.Context, st *store.Store, fs *files.Store, task *store.Task, lang Lang) (path string, done func(), err error) {
+// ErrorReportIn writes the error report of a finished import in lang to a local scratch file
+// (never stored), for a download in another language than the stored report's (the rejected
+// rows are kept with the task; only the words change). The caller serves the file and calls
+// done.
+func ErrorReportIn(ctx context.Context, st *store.Store, fs storage.Store, task *store.Task, lang Lang) (path string, done func(), err error) {
 	var cp checkpoint
 	json.Unmarshal(task.Checkpoint, &cp) //nolint:errcheck // written by this package
 	out, _, err := renderErrorReport(ctx, st, fs, task.ID, task.TaskNo+"-"+string(lang), cp.Header, lang)

@@ -2,76 +2,118 @@ package importer
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path"
+	"time"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 // Uploads is the import's submit side, the use case behind POST /api/v1/imports: an upload is
-// streamed to a temp file while it is hashed, checked, stored under its content hash and
-// recorded (the record, not the file's mtime, keeps it from the upload sweeper), and becomes
-// the task's submission. The same owner, content, mode and sheet make the same task.
+// streamed into the store (under storage.Incoming, no local copy on the API node) while it
+// is hashed, checked where it is stored, recorded (the record, not the object's age, keeps
+// it from the upload sweeper), moved under its content hash, and becomes the task's
+// submission. The same owner, content, mode and sheet make the same task.
 type Uploads struct {
 	store  *store.Store
-	files  *files.Store
+	files  storage.Store
 	limits Limits
 }
 
 // NewUploads returns the import's submit side.
-func NewUploads(st *store.Store, fs *files.Store, limits Limits) *Uploads {
+func NewUploads(st *store.Store, fs storage.Store, limits Limits) *Uploads {
 	return &Uploads{store: st, files: fs, limits: limits}
 }
 
-// Received is an uploaded file on disk, hashed, not yet checked or stored.
+// Received is an uploaded file, stored under storage.Incoming and hashed, not yet checked or
+// accepted.
 type Received struct {
 	Filename string // as uploaded, cleaned for display
 	Format   Format
 	Size     int64
 	SHA256   string
-	tmp      *os.File
+	key      string // under storage.Incoming until accepted or discarded
+	files    storage.Store
 }
 
-// Discard removes a received file that will not be accepted. It is safe to call after Accept.
+// discardTimeout bounds the delete of a refused upload, which runs whatever became of the
+// request.
+const discardTimeout = 10 * time.Second
+
+// Discard deletes a received file that will not be accepted (best effort: the sweep of
+// storage.Incoming deletes what is left). It is safe to call after Accept.
 func (r *Received) Discard() {
-	if r != nil && r.tmp != nil {
-		files.Discard(r.tmp)
-		r.tmp = nil
+	if r == nil || r.key == "" {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), discardTimeout)
+	defer cancel()
+	r.files.Delete(ctx, r.key) //nolint:errcheck // swept later when this fails
+	r.key = ""
 }
 
-// Receive streams body (the uploaded file called filename) to a temp file, hashing it, up to
+// Receive streams body (the uploaded file called filename) into the store, hashing it, up to
 // maxBytes: a bigger file is refused (a *FileProblem of kind TooLarge) without reading more
-// than one byte past the limit. A read error of body is returned as it is.
-func (u *Uploads) Receive(filename string, body io.Reader, maxBytes int64) (*Received, error) {
+// than one byte past the limit, and leaves nothing stored. A read error of body is returned
+// as it is. ctx bounds the upload (the request's).
+func (u *Uploads) Receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*Received, error) {
 	format, err := FormatOf(filename)
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := u.files.CreateTemp("upload", path.Ext(filename))
-	if err != nil {
-		return nil, err
-	}
-	r := &Received{Filename: filename, Format: format, tmp: tmp}
+	var id [16]byte
+	rand.Read(id[:]) //nolint:errcheck // never fails
+	key := storage.Incoming + "/" + hex.EncodeToString(id[:]) + "." + string(format)
 	h := sha256.New()
-	r.Size, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(body, maxBytes+1))
-	if err != nil {
-		r.Discard()
-		return nil, err
+	in := &capReader{r: io.TeeReader(body, h), limit: maxBytes}
+	if _, err := u.files.Put(ctx, key, in, -1, ""); err != nil {
+		switch {
+		case in.over:
+			return nil, problem(TooLarge, "too_large", "the file is larger than the %d MB limit", maxBytes>>20)
+		case in.err != nil:
+			return nil, in.err // the body's own error (too large for the request, too slow, cut)
+		}
+		return nil, fmt.Errorf("store the upload: %w", err)
 	}
-	if r.Size > maxBytes {
-		r.Discard()
-		return nil, problem(TooLarge, "too_large", "the file is larger than the %d MB limit", maxBytes>>20)
+	return &Received{Filename: filename, Format: format, Size: in.n, SHA256: hex.EncodeToString(h.Sum(nil)), key: key, files: u.files}, nil
+}
+
+// capReader passes at most limit bytes of r and fails past them, so a Put of an oversized
+// upload fails and stores nothing; it keeps r's own error.
+type capReader struct {
+	r     io.Reader
+	limit int64
+	n     int64
+	over  bool
+	err   error
+}
+
+var errOverLimit = errors.New("the upload is over the size limit")
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errOverLimit
 	}
-	r.SHA256 = hex.EncodeToString(h.Sum(nil))
-	return r, nil
+	if room := c.limit - c.n + 1; int64(len(p)) > room {
+		p = p[:room] // one byte past the limit is enough to know
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.limit {
+		c.over = true
+		return 0, errOverLimit
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+	}
+	return n, err
 }
 
 // Submit is what the uploader chose besides the file.
@@ -84,9 +126,13 @@ type Submit struct {
 	Lang string
 }
 
-// Accept checks a received file (the cheap checks: format, zip sanity, size, sheet, rows,
-// a CSV's encoding), stores it under its content hash, records it, and returns the task's
-// submission for owner. The received file is consumed either way.
+// recordTimeout bounds the upload's record, written in the database.
+const recordTimeout = 5 * time.Second
+
+// Accept checks a received file where it is stored (the cheap checks: format, zip sanity,
+// size, sheet, rows, a CSV's encoding, all within Limits), records it, moves it under its
+// content hash, and returns the task's submission for owner. The received file is consumed
+// either way. ctx bounds the reads and the move (the request's).
 //
 // The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
 // the encoding the text is read in: the same file read in another encoding is other data.
@@ -100,21 +146,24 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	ins, err := InspectChoice(r.tmp.Name(), Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc}, u.limits)
+	ins, err := u.inspect(ctx, r.key, Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc})
 	if err != nil {
 		return jobs.Submission{}, err
 	}
 	// The format is what the content is: an .xls renamed .xlsx is read as the .xls it is.
-	rel := files.Uploads + "/" + r.SHA256 + "." + string(ins.Format)
-	// Record first: a sweep of this path (the same content uploaded long ago) holds the
-	// record's lock while it deletes the file, so the file committed next is never lost.
-	if err := u.store.RecordUpload(ctx, rel, r.SHA256, r.Size); err != nil {
+	rel := storage.Uploads + "/" + r.SHA256 + "." + string(ins.Format)
+	// Record first: a sweep of this key (the same content uploaded long ago) holds the
+	// record's lock while it deletes the object, so the object moved in next is never lost.
+	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	err = u.store.RecordUpload(rctx, rel, r.SHA256, r.Size)
+	cancel()
+	if err != nil {
 		return jobs.Submission{}, err
 	}
-	if err := u.files.Commit(r.tmp, rel); err != nil {
-		return jobs.Submission{}, err
+	if err := u.files.Move(ctx, r.key, rel); err != nil {
+		return jobs.Submission{}, fmt.Errorf("store the upload: %w", err)
 	}
-	r.tmp = nil
+	r.key = ""
 	p := Params{Upload: rel, Format: ins.Format, Mode: o.Mode, Sheet: ins.Sheet,
 		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang))}
 	key := fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, o.Mode, ins.Sheet)
@@ -127,4 +176,26 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 		return jobs.Submission{}, err
 	}
 	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key}, nil
+}
+
+// inspect runs the submit checks on a stored upload, reading it where it is (ranged reads
+// on s3). A read that fails in the store is an error of its own, not a damaged file.
+func (u *Uploads) inspect(ctx context.Context, key string, c Choice) (Inspection, error) {
+	stored, err := u.files.Open(ctx, key)
+	if err != nil {
+		return Inspection{}, fmt.Errorf("read the upload: %w", err)
+	}
+	obj := &watchedObject{Object: stored}
+	defer obj.Close()
+	ins, err := inspectChoice(obj, obj.Size(), c, u.limits, countAuto)
+	if err != nil {
+		obj.mu.Lock()
+		fault := obj.err
+		obj.mu.Unlock()
+		if fault != nil {
+			return Inspection{}, fmt.Errorf("read the upload: %w", fault)
+		}
+		return Inspection{}, err
+	}
+	return ins, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -109,7 +108,7 @@ type xlsSheetRef struct {
 
 // xlsBook is an opened .xls: its workbook stream, the worksheets and the shared strings.
 type xlsBook struct {
-	file   *os.File // when openXLSBook opened it
+	file   io.Closer // the upload, closed with the book
 	stream *mscfb.File
 	sheets []xlsSheetRef
 	sst    *sharedStrings
@@ -488,25 +487,6 @@ type xlsRow struct {
 	n     int // 1-based
 	cells []string
 	long  []int
-}
-
-func openXLS(p, sheet string, lim Limits, tmpDir string) (*xlsSource, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s, err := newXLSSource(f, info.Size(), sheet, lim, tmpDir)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s.book.file = f
-	return s, nil
 }
 
 // newXLSSource reads sheet (empty: the first) of the .xls in the size bytes of r.

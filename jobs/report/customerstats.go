@@ -6,12 +6,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/files"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -48,7 +47,7 @@ func (p *CustomerStatsParams) Prepare(who jobs.Who) error {
 
 // CustomerStatsTaskType declares report:customer-stats: customers counted by city and by
 // level, and imports by day, one sheet each.
-func CustomerStatsTaskType(db *bun.DB, fs *files.Store, cfg Config) jobs.Type {
+func CustomerStatsTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name:        CustomerStatsType,
 		Description: "Customers counted by city and by level, and imports by day, as an .xlsx with one sheet per breakdown.",
@@ -62,7 +61,7 @@ func CustomerStatsTaskType(db *bun.DB, fs *files.Store, cfg Config) jobs.Type {
 
 type customerStats struct {
 	db    *bun.DB
-	files *files.Store
+	files storage.Store
 	cfg   Config
 }
 
@@ -103,7 +102,7 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 			return store.ImportsByDay(ctx, tx, p.Scope, p.Days)
 		}},
 	}
-	out, err := xlsxsafe.NewWriter(h.files, files.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), sheets[0].name, sheets[0].header)
+	out, err := xlsxsafe.NewWriter(h.files, storage.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), sheets[0].name, sheets[0].header)
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -129,8 +128,8 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 			return jobs.Result{}, err
 		}
 	}
-	rel := filepath.ToSlash(filepath.Join(files.Results, fmt.Sprintf("%s-a%d.xlsx", run.Task.TaskNo, run.Lease.Attempt)))
-	size, err := out.Commit(rel)
+	rel := storage.ResultKey(run.Task.TaskNo, run.Lease.Attempt, "", ".xlsx")
+	size, err := out.Commit(ctx, rel)
 	if err != nil {
 		return jobs.Result{}, err
 	}
