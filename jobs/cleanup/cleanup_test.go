@@ -55,10 +55,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, batch int) *fixture {
 	t.Helper()
+	return newFixtureOn(t, batch, storage.Config{}, time.Hour)
+}
+
+// newFixtureOn is newFixture on the given store, with ttl as the upload and temp TTLs.
+func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration) *fixture {
+	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	root := t.TempDir()
-	fs, err := storage.New(t.Context(), storage.Config{}, root)
+	fs, err := storage.New(t.Context(), sc, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +73,7 @@ func newFixture(t *testing.T, batch int) *fixture {
 	st := store.New(pg.DB)
 	sched, _ := cleanup.ParseSpec("* * * * *")
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
-		BatchSize: batch, UploadTTL: time.Hour, TempTTL: time.Hour, Retention: 30 * 24 * time.Hour}
+		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Files: fs, Logger: logger})
 	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp}

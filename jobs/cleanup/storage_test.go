@@ -1,0 +1,110 @@
+package cleanup_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Every file step of the round works on an S3 bucket as on the data dir: expired results go
+// (rows kept), old uploads no task needs go, uploads abandoned under incoming/ go, results
+// no row records go; what a waiting task, a row or a running attempt needs stays. Scratch is
+// this node's: a dead attempt's partial file goes, the running attempt's stays. S3 cannot
+// backdate an object, so the TTLs are a second and the test waits past them.
+func TestRoundCleansAnS3Bucket(t *testing.T) {
+	t.Parallel()
+	gw := testenv.NewS3(t)
+	sc := storage.Config{Backend: storage.BackendS3, Endpoint: gw.Endpoint, Bucket: "cleanup", Region: gw.Region,
+		AccessKey: gw.AccessKey, SecretKey: gw.SecretKey, PathStyle: true, CreateBucket: true}
+	f := newFixtureOn(t, 100, sc, time.Second)
+	ctx := context.Background()
+	put := func(key string) {
+		t.Helper()
+		if _, err := f.files.Put(ctx, key, strings.NewReader("x"), 1, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(key string) bool {
+		t.Helper()
+		_, err := f.files.Stat(ctx, key)
+		if err != nil && !errors.Is(err, storage.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	// An export whose result has expired.
+	expired := f.task(`{}`)
+	c, err := f.st.Claim(ctx, expired.ID, "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiredKey := storage.ResultKey(expired.TaskNo, 1, "", ".xlsx")
+	put(expiredKey)
+	past := time.Now().Add(-time.Minute)
+	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
+		Result: json.RawMessage(`{"file":"` + expiredKey + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Uploads: one no task needs, one a waiting import needs, one abandoned mid-upload.
+	put(storage.Uploads + "/orphan.xlsx")
+	put(storage.Uploads + "/needed.xlsx")
+	f.task(`{"upload":"uploads/needed.xlsx"}`)
+	put(storage.Incoming + "/abandoned.xlsx")
+	// Results: a dead attempt's (the task moved on), a running attempt's, a foreign object.
+	moved := f.task(`{}`)
+	if _, err := f.st.Claim(ctx, moved.ID, "killed", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	deadKey := storage.ResultKey(moved.TaskNo, 1, "", ".xlsx")
+	put(deadKey)
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
+	if _, err := f.st.Claim(ctx, moved.ID, "w2", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	liveKey := storage.ResultKey(moved.TaskNo, 2, "-errors", ".xlsx")
+	put(liveKey)
+	put(storage.Results + "/README.txt")
+	// Scratch on this node: attempt 1 of the moved task is dead, attempt 2 runs.
+	var scratch []string
+	for _, attempt := range []int{1, 2} {
+		tmp, err := f.files.CreateTemp(storage.AttemptPrefix(moved.TaskNo, attempt), ".xlsx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp.Close()
+		scratch = append(scratch, filepath.Dir(tmp.Name()))
+		old := time.Now().Add(-time.Hour)
+		os.Chtimes(filepath.Dir(tmp.Name()), old, old) //nolint:errcheck
+	}
+
+	time.Sleep(2100 * time.Millisecond) // past the TTLs, at S3's one-second grain
+	rep := f.cleaner.Round(ctx)
+	if rep.Errors != 0 || rep.ResultsExpired != 1 || rep.UploadsDeleted != 1 || rep.TempDeleted != 2 || rep.ResultsOrphaned != 1 {
+		t.Fatalf("report = %+v, want 1 expired, 1 upload, 2 temp (scratch and incoming), 1 orphan result", rep)
+	}
+	for key, want := range map[string]bool{expiredKey: false, "uploads/orphan.xlsx": false, "uploads/needed.xlsx": true,
+		"incoming/abandoned.xlsx": false, deadKey: false, liveKey: true, "results/README.txt": true} {
+		if got := stored(key); got != want {
+			t.Errorf("%s stored = %v after the round, want %v", key, got, want)
+		}
+	}
+	if got := f.get(expired.ID); got.Status != store.StatusSuccess || !strings.Contains(string(got.Result), `"expired"`) {
+		t.Errorf("the expired task's row: %s %s", got.Status, got.Result)
+	}
+	if _, err := os.Stat(scratch[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead attempt's scratch entry survived")
+	}
+	if _, err := os.Stat(scratch[1]); err != nil {
+		t.Errorf("the running attempt's scratch entry was deleted: %v", err)
+	}
+}
