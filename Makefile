@@ -7,7 +7,8 @@ PKGS    := ./...
 
 .PHONY: run test services services-stop services-status build vet fmt clean soak fuzz chaos
 
-## run: start Redis and Postgres if needed, then the whole service (API, workers, scheduler)
+## run: start Redis and Postgres if needed (and, with TASKCENTER_STORAGE_BACKEND=s3, an S3
+## gateway), then the whole service (API, workers, scheduler)
 run: services
 	$(GO) run ./cmd/taskcenter serve --roles all
 
@@ -32,11 +33,11 @@ fuzz:
 chaos: services
 	TASKCENTER_CHAOS=1 TASKCENTER_CHAOS_WRITE_DOC=1 $(GO) test -count=1 -run Chaos -v -timeout 40m ./cmd/taskcenter/
 
-## services: reuse or install and start Redis and Postgres (data under ./data)
+## services: reuse or install and start Redis and Postgres, and the S3 gateway when storage is s3 (data under ./data)
 services:
 	@scripts/services.sh up
 
-## services-stop: stop the Redis and Postgres that `make services` started
+## services-stop: stop the Redis, Postgres and S3 gateway that `make services` started
 services-stop:
 	@scripts/services.sh down
 

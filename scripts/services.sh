@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# services.sh — make Redis and Postgres available for taskcenter on this machine.
+# services.sh — make Redis, Postgres and (with the s3 storage backend) an S3 service
+# available for taskcenter on this machine.
 #
 #   scripts/services.sh up       reuse what is reachable, otherwise install + start locally
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
+#   scripts/services.sh s3       start only the S3 gateway (and create the bucket)
 #   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
 #   TASKCENTER_REDIS_ADDR    default 127.0.0.1:6379
-#   TASKCENTER_DATA_DIR      default <repo>/data  (Redis and Postgres data live under it)
+#   TASKCENTER_DATA_DIR      default <repo>/data  (Redis, Postgres and S3 gateway data live under it)
+#   TASKCENTER_STORAGE_BACKEND, _ENDPOINT, _BUCKET, _REGION, _ACCESS_KEY, _SECRET_KEY
+#                            else storage.* of the config file ($TASKCENTER_CONFIG, else
+#                            configs/taskcenter.yaml); defaults local, 127.0.0.1:7070, taskcenter,
+#                            us-east-1 and, on a loopback endpoint, the development credentials
+#                            taskcenter-dev / taskcenter-dev-secret (internal/config's DevAccessKey)
+#
+# With storage backend s3 and a loopback endpoint that does not answer, `up` starts the Versity
+# S3 Gateway (versitygw, installed by `tools` into $GOPATH/bin) over <data dir>/s3 with those
+# credentials, and creates the bucket.
 #
 # When a server is not reachable and its address is on this machine, the script installs the
 # Debian package if needed (apt-get, as root or through sudo) and starts a private instance
@@ -39,6 +50,33 @@ redis_port=${redis_addr##*:}
 [[ $redis_port =~ ^[0-9]+$ ]] || die "TASKCENTER_REDIS_ADDR must be host:port, got '$redis_addr'"
 
 is_local() { [[ $1 == 127.0.0.1 || $1 == localhost || $1 == ::1 ]]; }
+
+# --- storage settings: the environment, else the config file's storage: section ----------
+config_file=${TASKCENTER_CONFIG:-}
+[[ -n $config_file ]] || { [[ -f $repo/configs/taskcenter.yaml ]] && config_file=$repo/configs/taskcenter.yaml; }
+# storage_conf KEY: the value of storage.KEY in the config file (a plain scalar), or nothing.
+storage_conf() {
+  [[ -n $config_file && -f $config_file ]] || return 0
+  awk -v key="$1" '
+    /^[^[:space:]#]/ { in_storage = ($1 == "storage:") ; next }
+    in_storage && $1 == key":" { v = $2; gsub(/^["'\'']|["'\'']$/, "", v); print v; exit }
+  ' "$config_file"
+}
+storage_backend=${TASKCENTER_STORAGE_BACKEND:-$(storage_conf backend)}; storage_backend=${storage_backend:-local}
+s3_endpoint=${TASKCENTER_STORAGE_ENDPOINT:-$(storage_conf endpoint)}; s3_endpoint=${s3_endpoint:-127.0.0.1:7070}
+s3_bucket=${TASKCENTER_STORAGE_BUCKET:-$(storage_conf bucket)}; s3_bucket=${s3_bucket:-taskcenter}
+s3_region=${TASKCENTER_STORAGE_REGION:-$(storage_conf region)}; s3_region=${s3_region:-us-east-1}
+s3_scheme=http
+case $s3_endpoint in https://*) s3_scheme=https ;; esac
+s3_addr=${s3_endpoint#*://}; s3_addr=${s3_addr%/}
+s3_host=${s3_addr%:*}; s3_host=${s3_host#[}; s3_host=${s3_host%]}
+s3_port=${s3_addr##*:}
+[[ $s3_addr == *:* ]] || { s3_host=$s3_addr; s3_port=$([[ $s3_scheme == https ]] && echo 443 || echo 80); }
+s3_access=${TASKCENTER_STORAGE_ACCESS_KEY:-}
+s3_secret=${TASKCENTER_STORAGE_SECRET_KEY:-}
+if [[ -z $s3_access && -z $s3_secret ]] && is_local "$s3_host"; then
+  s3_access=taskcenter-dev; s3_secret=taskcenter-dev-secret
+fi
 
 # tcp_open HOST PORT: true when something accepts connections there.
 tcp_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
@@ -207,6 +245,87 @@ pg_down() {
   fi
 }
 
+# --- S3 (the Versity S3 Gateway) ----------------------------------------------------------
+s3_dir=$data_dir/s3
+
+versitygw_bin() {
+  local gobin p
+  if p=$(command -v versitygw); then echo "$p"; return; fi
+  command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
+  if command -v go >/dev/null; then
+    gobin="$(go env GOBIN)"; [[ -n $gobin ]] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+    [[ -x $gobin/versitygw ]] && { echo "$gobin/versitygw"; return; }
+  fi
+  [[ -x $repo/bin/versitygw ]] && { echo "$repo/bin/versitygw"; return; }
+  return 1
+}
+
+# s3_answers: true when an HTTP server answers at the endpoint (S3 answers 403 to anonymous).
+s3_answers() { curl -s -o /dev/null --max-time 2 -k "$s3_scheme://$s3_addr/"; }
+
+# s3_bucket_up: create the bucket, unless it exists (signed with the root credentials).
+s3_bucket_up() {
+  local code
+  code=$(curl -s -o "$s3_dir.bucket.out" -w '%{http_code}' --max-time 10 -k --aws-sigv4 "aws:amz:$s3_region:s3" \
+    -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" \
+    --user "$s3_access:$s3_secret" -X PUT "$s3_scheme://$s3_addr/$s3_bucket") || code=000
+  case $code in
+    200) log "s3: created bucket '$s3_bucket'" ;;
+    409) ;; # BucketAlreadyOwnedByYou: it exists
+    *) log "s3: could not create bucket '$s3_bucket' (HTTP $code: $(head -c 300 "$s3_dir.bucket.out" 2>/dev/null)); set storage.create_bucket or create it yourself" ;;
+  esac
+  rm -f "$s3_dir.bucket.out"
+}
+
+s3_up() {
+  [[ $storage_backend == s3 ]] || return 0
+  [[ -n $s3_access && -n $s3_secret ]] || die "s3: no credentials: set TASKCENTER_STORAGE_ACCESS_KEY and TASKCENTER_STORAGE_SECRET_KEY"
+  if s3_answers; then
+    log "s3: reachable at $s3_addr, reusing it"
+    s3_bucket_up
+    return
+  fi
+  is_local "$s3_host" || die "s3: $s3_endpoint is not reachable and not on this machine; start it or fix TASKCENTER_STORAGE_ENDPOINT"
+  tcp_open "$s3_host" "$s3_port" && die "s3: something listens on $s3_addr but does not answer HTTP; free the port or set TASKCENTER_STORAGE_ENDPOINT"
+  [[ $s3_scheme == http ]] || die "s3: the local gateway this script starts speaks plain HTTP; use an http endpoint (storage.tls false)"
+  local bin
+  if ! bin=$(versitygw_bin); then
+    log "s3: versitygw not found; installing it (about 90 s, once)"
+    tools_versitygw
+    bin=$(versitygw_bin) || die "s3: versitygw is still missing after installing it"
+  fi
+  mkdir -p "$s3_dir/root"
+  log "s3: starting versitygw on $s3_addr, objects in $s3_dir/root"
+  # versitygw stays in the foreground: detach it, fd 9 (our lock) closed, its pid kept.
+  ROOT_ACCESS_KEY=$s3_access ROOT_SECRET_KEY=$s3_secret setsid "$bin" --port "$s3_addr" --region "$s3_region" --quiet \
+    posix "$s3_dir/root" </dev/null >>"$s3_dir/versitygw.log" 2>&1 9>&- &
+  echo $! >"$s3_dir/versitygw.pid"
+  wait_for 30 s3_answers || die "s3: versitygw did not start; see $s3_dir/versitygw.log"
+  s3_bucket_up
+}
+
+s3_down() {
+  local pid
+  [[ -f $s3_dir/versitygw.pid ]] || return 0
+  pid=$(cat "$s3_dir/versitygw.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "s3: stopping versitygw"
+    kill "$pid"
+    wait_for 15 bash -c "! kill -0 $pid 2>/dev/null" || log "s3: still running"
+  fi
+  rm -f "$s3_dir/versitygw.pid"
+}
+
+tools_versitygw() {
+  local gobin
+  command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
+  gobin="$(go env GOBIN)"; [[ -n $gobin ]] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+  if ! command -v versitygw >/dev/null && [[ ! -x $gobin/versitygw ]]; then
+    log "versitygw: installing (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
+    go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "could not install versitygw"
+  fi
+}
+
 # --- test tools --------------------------------------------------------------------------
 # promtool (from Debian's prometheus package) checks the metrics and the alert rules;
 # chromium (headless) drives the web page's browser tests (cmd/taskcenter/web_e2e_test.go);
@@ -233,13 +352,7 @@ tools_up() {
   # The object-storage tests run a real S3 server, the Versity S3 Gateway (each test starts
   # its own on a free port over a temp dir; internal/testenv/s3.go). Not packaged by Debian:
   # built from source through the Go module proxy into $GOPATH/bin (about 90 s, once).
-  local gobin
-  command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
-  gobin="$(go env GOBIN)"; [[ -n $gobin ]] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
-  if ! command -v versitygw >/dev/null && [[ ! -x $gobin/versitygw ]]; then
-    log "versitygw: installing (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
-    go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "could not install versitygw"
-  fi
+  tools_versitygw
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }
@@ -254,11 +367,23 @@ if [[ $cmd != status ]]; then
   flock 9
 fi
 case $cmd in
-  up) redis_up; pg_up; log "ready: redis $redis_addr, postgres $pg_host:$pg_port/$pg_db" ;;
+  up)
+    redis_up; pg_up; s3_up
+    if [[ $storage_backend == s3 ]]; then
+      log "ready: redis $redis_addr, postgres $pg_host:$pg_port/$pg_db, s3 $s3_addr/$s3_bucket"
+    else
+      log "ready: redis $redis_addr, postgres $pg_host:$pg_port/$pg_db"
+    fi ;;
+  s3) storage_backend=s3; s3_up; log "ready: s3 $s3_addr/$s3_bucket" ;;
   tools) tools_up ;;
-  down) redis_down; pg_down ;;
+  down) redis_down; pg_down; s3_down ;;
   status)
     if redis_ping; then log "redis: up at $redis_addr"; else log "redis: down"; fi
-    if pg_login; then log "postgres: up at $pg_host:$pg_port/$pg_db"; else log "postgres: down or login refused"; fi ;;
-  *) die "usage: $0 up|down|status|tools" ;;
+    if pg_login; then log "postgres: up at $pg_host:$pg_port/$pg_db"; else log "postgres: down or login refused"; fi
+    if [[ $storage_backend == s3 ]]; then
+      if s3_answers; then log "s3: up at $s3_addr (bucket $s3_bucket)"; else log "s3: down at $s3_addr"; fi
+    else
+      log "storage: local (the data dir)"
+    fi ;;
+  *) die "usage: $0 up|down|status|s3|tools" ;;
 esac
