@@ -24,42 +24,15 @@ func benchImport(rows int) func(ctx context.Context, b *bench) (Figure, error) {
 		if err := writeImportFile(file, rows); err != nil {
 			return Figure{}, err
 		}
-		if _, err := b.db.ExecContext(ctx, "TRUNCATE customers; TRUNCATE tasks CASCADE"); err != nil {
-			return Figure{}, err
-		}
 		raw, rawRSS, err := b.child("raw-read", "-file", file)
 		if err != nil {
 			return Figure{}, err
 		}
-		svc, err := b.startService()
+		run, err := b.importOnce(ctx, file, rows, fmt.Sprintf("import-%d", rows))
 		if err != nil {
 			return Figure{}, err
 		}
-		start := time.Now()
-		b.profile(svc, fmt.Sprintf("import-%d", rows), time.Duration(rows/60_000+1)*time.Second)
-		id, err := svc.upload(file)
-		if err != nil {
-			svc.stop()
-			return Figure{}, err
-		}
-		final, err := svc.waitTerminal(id, 30*time.Minute)
-		took := time.Since(start)
-		rss, _ := svc.stop()
-		if err != nil {
-			return Figure{}, err
-		}
-		if final.Status != "SUCCESS" {
-			return Figure{}, fmt.Errorf("import ended %s: %+v\n%s", final.Status, final.Error, svc.logs)
-		}
-		var n int
-		if err := b.db.NewRaw("SELECT count(*) FROM customers").Scan(ctx, &n); err != nil || n != rows {
-			return Figure{}, fmt.Errorf("imported %d customers, want %d (%v)", n, rows, err)
-		}
-		var phases struct {
-			Upload, Wait, Run float64
-		}
-		b.db.NewRaw(`SELECT extract(epoch FROM created_at - ?::timestamptz) AS upload, extract(epoch FROM started_at - created_at) AS wait,
-			extract(epoch FROM finished_at - started_at) AS run FROM tasks WHERE task_no = ?`, start, id).Scan(ctx, &phases.Upload, &phases.Wait, &phases.Run) //nolint:errcheck
+		took, rss, phases := run.took, run.rss, run.phases
 		ratio := took.Seconds() / raw["seconds"]
 		return Figure{
 			Note:     fmt.Sprintf("upload+checks %.2fs, queue wait %.2fs, run %.2fs", phases.Upload, phases.Wait, phases.Run),
@@ -71,6 +44,50 @@ func benchImport(rows int) func(ctx context.Context, b *bench) (Figure, error) {
 			Met:      ratio <= 1.5 && rss <= 200,
 		}, nil
 	}
+}
+
+// importRun is one measured import: wall time from upload to terminal, the service's peak
+// RSS, and the phases as the task row records them.
+type importRun struct {
+	took   time.Duration
+	rss    float64
+	phases struct{ Upload, Wait, Run float64 }
+}
+
+// importOnce starts the service (with extra env), imports file (rows valid customers) into
+// an empty customers table, checks every row landed and stops the service.
+func (b *bench) importOnce(ctx context.Context, file string, rows int, profile string, extra ...string) (importRun, error) {
+	var r importRun
+	if _, err := b.db.ExecContext(ctx, "TRUNCATE customers; TRUNCATE tasks CASCADE"); err != nil {
+		return r, err
+	}
+	svc, err := b.startService(extra...)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	b.profile(svc, profile, time.Duration(rows/60_000+1)*time.Second)
+	id, err := svc.upload(file)
+	if err != nil {
+		svc.stop()
+		return r, err
+	}
+	final, err := svc.waitTerminal(id, 30*time.Minute)
+	r.took = time.Since(start)
+	r.rss, _ = svc.stop()
+	if err != nil {
+		return r, err
+	}
+	if final.Status != "SUCCESS" {
+		return r, fmt.Errorf("import ended %s: %+v\n%s", final.Status, final.Error, svc.logs)
+	}
+	var n int
+	if err := b.db.NewRaw("SELECT count(*) FROM customers").Scan(ctx, &n); err != nil || n != rows {
+		return r, fmt.Errorf("imported %d customers, want %d (%v)", n, rows, err)
+	}
+	b.db.NewRaw(`SELECT extract(epoch FROM created_at - ?::timestamptz) AS upload, extract(epoch FROM started_at - created_at) AS wait,
+		extract(epoch FROM finished_at - started_at) AS run FROM tasks WHERE task_no = ?`, start, id).Scan(ctx, &r.phases.Upload, &r.phases.Wait, &r.phases.Run) //nolint:errcheck
+	return r, nil
 }
 
 // writeImportFile writes rows customers (six columns, all valid) with excelize's stream writer.

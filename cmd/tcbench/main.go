@@ -102,6 +102,7 @@ func benchmarks() []benchmark {
 		{"export", benchExport},
 		{"import", benchImport(300_000)},
 		{"import-1m", benchImport(1_000_000)},
+		{"import-s3", benchImportS3(300_000)},
 		{"import-gbk", benchCSVEncodings(300_000)},
 		{"cleanup", benchCleanup(1_000_000)},
 		{"sse", benchSSE},
