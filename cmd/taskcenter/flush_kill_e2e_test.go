@@ -3,16 +3,12 @@ package main
 // Proves issue 15's "a process killed between acknowledging and flushing": a worker whose work is done and whose ending waits on the completer's flush is SIGKILLed before the flush commits; the task is recovered by another worker, not lost, not run twice.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,116 +23,6 @@ import (
 // endingsMarker is a piece of the batched endings statement (store.EndAttempts, the
 // completer's flush) that no other statement carries.
 var endingsMarker = []byte("(v.cancel_wins AND tasks.cancel_requested) AS cancel_won")
-
-// flushTrap is a TCP forwarder to Postgres for one worker process. It forwards everything
-// except a request carrying the endings statement: that request is held, never sent, so the
-// worker's work is done and its ending waits on a flush that cannot commit. caught is closed
-// when the first one is held. Unlike testenv.Proxy it needs no timing: it cuts exactly at the
-// flush, whatever the machine's load.
-type flushTrap struct {
-	target string
-	ln     net.Listener
-	caught chan struct{}
-	catch  sync.Once
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func newFlushTrap(t *testing.T, target string) *flushTrap {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &flushTrap{target: target, ln: ln, caught: make(chan struct{}), conns: map[net.Conn]struct{}{}}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() { p.pipe(c) })
-		}
-	})
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *flushTrap) addr() string { return p.ln.Addr().String() }
-
-// close drops every connection (and with them the held requests: they never reach Postgres).
-func (p *flushTrap) close() {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		p.ln.Close()
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *flushTrap) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *flushTrap) pipe(client net.Conn) {
-	if !p.track(client) {
-		return
-	}
-	server, err := net.Dial("tcp", p.target)
-	if err != nil || !p.track(server) {
-		client.Close()
-		return
-	}
-	back := make(chan struct{})
-	go func() {
-		io.Copy(client, server) //nolint:errcheck // ends with either side
-		client.Close()
-		close(back)
-	}()
-	buf := make([]byte, 64<<10)
-	var tail []byte // the end of what was forwarded, for a marker split across reads
-	for {
-		n, err := client.Read(buf)
-		if n > 0 {
-			window := append(tail, buf[:n]...)
-			if bytes.Contains(window, endingsMarker) {
-				// Hold it: nothing more from this connection reaches Postgres. (If the marker
-				// straddled two reads, Postgres has half a message and waits for the rest.)
-				p.catch.Do(func() { close(p.caught) })
-				io.Copy(io.Discard, client) //nolint:errcheck // until the worker dies or the trap closes
-				break
-			}
-			if _, werr := server.Write(buf[:n]); werr != nil {
-				break
-			}
-			keep := min(len(window), len(endingsMarker)-1)
-			tail = append([]byte(nil), window[len(window)-keep:]...)
-		}
-		if err != nil {
-			break
-		}
-	}
-	client.Close()
-	server.Close()
-	<-back
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
-}
 
 func TestWorkerKilledWhileItsEndingWaitsForTheFlushIsRecoveredOnce(t *testing.T) {
 	t.Parallel()
@@ -172,8 +58,11 @@ func killWhileFlushing(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trap := newFlushTrap(t, u.Host)
-	u.Host = trap.addr()
+	// The doomed worker reaches Postgres through a proxy that holds back its first endings
+	// statement: it cuts exactly at the flush, whatever the machine's load.
+	proxy := testenv.NewProxy(t, u.Host)
+	caught := proxy.Hold(endingsMarker)
+	u.Host = proxy.Addr()
 	doomed := e.withVars(map[string]string{"TASKCENTER_DATABASE_URL": u.String()}).startBinary("worker")
 
 	var sub taskJSON
@@ -183,7 +72,7 @@ func killWhileFlushing(t *testing.T, kind string) {
 		sub = api.submitImport(aliceToken, imp.name, imp.content, nil)
 	}
 	select {
-	case <-trap.caught:
+	case <-caught:
 	case err := <-doomed.exit:
 		doomed.exit <- err
 		t.Fatalf("the worker exited before it flushed its ending: %v", err)
@@ -224,7 +113,7 @@ func killWhileFlushing(t *testing.T, kind string) {
 	}
 
 	doomed.signal(syscall.SIGKILL, 10*time.Second)
-	trap.close() // the held request dies with its connection: it never reaches Postgres
+	proxy.Cut() // the held request dies with its connection: it never reaches Postgres
 	checkHeld("after the kill")
 
 	// A second worker, and the scheduler whose cleanup round hands the silent task over.

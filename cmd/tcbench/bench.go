@@ -39,7 +39,8 @@ type bench struct {
 	redisDB    int
 	dataDir    string
 	exportRows int
-	profileDir string // when set, CPU profiles of the measured service are saved here
+	profileDir string   // when set, CPU profiles of the measured service are saved here
+	serviceEnv []string // KEY=VALUE settings given to every measured service, last (-set)
 }
 
 const benchToken = "demo-admin-token-ops0"
@@ -135,6 +136,7 @@ func (b *bench) startRoles(roles string, extra ...string) (*service, error) {
 		"TASKCENTER_METRICS_ADDR=",
 	)
 	cmd.Env = append(cmd.Env, extra...)
+	cmd.Env = append(cmd.Env, b.serviceEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

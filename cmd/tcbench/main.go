@@ -58,6 +58,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	exportRows := fs.Int("export-rows", 100_000, "rows in the export benchmark")
 	bin := fs.String("taskcenter", "bin/taskcenter", "the taskcenter binary to measure")
 	profileDir := fs.String("profile", "", "save CPU profiles of the measured service in this directory")
+	var settings []string
+	fs.Func("set", "KEY=VALUE given to every measured taskcenter process, after the benchmark's own (repeatable), "+
+		"e.g. -set TASKCENTER_WORKER_BATCH_WAIT=2ms", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("-set %q: want KEY=VALUE", v)
+		}
+		settings = append(settings, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,6 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer b.close()
 	b.exportRows = *exportRows
 	b.profileDir = *profileDir
+	b.serviceEnv = settings
 
 	var figures []Figure
 	for _, bm := range benchmarks() {

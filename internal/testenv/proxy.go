@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -18,7 +19,15 @@ type Proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]struct{}
+	hold  *hold
 	wg    sync.WaitGroup
+}
+
+// hold is a request the proxy keeps from the target: the first one carrying marker.
+type hold struct {
+	marker []byte
+	caught chan struct{}
+	once   sync.Once
 }
 
 // NewProxy forwards a fresh loopback port to target until the test ends.
@@ -53,6 +62,52 @@ func (p *Proxy) Cut() {
 		c.Close()
 	}
 	clear(p.conns)
+}
+
+// Hold makes the proxy keep back, from now on, the first request whose bytes carry marker
+// (a piece of one SQL statement, say): from there on that connection forwards nothing to
+// the target, so the request never arrives and its sender waits, as behind a network that
+// stopped mid-request; the other connections go on. The channel closes once a request is
+// held. Cut ends the held connection (the request is then lost, never sent).
+func (p *Proxy) Hold(marker []byte) <-chan struct{} {
+	h := &hold{marker: bytes.Clone(marker), caught: make(chan struct{})}
+	p.mu.Lock()
+	p.hold = h
+	p.mu.Unlock()
+	return h.caught
+}
+
+func (p *Proxy) currentHold() *hold {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hold
+}
+
+// forward copies what the client sends to the server, until a held request (Hold).
+func (p *Proxy) forward(server, client net.Conn) {
+	buf := make([]byte, 64<<10)
+	var tail []byte // the end of what was forwarded, for a marker split across reads
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			if h := p.currentHold(); h != nil {
+				window := append(tail, buf[:n]...)
+				if bytes.Contains(window, h.marker) {
+					h.once.Do(func() { close(h.caught) })
+					io.Copy(io.Discard, client) //nolint:errcheck // until the client dies or Cut
+					return
+				}
+				keep := min(len(window), len(h.marker)-1)
+				tail = append([]byte(nil), window[len(window)-keep:]...)
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Restore accepts connections again on the same address.
@@ -101,14 +156,18 @@ func (p *Proxy) pipe(client net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		io.Copy(dst, src) //nolint:errcheck // a cut ends the copy with an error
-		dst.Close()
-		src.Close()
+	go func() {
+		p.forward(server, client) // a cut ends it with an error
+		server.Close()
+		client.Close()
 		done <- struct{}{}
-	}
-	go cp(server, client)
-	go cp(client, server)
+	}()
+	go func() {
+		io.Copy(client, server) //nolint:errcheck // a cut ends the copy with an error
+		client.Close()
+		server.Close()
+		done <- struct{}{}
+	}()
 	<-done
 	<-done
 	p.mu.Lock()
