@@ -14,7 +14,9 @@
 // bodies and a multipart upload for bodies of unknown length, holding one part
 // (Config.PartSize) in memory at a time. Either way a reader sees the old object, the new
 // one, or none, never part of one; a failed upload leaves nothing behind (multipart uploads
-// are aborted).
+// are aborted). Only a live process can abort its own, though: the parts of a process killed
+// mid-upload stay in the bucket until AbortIncomplete, which the cleanup round runs, aborts
+// the upload once it is older than the temp TTL.
 //
 // # Results: a local temp file, uploaded on commit
 //

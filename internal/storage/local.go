@@ -245,6 +245,15 @@ type callbackError struct{ err error }
 
 func (e *callbackError) Error() string { return e.err.Error() }
 
+// AbortIncomplete implements Store: a local Put writes a temp file in the scratch dir, never
+// a multipart upload, so there is nothing to abort.
+func (l *Local) AbortIncomplete(_ context.Context, prefix string, _ time.Time, _ int) (int, error) {
+	if err := validPrefix(prefix); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	return 0, nil
+}
+
 // Presign implements Store: the local backend has no URL to give, the API streams.
 func (l *Local) Presign(_ context.Context, key, _ string, _ time.Duration) (string, bool, error) {
 	if err := ValidKey(key); err != nil {

@@ -336,6 +336,42 @@ func (s *S3) List(ctx context.Context, prefix string, olderThan time.Time, fn fu
 	return ctx.Err()
 }
 
+// AbortIncomplete implements Store: it pages through the bucket's multipart uploads under
+// prefix (ListMultipartUploads) and aborts each one initiated before olderThan, by key and
+// upload ID, so a younger upload of the same key (one still in progress) is left alone.
+func (s *S3) AbortIncomplete(ctx context.Context, prefix string, olderThan time.Time, limit int) (int, error) {
+	if err := validPrefix(prefix); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	n := 0
+	keyMarker, idMarker := "", ""
+	for {
+		res, err := s.core.ListMultipartUploads(ctx, s.bucket, prefix, keyMarker, idMarker, "", 1000)
+		if err != nil {
+			return n, s.s3Err("list incomplete uploads", fmt.Sprintf("%q", prefix), err)
+		}
+		for _, u := range res.Uploads {
+			if !olderThan.IsZero() && (u.Initiated.IsZero() || !u.Initiated.Before(olderThan)) {
+				continue // still in progress, or may be: a service that gives no time is never guessed at
+			}
+			if limit > 0 && n >= limit {
+				return n, nil
+			}
+			err := s.core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID)
+			if err != nil && errCode(err) != minio.NoSuchUpload { // NoSuchUpload: completed or aborted meanwhile
+				return n, s.s3Err("abort incomplete upload", u.Key, err)
+			}
+			if err == nil {
+				n++
+			}
+		}
+		if !res.IsTruncated || res.NextKeyMarker == "" && res.NextUploadIDMarker == "" {
+			return n, nil
+		}
+		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+	}
+}
+
 // Presign implements Store.
 func (s *S3) Presign(ctx context.Context, key, filename string, ttl time.Duration) (string, bool, error) {
 	if err := ValidKey(key); err != nil {

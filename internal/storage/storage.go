@@ -37,6 +37,12 @@ type Store interface {
 	// stops the listing and is returned as it is, so a sweep can stop early with a sentinel
 	// of its own. fn may delete the object it is given.
 	List(ctx context.Context, prefix string, olderThan time.Time, fn func(Info) error) error
+	// AbortIncomplete aborts the incomplete multipart uploads whose key starts with prefix
+	// (as in List) and that were initiated before olderThan (zero: all), at most limit of
+	// them (0: no limit), and returns how many it aborted. A process killed mid-upload
+	// cannot abort its own, and their parts take space until someone does. The local
+	// backend has no multipart uploads: it validates the prefix and answers 0.
+	AbortIncomplete(ctx context.Context, prefix string, olderThan time.Time, limit int) (int, error)
 	// Presign returns a URL that downloads key without credentials for ttl (0: the
 	// configured PresignTTL), offered to the browser as an attachment called filename.
 	// ok is false when the backend cannot (local) or is configured not to (Presign off):
