@@ -161,7 +161,7 @@ func (m *Metrics) CleanupRound(r cleanup.Report) {
 	m.timeouts.Add(float64(r.TimedOut))
 	m.orphans.Add(float64(r.Orphans + r.Takeovers))
 	for step, n := range map[string]int{"takeovers": r.Takeovers, "orphans": r.Orphans, "stale_runs": r.TimedOut,
-		"expired_results": r.ResultsExpired, "uploads": r.UploadsDeleted, "temp_files": r.TempDeleted, "orphan_results": r.ResultsOrphaned,
+		"expired_results": r.ResultsExpired, "uploads": r.UploadsDeleted, "temp_files": r.TempDeleted, "incomplete_uploads": r.UploadsAborted, "orphan_results": r.ResultsOrphaned,
 		"retention": r.RetentionPurged, "archive": r.ArchivePurged, "failure_alerts": r.FailureAlerts} {
 		m.cleanup.WithLabelValues(step).Add(float64(n))
 	}

@@ -557,8 +557,8 @@ type Cleanup struct {
 	// UploadTTL: uploads older than this that no waiting or running task needs are deleted.
 	// Default 24h.
 	UploadTTL time.Duration `yaml:"upload_ttl"`
-	// TempTTL: temp files older than this that no running task is writing are deleted.
-	// Default 6h.
+	// TempTTL: temp files older than this that no running task is writing are deleted, and
+	// incomplete multipart uploads (s3) initiated longer ago are aborted. Default 6h.
 	TempTTL time.Duration `yaml:"temp_ttl"`
 	// Retention: terminal tasks that finished longer ago are moved, with their runs, logs and
 	// failed rows, into the archive tables (still found by id; counted in /api/v1/stats), and

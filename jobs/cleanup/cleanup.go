@@ -1,6 +1,6 @@
 // Package cleanup is the maintenance:cleanup task: the periodic round that re-enqueues
-// orphans, times out stale runs, expires result files, deletes unreferenced uploads and
-// applies retention. Every step is bounded per round. Each scheduled slot runs once across
+// orphans, times out stale runs, expires result files, deletes unreferenced uploads, aborts
+// abandoned multipart uploads and applies retention. Every step is bounded per round. Each scheduled slot runs once across
 // all scheduler replicas, guarded by a row in Postgres.
 package cleanup
 
@@ -41,7 +41,8 @@ type Config struct {
 	// UploadTTL: uploads older than this that no live task needs are deleted.
 	UploadTTL time.Duration
 	// TempTTL: scratch entries older than this that no running task is writing are deleted
-	// (this node's scratch dir), and so are uploads abandoned under storage.Incoming.
+	// (this node's scratch dir), and so are uploads abandoned under storage.Incoming; incomplete
+	// multipart uploads initiated longer ago than this are aborted.
 	TempTTL time.Duration
 	// Retention: terminal tasks that finished longer ago than this are archived.
 	Retention time.Duration
@@ -72,6 +73,7 @@ type Report struct {
 	ResultsExpired  int `json:"results_expired"`
 	UploadsDeleted  int `json:"uploads_deleted"`
 	TempDeleted     int `json:"temp_files_deleted"`
+	UploadsAborted  int `json:"incomplete_uploads_aborted"`
 	ResultsOrphaned int `json:"orphan_results_deleted"`
 	RetentionPurged int `json:"tasks_archived"`
 	ArchivePurged   int `json:"archived_tasks_deleted"`
@@ -161,6 +163,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"expired_results", c.expiredResults, &rep.ResultsExpired},
 		{"uploads", c.uploads, &rep.UploadsDeleted},
 		{"temp_files", c.tempFiles, &rep.TempDeleted},
+		{"incomplete_uploads", c.incompleteUploads, &rep.UploadsAborted},
 		{"orphan_results", c.orphanResults, &rep.ResultsOrphaned},
 		{"retention", c.retention, &rep.RetentionPurged},
 		{"archive", c.purgeArchive, &rep.ArchivePurged},
@@ -183,7 +186,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 	}
 	c.logger.Info("cleanup round finished", "took", time.Since(start), "orphans_enqueued", rep.Orphans,
 		"timed_out", rep.TimedOut, "results_expired", rep.ResultsExpired, "uploads_deleted", rep.UploadsDeleted,
-		"temp_files_deleted", rep.TempDeleted, "tasks_archived", rep.RetentionPurged, "archived_tasks_deleted", rep.ArchivePurged)
+		"temp_files_deleted", rep.TempDeleted, "incomplete_uploads_aborted", rep.UploadsAborted, "tasks_archived", rep.RetentionPurged, "archived_tasks_deleted", rep.ArchivePurged)
 	if c.observer != nil {
 		c.observer.CleanupRound(rep)
 	}
@@ -306,6 +309,28 @@ func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
 		return nil, nil
 	})
 	return n + m, err
+}
+
+// incompleteUploads aborts the multipart uploads left in the store past TempTTL, in the
+// areas the service writes: an API node killed while it streamed an upload under
+// storage.Incoming, or a worker killed while it committed a large result under
+// storage.Results, could not abort its own, and the parts would take space for good. No
+// upload of this service runs for TempTTL (6 h), so one that old is dead. The local backend
+// has none.
+func (c *Cleaner) incompleteUploads(ctx context.Context) (int, error) {
+	cutoff := time.Now().Add(-c.cfg.TempTTL)
+	n := 0
+	for _, area := range []string{storage.Incoming, storage.Results, storage.Uploads} {
+		if n >= c.cfg.BatchSize {
+			break
+		}
+		m, err := c.files.AbortIncomplete(ctx, area+"/", cutoff, c.cfg.BatchSize-n)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // SweepScratch deletes this node's scratch entries (storage.Store.TempDir) older than

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
@@ -17,7 +20,8 @@ import (
 
 // Every file step of the round works on an S3 bucket as on the data dir: expired results go
 // (rows kept), old uploads no task needs go, uploads abandoned under incoming/ go, results
-// no row records go; what a waiting task, a row or a running attempt needs stays. Scratch is
+// no row records go, and so does the multipart upload of a worker killed while it committed a
+// result (aborted); what a waiting task, a row or a running attempt needs stays. Scratch is
 // this node's: a dead attempt's partial file goes, the running attempt's stays. S3 cannot
 // backdate an object, so the TTLs are a second and the test waits past them.
 func TestRoundCleansAnS3Bucket(t *testing.T) {
@@ -74,6 +78,21 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	liveKey := storage.ResultKey(moved.TaskNo, 2, "-errors", ".xlsx")
 	put(liveKey)
 	put(storage.Results + "/README.txt")
+	// A worker killed while it committed a large result: a multipart upload never completed.
+	core, err := minio.NewCore(gw.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(gw.AccessKey, gw.SecretKey, ""),
+		Region: gw.Region, BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killedKey := storage.ResultKey(moved.TaskNo, 1, "-errors", ".xlsx")
+	id, err := core.NewMultipartUpload(ctx, sc.Bucket, killedKey, minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := strings.Repeat("x", storage.MinPartSize)
+	if _, err := core.PutObjectPart(ctx, sc.Bucket, killedKey, id, 1, strings.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// Scratch on this node: attempt 1 of the moved task is dead, attempt 2 runs.
 	var scratch []string
 	for _, attempt := range []int{1, 2} {
@@ -89,11 +108,14 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 
 	time.Sleep(2100 * time.Millisecond) // past the TTLs, at S3's one-second grain
 	rep := f.cleaner.Round(ctx)
-	if rep.Errors != 0 || rep.ResultsExpired != 1 || rep.UploadsDeleted != 1 || rep.TempDeleted != 2 || rep.ResultsOrphaned != 1 {
-		t.Fatalf("report = %+v, want 1 expired, 1 upload, 2 temp (scratch and incoming), 1 orphan result", rep)
+	if rep.Errors != 0 || rep.ResultsExpired != 1 || rep.UploadsDeleted != 1 || rep.TempDeleted != 2 || rep.ResultsOrphaned != 1 || rep.UploadsAborted != 1 {
+		t.Fatalf("report = %+v, want 1 expired, 1 upload, 2 temp (scratch and incoming), 1 orphan result, 1 upload aborted", rep)
+	}
+	if res, err := core.ListMultipartUploads(ctx, sc.Bucket, "", "", "", "", 1000); err != nil || len(res.Uploads) != 0 {
+		t.Errorf("incomplete uploads after the round: %+v, %v; want none", res.Uploads, err)
 	}
 	for key, want := range map[string]bool{expiredKey: false, "uploads/orphan.xlsx": false, "uploads/needed.xlsx": true,
-		"incoming/abandoned.xlsx": false, deadKey: false, liveKey: true, "results/README.txt": true} {
+		"incoming/abandoned.xlsx": false, deadKey: false, liveKey: true, "results/README.txt": true, killedKey: false} {
 		if got := stored(key); got != want {
 			t.Errorf("%s stored = %v after the round, want %v", key, got, want)
 		}
