@@ -206,30 +206,8 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) 
 	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
 		errs = append(errs, FieldError{"outcome", "must be success, denied, refused or error"})
 	}
-	for name, dst := range map[string]**time.Time{"from": &f.From, "to": &f.To} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				errs = append(errs, FieldError{name, "must be an RFC 3339 time such as 2026-12-01T00:00:00Z"})
-				continue
-			}
-			*dst = &t
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
-		}
-		f.Limit = n
-	}
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
-		}
-		f.Before = n
-	}
+	errs = append(errs, queryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
+	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
 		return invalid("invalid_query", "the query has invalid parameters", errs...)
 	}

@@ -73,16 +73,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
 		errs = append(errs, FieldError{"owner", "only an admin can list other users' tasks"})
 	}
-	for name, dst := range map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				errs = append(errs, FieldError{name, "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"})
-				continue
-			}
-			*dst = &t
-		}
-	}
+	errs = append(errs, queryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
 	var ferr *export.FilterError
 	if errors.As(tf.Validate(), &ferr) {
 		for _, f := range ferr.Fields {

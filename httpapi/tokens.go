@@ -175,12 +175,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal
 
 // listTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
-	owner := r.URL.Query().Get("owner")
-	if msg := textProblem(owner, 200); msg != "" {
-		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
-	}
-	if owner != "" && !p.Scope().Admin && owner != p.User {
-		return invalid("invalid_query", "only an admin can list other users' tokens", FieldError{"owner", "only an admin can list other users' tokens"})
+	owner, err := ownerQuery(r.URL.Query(), p, "tokens")
+	if err != nil {
+		return err
 	}
 	list, err := s.Store.ListAPITokens(r.Context(), p.Scope(), owner)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -139,7 +140,7 @@ func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *P
 	}
 	var timeErr *time.ParseError
 	if errors.As(err, &timeErr) {
-		msg = "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
+		msg = rfc3339Hint
 	}
 	if field == "" {
 		return badRequest(code, "%s: %s", detail, msg)
@@ -172,7 +173,7 @@ func jsonErrorText(err error) string {
 	case errors.As(err, &typeErr):
 		return "must not be a JSON " + typeErr.Value
 	case errors.As(err, &timeErr):
-		return "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
+		return rfc3339Hint
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if r := []rune(msg); len(r) > 200 {
@@ -348,4 +349,61 @@ func decodeCursor(s string) (*store.Cursor, error) {
 		return nil, errors.New("bad cursor")
 	}
 	return c, nil
+}
+
+// rfc3339Hint is what a field that must hold a time says when it does not.
+const rfc3339Hint = "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
+
+// queryTimes parses the RFC 3339 query parameters named by dst's keys into dst's values,
+// leaving absent ones nil, and names each that does not parse.
+func queryTimes(q url.Values, dst map[string]**time.Time) []FieldError {
+	var errs []FieldError
+	for _, name := range slices.Sorted(maps.Keys(dst)) {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			errs = append(errs, FieldError{name, rfc3339Hint})
+			continue
+		}
+		*dst[name] = &t
+	}
+	return errs
+}
+
+// queryPage parses the limit (1 to 200; *limit keeps its default when absent) and cursor (the
+// id of the last row of the page before) of a list keyed by row id, newest first.
+func queryPage(q url.Values, limit *int, before *int64) []FieldError {
+	var errs []FieldError
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
+		}
+		*limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
+		}
+		*before = n
+	}
+	return errs
+}
+
+// ownerQuery reads a list's ?owner=: empty (the caller's own, or everyone's for an admin), or
+// a user name, which only an admin may give for someone else. what names the listed things.
+func ownerQuery(q url.Values, p Principal, what string) (string, error) {
+	owner := q.Get("owner")
+	if msg := textProblem(owner, 200); msg != "" {
+		return "", invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
+	}
+	if owner != "" && !p.Scope().Admin && owner != p.User {
+		msg := "only an admin can list other users' " + what
+		return "", invalid("invalid_query", msg, FieldError{"owner", msg})
+	}
+	return owner, nil
 }

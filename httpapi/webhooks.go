@@ -205,9 +205,9 @@ func (s *Server) taskNoOf(ctx context.Context, sub *store.Subscription) string {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
-	owner := r.URL.Query().Get("owner")
-	if owner != "" && !p.Scope().Admin && owner != p.User {
-		return invalid("invalid_query", "only an admin can list other users' webhooks", FieldError{"owner", "only an admin can list other users' webhooks"})
+	owner, err := ownerQuery(r.URL.Query(), p, "webhooks")
+	if err != nil {
+		return err
 	}
 	subs, err := s.Store.ListSubscriptions(r.Context(), p.Scope(), owner, 500)
 	if err != nil {
@@ -257,20 +257,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 	default:
 		errs = append(errs, FieldError{"state", "must be pending, sending, delivered or dead"})
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
-		}
-		f.Limit = n
-	}
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
-		}
-		f.Before = n
-	}
+	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
 		return invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
