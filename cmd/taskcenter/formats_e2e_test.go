@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
-	"mime/multipart"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -12,32 +9,6 @@ import (
 
 	"github.com/xuri/excelize/v2"
 )
-
-// uploadAs is upload with request headers (Accept-Language).
-func (p *proc) uploadAs(token, filename string, content []byte, fields map[string]string, headers ...string) response {
-	p.t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	for k, v := range fields {
-		mw.WriteField(k, v) //nolint:errcheck
-	}
-	fw, _ := mw.CreateFormFile("file", filename)
-	fw.Write(content) //nolint:errcheck
-	mw.Close()
-	req, _ := http.NewRequest("POST", p.base+"/api/v1/imports", &body)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatalf("upload %s: %v", filename, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return response{status: res.StatusCode, header: res.Header, body: b}
-}
 
 // As a new user would: the CSV Excel on a Chinese Windows saves (GBK) and the .xls
 // LibreOffice saves import with the same counts and messages as the UTF-8 .xlsx.
@@ -104,7 +75,7 @@ func TestChineseTemplateRoundTrip(t *testing.T) {
 	f.SetSheetRow(sheet, "A5", &[]any{"T004", "广州丙公司", "13900139003", "c@example.com", "广州", "钻石"}) //nolint:errcheck
 	var filled bytes.Buffer
 	f.WriteTo(&filled) //nolint:errcheck
-	up := p.uploadAs(aliceToken, "客户.xlsx", filled.Bytes(), nil, "Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8")
+	up := p.upload(aliceToken, "客户.xlsx", filled.Bytes(), nil, "Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8")
 	if up.status != 202 {
 		t.Fatalf("upload: %d %s", up.status, up.body)
 	}

@@ -424,8 +424,9 @@ func (p *binProc) signal(sig os.Signal, within time.Duration) error {
 	}
 }
 
-// upload posts a multipart import: the file's bytes under filename, plus form fields.
-func (p *proc) upload(token, filename string, content []byte, fields map[string]string) response {
+// upload posts a multipart import: the file's bytes under filename, plus form fields and
+// request headers given as name, value pairs (Accept-Language).
+func (p *proc) upload(token, filename string, content []byte, fields map[string]string, headers ...string) response {
 	p.t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -441,6 +442,9 @@ func (p *proc) upload(token, filename string, content []byte, fields map[string]
 	req, _ := http.NewRequest("POST", p.base+"/api/v1/imports", &body)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatalf("upload %s: %v", filename, err)
