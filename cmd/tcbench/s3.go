@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // benchImportS3 imports the same N-row .xlsx twice in one run, through the whole service: with
@@ -64,29 +65,8 @@ const (
 	gwSecretKey = "tcbench-secret-key"
 )
 
-// versitygwPath finds the gateway: $TASKCENTER_VERSITYGW, PATH, then $GOPATH/bin (where
-// `scripts/services.sh tools` installs it).
-func versitygwPath() (string, error) {
-	if p := os.Getenv("TASKCENTER_VERSITYGW"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		home, _ := os.UserHomeDir()
-		gopath = filepath.Join(home, "go")
-	}
-	p := filepath.Join(gopath, "bin", "versitygw")
-	if _, err := os.Stat(p); err != nil {
-		return "", errors.New("versitygw not found: run `scripts/services.sh tools`")
-	}
-	return p, nil
-}
-
 func startGateway(ctx context.Context, dir string) (*gateway, error) {
-	bin, err := versitygwPath()
+	bin, err := testenv.VersityGW()
 	if err != nil {
 		return nil, err
 	}
