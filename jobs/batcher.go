@@ -297,3 +297,77 @@ func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
 		}
 	}
 }
+
+// Creator groups the inserts of concurrent submits: the submits that arrive together are
+// written in one statement, one transaction and one fsync (see the note above), each task
+// with its own audit row, event and idempotency check. A submit still answers only after its
+// row has committed.
+type Creator struct {
+	store  *store.Store
+	logger *slog.Logger
+	b      *batcher[createReq]
+}
+
+type createReq struct {
+	nts  []store.NewTask
+	res  []store.Created
+	err  error
+	done chan struct{}
+}
+
+// NewCreator starts a creator; Close stops it.
+func NewCreator(st *store.Store, cfg BatchConfig, logger *slog.Logger) *Creator {
+	c := &Creator{store: st, logger: logger}
+	c.b = newBatcher(cfg, c.flush)
+	return c
+}
+
+// Create inserts nts with whatever other submits are in flight; the answer is exactly
+// store.CreateMany's. The tasks' audit rows name the audit of ctx.
+func (c *Creator) Create(ctx context.Context, nts []store.NewTask) ([]store.Created, error) {
+	if a := store.AuditOf(ctx); a != nil {
+		for i := range nts {
+			if nts[i].Audit == nil {
+				nts[i].Audit = a
+			}
+		}
+	}
+	r := &createReq{nts: nts, done: make(chan struct{})}
+	if err := c.b.submit(ctx, r, r.done); err != nil {
+		return nil, err
+	}
+	return r.res, r.err
+}
+
+// Close answers what is queued and stops.
+func (c *Creator) Close() { c.b.close() }
+
+func (c *Creator) flush(ctx context.Context, batch []*createReq) {
+	var all []store.NewTask
+	for _, r := range batch {
+		all = append(all, r.nts...)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	created, err := c.store.CreateMany(wctx, all)
+	cancel()
+	if err != nil && len(batch) > 1 {
+		// The batch failed as a whole: each submit on its own, so one bad row cannot fail the
+		// others.
+		c.logger.Warn("batched submits failed; writing them one by one", "batch", len(batch), "err", err)
+		for _, r := range batch {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			r.res, r.err = c.store.CreateMany(wctx, r.nts)
+			cancel()
+			close(r.done)
+		}
+		return
+	}
+	for _, r := range batch {
+		if err != nil {
+			r.err = err
+		} else {
+			r.res, created = created[:len(r.nts)], created[len(r.nts):]
+		}
+		close(r.done)
+	}
+}

@@ -3,7 +3,9 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,9 +38,20 @@ func Percent(current, total int64, finished bool) int {
 // committed status change. A "changed" message carries no state: listeners read the task's
 // committed events from the outbox (store.TaskEvents), so nothing is announced that did not
 // commit, and a lost message only delays, never loses, an event.
+//
+// Notices are published by one goroutine per board, in the order they were made, many per
+// round trip (a pipeline): a submit or an ending does not wait on Redis for them. When Redis
+// cannot keep up (or is down) and notices back up, new ones are dropped; that only delays
+// what streams show until their next outbox poll.
 type ProgressBoard struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
+
+	start   sync.Once
+	notices chan []byte
+	mu      sync.RWMutex // held to send on notices; Close takes it to end them
+	closed  bool
+	done    chan struct{}
 }
 
 // EventsChannel is the Redis pub/sub channel of live task events.
@@ -60,8 +73,15 @@ const (
 
 // NewProgressBoard returns a board on rdb.
 func NewProgressBoard(rdb redis.UniversalClient) *ProgressBoard {
-	return &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour}
+	return &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour, notices: make(chan []byte, noticeQueue), done: make(chan struct{})}
 }
+
+// noticeQueue is how many notices may wait for the publisher; noticeBatch how many go in one
+// round trip.
+const (
+	noticeQueue = 8192
+	noticeBatch = 256
+)
 
 func progressKey(taskNo string) string { return "taskcenter:progress:{" + taskNo + "}" }
 
@@ -91,12 +111,71 @@ func (b *ProgressBoard) Changed(ctx context.Context, taskNo, owner string) error
 	return b.publish(ctx, Notice{Kind: NoticeChanged, TaskNo: taskNo, Owner: owner})
 }
 
-func (b *ProgressBoard) publish(ctx context.Context, n Notice) error {
+// publish queues n for the publisher (see ProgressBoard).
+func (b *ProgressBoard) publish(_ context.Context, n Notice) error {
 	body, err := json.Marshal(n)
 	if err != nil {
 		return err
 	}
-	return b.rdb.Publish(ctx, EventsChannel, body).Err()
+	b.start.Do(func() { go b.publisher() })
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return errBoardClosed
+	}
+	select {
+	case b.notices <- body:
+		return nil
+	default:
+		return errNoticesBackedUp
+	}
+}
+
+var (
+	errBoardClosed     = errors.New("progress board closed")
+	errNoticesBackedUp = errors.New("live notices backed up; dropped (streams catch up at their next poll)")
+)
+
+// publisher sends the queued notices, a pipeline of PUBLISHes per round trip, until Close.
+func (b *ProgressBoard) publisher() {
+	defer close(b.done)
+	batch := make([][]byte, 0, noticeBatch)
+	for first := range b.notices {
+		batch = append(batch[:0], first)
+	more:
+		for len(batch) < noticeBatch {
+			select {
+			case n, ok := <-b.notices:
+				if !ok {
+					break more
+				}
+				batch = append(batch, n)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		pipe := b.rdb.Pipeline()
+		for _, n := range batch {
+			pipe.Publish(ctx, EventsChannel, n)
+		}
+		pipe.Exec(ctx) //nolint:errcheck // best effort: streams also poll the outbox
+		cancel()
+	}
+}
+
+// Close publishes the notices queued so far and stops the publisher.
+func (b *ProgressBoard) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	close(b.notices)
+	b.mu.Unlock()
+	b.start.Do(func() { close(b.done) })
+	<-b.done
 }
 
 // Get returns the live progress, and false when Redis has none (finished, or Redis lost it).

@@ -62,9 +62,11 @@ type Submission struct {
 type Submitter struct {
 	store    *store.Store
 	board    *ProgressBoard // optional: announces new tasks to live streams
+	creator  *Creator       // optional: groups the inserts of concurrent single submits
 	enqueuer *Enqueuer
 	types    map[string]SubmitPolicy
-	backlog  *backlog
+	waiting  *waitingCounts // the queues' backlogs and the owners' waiting tasks
+	limits   map[string]int // queue → backlog limit
 	observer Observer
 	logger   *slog.Logger
 	redis    Dependency
@@ -74,7 +76,7 @@ type Submitter struct {
 // observer may be nil; redis, when not nil, lets a submit skip Redis during an outage.
 func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, limits map[string]int, observer Observer, logger *slog.Logger, redis Dependency) *Submitter {
 	return &Submitter{store: s, enqueuer: e, types: types, observer: observer, logger: logger, redis: redis,
-		backlog: &backlog{store: s, limits: limits, ttl: time.Second, counts: map[string]backlogCount{}}}
+		waiting: newWaitingCounts(), limits: limits}
 }
 
 // Submit creates the task and hands it to asynq. It returns the existing task and
@@ -105,7 +107,6 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 	var (
 		admitted []int
 		nts      []store.NewTask
-		waiting  = map[[2]string]int{} // (queue, owner) → waiting tasks, counted once per batch
 	)
 	for i, sub := range subs {
 		p, ok := s.types[sub.Type]
@@ -122,7 +123,7 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 				return nil, err
 			}
 		}
-		if err := s.backlog.admit(ctx, p.Queue); err != nil {
+		if err := s.admit(ctx, p, sub.Owner); err != nil {
 			var busy *BusyError
 			if !errors.As(err, &busy) {
 				return nil, err
@@ -130,23 +131,6 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 			res[i].Err = err
 			continue
 		}
-		if p.MaxWaitingPerOwner > 0 {
-			key := [2]string{p.Queue, sub.Owner}
-			n, counted := waiting[key]
-			if !counted {
-				var err error
-				if n, err = s.store.OwnerWaiting(ctx, p.Queue, sub.Owner, p.MaxWaitingPerOwner); err != nil {
-					return nil, err
-				}
-			}
-			if n >= p.MaxWaitingPerOwner {
-				waiting[key] = n
-				res[i].Err = &BusyError{Queue: p.Queue, Owner: sub.Owner, Limit: p.MaxWaitingPerOwner, RetryAfter: 10 * time.Second}
-				continue
-			}
-			waiting[key] = n + 1
-		}
-		s.backlog.added(p.Queue)
 		admitted = append(admitted, i)
 		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
 			Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
@@ -155,7 +139,11 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 	if len(nts) == 0 {
 		return res, nil
 	}
-	created, err := s.store.CreateMany(ctx, nts)
+	create := s.store.CreateMany
+	if s.creator != nil && len(nts) == 1 {
+		create = s.creator.Create
+	}
+	created, err := create(ctx, nts)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +162,37 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 	return res, nil
 }
 
+// admit checks a submission against its queue's backlog limit and its owner's waiting cap,
+// and counts it against both: nil, a *BusyError, or the error of counting.
+func (s *Submitter) admit(ctx context.Context, p SubmitPolicy, owner string) error {
+	queueKey, ownerKey := "q\x00"+p.Queue, "o\x00"+p.Queue+"\x00"+owner
+	if limit := s.limits[p.Queue]; limit > 0 {
+		ok, err := s.waiting.below(ctx, queueKey, limit, func(ctx context.Context) (int, error) {
+			return s.store.Waiting(ctx, p.Queue, limit)
+		})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &BusyError{Queue: p.Queue, Limit: limit, RetryAfter: 5 * time.Second}
+		}
+	}
+	if limit := p.MaxWaitingPerOwner; limit > 0 {
+		ok, err := s.waiting.below(ctx, ownerKey, limit, func(ctx context.Context) (int, error) {
+			return s.store.OwnerWaiting(ctx, p.Queue, owner, limit)
+		})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &BusyError{Queue: p.Queue, Owner: owner, Limit: limit, RetryAfter: 10 * time.Second}
+		}
+	}
+	s.waiting.added(queueKey)
+	s.waiting.added(ownerKey)
+	return nil
+}
+
 // announceAndEnqueue tells live streams of new tasks and hands them to asynq, a few at a time.
 func (s *Submitter) announceAndEnqueue(ctx context.Context, tasks []*store.Task) {
 	if len(tasks) == 1 { // the single submit: no goroutines
@@ -183,7 +202,7 @@ func (s *Submitter) announceAndEnqueue(ctx context.Context, tasks []*store.Task)
 	}
 	var wg sync.WaitGroup
 	next := make(chan *store.Task)
-	for range min(16, len(tasks)) {
+	for range min(128, len(tasks)) { // concurrent enqueues share pipelines (see ScriptPipeliner)
 		wg.Go(func() {
 			for t := range next {
 				s.announce(ctx, t)
@@ -266,55 +285,86 @@ func (s *Submitter) WithBoard(b *ProgressBoard) *Submitter {
 	return s
 }
 
+// WithCreator makes single submits share their insert with the submits arriving together.
+func (s *Submitter) WithCreator(c *Creator) *Submitter {
+	s.creator = c
+	return s
+}
+
 // NewTaskNo returns a public task number: "tsk_" and 128 random bits, unguessable.
 func NewTaskNo() string { return "tsk_" + rand.Text() }
 
-// backlog caches each queue's count of waiting tasks for a second, so admission control costs
-// one bounded count per queue per second, not one per submit.
-type backlog struct {
-	store  *store.Store
-	limits map[string]int
-	ttl    time.Duration
+// waitingCounts caches counts of waiting tasks (per queue for the backlog limit, per queue and
+// owner for the fair-share cap), so admission control costs one bounded count per key per
+// ttl instead of one per submit. Admissions are added to the cached figure until the next
+// count. A refusal always rests on a count no older than recheck, so a key whose tasks have
+// started is admitted again promptly. The figure is per process: with several API replicas
+// an owner can go over the cap by what the other replicas admit within one ttl.
+type waitingCounts struct {
+	ttl, recheck time.Duration
 
-	mu     sync.Mutex
-	counts map[string]backlogCount
+	mu         sync.Mutex
+	counts     map[string]waitingCount
+	refreshing map[string]bool // a count of this key is under way
 }
 
-type backlogCount struct {
+type waitingCount struct {
 	n  int
 	at time.Time
 }
 
-func (b *backlog) admit(ctx context.Context, queue string) error {
-	limit := b.limits[queue]
-	if limit <= 0 {
-		return nil
-	}
-	b.mu.Lock()
-	c, ok := b.counts[queue]
-	b.mu.Unlock()
-	if !ok || time.Since(c.at) > b.ttl {
-		n, err := b.store.Waiting(ctx, queue, limit)
-		if err != nil {
-			return err
-		}
-		c = backlogCount{n: n, at: time.Now()}
-		b.mu.Lock()
-		b.counts[queue] = c
-		b.mu.Unlock()
-	}
-	if c.n >= limit {
-		return &BusyError{Queue: queue, Limit: limit, RetryAfter: 5 * time.Second}
-	}
-	return nil
+// maxWaitingKeys bounds the cache: beyond it, entries older than ttl are dropped.
+const maxWaitingKeys = 4096
+
+func newWaitingCounts() *waitingCounts {
+	return &waitingCounts{ttl: time.Second, recheck: 100 * time.Millisecond,
+		counts: map[string]waitingCount{}, refreshing: map[string]bool{}}
 }
 
-// added counts a new task against the cached figure until the next refresh.
-func (b *backlog) added(queue string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c, ok := b.counts[queue]; ok {
+// below reports whether key's waiting tasks are fewer than limit, counting them with count
+// when the cached figure is too old to decide on. One caller counts at a time per key; the
+// others meanwhile decide on the figure they have, so a busy key does not send a burst of
+// identical counts to the database every ttl.
+func (w *waitingCounts) below(ctx context.Context, key string, limit int, count func(context.Context) (int, error)) (bool, error) {
+	w.mu.Lock()
+	c, ok := w.counts[key]
+	age := time.Since(c.at)
+	stale := !ok || age > w.ttl || (c.n >= limit && age > w.recheck)
+	if stale && ok && w.refreshing[key] {
+		stale = false // someone is counting; decide on the figure at hand
+	}
+	if stale {
+		w.refreshing[key] = true
+	}
+	w.mu.Unlock()
+	if stale {
+		n, err := count(ctx)
+		w.mu.Lock()
+		delete(w.refreshing, key)
+		if err != nil {
+			w.mu.Unlock()
+			return false, err
+		}
+		if len(w.counts) >= maxWaitingKeys {
+			for k, old := range w.counts {
+				if time.Since(old.at) > w.ttl {
+					delete(w.counts, k)
+				}
+			}
+		}
+		c = waitingCount{n: n, at: time.Now()}
+		w.counts[key] = c
+		w.mu.Unlock()
+	}
+	return c.n < limit, nil
+}
+
+// added counts a new task against key's cached figure until the next count.
+func (w *waitingCounts) added(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.counts[key]; ok {
 		c.n++
-		b.counts[queue] = c
+		w.counts[key] = c
 	}
 }

@@ -44,6 +44,9 @@ type NewTask struct {
 	RequestID      string
 	MaxRetry       int
 	TimeoutSeconds int
+	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
+	// Tasks of several requests written in one statement each carry their request's.
+	Audit *Audit
 }
 
 // Create inserts a PENDING task: (new) → PENDING. When a task with the same owner, type and
@@ -72,18 +75,28 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		nos, types, owners, queues, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		params, requests, titles         = make([]string, n), make([]string, n), make([]string, n)
 		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
+		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		audits                           = make([]*Audit, n)
 	)
 	for i, nt := range nts {
 		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
 		params[i], requests[i], titles[i] = cmpOr(string(nt.Params), "{}"), nt.RequestID, nt.Title
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
+		audits[i] = nt.Audit
+		if audits[i] == nil {
+			audits[i] = AuditOf(ctx)
+		}
+		if a := audits[i]; a != nil && a.Actor != "" {
+			actors[i], vias[i], addrs[i], auditReqs[i] = a.Actor, a.Via, a.ClientAddr, a.RequestID
+		}
 	}
 	var rows []Task
 	err := all(ctx, s.db, s.db.DB, &rows, `
 		WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-			                     $9::int[], $10::int[], $11::text[]) WITH ORDINALITY
-			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title, ord)
+			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[]) WITH ORDINALITY
+			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
+			     actor, via, client_addr, audit_request_id, ord)
 		), t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
 			                   max_retry, timeout_seconds, enqueued_at, title)
@@ -97,14 +110,14 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, owner FROM t
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
-			SELECT $12::text, $13::text, 'task.submit', task_no, 'success', $14::text, $15::text FROM t WHERE $12::text <> ''
+			SELECT v.actor, v.via, 'task.submit', t.task_no, 'success', v.client_addr, v.audit_request_id
+			FROM t JOIN v ON v.task_no = t.task_no WHERE v.actor <> ''
 		)
 		SELECT `+taskColumns+` FROM t`,
-		append([]any{nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles}, auditParams(ctx)...)...)
+		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs)
 	if err != nil {
 		return nil, fmt.Errorf("create tasks: %w", err)
 	}
-	audited(ctx, len(rows))
 	byNo := make(map[string]*Task, len(rows))
 	for i := range rows {
 		byNo[rows[i].TaskNo] = &rows[i]
@@ -113,6 +126,9 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	for i, nt := range nts {
 		if t := byNo[nt.TaskNo]; t != nil {
 			out[i] = Created{Task: t, Created: true}
+			if a := audits[i]; a != nil && a.Actor != "" {
+				a.count(1)
+			}
 			continue
 		}
 		if nt.BizKey == "" {

@@ -192,6 +192,8 @@ type process struct {
 	enqueuer  *jobs.Enqueuer
 	board     *jobs.ProgressBoard
 	submitter *jobs.Submitter
+	creator   *jobs.Creator
+	scripts   *jobs.ScriptPipeliner
 	metrics   *monitor.Metrics
 	alerter   *monitor.Alerter
 	redisDep  *outage.Tracker
@@ -248,6 +250,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	if err := p.wire(); err != nil {
 		return err
 	}
+	defer p.scripts.Stop()  // after every role has stopped enqueuing
+	defer p.board.Close()   // after every role has stopped: publishes what is queued
+	defer p.creator.Close() // after every role has stopped submitting
 	defer p.alerter.Close(5 * time.Second)
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopProbes()
@@ -303,7 +308,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 func (p *process) wire() error {
 	cfg := p.cfg
 	p.st = store.New(p.db)
-	client := asynq.NewClientFromRedisClient(p.rdb)
+	// asynq enqueues a job with one Lua script call; concurrent enqueues share a pipeline.
+	p.scripts = jobs.NewScriptPipeliner(p.rdb)
+	client := asynq.NewClientFromRedisClient(p.scripts)
 	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
 	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
 		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
@@ -353,7 +360,9 @@ func (p *process) wire() error {
 	for name, q := range cfg.Queues {
 		limits[name] = q.BacklogLimit
 	}
-	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board)
+	// Concurrent single submits share one insert statement and one commit.
+	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait}, p.logger)
+	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
 	p.cleanup.Queues = queues
 	return nil
 }

@@ -39,13 +39,16 @@ func post(c *http.Client, url string, body []byte) (int, error) {
 }
 
 // benchSubmit: 32 concurrent clients submit exports over HTTP for a fixed time against an
-// API-only process (no workers, no backlog limit), and report throughput and latency.
+// API-only process (no workers), and report throughput and latency. The queue's backlog limit
+// and the owner's waiting cap are on, set above what the run reaches, so both checks are in
+// the path without refusing anything.
 func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 	const clients, duration = 32, 10 * time.Second
 	if _, err := b.db.ExecContext(ctx, "TRUNCATE tasks CASCADE"); err != nil {
 		return Figure{}, err
 	}
-	svc, err := b.startRoles("api", "TASKCENTER_QUEUES_EXPORTS_BACKLOG_LIMIT=0")
+	svc, err := b.startRoles("api", "TASKCENTER_QUEUES_EXPORTS_BACKLOG_LIMIT=10000000",
+		"TASKCENTER_QUEUES_EXPORTS_MAX_WAITING_PER_OWNER=10000000", "TASKCENTER_QUEUES_EXPORTS_MAX_RUNNING_PER_OWNER=4")
 	if err != nil {
 		return Figure{}, err
 	}
@@ -64,6 +67,7 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 	)
 	deadline := time.Now().Add(duration)
 	b.profile(svc, "submit", duration)
+	cpu0 := sampleCPU(svc.cmd.Process.Pid)
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
@@ -84,6 +88,7 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	cpu := sampleCPU(svc.cmd.Process.Pid).since(cpu0, len(latencies))
 	if f := failures.Load(); f > 0 {
 		return Figure{}, fmt.Errorf("%d submits failed", f)
 	}
@@ -92,11 +97,13 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 	rate := float64(len(latencies)) / took.Seconds()
 	p99 := pct(0.99)
 	return Figure{
-		Name:    fmt.Sprintf("submit (%d clients, %s)", clients, duration),
-		Measure: map[string]float64{"per_second": rate, "p50_ms": pct(0.5), "p99_ms": p99},
-		Target:  "p99 ≤ 20 ms and ≥ 2,000 submits/s",
-		Met:     p99 <= 20 && rate >= 2000,
-		Note:    fmt.Sprintf("%d submits, each a committed task row and an asynq job", len(latencies)),
+		Name: fmt.Sprintf("submit (%d clients, %s)", clients, duration),
+		Measure: map[string]float64{"per_second": rate, "p50_ms": pct(0.5), "p90_ms": pct(0.9), "p99_ms": p99, "max_ms": pct(1),
+			"cpu_ms_per_submit_taskcenter": cpu.taskcenter, "cpu_ms_per_submit_postgres": cpu.postgres, "cpu_ms_per_submit_redis": cpu.redis},
+		Target: "p99 ≤ 20 ms and ≥ 2,000 submits/s",
+		Met:    p99 <= 20 && rate >= 2000,
+		Note: fmt.Sprintf("%d submits, each a committed task row and an asynq job; CPU per submit: taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms",
+			len(latencies), cpu.taskcenter, cpu.postgres, cpu.redis),
 	}, nil
 }
 

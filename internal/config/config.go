@@ -378,9 +378,9 @@ type Worker struct {
 	// PollInterval is how often an idle queue asks Redis for work: the pick-up latency of a
 	// new task. Default 100ms.
 	PollInterval time.Duration `yaml:"poll_interval"`
-	// BatchMax caps how many claims, and how many endings, one statement writes: concurrent
-	// attempts of a process share one transaction and one fsync. 1 writes each on its own.
-	// Default 128.
+	// BatchMax caps how many claims, how many endings, and how many single submits one
+	// statement writes: concurrent attempts (and concurrent submits to an API process) share
+	// one transaction and one fsync. 1 writes each on its own. Default 128.
 	BatchMax int `yaml:"batch_max"`
 	// BatchWait is how long a batch waits for more after its first request. 0 takes what is
 	// already queued and goes (no added latency when idle). Default 0.

@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ScriptPipeliner is a Redis client that sends the Lua scripts (EVALSHA) called at the same
+// moment from many goroutines in one pipeline, one round trip, and passes every other command
+// through unchanged. asynq enqueues a job with one script call and has no batch enqueue, so
+// giving asynq's client this one makes concurrent submits (and a batch submit's many
+// enqueues) share their round trips to Redis. Each caller still gets its own reply and error,
+// exactly as from EVALSHA on its own; a script Redis does not know yet answers NOSCRIPT to its
+// caller, whose go-redis Script falls back to EVAL as usual.
+type ScriptPipeliner struct {
+	redis.UniversalClient
+	b *batcher[evalReq]
+}
+
+type evalReq struct {
+	ctx  context.Context
+	sha  string
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+	done chan struct{}
+}
+
+// scriptFlushTimeout bounds a pipeline whose callers set no deadline.
+const scriptFlushTimeout = 5 * time.Second
+
+// NewScriptPipeliner wraps rdb; Stop stops it.
+func NewScriptPipeliner(rdb redis.UniversalClient) *ScriptPipeliner {
+	p := &ScriptPipeliner{UniversalClient: rdb}
+	p.b = newBatcher(BatchConfig{MaxBatch: 256}, p.flush)
+	return p
+}
+
+// EvalSha runs the script sha with whatever other script calls are in flight.
+func (p *ScriptPipeliner) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	r := &evalReq{ctx: ctx, sha: sha, keys: keys, args: args, done: make(chan struct{})}
+	if err := p.b.submit(ctx, r, r.done); err != nil {
+		if err == errBatcherClosed {
+			return p.UniversalClient.EvalSha(ctx, sha, keys, args...)
+		}
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	return r.cmd
+}
+
+// Stop ends the pipeliner after answering the calls queued; later calls go straight to Redis.
+// (Close is the wrapped client's, which this does not own.)
+func (p *ScriptPipeliner) Stop() { p.b.close() }
+
+func (p *ScriptPipeliner) flush(_ context.Context, batch []*evalReq) {
+	// The pipeline waits no longer than the most impatient caller would.
+	deadline := time.Now().Add(scriptFlushTimeout)
+	for _, r := range batch {
+		if d, ok := r.ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if len(batch) == 1 {
+		r := batch[0]
+		r.cmd = p.UniversalClient.EvalSha(ctx, r.sha, r.keys, r.args...)
+		close(r.done)
+		return
+	}
+	pipe := p.UniversalClient.Pipeline()
+	for _, r := range batch {
+		r.cmd = pipe.EvalSha(ctx, r.sha, r.keys, r.args...)
+	}
+	pipe.Exec(ctx) //nolint:errcheck // each command carries its own error
+	for _, r := range batch {
+		close(r.done)
+	}
+}

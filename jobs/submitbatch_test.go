@@ -1,0 +1,240 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Forty requests submitting at once share a few insert statements, yet each gets its own task,
+// its own audit row naming its own actor and request, and its own outbox event. A submit whose
+// row the database refuses fails alone (the batch is written again one submit at a time), and
+// two submits with the same idempotency key in one batch make one task.
+func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
+	c := NewCreator(f.st, BatchConfig{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer c.Close()
+
+	const n = 40
+	type answer struct {
+		created []store.Created
+		err     error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			actor := fmt.Sprintf("user%02d", i)
+			ctx := store.WithAudit(context.Background(), &store.Audit{Actor: actor, Via: "token", ClientAddr: "10.0.0.1", RequestID: "req-" + actor})
+			nt := store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: actor, Queue: "work", MaxRetry: 3, TimeoutSeconds: 60}
+			switch i {
+			case 7:
+				nt.Params = json.RawMessage(`{"broken":`) // the database refuses this row's params
+			case 11, 12:
+				nt.Owner, nt.BizKey = "shared", "idem:same-key" // one task for both
+			}
+			created, err := c.Create(ctx, []store.NewTask{nt})
+			answers[i] = answer{created, err}
+		})
+	}
+	wg.Wait()
+
+	ctx := context.Background()
+	for i, a := range answers {
+		switch {
+		case i == 7:
+			if a.err == nil {
+				t.Fatal("the submit with broken params was accepted")
+			}
+		case a.err != nil:
+			t.Fatalf("submit %d failed with its batch: %v", i, a.err)
+		case len(a.created) != 1:
+			t.Fatalf("submit %d: %d answers", i, len(a.created))
+		}
+	}
+	if a, b := answers[11].created[0], answers[12].created[0]; a.Task.ID != b.Task.ID || a.Created == b.Created {
+		t.Fatalf("same key: tasks %d and %d, created %v and %v; want one task, created once", a.Task.ID, b.Task.ID, a.Created, b.Created)
+	}
+	for i, a := range answers {
+		if i == 7 || i == 11 || i == 12 {
+			continue
+		}
+		actor := fmt.Sprintf("user%02d", i)
+		task := a.created[0].Task
+		if !a.created[0].Created || task.Owner != actor {
+			t.Fatalf("submit %d answered with %s's task (created %v)", i, task.Owner, a.created[0].Created)
+		}
+		var auditActor, auditReq string
+		if err := f.pg.DB.QueryRowContext(ctx, `SELECT actor, request_id FROM audit_events WHERE action = 'task.submit' AND target = ?`,
+			task.TaskNo).Scan(&auditActor, &auditReq); err != nil {
+			t.Fatalf("audit row of submit %d: %v", i, err)
+		}
+		if auditActor != actor || auditReq != "req-"+actor {
+			t.Fatalf("submit %d's audit row names %s / %s", i, auditActor, auditReq)
+		}
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM tasks"); got != n-2 {
+		t.Fatalf("%d tasks; want %d", got, n-2)
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM audit_events WHERE action = 'task.submit'"); got != n-2 {
+		t.Fatalf("%d submit audit rows; want %d (one per task created)", got, n-2)
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM task_events WHERE event = 'task.submitted'"); got != n-2 {
+		t.Fatalf("%d submitted events; want %d", got, n-2)
+	}
+	if flushes := c.b.flushes.Load(); flushes >= n {
+		t.Fatalf("%d flushes for %d submits: nothing was grouped", flushes, n)
+	}
+}
+
+// Many submits finding a stale waiting count at once send one count to the database, not one
+// each; and an owner at the cap is refused on a fresh count, so a cap freed up admits again.
+func TestWaitingCountsCountOnceForABurst(t *testing.T) {
+	t.Parallel()
+	w := newWaitingCounts()
+	var counts atomic.Int64
+	release := make(chan struct{})
+	count := func(context.Context) (int, error) {
+		counts.Add(1)
+		<-release
+		return 5, nil
+	}
+	ctx := context.Background()
+	if ok, err := w.below(ctx, "k", 10, func(context.Context) (int, error) { return 5, nil }); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	w.mu.Lock()
+	w.counts["k"] = waitingCount{n: 5, at: time.Now().Add(-2 * time.Second)} // stale
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			if ok, err := w.below(ctx, "k", 10, count); ok && err == nil {
+				admitted.Add(1)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if c := counts.Load(); c != 1 {
+		t.Fatalf("%d counts for one burst; want 1", c)
+	}
+	if admitted.Load() != 32 {
+		t.Fatalf("%d of 32 admitted under the limit", admitted.Load())
+	}
+
+	// At the cap: refused; after recheck a fresh count that shows room admits again.
+	w.mu.Lock()
+	w.counts["k"] = waitingCount{n: 10, at: time.Now()}
+	w.mu.Unlock()
+	if ok, _ := w.below(ctx, "k", 10, func(context.Context) (int, error) { return 3, nil }); ok {
+		t.Fatal("admitted at the cap on a fresh figure")
+	}
+	time.Sleep(w.recheck + 10*time.Millisecond)
+	if ok, _ := w.below(ctx, "k", 10, func(context.Context) (int, error) { return 3, nil }); !ok {
+		t.Fatal("refused although a fresh count shows room")
+	}
+}
+
+// Script calls made together share a pipeline; each caller gets its own reply, a script
+// Redis has not seen yet still runs (NOSCRIPT, then EVAL), and asynq through the pipeliner
+// still tells a duplicate job id apart.
+func TestScriptPipelinerAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	p := NewScriptPipeliner(rd.Client)
+	defer p.Stop()
+	ctx := context.Background()
+	echo := redis.NewScript(`redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]`)
+	var wg sync.WaitGroup
+	errs := make([]error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			want := fmt.Sprintf("v%d", i)
+			got, err := echo.Run(ctx, p, []string{"k:" + want}, want).Text()
+			if err == nil && got != want {
+				err = fmt.Errorf("got %q", got)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if v, _ := rd.Client.Get(ctx, "k:v63").Result(); v != "v63" {
+		t.Fatalf("k:v63 = %q", v)
+	}
+	client := asynq.NewClientFromRedisClient(p)
+	job := asynq.NewTask("test:work", nil)
+	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); !errors.Is(err, asynq.ErrTaskIDConflict) {
+		t.Fatalf("second enqueue of one id: %v; want ErrTaskIDConflict", err)
+	}
+	// A caller whose deadline has passed is answered with the deadline, not held.
+	dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if err := echo.Run(dctx, p, []string{"k:late"}, "x").Err(); err == nil {
+		t.Fatal("a call past its deadline succeeded")
+	}
+}
+
+// Notices are published in the order they were made, and Close publishes what is queued.
+func TestProgressBoardPublishesInOrderAndFlushesOnClose(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	ctx := context.Background()
+	ps := rd.Client.Subscribe(ctx, EventsChannel)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	board := NewProgressBoard(rd.Client)
+	const n = 2000
+	for i := range n {
+		if err := board.Changed(ctx, fmt.Sprintf("tsk_%04d", i), "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	board.Close()
+	if err := board.Changed(ctx, "tsk_late", "alice"); err == nil {
+		t.Fatal("a closed board accepted a notice")
+	}
+	msgs := ps.Channel()
+	for i := range n {
+		select {
+		case m := <-msgs:
+			var got Notice
+			if err := json.Unmarshal([]byte(m.Payload), &got); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("tsk_%04d", i); got.TaskNo != want {
+				t.Fatalf("notice %d is %s", i, got.TaskNo)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("notice %d never arrived", i)
+		}
+	}
+}
