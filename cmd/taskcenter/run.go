@@ -361,7 +361,9 @@ func (p *process) wire() error {
 		limits[name] = q.BacklogLimit
 	}
 	// Concurrent single submits share one insert statement and one commit.
-	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait}, p.logger)
+	// A submit never waits for company: it goes with whatever is queued behind the flush in
+	// flight, so grouping costs no latency.
+	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax}, p.logger)
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
 	p.cleanup.Queues = queues
 	return nil
@@ -411,7 +413,7 @@ func (p *process) startWorkers() error {
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Board: p.board, Logger: p.logger})
 	p.sweepScratch(cleaner)
-	workers := jobs.NewWorkers(p.rdb, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
+	workers := jobs.NewWorkers(p.scripts, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
 	firer := schedule.NewFirer(p.st, p.submitter, p.logger)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
 		return err
