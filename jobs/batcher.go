@@ -30,11 +30,16 @@ type BatchConfig struct {
 	// MaxWait is how long a flush waits for more requests after the first. Default 0: a
 	// flush takes what is queued and goes.
 	MaxWait time.Duration
+	// Queue is how many requests may wait for a flush. Default 4 × MaxBatch.
+	Queue int
 }
 
 func (c BatchConfig) withDefaults() BatchConfig {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 128
+	}
+	if c.Queue <= 0 {
+		c.Queue = 4 * c.MaxBatch
 	}
 	return c
 }
@@ -56,7 +61,7 @@ type batcher[R any] struct {
 
 func newBatcher[R any](cfg BatchConfig, flush func(context.Context, []*R)) *batcher[R] {
 	cfg = cfg.withDefaults()
-	b := &batcher[R]{cfg: cfg, in: make(chan *R, cfg.MaxBatch*4), flush: flush, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &batcher[R]{cfg: cfg, in: make(chan *R, cfg.Queue), flush: flush, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -70,12 +75,20 @@ func (b *batcher[R]) loop() {
 		case <-b.stop:
 			// No request can arrive any more (see close): answer what is queued and stop.
 			for {
-				select {
-				case r := <-b.in:
-					b.flush(context.Background(), []*R{r})
-				default:
+				var rest []*R
+			drain:
+				for len(rest) < b.cfg.MaxBatch {
+					select {
+					case r := <-b.in:
+						rest = append(rest, r)
+					default:
+						break drain
+					}
+				}
+				if len(rest) == 0 {
 					return
 				}
+				b.flush(context.Background(), rest)
 			}
 		}
 		b.flushes.Add(1)
@@ -113,20 +126,44 @@ func (b *batcher[R]) collect(first *R) []*R {
 // submit queues r and waits until a flush answered it (closed done). Once queued, it waits
 // whatever ctx says: the write may commit, and the caller must know how it went.
 func (b *batcher[R]) submit(ctx context.Context, r *R, done <-chan struct{}) error {
+	if err := b.queue(ctx, r); err != nil {
+		return err
+	}
+	<-done
+	return nil
+}
+
+// offer hands r to the next flush if the queue has room, without waiting for room or for the
+// flush: errQueueFull when it has none.
+func (b *batcher[R]) offer(r *R) error {
 	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if b.closed {
-		b.mu.RUnlock()
 		return errBatcherClosed
 	}
 	select {
 	case b.in <- r:
+		return nil
+	default:
+		return errQueueFull
+	}
+}
+
+var errQueueFull = errors.New("batch queue full")
+
+// queue hands r to the next flush without waiting for it.
+func (b *batcher[R]) queue(ctx context.Context, r *R) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return errBatcherClosed
+	}
+	select {
+	case b.in <- r:
+		return nil
 	case <-ctx.Done():
-		b.mu.RUnlock()
 		return ctx.Err()
 	}
-	b.mu.RUnlock()
-	<-done
-	return nil
 }
 
 // close refuses new requests, answers the queued ones and stops the loop.
@@ -180,23 +217,39 @@ func (c *Completer) End(ctx context.Context, e store.Ending) (*store.Task, error
 func (c *Completer) Close() { c.b.close() }
 
 func (c *Completer) flush(ctx context.Context, batch []*completion) {
-	endings := make([]store.Ending, len(batch))
-	for i, r := range batch {
-		endings[i] = r.ending
-	}
-	ended, err := c.write(ctx, endings)
-	if err != nil && len(batch) > 1 {
-		// The batch failed as a whole: each ending on its own, so one bad row cannot hold the
-		// others back.
-		c.logger.Warn("batched endings failed; writing them one by one", "batch", len(batch), "err", err)
-		for _, r := range batch {
-			one, err := c.write(ctx, []store.Ending{r.ending})
-			c.answer(r, one, err)
+	writeOrSplit(c.logger, "endings", batch, func(rs []*completion) error {
+		endings := make([]store.Ending, len(rs))
+		for i, r := range rs {
+			endings[i] = r.ending
 		}
-		return
-	}
-	for _, r := range batch {
-		c.answer(r, ended, err)
+		ended, err := c.write(ctx, endings)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			c.answer(r, ended, nil)
+		}
+		return nil
+	}, func(r *completion, err error) { c.answer(r, nil, err) })
+}
+
+// writeOrSplit writes a batch with write, which answers the requests it was given when it
+// succeeds. When a batch of several fails as a whole, each request is written on its own, so
+// one bad row cannot fail or hold back the others; a request whose own write fails is
+// answered with fail.
+func writeOrSplit[R any](logger *slog.Logger, what string, batch []*R, write func([]*R) error, fail func(*R, error)) {
+	err := write(batch)
+	switch {
+	case err == nil:
+	case len(batch) == 1:
+		fail(batch[0], err)
+	default:
+		logger.Warn("batched "+what+" failed; writing them one by one", "batch", len(batch), "err", err)
+		for _, r := range batch {
+			if err := write([]*R{r}); err != nil {
+				fail(r, err)
+			}
+		}
 	}
 }
 
@@ -343,31 +396,24 @@ func (c *Creator) Create(ctx context.Context, nts []store.NewTask) ([]store.Crea
 func (c *Creator) Close() { c.b.close() }
 
 func (c *Creator) flush(ctx context.Context, batch []*createReq) {
-	var all []store.NewTask
-	for _, r := range batch {
-		all = append(all, r.nts...)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	created, err := c.store.CreateMany(wctx, all)
-	cancel()
-	if err != nil && len(batch) > 1 {
-		// The batch failed as a whole: each submit on its own, so one bad row cannot fail the
-		// others.
-		c.logger.Warn("batched submits failed; writing them one by one", "batch", len(batch), "err", err)
-		for _, r := range batch {
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			r.res, r.err = c.store.CreateMany(wctx, r.nts)
-			cancel()
+	writeOrSplit(c.logger, "submits", batch, func(rs []*createReq) error {
+		var all []store.NewTask
+		for _, r := range rs {
+			all = append(all, r.nts...)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		created, err := c.store.CreateMany(wctx, all)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			r.res, created = created[:len(r.nts)], created[len(r.nts):]
 			close(r.done)
 		}
-		return
-	}
-	for _, r := range batch {
-		if err != nil {
-			r.err = err
-		} else {
-			r.res, created = created[:len(r.nts)], created[len(r.nts):]
-		}
+		return nil
+	}, func(r *createReq, err error) {
+		r.err = err
 		close(r.done)
-	}
+	})
 }

@@ -3,9 +3,8 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,15 +43,12 @@ func Percent(current, total int64, finished bool) int {
 // cannot keep up (or is down) and notices back up, new ones are dropped; that only delays
 // what streams show until their next outbox poll.
 type ProgressBoard struct {
-	rdb redis.UniversalClient
-	ttl time.Duration
-
-	start   sync.Once
-	notices chan []byte
-	mu      sync.RWMutex // held to send on notices; Close takes it to end them
-	closed  bool
-	done    chan struct{}
+	rdb     redis.UniversalClient
+	ttl     time.Duration
+	notices *batcher[outNotice]
 }
+
+type outNotice struct{ body []byte }
 
 // EventsChannel is the Redis pub/sub channel of live task events.
 const EventsChannel = "taskcenter:events"
@@ -73,7 +69,9 @@ const (
 
 // NewProgressBoard returns a board on rdb.
 func NewProgressBoard(rdb redis.UniversalClient) *ProgressBoard {
-	return &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour, notices: make(chan []byte, noticeQueue), done: make(chan struct{})}
+	b := &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour}
+	b.notices = newBatcher(BatchConfig{MaxBatch: noticeBatch, Queue: noticeQueue}, b.publishBatch)
+	return b
 }
 
 // noticeQueue is how many notices may wait for the publisher; noticeBatch how many go in one
@@ -117,66 +115,25 @@ func (b *ProgressBoard) publish(_ context.Context, n Notice) error {
 	if err != nil {
 		return err
 	}
-	b.start.Do(func() { go b.publisher() })
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return errBoardClosed
+	if err := b.notices.offer(&outNotice{body: body}); err != nil {
+		return fmt.Errorf("live notice dropped (streams catch up at their next poll): %w", err)
 	}
-	select {
-	case b.notices <- body:
-		return nil
-	default:
-		return errNoticesBackedUp
-	}
+	return nil
 }
 
-var (
-	errBoardClosed     = errors.New("progress board closed")
-	errNoticesBackedUp = errors.New("live notices backed up; dropped (streams catch up at their next poll)")
-)
-
-// publisher sends the queued notices, a pipeline of PUBLISHes per round trip, until Close.
-func (b *ProgressBoard) publisher() {
-	defer close(b.done)
-	batch := make([][]byte, 0, noticeBatch)
-	for first := range b.notices {
-		batch = append(batch[:0], first)
-	more:
-		for len(batch) < noticeBatch {
-			select {
-			case n, ok := <-b.notices:
-				if !ok {
-					break more
-				}
-				batch = append(batch, n)
-			default:
-				break more
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		pipe := b.rdb.Pipeline()
-		for _, n := range batch {
-			pipe.Publish(ctx, EventsChannel, n)
-		}
-		pipe.Exec(ctx) //nolint:errcheck // best effort: streams also poll the outbox
-		cancel()
+// publishBatch sends queued notices as one pipeline of PUBLISHes.
+func (b *ProgressBoard) publishBatch(_ context.Context, batch []*outNotice) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pipe := b.rdb.Pipeline()
+	for _, n := range batch {
+		pipe.Publish(ctx, EventsChannel, n.body)
 	}
+	pipe.Exec(ctx) //nolint:errcheck // best effort: streams also poll the outbox
 }
 
 // Close publishes the notices queued so far and stops the publisher.
-func (b *ProgressBoard) Close() {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.closed = true
-	close(b.notices)
-	b.mu.Unlock()
-	b.start.Do(func() { close(b.done) })
-	<-b.done
-}
+func (b *ProgressBoard) Close() { b.notices.close() }
 
 // Get returns the live progress, and false when Redis has none (finished, or Redis lost it).
 func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (Progress, bool, error) {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,18 +39,26 @@ func NewScriptPipeliner(rdb redis.UniversalClient) *ScriptPipeliner {
 	return p
 }
 
-// EvalSha runs the script sha with whatever other script calls are in flight.
+// EvalSha runs the script sha with whatever other script calls are in flight. It answers by
+// ctx's deadline even when the pipeline it joined is held up (Redis slow or gone): the script
+// may still run, as a call that timed out on its own connection may have.
 func (p *ScriptPipeliner) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	r := &evalReq{ctx: ctx, sha: sha, keys: keys, args: args, done: make(chan struct{})}
-	if err := p.b.submit(ctx, r, r.done); err != nil {
-		if err == errBatcherClosed {
-			return p.UniversalClient.EvalSha(ctx, sha, keys, args...)
-		}
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(err)
-		return cmd
+	err := p.b.queue(ctx, r)
+	if errors.Is(err, errBatcherClosed) {
+		return p.UniversalClient.EvalSha(ctx, sha, keys, args...)
 	}
-	return r.cmd
+	if err == nil {
+		select {
+		case <-r.done:
+			return r.cmd
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
 }
 
 // Stop ends the pipeliner after answering the calls queued; later calls go straight to Redis.

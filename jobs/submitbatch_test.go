@@ -238,3 +238,31 @@ func TestProgressBoardPublishesInOrderAndFlushesOnClose(t *testing.T) {
 		}
 	}
 }
+
+// A caller answers by its own deadline when the pipeline it joined is held up (Redis gone
+// mid-request): a submit's enqueue keeps its bound however long another caller's script waits.
+func TestScriptPipelinerCallerAnswersByItsDeadline(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	proxy := testenv.NewProxy(t, rd.Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer client.Close()
+	p := NewScriptPipeliner(client)
+	defer p.Stop()
+	ctx := context.Background()
+	stuck := redis.NewScript(`return 'stuck-marker'`)
+	if err := stuck.Load(ctx, client).Err(); err != nil {
+		t.Fatal(err)
+	}
+	held := proxy.Hold([]byte(stuck.Hash()))
+	go stuck.Run(ctx, p, []string{"k"}) //nolint:errcheck // held: answers only when the pipeline's own deadline passes
+	<-held
+	quick := redis.NewScript(`return 1`)
+	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := quick.Run(qctx, p, []string{"k"}).Err()
+	if took := time.Since(start); err == nil || took > time.Second {
+		t.Fatalf("call behind a held pipeline: err %v after %s; want its deadline's error within about 200ms", err, took)
+	}
+}
