@@ -94,6 +94,58 @@ func TestFanOutDeliversEachCommittedEventOncePerSubscription(t *testing.T) {
 	}
 }
 
+// An event no subscription wants is never left for the fan-out (marked as it is inserted);
+// one a subscription wants is, once; and a subscription created later hears of what follows.
+func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	pending := func() int {
+		var n int
+		if err := f.db.DB.QueryRowContext(ctx, `SELECT count(*) FROM task_events WHERE webhooks_at IS NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	quiet := f.task()
+	f.succeed(quiet)
+	if n := pending(); n != 0 {
+		t.Fatalf("%d events left for the fan-out with no subscription at all", n)
+	}
+	if got := f.fanOutAll(); got != 0 {
+		t.Fatalf("%d deliveries with no subscription", got)
+	}
+
+	terminal := f.subscribe("alice", terminalEvents...)
+	heard := f.task()
+	f.succeed(heard)
+	if n := pending(); n != 1 {
+		t.Fatalf("%d events pending; want 1 (the terminal event the subscription wants; not submitted or started)", n)
+	}
+	if got := f.fanOutAll(); got != 1 {
+		t.Fatalf("%d deliveries; want 1", got)
+	}
+	if got, want := f.deliveredEvents(terminal), []string{heard.TaskNo + " task.succeeded"}; !slices.Equal(got, want) {
+		t.Fatalf("subscription got %v, want %v (nothing of the task finished before it existed)", got, want)
+	}
+
+	// A notify_url subscription bound to a running task: its ending is left for the fan-out.
+	running := f.task()
+	l := f.claim(running, "w1")
+	ns := store.NewSubscription{Owner: "bob", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "bob"}
+	bound, _, err := f.s.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	f.fanOutAll()
+	if got, want := f.deliveredEvents(bound), []string{running.TaskNo + " task.succeeded"}; !slices.Equal(got, want) {
+		t.Fatalf("task subscription got %v, want %v", got, want)
+	}
+}
+
 // The outbox gap: ids are drawn at insert, commits land out of order. An event committed
 // after a later-numbered one was fanned out is still fanned out, and one whose transaction
 // rolled back never is.
