@@ -140,8 +140,10 @@ func TestWaitingCountsCountOnceForABurst(t *testing.T) {
 		t.Fatalf("%d of 32 admitted under the limit", admitted.Load())
 	}
 
-	// At the cap: refused; after recheck a fresh count that shows room admits again.
+	// At the cap: refused; after recheck a fresh count that shows room admits again. (A
+	// longer recheck than the default, so a slow machine cannot make the first look late.)
 	w.mu.Lock()
+	w.recheck = 500 * time.Millisecond
 	w.counts["k"] = waitingCount{n: 10, at: time.Now()}
 	w.mu.Unlock()
 	if ok, _ := w.below(ctx, "k", 10, func(context.Context) (int, error) { return 3, nil }); ok {
