@@ -75,20 +75,12 @@ func (b *batcher[R]) loop() {
 		case <-b.stop:
 			// No request can arrive any more (see close): answer what is queued and stop.
 			for {
-				var rest []*R
-			drain:
-				for len(rest) < b.cfg.MaxBatch {
-					select {
-					case r := <-b.in:
-						rest = append(rest, r)
-					default:
-						break drain
-					}
-				}
-				if len(rest) == 0 {
+				select {
+				case r := <-b.in:
+					b.flush(context.Background(), b.collect(r))
+				default:
 					return
 				}
-				b.flush(context.Background(), rest)
 			}
 		}
 		b.flushes.Add(1)
@@ -135,28 +127,27 @@ func (b *batcher[R]) submit(ctx context.Context, r *R, done <-chan struct{}) err
 
 // offer hands r to the next flush if the queue has room, without waiting for room or for the
 // flush: errQueueFull when it has none.
-func (b *batcher[R]) offer(r *R) error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return errBatcherClosed
-	}
-	select {
-	case b.in <- r:
-		return nil
-	default:
-		return errQueueFull
-	}
-}
+func (b *batcher[R]) offer(r *R) error { return b.put(nil, r) }
+
+// queue hands r to the next flush, waiting for room as long as ctx allows, not for the flush.
+func (b *batcher[R]) queue(ctx context.Context, r *R) error { return b.put(ctx, r) }
 
 var errQueueFull = errors.New("batch queue full")
 
-// queue hands r to the next flush without waiting for it.
-func (b *batcher[R]) queue(ctx context.Context, r *R) error {
+// put queues r: with a nil ctx only if there is room now.
+func (b *batcher[R]) put(ctx context.Context, r *R) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return errBatcherClosed
+	}
+	if ctx == nil {
+		select {
+		case b.in <- r:
+			return nil
+		default:
+			return errQueueFull
+		}
 	}
 	select {
 	case b.in <- r:

@@ -165,31 +165,36 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 // admit checks a submission against its queue's backlog limit and its owner's waiting cap,
 // and counts it against both: nil, a *BusyError, or the error of counting.
 func (s *Submitter) admit(ctx context.Context, p SubmitPolicy, owner string) error {
-	queueKey, ownerKey := "q\x00"+p.Queue, "o\x00"+p.Queue+"\x00"+owner
-	if limit := s.limits[p.Queue]; limit > 0 {
-		ok, err := s.waiting.below(ctx, queueKey, limit, func(ctx context.Context) (int, error) {
-			return s.store.Waiting(ctx, p.Queue, limit)
-		})
+	caps := [...]struct {
+		key   string
+		limit int
+		count func(context.Context) (int, error)
+		busy  BusyError
+	}{
+		{"q\x00" + p.Queue, s.limits[p.Queue], func(ctx context.Context) (int, error) {
+			return s.store.Waiting(ctx, p.Queue, s.limits[p.Queue])
+		}, BusyError{Queue: p.Queue, Limit: s.limits[p.Queue], RetryAfter: 5 * time.Second}},
+		{"o\x00" + p.Queue + "\x00" + owner, p.MaxWaitingPerOwner, func(ctx context.Context) (int, error) {
+			return s.store.OwnerWaiting(ctx, p.Queue, owner, p.MaxWaitingPerOwner)
+		}, BusyError{Queue: p.Queue, Owner: owner, Limit: p.MaxWaitingPerOwner, RetryAfter: 10 * time.Second}},
+	}
+	for _, c := range caps {
+		if c.limit <= 0 {
+			continue
+		}
+		ok, err := s.waiting.below(ctx, c.key, c.limit, c.count)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return &BusyError{Queue: p.Queue, Limit: limit, RetryAfter: 5 * time.Second}
+			return &c.busy
 		}
 	}
-	if limit := p.MaxWaitingPerOwner; limit > 0 {
-		ok, err := s.waiting.below(ctx, ownerKey, limit, func(ctx context.Context) (int, error) {
-			return s.store.OwnerWaiting(ctx, p.Queue, owner, limit)
-		})
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &BusyError{Queue: p.Queue, Owner: owner, Limit: limit, RetryAfter: 10 * time.Second}
+	for _, c := range caps {
+		if c.limit > 0 {
+			s.waiting.added(c.key)
 		}
 	}
-	s.waiting.added(queueKey)
-	s.waiting.added(ownerKey)
 	return nil
 }
 

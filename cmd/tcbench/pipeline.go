@@ -48,7 +48,7 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 		return Figure{}, err
 	}
 	svc, err := b.startRoles("api", "TASKCENTER_QUEUES_EXPORTS_BACKLOG_LIMIT=10000000",
-		"TASKCENTER_QUEUES_EXPORTS_MAX_WAITING_PER_OWNER=10000000", "TASKCENTER_QUEUES_EXPORTS_MAX_RUNNING_PER_OWNER=4")
+		"TASKCENTER_QUEUES_EXPORTS_MAX_WAITING_PER_OWNER=10000000")
 	if err != nil {
 		return Figure{}, err
 	}
