@@ -132,8 +132,22 @@ func (b *ProgressBoard) publishBatch(_ context.Context, batch []*outNotice) {
 	pipe.Exec(ctx) //nolint:errcheck // best effort: streams also poll the outbox
 }
 
-// Close publishes the notices queued so far and stops the publisher.
-func (b *ProgressBoard) Close() { b.notices.close() }
+// Close publishes the notices queued so far and stops the publisher, waiting at most
+// closeWait for it: notices are best effort, and a stalled Redis must not hold up a shutdown.
+func (b *ProgressBoard) Close() {
+	done := make(chan struct{})
+	go func() {
+		b.notices.close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
+}
+
+// closeWait bounds how long Close waits for queued notices to be published.
+const closeWait = 2 * time.Second
 
 // Get returns the live progress, and false when Redis has none (finished, or Redis lost it).
 func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (Progress, bool, error) {

@@ -66,7 +66,9 @@ func (p *ScriptPipeliner) EvalSha(ctx context.Context, sha string, keys []string
 func (p *ScriptPipeliner) Stop() { p.b.close() }
 
 func (p *ScriptPipeliner) flush(_ context.Context, batch []*evalReq) {
-	// The pipeline waits no longer than the most impatient caller would.
+	// The pipeline's context carries the most impatient caller's deadline (go-redis honours
+	// it with ContextTimeoutEnabled; otherwise its read and write timeouts bound the round
+	// trip). Each caller answers by its own deadline either way (EvalSha).
 	deadline := time.Now().Add(scriptFlushTimeout)
 	for _, r := range batch {
 		if d, ok := r.ctx.Deadline(); ok && d.Before(deadline) {

@@ -275,3 +275,39 @@ func TestScriptPipelinerCallerAnswersByItsDeadline(t *testing.T) {
 		t.Fatalf("call behind a held pipeline: err %v after %s; want its deadline's error within about 200ms", err, took)
 	}
 }
+
+// With Redis held up mid-publish, notices back up and new ones are dropped at once with an
+// error: a submit or an ending never waits on the live streams' channel.
+func TestProgressBoardDropsNoticesRatherThanWait(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	proxy := testenv.NewProxy(t, rd.Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB})
+	defer client.Close()
+	board := NewProgressBoard(client)
+	defer board.Close()
+	ctx := context.Background()
+	held := proxy.Hold([]byte(EventsChannel))
+	if err := board.Changed(ctx, "tsk_first", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	start := time.Now()
+	dropped := 0
+	for i := range noticeQueue + 2*noticeBatch {
+		if board.Changed(ctx, fmt.Sprintf("tsk_%d", i), "alice") != nil {
+			dropped++
+		}
+	}
+	if took := time.Since(start); dropped == 0 || took > time.Second {
+		t.Fatalf("%d of %d notices dropped in %s with Redis held; want some dropped, none waited for",
+			dropped, noticeQueue+2*noticeBatch, took)
+	}
+	// Shutting down with Redis still held does not wait for the queued notices.
+	start = time.Now()
+	board.Close()
+	if took := time.Since(start); took > closeWait+time.Second {
+		t.Fatalf("Close with Redis held took %s", took)
+	}
+	proxy.Cut()
+}
