@@ -186,8 +186,11 @@ func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
 			run.Logger.Debug("could not clear progress board", "err", err)
 		}
 	}
-	// Whatever partial files any attempt of this task left are dead now.
-	rt.removeTemp(task.TaskNo, 0, run.Logger)
+	// Whatever partial files any attempt of this task left are dead now. (A first attempt
+	// that never asked for a temp prefix has none: no need to scan the scratch directory.)
+	if run.mayHaveTemp() {
+		rt.removeTemp(task.TaskNo, 0, run.Logger)
+	}
 	rt.changed(ctx, task)
 	var took time.Duration
 	if task.StartedAt != nil && task.FinishedAt != nil {
@@ -196,7 +199,7 @@ func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
 	if rt.observer != nil {
 		rt.observer.TaskFinished(task.Type, task.Status, took)
 	}
-	run.Logger.Info("task finished", "status", task.Status, "took", took)
+	run.Logger.Info("task finished", "status", string(task.Status), "took", took)
 }
 
 // removeTemp deletes the temp files of every attempt of a task but keep (0: all).

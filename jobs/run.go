@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -30,6 +31,7 @@ type Run struct {
 	cancelRequested atomic.Bool
 
 	mu           sync.Mutex
+	madeTemp     bool      // TempPrefix was asked for: the attempt may have scratch files
 	lastBoardPut time.Time // zero until progress first reaches the board
 	started      time.Time
 	lastProgress time.Time // last progress report or committed batch
@@ -43,6 +45,24 @@ func newRun(rt *Runtime, c *store.Claimed, logger *slog.Logger) *Run {
 	r.current, r.total = c.Task.ProgressCurrent, c.Task.ProgressTotal
 	r.cancelRequested.Store(c.Task.CancelRequested)
 	return r
+}
+
+// TempPrefix is the prefix of this attempt's scratch files (storage.AttemptPrefix): takeovers
+// and the task's end find and delete an attempt's leftovers by it. A handler names its scratch
+// files with it; the end of a first attempt that never asked for it skips the search.
+func (r *Run) TempPrefix() string {
+	r.mu.Lock()
+	r.madeTemp = true
+	r.mu.Unlock()
+	return storage.AttemptPrefix(r.Task.TaskNo, r.Lease.Attempt)
+}
+
+// mayHaveTemp reports whether some attempt of the task may have left scratch files here:
+// this one asked for its prefix, or an earlier attempt existed.
+func (r *Run) mayHaveTemp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.madeTemp || r.Trigger != "first"
 }
 
 // moved records that the attempt made progress: a progress report or a committed batch.

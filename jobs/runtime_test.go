@@ -313,6 +313,57 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 	}
 }
 
+// countingFiles counts the scratch scans for an ended task's leftovers.
+type countingFiles struct {
+	storage.Store
+	scans atomic.Int32
+}
+
+func (c *countingFiles) RemoveAttemptTemp(taskNo string, keep int) (int, error) {
+	c.scans.Add(1)
+	return c.Store.RemoveAttemptTemp(taskNo, keep)
+}
+
+// The end of a task deletes the scratch files its attempt named with run.TempPrefix and left
+// behind (a handler that returned without discarding its spill); a first attempt that never
+// asked for a prefix has none, and its end does not scan the scratch directory for them.
+func TestTaskEndRemovesTheTempFilesItsAttemptLeft(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	files := &countingFiles{Store: f.files}
+	f.files = files
+	leaky, plain := f.task(), f.task()
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		if run.Task.ID != leaky.ID {
+			return Result{}, nil
+		}
+		tmp, err := f.files.CreateTemp(run.TempPrefix(), ".xlsx")
+		if err != nil {
+			return Result{}, err
+		}
+		_, err = tmp.WriteString("spill")
+		tmp.Close()
+		return Result{}, err // left behind on purpose
+	}), "w1")
+	if err := deliver(rt, f.get(plain.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if n := files.scans.Load(); n != 0 {
+		t.Fatalf("a first attempt that made no temp files scanned the scratch directory %d times", n)
+	}
+	if err := deliver(rt, f.get(leaky.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{leaky.ID, plain.ID} {
+		if got := f.get(id); got.Status != store.StatusSuccess {
+			t.Fatalf("task %d = %s", id, got.Status)
+		}
+	}
+	if entries, _ := os.ReadDir(f.files.TempDir()); len(entries) != 0 {
+		t.Fatalf("temp area after the task ended: %v", entries)
+	}
+}
+
 // Live streams hear of progress and of every committed status change on one channel: a
 // started attempt, its progress, and its end, in that order.
 func TestRuntimeAnnouncesProgressAndCommittedChanges(t *testing.T) {

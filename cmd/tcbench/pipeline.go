@@ -143,19 +143,24 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			"single_ratio": single.rate / bare, "batch_ratio": batch.rate / bare, "workers_ratio": drain.rate / bare,
 			"cpu_ms_per_task_taskcenter": batch.cpu.taskcenter, "cpu_ms_per_task_postgres": batch.cpu.postgres,
 			"cpu_ms_per_task_redis": batch.cpu.redis, "hot_update_share": batch.hot,
+			"workers_cpu_ms_per_task_taskcenter": drain.cpu.taskcenter, "workers_cpu_ms_per_task_postgres": drain.cpu.postgres,
+			"workers_cpu_ms_per_task_redis": drain.cpu.redis,
 		}
 		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
 		return Figure{
 			Name:     fmt.Sprintf("pipeline %d no-op tasks", n),
 			Measure:  measure,
-			Baseline: map[string]float64{"processed_per_second": bare, "enqueue_per_second": raw["enqueue_per_second"]},
+			Baseline: map[string]float64{"processed_per_second": bare, "enqueue_per_second": raw["enqueue_per_second"],
+				"drain_cpu_ms_per_task_process": raw["cpu_ms_per_task_process"], "drain_cpu_ms_per_task_redis": raw["cpu_ms_per_task_redis"]},
 			Ratio:    batch.rate / bare,
 			Target:   "batch ≥ 0.5×, single ≥ 0.3×, workers alone ≥ 0.6× bare asynq",
 			Met:      met,
 			Note: fmt.Sprintf("single %.0f/s (%.2f×), batch %.0f/s (%.2f×), workers %.0f/s (%.2f×) vs bare asynq %.0f/s; CPU per task (batch run): "+
-				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates",
+				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
+				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates",
 				single.rate, single.rate/bare, batch.rate, batch.rate/bare, drain.rate, drain.rate/bare, bare,
-				batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, 100*batch.hot),
+				batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, drain.cpu.taskcenter, drain.cpu.postgres, drain.cpu.redis,
+				raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot),
 		}, nil
 	}
 }
@@ -396,6 +401,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 		}
 		return nil
 	})
+	cpu0 := sampleCPU(os.Getpid())
 	drainStart := time.Now()
 	if err := srv.Start(mux); err != nil {
 		return err
@@ -407,8 +413,10 @@ func rawAsynq(args []string, stdout io.Writer) error {
 		return fmt.Errorf("only %d of %d jobs processed", processed.Load(), *n)
 	}
 	drained := time.Since(drainStart)
+	cpu := sampleCPU(os.Getpid()).since(cpu0, *n)
 	return json.NewEncoder(stdout).Encode(map[string]float64{"enqueue_per_second": float64(*n) / enqueued.Seconds(),
-		"processed_per_second": float64(*n) / drained.Seconds(), "peak_rss_mb": vmHWM(os.Getpid())})
+		"processed_per_second": float64(*n) / drained.Seconds(), "peak_rss_mb": vmHWM(os.Getpid()),
+		"cpu_ms_per_task_process": cpu.taskcenter, "cpu_ms_per_task_redis": cpu.redis})
 }
 
 // drainRate submits n no-op tasks (in batches) to an API-only process, then starts a

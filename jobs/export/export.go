@@ -80,7 +80,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, err
 	}
 
-	out, err := xlsxsafe.NewWriter(e.files, storage.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), "Sheet1", src.header())
+	out, err := xlsxsafe.NewWriter(e.files, run.TempPrefix(), "Sheet1", src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}

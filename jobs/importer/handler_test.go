@@ -198,7 +198,7 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 	}
 	// Even past the check that the row is still ours, the report is named after the lease.
 	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
-	rel, _, err := writeErrorReport(context.Background(), w.st, w.fs, l, []string{"code", "name", "phone"}, LangEN)
+	rel, _, err := writeErrorReport(context.Background(), w.st, w.fs, l, storage.AttemptPrefix(l.TaskNo, l.Attempt), []string{"code", "name", "phone"}, LangEN)
 	if err != nil || rel != storage.Results+"/"+task.TaskNo+"-a1-errors.xlsx" {
 		t.Fatalf("report of attempt 1 at %q, %v", rel, err)
 	}
@@ -291,7 +291,7 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 		header[i] = fmt.Sprintf("h%d", i)
 	}
 	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
-	rel, first, err := writeErrorReport(context.Background(), w.st, w.fs, l, header, LangEN)
+	rel, first, err := writeErrorReport(context.Background(), w.st, w.fs, l, storage.AttemptPrefix(l.TaskNo, l.Attempt), header, LangEN)
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}

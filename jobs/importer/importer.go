@@ -438,7 +438,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	var p Params
 	run.Params(&p) //nolint:errcheck // Run read them already
 	lang := ParseLang(p.Lang)
-	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, cp.Header, lang)
+	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, run.TempPrefix(), cp.Header, lang)
 	if err != nil {
 		return jobs.Result{}, err
 	}

@@ -25,8 +25,8 @@ func reportPath(l store.Lease) string {
 //
 // The column titles, field names and reasons are in lang; the first messages returned are
 // in the canonical form (English) whatever lang is: they are translated when shown.
-func writeErrorReport(ctx context.Context, st *store.Store, fs storage.Store, l store.Lease, header []string, lang Lang) (string, []string, error) {
-	out, first, err := renderErrorReport(ctx, st, fs, l.TaskID, storage.AttemptPrefix(l.TaskNo, l.Attempt), header, lang)
+func writeErrorReport(ctx context.Context, st *store.Store, fs storage.Store, l store.Lease, tempPrefix string, header []string, lang Lang) (string, []string, error) {
+	out, first, err := renderErrorReport(ctx, st, fs, l.TaskID, tempPrefix, header, lang)
 	if err != nil {
 		return "", nil, err
 	}

@@ -102,7 +102,7 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 			return store.ImportsByDay(ctx, tx, p.Scope, p.Days)
 		}},
 	}
-	out, err := xlsxsafe.NewWriter(h.files, storage.AttemptPrefix(run.Task.TaskNo, run.Lease.Attempt), sheets[0].name, sheets[0].header)
+	out, err := xlsxsafe.NewWriter(h.files, run.TempPrefix(), sheets[0].name, sheets[0].header)
 	if err != nil {
 		return jobs.Result{}, err
 	}
