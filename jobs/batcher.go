@@ -27,8 +27,9 @@ import (
 type BatchConfig struct {
 	// MaxBatch caps one flush. Default 128.
 	MaxBatch int
-	// MaxWait is how long a flush waits for more requests after the first. Default 0: a
-	// flush takes what is queued and goes.
+	// MaxWait is how long a request may wait for company, from when it was queued: a flush
+	// whose first request has waited that long (behind the flush before) goes at once with
+	// what is queued. Default 0: a flush takes what is queued and goes.
 	MaxWait time.Duration
 	// Queue is how many requests may wait for a flush. Default 4 × MaxBatch.
 	Queue int
@@ -48,7 +49,7 @@ func (c BatchConfig) withDefaults() BatchConfig {
 // request (fill its result) before returning.
 type batcher[R any] struct {
 	cfg   BatchConfig
-	in    chan *R
+	in    chan queued[R]
 	flush func(ctx context.Context, batch []*R)
 	stop  chan struct{}
 	done  chan struct{}
@@ -59,9 +60,15 @@ type batcher[R any] struct {
 	flushes atomic.Int64 // for tests and metrics: how many flushes ran
 }
 
+// queued is a request and when it was queued.
+type queued[R any] struct {
+	r  *R
+	at time.Time
+}
+
 func newBatcher[R any](cfg BatchConfig, flush func(context.Context, []*R)) *batcher[R] {
 	cfg = cfg.withDefaults()
-	b := &batcher[R]{cfg: cfg, in: make(chan *R, cfg.Queue), flush: flush, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &batcher[R]{cfg: cfg, in: make(chan queued[R], cfg.Queue), flush: flush, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -69,7 +76,7 @@ func newBatcher[R any](cfg BatchConfig, flush func(context.Context, []*R)) *batc
 func (b *batcher[R]) loop() {
 	defer close(b.done)
 	for {
-		var first *R
+		var first queued[R]
 		select {
 		case first = <-b.in:
 		case <-b.stop:
@@ -88,14 +95,15 @@ func (b *batcher[R]) loop() {
 	}
 }
 
-// collect takes what is queued behind first, waiting up to MaxWait for more.
-func (b *batcher[R]) collect(first *R) []*R {
-	batch := []*R{first}
-	deadline := time.Now().Add(b.cfg.MaxWait)
+// collect takes what is queued behind first, waiting for more until first has waited
+// MaxWait.
+func (b *batcher[R]) collect(first queued[R]) []*R {
+	batch := []*R{first.r}
+	deadline := first.at.Add(b.cfg.MaxWait)
 	for len(batch) < b.cfg.MaxBatch {
 		select {
-		case r := <-b.in:
-			batch = append(batch, r)
+		case q := <-b.in:
+			batch = append(batch, q.r)
 			continue
 		default:
 		}
@@ -105,9 +113,9 @@ func (b *batcher[R]) collect(first *R) []*R {
 		}
 		timer := time.NewTimer(left)
 		select {
-		case r := <-b.in:
+		case q := <-b.in:
 			timer.Stop()
-			batch = append(batch, r)
+			batch = append(batch, q.r)
 		case <-timer.C:
 			return batch
 		}
@@ -141,16 +149,20 @@ func (b *batcher[R]) put(ctx context.Context, r *R) error {
 	if b.closed {
 		return errBatcherClosed
 	}
+	q := queued[R]{r: r}
+	if b.cfg.MaxWait > 0 {
+		q.at = time.Now()
+	}
 	if ctx == nil {
 		select {
-		case b.in <- r:
+		case b.in <- q:
 			return nil
 		default:
 			return errQueueFull
 		}
 	}
 	select {
-	case b.in <- r:
+	case b.in <- q:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

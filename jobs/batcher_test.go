@@ -146,3 +146,36 @@ func TestClaimBatcherClaimsEachTaskOnce(t *testing.T) {
 		t.Fatalf("%d run rows for 20 claims", n)
 	}
 }
+
+// MaxWait counts from when a request was queued: one that already waited that long behind a
+// slow flush goes in the next flush at once, with what is queued, instead of waiting MaxWait
+// again for company.
+func TestBatcherWaitCountsFromTheRequestsArrival(t *testing.T) {
+	t.Parallel()
+	type req struct{ done chan struct{} }
+	const maxWait = 2 * time.Second
+	gate := make(chan struct{})
+	var once sync.Once
+	b := newBatcher(BatchConfig{MaxBatch: 16, MaxWait: maxWait}, func(_ context.Context, batch []*req) {
+		once.Do(func() { <-gate }) // the first flush is slow
+		for _, r := range batch {
+			close(r.done)
+		}
+	})
+	defer b.close()
+	ctx := context.Background()
+	first := &req{done: make(chan struct{})}
+	go b.submit(ctx, first, first.done) //nolint:errcheck // answered through done
+	time.Sleep(maxWait + 200*time.Millisecond) // the first flush has taken first and is held
+	second := &req{done: make(chan struct{})}
+	go b.submit(ctx, second, second.done) //nolint:errcheck // answered through done
+	time.Sleep(maxWait + 200*time.Millisecond) // second has waited MaxWait behind it
+	close(gate)
+	<-first.done
+	released := time.Now()
+	select {
+	case <-second.done:
+	case <-time.After(maxWait / 2):
+		t.Fatalf("a request that had waited %s was held %s more after the flush before it ended", maxWait, time.Since(released).Round(time.Millisecond))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,13 +51,16 @@ func BenchmarkHotPath(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	var (
-		wg   sync.WaitGroup
-		next = make(chan []int64)
+		wg             sync.WaitGroup
+		next           = make(chan []int64)
+		claimNs, endNs atomic.Int64
 	)
 	for range workers {
 		wg.Go(func() {
 			for chunk := range next {
+				t0 := time.Now()
 				res, err := s.ClaimMany(ctx, chunk, "bench-worker", time.Minute)
+				claimNs.Add(int64(time.Since(t0)))
 				if err != nil {
 					b.Error(err)
 					return
@@ -70,7 +74,9 @@ func BenchmarkHotPath(b *testing.B) {
 					}
 					endings = append(endings, store.SuccessEnding(c.Lease, store.Outcome{Status: store.StatusSuccess}))
 				}
+				t1 := time.Now()
 				ended, err := s.EndAttempts(ctx, endings)
+				endNs.Add(int64(time.Since(t1)))
 				if err != nil || len(ended) != len(chunk) {
 					b.Errorf("end: %d of %d ended, %v", len(ended), len(chunk), err)
 					return
@@ -87,4 +93,7 @@ func BenchmarkHotPath(b *testing.B) {
 	took := time.Since(start)
 	b.ReportMetric(float64(took.Microseconds())/float64(b.N), "µs/task")
 	b.ReportMetric(float64(wal()-wal0)/float64(b.N), "WALbytes/task")
+	flushes := float64((b.N + batch - 1) / batch)
+	b.ReportMetric(float64(claimNs.Load())/1e3/flushes, "µs/claim-flush")
+	b.ReportMetric(float64(endNs.Load())/1e3/flushes, "µs/end-flush")
 }
