@@ -165,10 +165,10 @@ func TestBatcherWaitCountsFromTheRequestsArrival(t *testing.T) {
 	defer b.close()
 	ctx := context.Background()
 	first := &req{done: make(chan struct{})}
-	go b.submit(ctx, first, first.done) //nolint:errcheck // answered through done
+	go b.submit(ctx, first, first.done)        //nolint:errcheck // answered through done
 	time.Sleep(maxWait + 200*time.Millisecond) // the first flush has taken first and is held
 	second := &req{done: make(chan struct{})}
-	go b.submit(ctx, second, second.done) //nolint:errcheck // answered through done
+	go b.submit(ctx, second, second.done)      //nolint:errcheck // answered through done
 	time.Sleep(maxWait + 200*time.Millisecond) // second has waited MaxWait behind it
 	close(gate)
 	<-first.done

@@ -148,13 +148,13 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 		}
 		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
 		return Figure{
-			Name:     fmt.Sprintf("pipeline %d no-op tasks", n),
-			Measure:  measure,
+			Name:    fmt.Sprintf("pipeline %d no-op tasks", n),
+			Measure: measure,
 			Baseline: map[string]float64{"processed_per_second": bare, "enqueue_per_second": raw["enqueue_per_second"],
 				"drain_cpu_ms_per_task_process": raw["cpu_ms_per_task_process"], "drain_cpu_ms_per_task_redis": raw["cpu_ms_per_task_redis"]},
-			Ratio:    batch.rate / bare,
-			Target:   "batch ≥ 0.5×, single ≥ 0.3×, workers alone ≥ 0.6× bare asynq",
-			Met:      met,
+			Ratio:  batch.rate / bare,
+			Target: "batch ≥ 0.5×, single ≥ 0.3×, workers alone ≥ 0.6× bare asynq",
+			Met:    met,
 			Note: fmt.Sprintf("single %.0f/s (%.2f×), batch %.0f/s (%.2f×), workers %.0f/s (%.2f×) vs bare asynq %.0f/s; CPU per task (batch run): "+
 				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
 				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates",
