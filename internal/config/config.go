@@ -382,10 +382,11 @@ type Worker struct {
 	// statement writes: concurrent attempts (and concurrent submits to an API process) share
 	// one transaction and one fsync. 1 writes each on its own. Default 128.
 	BatchMax int `yaml:"batch_max"`
-	// BatchWait is how long a batch of claims or endings waits for more after its first
-	// request (submits never wait: they go with what is queued). 0 takes what is already
-	// queued and goes. Default 2ms: on 2 cores it cut Postgres CPU per no-op task by about
-	// 40 % (docs/benchmarks.md) for 2 ms more per claim and per ending.
+	// BatchWait is how long a claim or an ending may wait for company, counted from when it
+	// was queued (one queued behind a flush in progress that long goes in the next flush at
+	// once); submits never wait: they go with what is queued. 0 takes what is already queued
+	// and goes. Default 2ms: on 2 cores it cut Postgres CPU per no-op task by about 40 %
+	// (docs/benchmarks.md) for at most 2 ms more per claim and per ending.
 	BatchWait time.Duration `yaml:"batch_wait"`
 }
 
