@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,16 +16,22 @@ import (
 )
 
 // BenchmarkHotPath is the Postgres side of one no-op task as the workers write it: created
-// in batches of 250, claimed in batches of 16, ended in batches of 16, by 4 goroutines at a
+// in batches of 250, claimed and ended in batches of 16, by 4 goroutines at a
 // time (what a worker process's batchers do). It reports the time and WAL per task, so a
 // change to the statements or the schema can be weighed without the rest of the pipeline:
 //
 //	go test -run '^$' -bench HotPath -benchtime 20000x ./store/
+//
+// HOTPATH_BATCH sets the rows per claim and end statement (default 16).
 func BenchmarkHotPath(b *testing.B) {
 	pg := testenv.NewPostgres(b)
 	s := store.New(pg.DB)
 	ctx := context.Background()
-	const createBatch, batch, workers = 250, 16, 4
+	const createBatch, workers = 250, 4
+	batch := 16
+	if v, _ := strconv.Atoi(os.Getenv("HOTPATH_BATCH")); v > 0 {
+		batch = v
+	}
 	ids := make([]int64, 0, b.N)
 	for len(ids) < b.N {
 		n := min(createBatch, b.N-len(ids))
