@@ -750,6 +750,13 @@ func checkTakeover(e *env, row *chaosRow, tk chaosTask, killedAttempt int, kille
 		}
 		return to, true
 	}
+	// The killed attempt's own ending may have been on its way at the kill: a statement the
+	// process sent before it died still commits. Its transaction began before the kill (the
+	// run's finished_at is its now()); anything the dead process wrote would have.
+	if n := len(runs); n > 0 && runs[n-1].Attempt == killedAttempt && runs[n-1].Status != "RUNNING" &&
+		runs[n-1].FinishedAt != nil && runs[n-1].FinishedAt.Before(killedAt) {
+		return takeover{}, false
+	}
 	row.fail("%s: no attempt after the killed attempt %d (runs: %s)", tk.TaskNo, killedAttempt, describeRuns(runs))
 	return takeover{}, false
 }
