@@ -134,17 +134,7 @@ func (b *ProgressBoard) publishBatch(_ context.Context, batch []*outNotice) {
 
 // Close publishes the notices queued so far and stops the publisher, waiting at most
 // closeWait for it: notices are best effort, and a stalled Redis must not hold up a shutdown.
-func (b *ProgressBoard) Close() {
-	done := make(chan struct{})
-	go func() {
-		b.notices.close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(closeWait):
-	}
-}
+func (b *ProgressBoard) Close() { within(closeWait, b.notices.close) }
 
 // closeWait bounds how long Close waits for queued notices to be published.
 const closeWait = 2 * time.Second

@@ -171,10 +171,14 @@ func (rt *Runtime) Close() { rt.beats.close() }
 // timeout. asynq stops waiting for handlers after its shutdown timeout; without this the
 // process could exit between a handler returning and its terminal write (a Release cut off).
 // It reports whether everything finished.
-func (rt *Runtime) Wait(timeout time.Duration) bool {
+func (rt *Runtime) Wait(timeout time.Duration) bool { return within(timeout, rt.inflight.Wait) }
+
+// within runs f and waits for it at most timeout (f goes on in the background after that),
+// reporting whether it returned in time.
+func within(timeout time.Duration, f func()) bool {
 	done := make(chan struct{})
 	go func() {
-		rt.inflight.Wait()
+		f()
 		close(done)
 	}()
 	select {

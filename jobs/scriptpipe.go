@@ -32,7 +32,6 @@ type ScriptPipeliner struct {
 
 	mu    sync.Mutex
 	empty map[string]time.Time // lane → when to ask it again
-	now   func() time.Time
 }
 
 // emptyLaneRecheck is how long a lane found empty is not asked again by this process.
@@ -52,7 +51,7 @@ const scriptFlushTimeout = 5 * time.Second
 
 // NewScriptPipeliner wraps rdb; Stop stops it.
 func NewScriptPipeliner(rdb redis.UniversalClient) *ScriptPipeliner {
-	p := &ScriptPipeliner{UniversalClient: rdb, empty: map[string]time.Time{}, now: time.Now}
+	p := &ScriptPipeliner{UniversalClient: rdb, empty: map[string]time.Time{}}
 	p.b = newBatcher(BatchConfig{MaxBatch: 256}, p.flush)
 	return p
 }
@@ -70,7 +69,7 @@ func (p *ScriptPipeliner) EvalSha(ctx context.Context, sha string, keys []string
 	cmd := p.evalSha(ctx, sha, keys, args...)
 	if dequeue && errors.Is(cmd.Err(), redis.Nil) {
 		p.mu.Lock()
-		p.empty[lane] = p.now().Add(emptyLaneRecheck)
+		p.empty[lane] = time.Now().Add(emptyLaneRecheck)
 		p.mu.Unlock()
 	}
 	return cmd
@@ -80,7 +79,7 @@ func (p *ScriptPipeliner) knownEmpty(lane string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	until, ok := p.empty[lane]
-	if ok && !p.now().Before(until) {
+	if ok && !time.Now().Before(until) {
 		delete(p.empty, lane)
 		return false
 	}
