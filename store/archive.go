@@ -81,8 +81,18 @@ func (s *Store) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 			}
 		}
 		n, err := exec(ctx, tx.Tx, `DELETE FROM tasks WHERE id = ANY($1::bigint[])`, locked)
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
 		moved = n
-		return err
+		// Runs and events have no foreign key (no RI check on the hot path; see the migration
+		// lighter_task_events): they go with their task here. Logs and rejected rows cascade.
+		for _, table := range []string{"task_runs", "task_events"} {
+			if _, err := exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, locked); err != nil {
+				return fmt.Errorf("archive: %w", err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("archive tasks: %w", err)

@@ -42,6 +42,16 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	if len(runs) != 1 || len(logs) == 0 || f.count("SELECT count(*) FROM task_items_archive") != 1 || f.count("SELECT count(*) FROM task_items") != 0 {
 		t.Fatalf("runs %d logs %d moved", len(runs), len(logs))
 	}
+	// Nothing of an archived task stays behind in the live tables (runs and events have no
+	// foreign key to cascade from: ArchiveTasks deletes them itself); the live task keeps its.
+	for _, table := range []string{"task_runs", "task_events", "task_logs", "task_items"} {
+		if n := f.count("SELECT count(*) FROM "+table+" WHERE task_id IN (?, ?)", done.ID, failed.ID); n != 0 {
+			t.Fatalf("%d rows of archived tasks left in %s", n, table)
+		}
+	}
+	if f.count("SELECT count(*) FROM task_runs WHERE task_id = ?", live.ID) == 0 || f.count("SELECT count(*) FROM task_events WHERE task_id = ?", live.ID) == 0 {
+		t.Fatal("archiving took the live task's runs or events")
+	}
 
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	stats, err := f.s.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})

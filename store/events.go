@@ -9,6 +9,21 @@ import (
 // This file reads the transactional outbox (task_events), which every transition in
 // transitions.go writes in the same statement as the change it records.
 
+// insertEvents is the statement (a CTE's body) that records one event per task row of from, a
+// CTE or subquery whose rows are tasks.* just written by a transition: named by the SQL
+// expression event, caused by actor. Its webhooks_at says whether the webhook fan-out has
+// anything to do: NULL when a subscription may want it (one bound to the task, see
+// CreateTaskSubscription, or one of the owner's that lists the event), now() when none does,
+// so an event nobody subscribed to is never touched again.
+func insertEvents(event, actor, from string) string {
+	return `INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor, webhooks_at)
+			SELECT e.id, e.task_no, e.owner, e.type, e.event, e.status, e.attempt, e.actor,
+			       CASE WHEN e.webhook_bound OR EXISTS (SELECT 1 FROM webhook_subscriptions w
+			                WHERE w.task_id IS NULL AND w.owner = e.owner AND e.event = ANY (w.events)) THEN NULL ELSE now() END
+			FROM (SELECT id, task_no, owner, type, ` + event + ` AS event, status, attempt, ` + actor + ` AS actor, webhook_bound
+			      FROM ` + from + `) e`
+}
+
 // EventsAfter returns up to limit events with id > after, oldest first: the feed webhook
 // dispatchers and live streams follow.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {

@@ -316,10 +316,10 @@ func TestColumnListsMatchModels(t *testing.T) {
 	}
 }
 
-func (f *fixture) count(query string) int {
+func (f *fixture) count(query string, args ...any) int {
 	f.t.Helper()
 	var n int
-	if err := f.db.QueryRowContext(context.Background(), query).Scan(&n); err != nil {
+	if err := f.db.NewRaw(query, args...).Scan(context.Background(), &n); err != nil {
 		f.t.Fatal(err)
 	}
 	return n

@@ -106,8 +106,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, owner FROM t
+			`+insertEvents(`task_event_name(status, cancel_requested)`, `owner`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT v.actor, v.via, 'task.submit', t.task_no, 'success', v.client_addr, v.audit_request_id
@@ -283,7 +282,7 @@ func (s *Store) ClaimMany(ctx context.Context, ids []int64, worker string, takeo
 }
 
 // sqlClaim claims the tasks $1 for worker $2, taking over heartbeats older than $3 seconds.
-const sqlClaim = `
+var sqlClaim = `
 		WITH old AS (
 			SELECT id, status, attempt, retry_count, max_retry, cancel_requested, heartbeat_at, next_retry_at
 			FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
@@ -341,8 +340,7 @@ const sqlClaim = `
 			            ELSE 'failed: ' || error_message END
 			FROM ended
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $2 FROM (SELECT * FROM claimed UNION ALL SELECT * FROM ended) c
+			` + insertEvents(`task_event_name(status, cancel_requested)`, `$2`, `(SELECT * FROM claimed UNION ALL SELECT * FROM ended) c`) + `
 		)
 		SELECT ` + taskColumns + `, prev_status, trigger FROM claimed
 		UNION ALL
@@ -675,8 +673,7 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || log ELSE log END
 			FROM t WHERE log <> ''
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, worker FROM t
+			`+insertEvents(`task_event_name(status, cancel_requested)`, `worker`, `t`)+`
 		)
 		SELECT `+taskColumns+` FROM t`,
 		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
@@ -704,7 +701,7 @@ func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 }
 
 // sqlTimeoutStale times out at most $1 silent RUNNING tasks (see TimeoutStale).
-const sqlTimeoutStale = `
+var sqlTimeoutStale = `
 		WITH stale AS (
 			SELECT id FROM tasks
 			WHERE status = 'RUNNING' AND heartbeat_at < now() - make_interval(secs => timeout_seconds)
@@ -727,8 +724,7 @@ const sqlTimeoutStale = `
 			            ELSE 'timed out: no heartbeat for ' || timeout_seconds || 's' END
 			FROM t
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, 'cleanup' FROM t
+			` + insertEvents(`task_event_name(status, cancel_requested)`, `'cleanup'`, `t`) + `
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
@@ -770,8 +766,7 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4
 			FROM t
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, task_event_name(status, cancel_requested), status, attempt, $4 FROM t
+			`+insertEvents(`task_event_name(status, cancel_requested)`, `$4`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, detail, client_addr, request_id)
 			SELECT $5::text, $6::text, 'task.cancel', task_no, 'success',
@@ -804,8 +799,7 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
 		), ev AS (
-			INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-			SELECT id, task_no, owner, type, 'task.retried', status, attempt, $3 FROM t
+			`+insertEvents(`'task.retried'`, `$3`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''

@@ -130,15 +130,17 @@ func (s *Store) CreateSubscription(ctx context.Context, ns NewSubscription) (*Su
 // CreateTaskSubscription binds a subscription to one task (notify_url at submit). The task
 // already exists and may already have moved on, so the events of the task committed so far
 // that the subscription wants get their deliveries here, and later ones through FanOut:
-// the task row is locked (FOR SHARE) first, so no transition of the task commits between
-// the read of its events and the commit of the subscription, and any event committed later is
-// fanned out by a dispatcher that sees the subscription. A delivery exists at most once per
+// the task row is marked webhook_bound first (an UPDATE, so it waits for a transition of the
+// task in progress, and the next one waits for this transaction): no transition commits between
+// the read of its events and the commit of the subscription, and every later one re-reads the
+// row, sees the mark and leaves its event for a dispatcher that sees the subscription (see
+// insertEvents). A delivery exists at most once per
 // (subscription, event), whoever creates it. When the task already has a subscription for the
 // URL, that one is returned with created=false (an idempotent resubmit).
 func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns NewSubscription, payload PayloadFunc) (sub *Subscription, created bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var locked int64
-		if err := one(ctx, s.db, tx.Tx, &locked, `SELECT id FROM tasks WHERE id = $1 FOR SHARE`, taskID); err != nil {
+		if err := one(ctx, s.db, tx.Tx, &locked, `UPDATE tasks SET webhook_bound = true WHERE id = $1 RETURNING id`, taskID); err != nil {
 			if isNoRows(err) {
 				return ErrNotFound
 			}

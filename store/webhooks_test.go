@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,5 +348,50 @@ func TestPruneDeliveriesKeepsUnfinishedOnes(t *testing.T) {
 	}
 	if left := f.deliveredEvents(sub); len(left) != 1 {
 		t.Fatalf("left %v; the pending delivery must stay", left)
+	}
+}
+
+// A notify_url subscription created while its task moves on: whatever the interleaving, the
+// subscription hears every event it wants exactly once, from its own backfill or from the
+// fan-out. Each round races the subscription against a claim and a success of a fresh task;
+// an event whose statement waited for the subscription to commit must see it (the task row's
+// webhook_bound), not the statement's older snapshot.
+func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	want := []string{store.EventStarted, store.EventSucceeded}
+	for round := range 60 {
+		task := f.task()
+		ns := store.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: want, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
+		start := make(chan struct{})
+		var sub *store.Subscription
+		var subErr, runErr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond)
+			sub, _, subErr = f.s.CreateTaskSubscription(ctx, task.ID, ns, testPayload)
+		})
+		wg.Go(func() {
+			<-start
+			c, err := f.s.Claim(ctx, task.ID, "w1", time.Minute)
+			if err != nil {
+				runErr = err
+				return
+			}
+			_, runErr = f.s.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess})
+		})
+		close(start)
+		wg.Wait()
+		if subErr != nil || runErr != nil {
+			t.Fatalf("round %d: subscribe %v, run %v", round, subErr, runErr)
+		}
+		f.fanOutAll()
+		got := f.deliveredEvents(sub)
+		exp := []string{task.TaskNo + " " + store.EventStarted, task.TaskNo + " " + store.EventSucceeded}
+		if !slices.Equal(got, exp) {
+			t.Fatalf("round %d: the subscription got %v, want %v", round, got, exp)
+		}
 	}
 }
