@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// This file reads the transactional outbox (task_events), which every transition in
-// transitions.go writes in the same statement as the change it records.
+// This file is the transactional outbox (task_events): the INSERT every transition in
+// transitions.go makes in the same statement as the change it records, and the readers.
 
 // insertEvents is the statement (a CTE's body) that records one event per task row of from, a
 // CTE or subquery whose rows are tasks.* just written by a transition: named by the SQL

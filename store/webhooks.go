@@ -131,11 +131,11 @@ func (s *Store) CreateSubscription(ctx context.Context, ns NewSubscription) (*Su
 // already exists and may already have moved on, so the events of the task committed so far
 // that the subscription wants get their deliveries here, and later ones through FanOut:
 // the task row is marked webhook_bound first (an UPDATE, so it waits for a transition of the
-// task in progress, and the next one waits for this transaction): no transition commits between
-// the read of its events and the commit of the subscription, and every later one re-reads the
-// row, sees the mark and leaves its event for a dispatcher that sees the subscription (see
-// insertEvents). A delivery exists at most once per
-// (subscription, event), whoever creates it. When the task already has a subscription for the
+// task in progress, and the next one waits for this transaction): no transition commits
+// between the read of its events and the commit of the subscription, and every later one
+// re-reads the row, sees the mark and leaves its event for a dispatcher that sees the
+// subscription (see insertEvents). A delivery exists at most once per (subscription, event),
+// whoever creates it. When the task already has a subscription for the
 // URL, that one is returned with created=false (an idempotent resubmit).
 func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns NewSubscription, payload PayloadFunc) (sub *Subscription, created bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
