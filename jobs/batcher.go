@@ -33,6 +33,17 @@ type BatchConfig struct {
 	MaxWait time.Duration
 	// Queue is how many requests may wait for a flush. Default 4 × MaxBatch.
 	Queue int
+	// Observer, when set, hears of every flush as Kind (metrics).
+	Observer BatchObserver
+	Kind     string
+}
+
+// BatchObserver hears how the grouped writes go: each flush's rows and duration, and how long
+// each write waited from arrival to answer (what a submit, claim or ending actually waits).
+// Implementations must be quick: they run on the flush loop.
+type BatchObserver interface {
+	WriteBatch(kind string, rows int, flush time.Duration)
+	WriteWaited(kind string, wait time.Duration)
 }
 
 func (c BatchConfig) withDefaults() BatchConfig {
@@ -84,26 +95,43 @@ func (b *batcher[R]) loop() {
 			for {
 				select {
 				case r := <-b.in:
-					b.flush(context.Background(), b.collect(r))
+					b.run(b.collect(r))
 				default:
 					return
 				}
 			}
 		}
 		b.flushes.Add(1)
-		b.flush(context.Background(), b.collect(first))
+		b.run(b.collect(first))
+	}
+}
+
+// run flushes one batch and tells the observer how it went.
+func (b *batcher[R]) run(batch []queued[R]) {
+	rs := make([]*R, len(batch))
+	for i, q := range batch {
+		rs[i] = q.r
+	}
+	began := time.Now()
+	b.flush(context.Background(), rs)
+	if o := b.cfg.Observer; o != nil {
+		done := time.Now()
+		o.WriteBatch(b.cfg.Kind, len(rs), done.Sub(began))
+		for _, q := range batch {
+			o.WriteWaited(b.cfg.Kind, done.Sub(q.at))
+		}
 	}
 }
 
 // collect takes what is queued behind first, waiting for more until first has waited
 // MaxWait.
-func (b *batcher[R]) collect(first queued[R]) []*R {
-	batch := []*R{first.r}
+func (b *batcher[R]) collect(first queued[R]) []queued[R] {
+	batch := []queued[R]{first}
 	deadline := first.at.Add(b.cfg.MaxWait)
 	for len(batch) < b.cfg.MaxBatch {
 		select {
 		case q := <-b.in:
-			batch = append(batch, q.r)
+			batch = append(batch, q)
 			continue
 		default:
 		}
@@ -115,7 +143,7 @@ func (b *batcher[R]) collect(first queued[R]) []*R {
 		select {
 		case q := <-b.in:
 			timer.Stop()
-			batch = append(batch, q.r)
+			batch = append(batch, q)
 		case <-timer.C:
 			return batch
 		}
@@ -150,7 +178,7 @@ func (b *batcher[R]) put(ctx context.Context, r *R) error {
 		return errBatcherClosed
 	}
 	q := queued[R]{r: r}
-	if b.cfg.MaxWait > 0 {
+	if b.cfg.MaxWait > 0 || b.cfg.Observer != nil {
 		q.at = time.Now()
 	}
 	if ctx == nil {

@@ -38,12 +38,16 @@ type Metrics struct {
 	http        *prometheus.HistogramVec
 	depUp       *prometheus.GaugeVec
 	depErrors   *prometheus.CounterVec
+	batchSecs   *prometheus.HistogramVec
+	batchRows   *prometheus.HistogramVec
+	writeWaits  *prometheus.HistogramVec
 }
 
 var (
-	_ jobs.Observer    = (*Metrics)(nil)
-	_ cleanup.Observer = (*Metrics)(nil)
-	_ outage.Observer  = (*Metrics)(nil)
+	_ jobs.Observer      = (*Metrics)(nil)
+	_ cleanup.Observer   = (*Metrics)(nil)
+	_ outage.Observer    = (*Metrics)(nil)
+	_ jobs.BatchObserver = (*Metrics)(nil)
 )
 
 // NewMetrics registers the metrics, the Go and process collectors, and the queue collectors
@@ -97,7 +101,17 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 	m.depErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "taskcenter_dependency_errors_total", Help: "Failed operations against a dependency (probes and calls), by dependency.",
 	}, []string{"dependency"})
-	m.reg.MustRegister(m.depUp, m.depErrors)
+	writeBuckets := []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
+	m.batchSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "taskcenter_write_batch_seconds", Help: "Duration of each grouped Postgres write (one statement, one commit), by kind (submit, claim, end).",
+		Buckets: writeBuckets}, []string{"kind"})
+	m.batchRows = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "taskcenter_write_batch_rows", Help: "Writes grouped into each flush, by kind (submit, claim, end).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, []string{"kind"})
+	m.writeWaits = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "taskcenter_write_wait_seconds", Help: "How long each submit, claim or ending waited from arrival to its committed answer, by kind.",
+		Buckets: writeBuckets}, []string{"kind"})
+	m.reg.MustRegister(m.depUp, m.depErrors, m.batchSecs, m.batchRows, m.writeWaits)
 	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.stalls, m.orphans,
 		m.cleanup, m.cleanupRuns, m.alerts, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -113,6 +127,17 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, Timeout: 10 * time.Second})
+}
+
+// WriteBatch implements jobs.BatchObserver.
+func (m *Metrics) WriteBatch(kind string, rows int, flush time.Duration) {
+	m.batchSecs.WithLabelValues(kind).Observe(flush.Seconds())
+	m.batchRows.WithLabelValues(kind).Observe(float64(rows))
+}
+
+// WriteWaited implements jobs.BatchObserver.
+func (m *Metrics) WriteWaited(kind string, wait time.Duration) {
+	m.writeWaits.WithLabelValues(kind).Observe(wait.Seconds())
 }
 
 // TaskSubmitted counts a created task.

@@ -161,6 +161,9 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	m.CleanupRound(cleanup.Report{Orphans: 2, TimedOut: 1})
 	m.AlertRaised("task_failed")
 	m.ObserveHTTP("GET /api/v1/tasks/{id}", 200, 3*time.Millisecond)
+	m.WriteBatch("claim", 11, 3*time.Millisecond)
+	m.WriteWaited("claim", 5*time.Millisecond)
+	m.WriteWaited("claim", 4*time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -213,6 +216,9 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 		{"taskcenter_queue_tasks", map[string]string{"queue": "exports", "state": "pending"}, 1},
 		{"taskcenter_queue_scrape_success", map[string]string{"queue": "exports"}, 1},
 		{"taskcenter_tasks_waiting", map[string]string{"queue": "exports"}, 1},
+		{"taskcenter_write_batch_seconds", map[string]string{"kind": "claim"}, 1},
+		{"taskcenter_write_batch_rows", map[string]string{"kind": "claim"}, 1},
+		{"taskcenter_write_wait_seconds", map[string]string{"kind": "claim"}, 2},
 	}
 	for _, c := range checks {
 		if got := value(c.name, c.labels); got != c.want {

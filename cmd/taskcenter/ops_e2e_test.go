@@ -54,6 +54,14 @@ func TestMetricsConsoleAndLogsDuringAnImport(t *testing.T) {
 	if got := scrape(t, p, `taskcenter_http_request_duration_seconds_count{code="202",route="POST /api/v1/imports"}`); got != 1 {
 		t.Errorf("http histogram for the import submit = %v", got)
 	}
+	// The grouped writes the submit, the claim and the ending went through.
+	for _, kind := range []string{"submit", "claim", "end"} {
+		waits := scrape(t, p, `taskcenter_write_wait_seconds_count{kind="`+kind+`"}`)
+		rows := scrape(t, p, `taskcenter_write_batch_rows_sum{kind="`+kind+`"}`)
+		if waits < 1 || rows != waits {
+			t.Errorf("grouped %s writes: %v waits, %v rows", kind, waits, rows)
+		}
+	}
 
 	// The console is mounted under /monitor/ and answers admins only.
 	if res := p.do("GET", "/monitor/api/queues", adminToken, nil); res.status != 200 || !strings.Contains(string(res.body), `"queue":"imports"`) {

@@ -363,7 +363,7 @@ func (p *process) wire() error {
 	// Concurrent single submits share one insert statement and one commit.
 	// A submit never waits for company: it goes with whatever is queued behind the flush in
 	// flight, so grouping costs no latency.
-	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax}, p.logger)
+	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics, Kind: "submit"}, p.logger)
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
 	p.cleanup.Queues = queues
 	return nil
@@ -391,9 +391,11 @@ func (p *process) startWorkers() error {
 	var claims *jobs.ClaimBatcher
 	var completer *jobs.Completer
 	if cfg.Worker.BatchMax > 1 {
-		batch := jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait}
-		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, batch)
-		completer = jobs.NewCompleter(p.st, batch, p.logger)
+		batch := jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait, Observer: p.metrics}
+		claimBatch, endBatch := batch, batch
+		claimBatch.Kind, endBatch.Kind = "claim", "end"
+		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, claimBatch)
+		completer = jobs.NewCompleter(p.st, endBatch, p.logger)
 	}
 	rt := jobs.NewRuntime(jobs.RuntimeConfig{
 		WorkerID: p.workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
