@@ -33,17 +33,16 @@ type BatchConfig struct {
 	MaxWait time.Duration
 	// Queue is how many requests may wait for a flush. Default 4 × MaxBatch.
 	Queue int
-	// Observer, when set, hears of every flush as Kind (metrics).
+	// Observer, when set, hears of every flush (metrics).
 	Observer BatchObserver
-	Kind     string
 }
 
 // BatchObserver hears how the grouped writes go: each flush's rows and duration, and how long
 // each write waited from arrival to answer (what a submit, claim or ending actually waits).
 // Implementations must be quick: they run on the flush loop.
 type BatchObserver interface {
-	WriteBatch(kind string, rows int, flush time.Duration)
-	WriteWaited(kind string, wait time.Duration)
+	Flushed(rows int, took time.Duration)
+	Waited(wait time.Duration)
 }
 
 func (c BatchConfig) withDefaults() BatchConfig {
@@ -116,9 +115,9 @@ func (b *batcher[R]) run(batch []queued[R]) {
 	b.flush(context.Background(), rs)
 	if o := b.cfg.Observer; o != nil {
 		done := time.Now()
-		o.WriteBatch(b.cfg.Kind, len(rs), done.Sub(began))
+		o.Flushed(len(rs), done.Sub(began))
 		for _, q := range batch {
-			o.WriteWaited(b.cfg.Kind, done.Sub(q.at))
+			o.Waited(done.Sub(q.at))
 		}
 	}
 }

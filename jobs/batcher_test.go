@@ -188,14 +188,14 @@ type recordingObserver struct {
 	waits   []time.Duration
 }
 
-func (o *recordingObserver) WriteBatch(kind string, rows int, flush time.Duration) {
+func (o *recordingObserver) Flushed(rows int, flush time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.batches = append(o.batches, rows)
 	o.flushes = append(o.flushes, flush)
 }
 
-func (o *recordingObserver) WriteWaited(kind string, wait time.Duration) {
+func (o *recordingObserver) Waited(wait time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.waits = append(o.waits, wait)
@@ -208,7 +208,7 @@ func TestBatcherTellsItsObserverEveryFlushAndWait(t *testing.T) {
 	const writes, flushTakes = 60, 3 * time.Millisecond
 	obs := &recordingObserver{}
 	type req struct{ done chan struct{} }
-	b := newBatcher(BatchConfig{MaxBatch: 8, Observer: obs, Kind: "claim"}, func(_ context.Context, batch []*req) {
+	b := newBatcher(BatchConfig{MaxBatch: 8, Observer: obs}, func(_ context.Context, batch []*req) {
 		time.Sleep(flushTakes)
 		for _, r := range batch {
 			close(r.done)

@@ -44,10 +44,9 @@ type Metrics struct {
 }
 
 var (
-	_ jobs.Observer      = (*Metrics)(nil)
-	_ cleanup.Observer   = (*Metrics)(nil)
-	_ outage.Observer    = (*Metrics)(nil)
-	_ jobs.BatchObserver = (*Metrics)(nil)
+	_ jobs.Observer    = (*Metrics)(nil)
+	_ cleanup.Observer = (*Metrics)(nil)
+	_ outage.Observer  = (*Metrics)(nil)
 )
 
 // NewMetrics registers the metrics, the Go and process collectors, and the queue collectors
@@ -129,16 +128,22 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, Timeout: 10 * time.Second})
 }
 
-// WriteBatch implements jobs.BatchObserver.
-func (m *Metrics) WriteBatch(kind string, rows int, flush time.Duration) {
-	m.batchSecs.WithLabelValues(kind).Observe(flush.Seconds())
-	m.batchRows.WithLabelValues(kind).Observe(float64(rows))
+// Writes is the observer of one kind of grouped write (submit, claim, end), its series
+// resolved once rather than per write.
+func (m *Metrics) Writes(kind string) jobs.BatchObserver {
+	return writeSeries{flush: m.batchSecs.WithLabelValues(kind), rows: m.batchRows.WithLabelValues(kind),
+		wait: m.writeWaits.WithLabelValues(kind)}
 }
 
-// WriteWaited implements jobs.BatchObserver.
-func (m *Metrics) WriteWaited(kind string, wait time.Duration) {
-	m.writeWaits.WithLabelValues(kind).Observe(wait.Seconds())
+// writeSeries is one kind's write metrics.
+type writeSeries struct{ flush, rows, wait prometheus.Observer }
+
+func (w writeSeries) Flushed(rows int, took time.Duration) {
+	w.flush.Observe(took.Seconds())
+	w.rows.Observe(float64(rows))
 }
+
+func (w writeSeries) Waited(wait time.Duration) { w.wait.Observe(wait.Seconds()) }
 
 // TaskSubmitted counts a created task.
 func (m *Metrics) TaskSubmitted(taskType string) { m.submitted.WithLabelValues(taskType).Inc() }

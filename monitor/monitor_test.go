@@ -161,9 +161,10 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	m.CleanupRound(cleanup.Report{Orphans: 2, TimedOut: 1})
 	m.AlertRaised("task_failed")
 	m.ObserveHTTP("GET /api/v1/tasks/{id}", 200, 3*time.Millisecond)
-	m.WriteBatch("claim", 11, 3*time.Millisecond)
-	m.WriteWaited("claim", 5*time.Millisecond)
-	m.WriteWaited("claim", 4*time.Millisecond)
+	claims := m.Writes("claim")
+	claims.Flushed(11, 3*time.Millisecond)
+	claims.Waited(5 * time.Millisecond)
+	claims.Waited(4 * time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -87,10 +87,8 @@ func (s *Store) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 		moved = n
 		// Runs and events have no foreign key (no RI check on the hot path; see the migration
 		// lighter_task_events): they go with their task here. Logs and rejected rows cascade.
-		for _, table := range []string{"task_runs", "task_events"} {
-			if _, err := exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, locked); err != nil {
-				return fmt.Errorf("archive: %w", err)
-			}
+		if err := deleteTaskRows(ctx, tx, locked, "task_runs", "task_events"); err != nil {
+			return fmt.Errorf("archive: %w", err)
 		}
 		return nil
 	})
@@ -113,10 +111,8 @@ func (s *Store) PurgeArchive(ctx context.Context, age time.Duration, limit int) 
 		if len(ids) == 0 {
 			return nil
 		}
-		for _, table := range []string{"task_runs_archive", "task_logs_archive", "task_items_archive"} {
-			if _, err := exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, ids); err != nil {
-				return err
-			}
+		if err := deleteTaskRows(ctx, tx, ids, "task_runs_archive", "task_logs_archive", "task_items_archive"); err != nil {
+			return err
 		}
 		var err error
 		n, err = exec(ctx, tx.Tx, `DELETE FROM tasks_archive WHERE id = ANY($1::bigint[])`, ids)
@@ -126,6 +122,16 @@ func (s *Store) PurgeArchive(ctx context.Context, age time.Duration, limit int) 
 		return 0, fmt.Errorf("purge archive: %w", err)
 	}
 	return int(n), nil
+}
+
+// deleteTaskRows deletes the rows of the tasks ids from each of tables (keyed by task_id).
+func deleteTaskRows(ctx context.Context, tx bun.Tx, ids []int64, tables ...string) error {
+	for _, table := range tables {
+		if _, err := exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, ids); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetArchived returns an archived task by its public number, if scope may see it.

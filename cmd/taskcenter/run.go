@@ -363,7 +363,7 @@ func (p *process) wire() error {
 	// Concurrent single submits share one insert statement and one commit.
 	// A submit never waits for company: it goes with whatever is queued behind the flush in
 	// flight, so grouping costs no latency.
-	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics, Kind: "submit"}, p.logger)
+	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics.Writes("submit")}, p.logger)
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
 	p.cleanup.Queues = queues
 	return nil
@@ -391,11 +391,11 @@ func (p *process) startWorkers() error {
 	var claims *jobs.ClaimBatcher
 	var completer *jobs.Completer
 	if cfg.Worker.BatchMax > 1 {
-		batch := jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait, Observer: p.metrics}
-		claimBatch, endBatch := batch, batch
-		claimBatch.Kind, endBatch.Kind = "claim", "end"
-		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, claimBatch)
-		completer = jobs.NewCompleter(p.st, endBatch, p.logger)
+		batch := func(kind string) jobs.BatchConfig {
+			return jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait, Observer: p.metrics.Writes(kind)}
+		}
+		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, batch("claim"))
+		completer = jobs.NewCompleter(p.st, batch("end"), p.logger)
 	}
 	rt := jobs.NewRuntime(jobs.RuntimeConfig{
 		WorkerID: p.workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
