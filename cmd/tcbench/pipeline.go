@@ -129,6 +129,16 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 		if err != nil {
 			return Figure{}, err
 		}
+		// The same drain with the least Postgres a fenced lease needs (leasefloor.go): how far
+		// any design that records its leases in Postgres can go on this host.
+		if err := b.flushRedis(); err != nil {
+			return Figure{}, err
+		}
+		floor, _, err := b.child("raw-asynq", "-n", fmt.Sprint(n), "-concurrency", fmt.Sprint(concurrency),
+			"-redis", b.redisAddr, "-db", fmt.Sprint(b.redisDB), "-pg", b.schemaURL)
+		if err != nil {
+			return Figure{}, err
+		}
 		env := []string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED=false", fmt.Sprintf("TASKCENTER_QUEUES_BENCH_CONCURRENCY=%d", concurrency)}
 		single, err := b.endToEnd(ctx, n, env, false)
 		if err != nil {
@@ -165,7 +175,12 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			"cpu_ms_per_task_taskcenter": batch.cpu.taskcenter, "cpu_ms_per_task_postgres": batch.cpu.postgres,
 			"cpu_ms_per_task_redis": batch.cpu.redis, "hot_update_share": batch.hot,
 			"workers_cpu_ms_per_task_taskcenter": drain.cpu.taskcenter, "workers_cpu_ms_per_task_postgres": drain.cpu.postgres,
-			"workers_cpu_ms_per_task_redis": drain.cpu.redis,
+			"workers_cpu_ms_per_task_redis":        drain.cpu.redis,
+			"lease_floor_per_second":               floor["processed_per_second"],
+			"lease_floor_ratio":                    floor["processed_per_second"] / bare,
+			"lease_floor_cpu_ms_per_task_process":  floor["cpu_ms_per_task_process"],
+			"lease_floor_cpu_ms_per_task_postgres": floor["cpu_ms_per_task_postgres"],
+			"lease_floor_cpu_ms_per_task_redis":    floor["cpu_ms_per_task_redis"],
 		}
 		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
 		return Figure{
@@ -179,10 +194,14 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			Met:    met,
 			Note: fmt.Sprintf("single %.0f/s (%.2f×), batch %.0f/s (%.2f×), workers %.0f/s (%.2f×) vs bare asynq %.0f/s (%s); CPU per task (batch run): "+
 				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
-				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates",
+				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates; "+
+				"lease floor (bare asynq whose jobs claim and end a 6-column row in grouped fenced updates) %.0f/s (%.2f×), "+
+				"CPU per task: its process %.2f ms, Postgres %.2f ms, Redis %.2f ms",
 				single.rate, single.rate/bare, batch.rate, batch.rate/bare, drain.rate, drain.rate/bare, bare, steadiness,
 				batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, drain.cpu.taskcenter, drain.cpu.postgres, drain.cpu.redis,
-				raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot),
+				raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot,
+				floor["processed_per_second"], floor["processed_per_second"]/bare, floor["cpu_ms_per_task_process"],
+				floor["cpu_ms_per_task_postgres"], floor["cpu_ms_per_task_redis"]),
 		}, nil
 	}
 }
@@ -387,6 +406,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	concurrency := fs.Int("concurrency", 32, "server concurrency")
 	addr := fs.String("redis", "127.0.0.1:6379", "redis address")
 	db := fs.Int("db", 15, "redis database")
+	pgURL := fs.String("pg", "", "with a database url: each job claims and ends its row there (the lease floor, leasefloor.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -413,11 +433,25 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	if errs.Load() > 0 {
 		return fmt.Errorf("%d enqueues failed", errs.Load())
 	}
+	var floor *leaseFloor
+	if *pgURL != "" {
+		f, closeFloor, err := openLeaseFloor(context.Background(), *pgURL, *n)
+		if err != nil {
+			return err
+		}
+		defer closeFloor()
+		floor = f
+	}
 	var processed atomic.Int64
 	done := make(chan struct{})
 	srv := asynq.NewServer(opt, asynq.Config{Concurrency: *concurrency, Queues: map[string]int{"bare": 1}, LogLevel: asynq.WarnLevel})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(context.Context, *asynq.Task) error {
+	mux.HandleFunc("noop", func(ctx context.Context, _ *asynq.Task) error {
+		if floor != nil {
+			if err := floor.run(ctx); err != nil {
+				return err
+			}
+		}
 		if processed.Add(1) == int64(*n) {
 			close(done)
 		}
@@ -438,7 +472,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	cpu := sampleCPU(os.Getpid()).since(cpu0, *n)
 	return json.NewEncoder(stdout).Encode(map[string]float64{"enqueue_per_second": float64(*n) / enqueued.Seconds(),
 		"processed_per_second": float64(*n) / drained.Seconds(), "peak_rss_mb": vmHWM(os.Getpid()),
-		"cpu_ms_per_task_process": cpu.taskcenter, "cpu_ms_per_task_redis": cpu.redis})
+		"cpu_ms_per_task_process": cpu.taskcenter, "cpu_ms_per_task_postgres": cpu.postgres, "cpu_ms_per_task_redis": cpu.redis})
 }
 
 // drainRate submits n no-op tasks (in batches) to an API-only process, then starts a
