@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -161,7 +162,7 @@ func (s *Server) logAudit(ctx context.Context, e store.AuditEvent, rows int64) {
 // auditTarget is the object a request acted on: the {id} in its path, or what a create
 // answered in Location.
 func auditTarget(r *http.Request) string {
-	if id := r.PathValue("id"); id != "" && textProblem(id, maxTaskID) == "" {
+	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, maxTaskID) == "" {
 		return id
 	}
 	return ""
@@ -199,7 +200,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) 
 	var errs []FieldError
 	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
-		if msg := textProblem(v, 200); msg != "" {
+		if msg := textcheck.Problem(v, 200); msg != "" {
 			errs = append(errs, FieldError{name, msg})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 	for i, t := range req.Tasks {
 		out[i].Index = i
 		key := strings.TrimSpace(t.IdempotencyKey)
-		if msg := textProblem(key, maxIdempotencyKey); msg != "" {
+		if msg := textcheck.Problem(key, maxIdempotencyKey); msg != "" {
 			out[i].Result, out[i].Problem = "problem", invalid("bad_idempotency_key", "idempotency_key "+msg, FieldError{"idempotency_key", msg})
 			continue
 		}

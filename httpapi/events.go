@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -317,7 +318,7 @@ func (s *Server) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	scope := p.Scope()
 	owner := r.URL.Query().Get("owner")
-	if msg := textProblem(owner, maxQueryValue); msg != "" {
+	if msg := textcheck.Problem(owner, maxQueryValue); msg != "" {
 		return invalid("invalid_query", "the query has invalid parameters", FieldError{"owner", msg})
 	}
 	if owner != "" && !scope.Admin && owner != p.User {

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -119,7 +120,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			if sheet, err = smallField(part, limit); err != nil {
 				return err
 			}
-			if msg := textProblem(sheet, maxSheetName); msg != "" {
+			if msg := textcheck.Problem(sheet, maxSheetName); msg != "" {
 				return problem(http.StatusUnprocessableEntity, "bad_sheet", "sheet "+msg).withErrors(FieldError{"sheet", msg})
 			}
 		}

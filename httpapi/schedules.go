@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
 	"github.com/taskcenter/taskcenter/store"
@@ -70,7 +71,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Princi
 		req.Timezone = "UTC"
 	}
 	var errs []FieldError
-	if msg := textProblem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
+	if msg := textcheck.Problem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
 		errs = append(errs, FieldError{"cron", cmpOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
 	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
 		field := "cron"
@@ -109,7 +110,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Princi
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
 	owner := r.URL.Query().Get("owner")
-	if msg := textProblem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, 200); msg != "" {
 		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {
@@ -192,7 +193,7 @@ func (s *Server) scheduleOf(r *http.Request, p Principal) (*store.Schedule, erro
 
 func scheduleID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textProblem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return "", invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, FieldError{"id", msg})
 	}
 	return id, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -57,7 +58,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 	var errs []FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		for _, v := range q[name] {
-			if msg := textProblem(v, maxQueryValue); msg != "" {
+			if msg := textcheck.Problem(v, maxQueryValue); msg != "" {
 				errs = append(errs, FieldError{name, msg})
 				break
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -110,10 +111,10 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	var errs []FieldError
 	name := strings.TrimSpace(req.Name)
-	if msg := textProblem(name, 100); msg != "" || name == "" {
+	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
 		errs = append(errs, FieldError{"name", cmpOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
 	}
-	if msg := textProblem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, 200); msg != "" {
 		errs = append(errs, FieldError{"owner", msg})
 	}
 	var scopes []string
@@ -197,7 +198,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p Principal)
 // replica (each request looks it up).
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
-	if msg := textProblem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return invalid("invalid_id", "the token id in the path is not valid: it "+msg, FieldError{"id", msg})
 	}
 	_, err := s.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)

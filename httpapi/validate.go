@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -43,22 +43,6 @@ const (
 	maxCursor = 64
 )
 
-// textProblem says what makes v unacceptable as a text parameter, or "" when it is fine:
-// it must be UTF-8 without control characters (Postgres text cannot hold NUL) and at most
-// max characters.
-func textProblem(v string, max int) string {
-	if !utf8.ValidString(v) {
-		return "must be valid UTF-8"
-	}
-	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		return "must not contain control characters"
-	}
-	if utf8.RuneCountInString(v) > max {
-		return fmt.Sprintf("must be at most %d characters", max)
-	}
-	return ""
-}
-
 // invalid is a 400 problem listing invalid parameters.
 func invalid(code, detail string, errs ...FieldError) *Problem {
 	p := badRequest(code, "%s", detail)
@@ -70,7 +54,7 @@ func invalid(code, detail string, errs ...FieldError) *Problem {
 // Anything printable goes on to the store, which answers 404 for an unknown id.
 func taskID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textProblem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return "", invalid("invalid_id", "the task id in the path is not valid: it "+msg, FieldError{"id", msg})
 	}
 	return id, nil
@@ -79,7 +63,7 @@ func taskID(r *http.Request) (string, error) {
 // idempotencyKey returns the request's Idempotency-Key header (empty when absent).
 func idempotencyKey(r *http.Request) (string, error) {
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if msg := textProblem(key, maxIdempotencyKey); msg != "" {
+	if msg := textcheck.Problem(key, maxIdempotencyKey); msg != "" {
 		return "", invalid("bad_idempotency_key", "Idempotency-Key "+msg, FieldError{"Idempotency-Key", msg})
 	}
 	return key, nil
@@ -398,7 +382,7 @@ func queryPage(q url.Values, limit *int, before *int64) []FieldError {
 // a user name, which only an admin may give for someone else. what names the listed things.
 func ownerQuery(q url.Values, p Principal, what string) (string, error) {
 	owner := q.Get("owner")
-	if msg := textProblem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, 200); msg != "" {
 		return "", invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {

@@ -22,6 +22,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -394,7 +395,7 @@ func (s *Server) mountWeb(mux *http.ServeMux) {
 			}
 			if name == "detail" {
 				id := r.PathValue("id")
-				if textProblem(id, maxTaskID) != "" {
+				if textcheck.Problem(id, maxTaskID) != "" {
 					id = ""
 				}
 				pd.TaskID = id

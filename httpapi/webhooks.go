@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -90,7 +91,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Princip
 		if !p.Scope().Admin {
 			return problem(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
 		}
-		if msg := textProblem(req.Owner, 200); msg != "" {
+		if msg := textcheck.Problem(req.Owner, 200); msg != "" {
 			return invalid("invalid_body", "owner "+msg, FieldError{"owner", msg})
 		}
 		owner = req.Owner
@@ -144,7 +145,7 @@ func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 	if url == "" {
 		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").withErrors(FieldError{field, "is required"})
 	}
-	if msg := textProblem(url, webhook.MaxURLLength); msg != "" {
+	if msg := textcheck.Problem(url, webhook.MaxURLLength); msg != "" {
 		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).withErrors(FieldError{field, msg})
 	}
 	checker := s.Webhooks
@@ -167,7 +168,7 @@ func webhookSecret(field, secret string) (string, error) {
 	if secret == "" {
 		return "whsec_" + strings.ToLower(rand.Text()+rand.Text()), nil
 	}
-	msg := textProblem(secret, maxSecret)
+	msg := textcheck.Problem(secret, maxSecret)
 	if msg == "" && len(secret) < minSecret {
 		msg = fmt.Sprintf("must be at least %d characters", minSecret)
 	}
@@ -184,7 +185,7 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 // subscription resolves the {id} path parameter to a subscription the caller may see.
 func (s *Server) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
-	if msg := textProblem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return nil, invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, FieldError{"id", msg})
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
@@ -309,7 +310,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) 
 		return err
 	}
 	no := r.PathValue("delivery")
-	if msg := textProblem(no, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(no, maxTaskID); msg != "" {
 		return invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, FieldError{"delivery", msg})
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 )
 
@@ -80,7 +79,7 @@ func (c *filterCheck) bad(field, format string, args ...any) {
 // text checks a free-text value: valid UTF-8, no control characters (Postgres text cannot
 // hold NUL), at most max characters.
 func (c *filterCheck) text(field, v string, max int) bool {
-	if msg := textProblem(v, max); msg != "" {
+	if msg := textcheck.Problem(v, max); msg != "" {
 		c.bad(field, "%s", msg)
 		return false
 	}
@@ -98,20 +97,6 @@ func (c *filterCheck) err() error {
 		return nil
 	}
 	return &FilterError{Fields: c.fields}
-}
-
-// textProblem says what makes v unacceptable as a text value, or "" when it is fine.
-func textProblem(v string, max int) string {
-	if !utf8.ValidString(v) {
-		return "must be valid UTF-8"
-	}
-	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		return "must not contain control characters"
-	}
-	if utf8.RuneCountInString(v) > max {
-		return fmt.Sprintf("must be at most %d characters", max)
-	}
-	return ""
 }
 
 // Echo quotes a rejected value for an error message, shortened and made printable.
