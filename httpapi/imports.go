@@ -218,15 +218,10 @@ func hiddenInName(r rune) bool {
 // in the uploader's language, another one is written from the rejected rows for this
 // download.
 func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := taskID(r)
+	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Get(r.Context(), id, p.Scope())
-	if err != nil {
-		return err
-	}
-	res, _ := parseResult(t)
 	switch {
 	case res.hadReport() && res.expired(t, time.Now()):
 		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")

@@ -223,18 +223,27 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) 
 	return nil
 }
 
-// downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
-// (before or after cleanup deleted the file), 409 until there is a result.
-func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
+// taskFiles reads the task a download names, if p may see it, and what it says of its files.
+func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, resultFile, error) {
 	id, err := taskID(r)
 	if err != nil {
-		return err
+		return nil, resultFile{}, err
 	}
 	t, err := s.Store.Get(r.Context(), id, p.Scope())
 	if err != nil {
-		return err
+		return nil, resultFile{}, err
 	}
 	res, _ := parseResult(t)
+	return t, res, nil
+}
+
+// downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
+// (before or after cleanup deleted the file), 409 until there is a result.
+func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
+	t, res, err := s.taskFiles(r, p)
+	if err != nil {
+		return err
+	}
 	if res.hadFile() && res.expired(t, time.Now()) {
 		detail := "the result file has expired; export again to get a new one"
 		if t.ResultExpiresAt != nil {
