@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -19,7 +20,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
 	ctx := context.Background()
-	c := NewCompleter(f.st, BatchConfig{MaxBatch: 64, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCompleter(f.st, batch.Config{MaxBatch: 64, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer c.Close()
 	var leases []store.Lease
 	for range 40 {
@@ -50,7 +51,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	if n := f.count(ctx, "SELECT count(*) FROM tasks WHERE status = 'SUCCESS'"); n != 40 {
 		t.Fatalf("%d tasks ended", n)
 	}
-	if flushes := c.b.flushes.Load(); flushes >= 40 {
+	if flushes := c.b.Flushes(); flushes >= 40 {
 		t.Fatalf("%d flushes for 40 endings: nothing was grouped", flushes)
 	}
 }
@@ -70,7 +71,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 	}
 	defer db.Close()
 	cut := store.New(db)
-	c := NewCompleter(cut, BatchConfig{MaxBatch: 16, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCompleter(cut, batch.Config{MaxBatch: 16, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer c.Close()
 	var leases []store.Lease
 	for range 6 {
@@ -112,7 +113,7 @@ func TestClaimBatcherClaimsEachTaskOnce(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
 	ctx := context.Background()
-	b := NewClaimBatcher(f.st, "w", time.Minute, BatchConfig{MaxBatch: 64, MaxWait: 5 * time.Millisecond})
+	b := NewClaimBatcher(f.st, "w", time.Minute, batch.Config{MaxBatch: 64, MaxWait: 5 * time.Millisecond})
 	defer b.Close()
 	var ids []int64
 	for range 20 {
@@ -144,105 +145,5 @@ func TestClaimBatcherClaimsEachTaskOnce(t *testing.T) {
 	}
 	if n := f.count(ctx, "SELECT count(*) FROM task_runs"); n != 20 {
 		t.Fatalf("%d run rows for 20 claims", n)
-	}
-}
-
-// MaxWait counts from when a request was queued: one that already waited that long behind a
-// slow flush goes in the next flush at once, with what is queued, instead of waiting MaxWait
-// again for company.
-func TestBatcherWaitCountsFromTheRequestsArrival(t *testing.T) {
-	t.Parallel()
-	type req struct{ done chan struct{} }
-	const maxWait = 2 * time.Second
-	gate := make(chan struct{})
-	var once sync.Once
-	b := newBatcher(BatchConfig{MaxBatch: 16, MaxWait: maxWait}, func(_ context.Context, batch []*req) {
-		once.Do(func() { <-gate }) // the first flush is slow
-		for _, r := range batch {
-			close(r.done)
-		}
-	})
-	defer b.close()
-	ctx := context.Background()
-	first := &req{done: make(chan struct{})}
-	go b.submit(ctx, first, first.done)        //nolint:errcheck // answered through done
-	time.Sleep(maxWait + 200*time.Millisecond) // the first flush has taken first and is held
-	second := &req{done: make(chan struct{})}
-	go b.submit(ctx, second, second.done)      //nolint:errcheck // answered through done
-	time.Sleep(maxWait + 200*time.Millisecond) // second has waited MaxWait behind it
-	close(gate)
-	<-first.done
-	released := time.Now()
-	select {
-	case <-second.done:
-	case <-time.After(maxWait / 2):
-		t.Fatalf("a request that had waited %s was held %s more after the flush before it ended", maxWait, time.Since(released).Round(time.Millisecond))
-	}
-}
-
-// recordingObserver keeps what a batcher told it.
-type recordingObserver struct {
-	mu      sync.Mutex
-	batches []int
-	flushes []time.Duration
-	waits   []time.Duration
-}
-
-func (o *recordingObserver) Flushed(rows int, flush time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.batches = append(o.batches, rows)
-	o.flushes = append(o.flushes, flush)
-}
-
-func (o *recordingObserver) Waited(wait time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.waits = append(o.waits, wait)
-}
-
-// The observer hears every flush with its rows and duration, and every write's wait from its
-// arrival to its answer: never less than the flush it went in, never measured from nowhere.
-func TestBatcherTellsItsObserverEveryFlushAndWait(t *testing.T) {
-	t.Parallel()
-	const writes, flushTakes = 60, 3 * time.Millisecond
-	obs := &recordingObserver{}
-	type req struct{ done chan struct{} }
-	b := newBatcher(BatchConfig{MaxBatch: 8, Observer: obs}, func(_ context.Context, batch []*req) {
-		time.Sleep(flushTakes)
-		for _, r := range batch {
-			close(r.done)
-		}
-	})
-	var wg sync.WaitGroup
-	for range writes {
-		wg.Go(func() {
-			r := &req{done: make(chan struct{})}
-			if err := b.submit(context.Background(), r, r.done); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	b.close()
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	rows := 0
-	for i, n := range obs.batches {
-		rows += n
-		if n < 1 || n > 8 || obs.flushes[i] < flushTakes {
-			t.Fatalf("flush %d: %d rows in %s", i, n, obs.flushes[i])
-		}
-	}
-	if rows != writes || int64(len(obs.batches)) != b.flushes.Load() {
-		t.Fatalf("observer heard %d rows in %d flushes; want %d rows in %d", rows, len(obs.batches), writes, b.flushes.Load())
-	}
-	if len(obs.waits) != writes {
-		t.Fatalf("%d waits for %d writes", len(obs.waits), writes)
-	}
-	for _, w := range obs.waits {
-		if w < flushTakes || w > time.Minute {
-			t.Fatalf("a write waited %s: not measured from its arrival", w)
-		}
 	}
 }

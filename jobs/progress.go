@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/internal/batch"
 )
 
 // Progress is a running task's progress as readers see it.
@@ -45,7 +47,7 @@ func Percent(current, total int64, finished bool) int {
 type ProgressBoard struct {
 	rdb     redis.UniversalClient
 	ttl     time.Duration
-	notices *batcher[outNotice]
+	notices *batch.Batcher[outNotice]
 }
 
 type outNotice struct{ body []byte }
@@ -70,7 +72,7 @@ const (
 // NewProgressBoard returns a board on rdb.
 func NewProgressBoard(rdb redis.UniversalClient) *ProgressBoard {
 	b := &ProgressBoard{rdb: rdb, ttl: 24 * time.Hour}
-	b.notices = newBatcher(BatchConfig{MaxBatch: noticeBatch, Queue: noticeQueue}, b.publishBatch)
+	b.notices = batch.New(batch.Config{MaxBatch: noticeBatch, Queue: noticeQueue}, b.publishBatch)
 	return b
 }
 
@@ -115,7 +117,7 @@ func (b *ProgressBoard) publish(_ context.Context, n Notice) error {
 	if err != nil {
 		return err
 	}
-	if err := b.notices.offer(&outNotice{body: body}); err != nil {
+	if err := b.notices.Offer(&outNotice{body: body}); err != nil {
 		return fmt.Errorf("live notice dropped (streams catch up at their next poll): %w", err)
 	}
 	return nil
@@ -134,7 +136,7 @@ func (b *ProgressBoard) publishBatch(_ context.Context, batch []*outNotice) {
 
 // Close publishes the notices queued so far and stops the publisher, waiting at most
 // closeWait for it: notices are best effort, and a stalled Redis must not hold up a shutdown.
-func (b *ProgressBoard) Close() { within(closeWait, b.notices.close) }
+func (b *ProgressBoard) Close() { within(closeWait, b.notices.Close) }
 
 // closeWait bounds how long Close waits for queued notices to be published.
 const closeWait = 2 * time.Second

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/internal/batch"
 )
 
 // ScriptPipeliner is a Redis client that sends the Lua scripts (EVALSHA) called at the same
@@ -28,7 +30,7 @@ import (
 // have.
 type ScriptPipeliner struct {
 	redis.UniversalClient
-	b *batcher[evalReq]
+	b *batch.Batcher[evalReq]
 
 	mu    sync.Mutex
 	empty map[string]time.Time // lane → when to ask it again
@@ -52,7 +54,7 @@ const scriptFlushTimeout = 5 * time.Second
 // NewScriptPipeliner wraps rdb; Stop stops it.
 func NewScriptPipeliner(rdb redis.UniversalClient) *ScriptPipeliner {
 	p := &ScriptPipeliner{UniversalClient: rdb, empty: map[string]time.Time{}}
-	p.b = newBatcher(BatchConfig{MaxBatch: 256}, p.flush)
+	p.b = batch.New(batch.Config{MaxBatch: 256}, p.flush)
 	return p
 }
 
@@ -101,8 +103,8 @@ func dequeuedLane(keys []string) (string, bool) {
 
 func (p *ScriptPipeliner) evalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	r := &evalReq{ctx: ctx, sha: sha, keys: keys, args: args, done: make(chan struct{})}
-	err := p.b.queue(ctx, r)
-	if errors.Is(err, errBatcherClosed) {
+	err := p.b.Queue(ctx, r)
+	if errors.Is(err, batch.ErrClosed) {
 		return p.UniversalClient.EvalSha(ctx, sha, keys, args...)
 	}
 	if err == nil {
@@ -120,7 +122,7 @@ func (p *ScriptPipeliner) evalSha(ctx context.Context, sha string, keys []string
 
 // Stop ends the pipeliner after answering the calls queued; later calls go straight to Redis.
 // (Close is the wrapped client's, which this does not own.)
-func (p *ScriptPipeliner) Stop() { p.b.close() }
+func (p *ScriptPipeliner) Stop() { p.b.Close() }
 
 func (p *ScriptPipeliner) flush(_ context.Context, batch []*evalReq) {
 	// The pipeline's context carries the most impatient caller's deadline (go-redis honours

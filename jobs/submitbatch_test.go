@@ -16,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -27,7 +28,7 @@ import (
 func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
-	c := NewCreator(f.st, BatchConfig{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer c.Close()
 
 	const n = 40
@@ -97,7 +98,7 @@ func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
 	if got := f.count(ctx, "SELECT count(*) FROM task_events WHERE event = 'task.submitted'"); got != n-2 {
 		t.Fatalf("%d submitted events; want %d", got, n-2)
 	}
-	if flushes := c.b.flushes.Load(); flushes >= n {
+	if flushes := c.b.Flushes(); flushes >= n {
 		t.Fatalf("%d flushes for %d submits: nothing was grouped", flushes, n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -130,7 +131,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // Writes is the observer of one kind of grouped write (submit, claim, end), its series
 // resolved once rather than per write.
-func (m *Metrics) Writes(kind string) jobs.BatchObserver {
+func (m *Metrics) Writes(kind string) batch.Observer {
 	return writeSeries{flush: m.batchSecs.WithLabelValues(kind), rows: m.batchRows.WithLabelValues(kind),
 		wait: m.writeWaits.WithLabelValues(kind)}
 }

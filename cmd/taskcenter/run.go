@@ -26,6 +26,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -363,7 +364,7 @@ func (p *process) wire() error {
 	// Concurrent single submits share one insert statement and one commit.
 	// A submit never waits for company: it goes with whatever is queued behind the flush in
 	// flight, so grouping costs no latency.
-	p.creator = jobs.NewCreator(p.st, jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics.Writes("submit")}, p.logger)
+	p.creator = jobs.NewCreator(p.st, batch.Config{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics.Writes("submit")}, p.logger)
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
 	p.cleanup.Queues = queues
 	return nil
@@ -391,8 +392,8 @@ func (p *process) startWorkers() error {
 	var claims *jobs.ClaimBatcher
 	var completer *jobs.Completer
 	if cfg.Worker.BatchMax > 1 {
-		batch := func(kind string) jobs.BatchConfig {
-			return jobs.BatchConfig{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait, Observer: p.metrics.Writes(kind)}
+		batch := func(kind string) batch.Config {
+			return batch.Config{MaxBatch: cfg.Worker.BatchMax, MaxWait: cfg.Worker.BatchWait, Observer: p.metrics.Writes(kind)}
 		}
 		claims = jobs.NewClaimBatcher(p.st, p.workerID, cfg.Worker.TakeoverAfter, batch("claim"))
 		completer = jobs.NewCompleter(p.st, batch("end"), p.logger)

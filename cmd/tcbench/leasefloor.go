@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/internal/batch"
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 // The lease floor is the least Postgres work any design that fences its workers behind asynq
 // must do per task: a claim (PENDING → RUNNING, attempt + 1) and an ending fenced by that
 // attempt (RUNNING → SUCCESS), each grouped with the concurrent ones into one statement and one
-// commit (at most 128 rows, waiting at most 2 ms for company: taskcenter's defaults), on a row
+// commit (internal/batch with taskcenter's default batch_max and batch_wait), on a row
 // of six columns with a primary key and the one partial index a recovery scan of RUNNING rows
 // needs. No run rows, events, logs, counters or payload. The bare asynq drain with this in its
 // handler measures how far the pipeline's ratio can go when every task's lease is recorded in
@@ -86,77 +87,47 @@ func (f *leaseFloor) run(ctx context.Context) error {
 	return nil
 }
 
-// groupWriter runs one statement for all the (id, attempt) writes that arrive together, as
-// taskcenter's batchers do, and answers each with its row's returned attempt (ok=false when the
-// statement did not return its row).
+// groupWriter runs one statement for all the (id, attempt) writes that arrive together,
+// grouped by internal/batch with taskcenter's default worker.batch_max and batch_wait, and
+// answers each with its row's returned attempt (ok=false when the statement did not return
+// its row).
 type groupWriter struct {
 	db   *sql.DB
 	stmt string
-	in   chan groupWrite
-	done chan struct{}
+	b    *batch.Batcher[groupWrite]
 }
 
 type groupWrite struct {
 	id, attempt int64
-	answer      chan groupAnswer
-	at          time.Time
+	ok          bool
+	err         error
+	done        chan struct{}
 }
-
-type groupAnswer struct {
-	attempt int64
-	ok      bool
-	err     error
-}
-
-const (
-	groupMax  = 128
-	groupWait = 2 * time.Millisecond
-)
 
 func newGroupWriter(db *sql.DB, stmt string) *groupWriter {
-	g := &groupWriter{db: db, stmt: stmt, in: make(chan groupWrite, 4*groupMax), done: make(chan struct{})}
-	go g.loop()
+	w := config.Default().Worker
+	g := &groupWriter{db: db, stmt: stmt}
+	g.b = batch.New(batch.Config{MaxBatch: w.BatchMax, MaxWait: w.BatchWait}, g.flush)
 	return g
 }
 
 func (g *groupWriter) write(id, attempt int64) (int64, bool, error) {
-	w := groupWrite{id: id, attempt: attempt, answer: make(chan groupAnswer, 1), at: time.Now()}
-	g.in <- w
-	a := <-w.answer
-	return a.attempt, a.ok, a.err
-}
-
-func (g *groupWriter) close() { close(g.in); <-g.done }
-
-func (g *groupWriter) loop() {
-	defer close(g.done)
-	for first := range g.in {
-		batch := []groupWrite{first}
-		deadline := time.NewTimer(time.Until(first.at.Add(groupWait)))
-	collect:
-		for len(batch) < groupMax {
-			select {
-			case w, ok := <-g.in:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, w)
-			case <-deadline.C:
-				break collect
-			}
-		}
-		deadline.Stop()
-		g.flush(batch)
+	w := &groupWrite{id: id, attempt: attempt, done: make(chan struct{})}
+	if err := g.b.Submit(context.Background(), w, w.done); err != nil {
+		return 0, false, err
 	}
+	return w.attempt, w.ok, w.err
 }
 
-func (g *groupWriter) flush(batch []groupWrite) {
-	ids, attempts := make([]int64, len(batch)), make([]int32, len(batch))
-	for i, w := range batch {
+func (g *groupWriter) close() { g.b.Close() }
+
+func (g *groupWriter) flush(ctx context.Context, ws []*groupWrite) {
+	ids, attempts := make([]int64, len(ws)), make([]int32, len(ws))
+	for i, w := range ws {
 		ids[i], attempts[i] = w.id, int32(w.attempt)
 	}
-	got := make(map[int64]int64, len(batch))
-	rows, err := g.db.QueryContext(context.Background(), g.stmt, ids, attempts)
+	got := make(map[int64]int64, len(ws))
+	rows, err := g.db.QueryContext(ctx, g.stmt, ids, attempts)
 	if err == nil {
 		for rows.Next() {
 			var id, attempt int64
@@ -170,8 +141,9 @@ func (g *groupWriter) flush(batch []groupWrite) {
 			err = rows.Err()
 		}
 	}
-	for _, w := range batch {
-		attempt, ok := got[w.id]
-		w.answer <- groupAnswer{attempt: attempt, ok: ok, err: err}
+	for _, w := range ws {
+		w.attempt, w.ok = got[w.id]
+		w.err = err
+		close(w.done)
 	}
 }

@@ -120,7 +120,7 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 	return func(ctx context.Context, b *bench) (Figure, error) {
 		const concurrency = 32
-		// drain runs asynq's own drain in a child process: bare, or (withPG) with the least
+		// drainChild runs asynq's own drain in a child process: bare, or (withPG) with the least
 		// Postgres a fenced lease needs (leasefloor.go), how far any design that records its
 		// leases in Postgres can go on this host.
 		drainChild := func(withPG bool) (map[string]float64, error) {

@@ -2,7 +2,7 @@
 --
 -- 1. The BEFORE INSERT trigger on task_events (a PL/pgSQL call and two SPI queries per event,
 --    ~10-15 % of Postgres's CPU per no-op task in store.BenchmarkHotPath). The transitions now
---    compute webhooks_at in the INSERT itself (store.eventWebhooksAt): NULL (left for the
+--    compute webhooks_at in the INSERT itself (store.insertEvents): NULL (left for the
 --    fan-out) when the task has a bound subscription or its owner has one that wants the
 --    event, now() otherwise.
 --    Exactness for a bound subscription (notify_url) moves onto the task row: creating one
