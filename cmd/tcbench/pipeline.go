@@ -120,34 +120,40 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 	return func(ctx context.Context, b *bench) (Figure, error) {
 		const concurrency = 32
-		// drainChild runs asynq's own drain in a child process: bare, or (withPG) with the least
-		// Postgres a fenced lease needs (leasefloor.go), how far any design that records its
-		// leases in Postgres can go on this host.
-		drainChild := func(withPG bool) (map[string]float64, error) {
+		// drainChild runs asynq's own drain in a child process: bare (floor ""), or with a lease
+		// floor in its handler (leasefloor.go): lean, the least Postgres any fenced lease
+		// needs; model, the least statements on taskcenter's own tables.
+		drainChild := func(floor string) (map[string]float64, error) {
 			if err := b.flushRedis(); err != nil {
 				return nil, err
 			}
 			args := []string{"-n", fmt.Sprint(n), "-concurrency", fmt.Sprint(concurrency), "-redis", b.redisAddr, "-db", fmt.Sprint(b.redisDB)}
-			if withPG {
-				args = append(args, "-pg", b.schemaURL)
+			if floor != "" {
+				args = append(args, "-pg", b.schemaURL, "-floor", floor)
 			}
 			out, _, err := b.child("raw-asynq", args...)
 			return out, err
 		}
-		// Both references run before and after taskcenter's runs: on a shared host the ceiling
+		// The references run before and after taskcenter's runs: on a shared host the ceiling
 		// drifts within minutes, so each reference is the mean of its two, and a drift of bare
 		// asynq over 25 % is reported (the ratios of such a run say little).
-		references := func() (raw, floor map[string]float64, err error) {
-			if raw, err = drainChild(false); err != nil {
-				return nil, nil, err
+		kinds := []string{"", floorLean, floorModel}
+		references := func() ([]map[string]float64, error) {
+			out := make([]map[string]float64, len(kinds))
+			for i, k := range kinds {
+				m, err := drainChild(k)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = m
 			}
-			floor, err = drainChild(true)
-			return raw, floor, err
+			return out, nil
 		}
-		raw, floorBefore, err := references()
+		before, err := references()
 		if err != nil {
 			return Figure{}, err
 		}
+		raw := before[0]
 		env := []string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED=false", fmt.Sprintf("TASKCENTER_QUEUES_BENCH_CONCURRENCY=%d", concurrency)}
 		single, err := b.endToEnd(ctx, n, env, false)
 		if err != nil {
@@ -161,14 +167,19 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 		if err != nil {
 			return Figure{}, err
 		}
-		after, floorAfter, err := references()
+		afterRefs, err := references()
 		if err != nil {
 			return Figure{}, err
 		}
-		floor := make(map[string]float64, len(floorBefore))
-		for k, v := range floorBefore {
-			floor[k] = (v + floorAfter[k]) / 2
+		after := afterRefs[0]
+		mean := func(i int) map[string]float64 {
+			m := make(map[string]float64, len(before[i]))
+			for k, v := range before[i] {
+				m[k] = (v + afterRefs[i][k]) / 2
+			}
+			return m
 		}
+		floor, model := mean(1), mean(2)
 		bareBefore, bareAfter := raw["processed_per_second"], after["processed_per_second"]
 		bare := (bareBefore + bareAfter) / 2
 		drift := math.Abs(bareBefore-bareAfter) / min(bareBefore, bareAfter)
@@ -185,11 +196,18 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			"workers_cpu_ms_per_task_redis":        drain.cpu.redis,
 			"lease_floor_per_second":               floor["processed_per_second"],
 			"lease_floor_ratio":                    floor["processed_per_second"] / bare,
-			"lease_floor_per_second_before":        floorBefore["processed_per_second"],
-			"lease_floor_per_second_after":         floorAfter["processed_per_second"],
+			"lease_floor_per_second_before":        before[1]["processed_per_second"],
+			"lease_floor_per_second_after":         afterRefs[1]["processed_per_second"],
 			"lease_floor_cpu_ms_per_task_process":  floor["cpu_ms_per_task_process"],
 			"lease_floor_cpu_ms_per_task_postgres": floor["cpu_ms_per_task_postgres"],
 			"lease_floor_cpu_ms_per_task_redis":    floor["cpu_ms_per_task_redis"],
+			"model_floor_per_second":               model["processed_per_second"],
+			"model_floor_ratio":                    model["processed_per_second"] / bare,
+			"model_floor_per_second_before":        before[2]["processed_per_second"],
+			"model_floor_per_second_after":         afterRefs[2]["processed_per_second"],
+			"model_floor_cpu_ms_per_task_process":  model["cpu_ms_per_task_process"],
+			"model_floor_cpu_ms_per_task_postgres": model["cpu_ms_per_task_postgres"],
+			"model_floor_cpu_ms_per_task_redis":    model["cpu_ms_per_task_redis"],
 		}
 		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
 		return Figure{
@@ -205,12 +223,16 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
 				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates; "+
 				"lease floor (bare asynq whose jobs claim and end a 6-column row in grouped fenced updates; mean of before and after) %.0f/s (%.2f×), "+
-				"CPU per task: its process %.2f ms, Postgres %.2f ms, Redis %.2f ms",
+				"CPU per task: its process %.2f ms, Postgres %.2f ms, Redis %.2f ms; model floor (the same on taskcenter's own tables: "+
+				"the wide task row with its indexes, a run row and an outbox event per transition) %.0f/s (%.2f×), CPU per task: "+
+				"its process %.2f ms, Postgres %.2f ms, Redis %.2f ms",
 				single.rate, single.rate/bare, batch.rate, batch.rate/bare, drain.rate, drain.rate/bare, bare, steadiness,
 				batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, drain.cpu.taskcenter, drain.cpu.postgres, drain.cpu.redis,
 				raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot,
 				floor["processed_per_second"], floor["processed_per_second"]/bare, floor["cpu_ms_per_task_process"],
-				floor["cpu_ms_per_task_postgres"], floor["cpu_ms_per_task_redis"]),
+				floor["cpu_ms_per_task_postgres"], floor["cpu_ms_per_task_redis"],
+				model["processed_per_second"], model["processed_per_second"]/bare, model["cpu_ms_per_task_process"],
+				model["cpu_ms_per_task_postgres"], model["cpu_ms_per_task_redis"]),
 		}, nil
 	}
 }
@@ -416,6 +438,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	addr := fs.String("redis", "127.0.0.1:6379", "redis address")
 	db := fs.Int("db", 15, "redis database")
 	pgURL := fs.String("pg", "", "with a database url: each job claims and ends its row there (the lease floor, leasefloor.go)")
+	floorKind := fs.String("floor", floorLean, "with -pg: lean (a six-column row), runs (and a run row per attempt) or model (taskcenter's own tables, migrated)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -444,7 +467,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	}
 	var floor *leaseFloor
 	if *pgURL != "" {
-		f, closeFloor, err := openLeaseFloor(context.Background(), *pgURL, *n)
+		f, closeFloor, err := openLeaseFloor(context.Background(), *pgURL, *n, *floorKind)
 		if err != nil {
 			return err
 		}
