@@ -193,21 +193,17 @@ func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			"cpu_ms_per_task_taskcenter": batch.cpu.taskcenter, "cpu_ms_per_task_postgres": batch.cpu.postgres,
 			"cpu_ms_per_task_redis": batch.cpu.redis, "hot_update_share": batch.hot,
 			"workers_cpu_ms_per_task_taskcenter": drain.cpu.taskcenter, "workers_cpu_ms_per_task_postgres": drain.cpu.postgres,
-			"workers_cpu_ms_per_task_redis":        drain.cpu.redis,
-			"lease_floor_per_second":               floor["processed_per_second"],
-			"lease_floor_ratio":                    floor["processed_per_second"] / bare,
-			"lease_floor_per_second_before":        before[1]["processed_per_second"],
-			"lease_floor_per_second_after":         afterRefs[1]["processed_per_second"],
-			"lease_floor_cpu_ms_per_task_process":  floor["cpu_ms_per_task_process"],
-			"lease_floor_cpu_ms_per_task_postgres": floor["cpu_ms_per_task_postgres"],
-			"lease_floor_cpu_ms_per_task_redis":    floor["cpu_ms_per_task_redis"],
-			"model_floor_per_second":               model["processed_per_second"],
-			"model_floor_ratio":                    model["processed_per_second"] / bare,
-			"model_floor_per_second_before":        before[2]["processed_per_second"],
-			"model_floor_per_second_after":         afterRefs[2]["processed_per_second"],
-			"model_floor_cpu_ms_per_task_process":  model["cpu_ms_per_task_process"],
-			"model_floor_cpu_ms_per_task_postgres": model["cpu_ms_per_task_postgres"],
-			"model_floor_cpu_ms_per_task_redis":    model["cpu_ms_per_task_redis"],
+			"workers_cpu_ms_per_task_redis": drain.cpu.redis,
+		}
+		for i, name := range map[int]string{1: "lease_floor", 2: "model_floor"} {
+			m := mean(i)
+			measure[name+"_per_second"] = m["processed_per_second"]
+			measure[name+"_ratio"] = m["processed_per_second"] / bare
+			measure[name+"_per_second_before"] = before[i]["processed_per_second"]
+			measure[name+"_per_second_after"] = afterRefs[i]["processed_per_second"]
+			for _, part := range []string{"process", "postgres", "redis"} {
+				measure[name+"_cpu_ms_per_task_"+part] = m["cpu_ms_per_task_"+part]
+			}
 		}
 		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
 		return Figure{
