@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -21,9 +22,10 @@ type payload struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// JobID is the asynq TaskID for a task waiting under attempt number attempt. A task is
-// PENDING or RETRY_WAIT at most once per attempt number, and every claim raises the number,
-// so the id names exactly one "waiting to run" episode: enqueueing it again is a no-op.
+// JobID is the asynq TaskID for a task waiting under attempt number attempt. Every claim
+// raises the number, so the id names one "waiting to run" episode and enqueueing it again is
+// a no-op while its job waits. One exception: a task cancelled before any claim and then
+// retried waits again under the same number (see EnqueueNew for how that is handled).
 func JobID(taskNo string, attempt int) string {
 	return fmt.Sprintf("%s-a%d", taskNo, attempt)
 }
@@ -120,34 +122,57 @@ func (e *Enqueuer) EnqueueNew(ctx context.Context, t *store.Task) (bool, error) 
 	if maxRuntime <= 0 {
 		maxRuntime = 6 * time.Hour
 	}
-	opts := []asynq.Option{
-		asynq.TaskID(id), asynq.Queue(lane), asynq.MaxRetry(asynqMaxRetry),
-		asynq.Timeout(maxRuntime + time.Minute),
-	}
+	opts := []asynq.Option{asynq.Queue(lane), asynq.MaxRetry(asynqMaxRetry), asynq.Timeout(maxRuntime + time.Minute)}
 	if t.NextRetryAt != nil && time.Until(*t.NextRetryAt) > 0 {
 		opts = append(opts, asynq.ProcessAt(*t.NextRetryAt))
 	}
 	job := asynq.NewTask(t.Type, body)
-	_, err = e.client.EnqueueContext(ctx, job, opts...)
-	if !errors.Is(err, asynq.ErrTaskIDConflict) {
-		if err != nil {
+	enqueue := func(jobID string) error {
+		_, err := e.client.EnqueueContext(ctx, job, append(opts, asynq.TaskID(jobID))...)
+		return err
+	}
+	for try := 0; ; try++ {
+		err := enqueue(id)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, asynq.ErrTaskIDConflict) {
 			return false, fmt.Errorf("enqueue %s: %w", id, err)
 		}
-		return true, nil
+		// The id is taken. What holds it decides.
+		info, err := e.inspector.GetTaskInfo(lane, id)
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound) && try == 0:
+			continue // it ended between the two calls: the id is free again
+		case err != nil:
+			return false, fmt.Errorf("enqueue %s: look at the job holding its id: %w", id, err)
+		case info.State == asynq.TaskStateActive:
+			// A delivery of this episode is in its handler, and it may have read the task
+			// before the change this enqueue follows: a task cancelled while never claimed, then
+			// retried, is PENDING again at the same attempt number, and the delivery that found
+			// it CANCELLED ends without claiming it. A second job (its own id) makes sure one
+			// delivery comes after the change; the claim lets at most one of them run the task,
+			// and the other finds nothing to do.
+			again := fmt.Sprintf("%s-again-%s", id, strconv.FormatInt(time.Now().UnixNano(), 36))
+			if err := enqueue(again); err != nil {
+				return false, fmt.Errorf("enqueue %s: %w", again, err)
+			}
+			return true, nil
+		case info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted:
+			// An archived or retained job never runs again: replace it.
+			if err := e.inspector.DeleteTask(lane, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+				return false, fmt.Errorf("replace archived job %s: %w", id, err)
+			}
+			if err := enqueue(id); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+				return false, fmt.Errorf("enqueue %s: %w", id, err)
+			}
+			return true, nil
+		default:
+			// Pending, scheduled or waiting to be retried: a live job that has not been
+			// delivered yet, so it will read the task as it is now.
+			return false, nil
+		}
 	}
-	// The id is taken. A live job (pending, scheduled, retry, active) will claim the task when
-	// delivered; an archived one never will, so replace it.
-	info, err := e.inspector.GetTaskInfo(lane, id)
-	if err != nil || (info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
-		return false, nil
-	}
-	if err := e.inspector.DeleteTask(lane, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return false, fmt.Errorf("replace archived job %s: %w", id, err)
-	}
-	if _, err := e.client.EnqueueContext(ctx, job, opts...); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return false, fmt.Errorf("enqueue %s: %w", id, err)
-	}
-	return true, nil
 }
 
 // Withdraw deletes the waiting job of a task cancelled while PENDING or RETRY_WAIT, so it does
