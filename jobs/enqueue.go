@@ -144,15 +144,14 @@ func (e *Enqueuer) EnqueueNew(ctx context.Context, t *store.Task) (bool, error) 
 		switch {
 		case errors.Is(err, asynq.ErrTaskNotFound) && try == 0:
 			continue // it ended between the two calls: the id is free again
-		case err != nil:
-			return false, fmt.Errorf("enqueue %s: look at the job holding its id: %w", id, err)
-		case info.State == asynq.TaskStateActive:
+		case err != nil || info.State == asynq.TaskStateActive:
 			// A delivery of this episode is in its handler, and it may have read the task
 			// before the change this enqueue follows: a task cancelled while never claimed, then
 			// retried, is PENDING again at the same attempt number, and the delivery that found
-			// it CANCELLED ends without claiming it. A second job (its own id) makes sure one
-			// delivery comes after the change; the claim lets at most one of them run the task,
-			// and the other finds nothing to do.
+			// it CANCELLED ends without claiming it. Or asynq cannot say what holds the id (after
+			// a FLUSHALL its queue list may be gone while a job survives). Either way a second
+			// job (its own id) makes sure one delivery comes after the change; the claim lets at
+			// most one of them run the task, and the other finds nothing to do.
 			again := fmt.Sprintf("%s-again-%s", id, strconv.FormatInt(time.Now().UnixNano(), 36))
 			if err := enqueue(again); err != nil {
 				return false, fmt.Errorf("enqueue %s: %w", again, err)
