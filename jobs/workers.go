@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -17,7 +18,23 @@ import (
 type Workers struct {
 	servers map[string]*asynq.Server
 	logger  *slog.Logger
+	rdb     redis.UniversalClient
+	lanes   []string
+	// listEvery is how often the lanes are written into asynq's queue list (see keepListed).
+	listEvery time.Duration
+	stopList  chan struct{}
+	listDone  chan struct{}
+	stopOnce  sync.Once
+	listing   atomic.Bool // keepListed was started
 }
+
+// asynqQueueList is the Redis set in which asynq lists its queues (asynq's internal
+// base.AllQueues): the inspector, the console and the queue metrics only see queues named
+// there. TestWorkersKeepTheirQueuesListedAfterRedisLosesThem fails if asynq renames it.
+const asynqQueueList = "asynq:queues"
+
+// queueListEvery is how often a worker process writes its lanes into asynq's queue list.
+const queueListEvery = 10 * time.Second
 
 // QueueConfig is one queue's worker pool.
 type QueueConfig struct {
@@ -32,8 +49,10 @@ type QueueConfig struct {
 // to rt.
 // redis, when not nil, holds back asynq's complaints while a Redis outage is already reported.
 func NewWorkers(rdb redis.UniversalClient, queues map[string]QueueConfig, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger, redis Dependency) *Workers {
-	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger}
+	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger, rdb: rdb, listEvery: queueListEvery,
+		stopList: make(chan struct{}), listDone: make(chan struct{})}
 	for name, q := range queues {
+		w.lanes = append(w.lanes, Lanes(name)...)
 		qlog := logger.With("queue", name)
 		alog := AsynqLogger(qlog, redis)
 		w.servers[name] = asynq.NewServerFromRedisClient(rdb, asynq.Config{
@@ -77,12 +96,50 @@ func (w *Workers) Start(rt *Runtime, extra map[string]asynq.Handler) error {
 			return fmt.Errorf("start worker for queue %s: %w", name, err)
 		}
 	}
+	w.listing.Store(true)
+	go w.keepListed()
 	w.logger.Info("workers started", "queues", names, "types", rt.Types())
 	return nil
 }
 
+// keepListed writes the process's lanes into asynq's queue list now and every listEvery until
+// Stop or Shutdown. asynq adds a queue to that list only on a client's first enqueue to it and
+// remembers having done so, so after Redis loses its data (FLUSHALL, a restart without
+// persistence) the queues would stay off the list — missing from the console, their metrics
+// failing — until every process restarted, though their jobs are rebuilt and run.
+func (w *Workers) keepListed() {
+	defer close(w.listDone)
+	lanes := make([]any, len(w.lanes))
+	for i, l := range w.lanes {
+		lanes[i] = l
+	}
+	t := time.NewTicker(w.listEvery)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := w.rdb.SAdd(ctx, asynqQueueList, lanes...).Err(); err != nil {
+			w.logger.Debug("could not write the queues into asynq's queue list; trying again", "err", err)
+		}
+		cancel()
+		select {
+		case <-w.stopList:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stopListing ends keepListed and waits for it.
+func (w *Workers) stopListing() {
+	w.stopOnce.Do(func() { close(w.stopList) })
+	if w.listing.Load() {
+		<-w.listDone
+	}
+}
+
 // Stop stops fetching new jobs on every queue; running jobs continue.
 func (w *Workers) Stop() {
+	w.stopListing()
 	for _, s := range w.servers {
 		s.Stop()
 	}
@@ -91,6 +148,7 @@ func (w *Workers) Stop() {
 // Shutdown waits for running jobs up to the shutdown timeout, then returns; jobs still
 // running are pushed back to their queue by asynq and resume from their checkpoint.
 func (w *Workers) Shutdown() {
+	w.stopListing()
 	var wg sync.WaitGroup
 	for _, s := range w.servers {
 		wg.Go(s.Shutdown)
