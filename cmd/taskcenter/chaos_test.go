@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -1107,6 +1108,22 @@ func redisFault(t *testing.T, row *chaosRow, fault string) {
 		handedBack = time.Since(faultAt)
 		return true, nil
 	})
+	if fault == "flushall" {
+		// The console and the queue metrics see only the queues in asynq's queue list, which
+		// the flush emptied: the workers write theirs back.
+		waitChaos(t, 30*time.Second, "asynq to list every queue again", func() (bool, error) {
+			qs, err := insp.Queues()
+			if err != nil {
+				return false, nil
+			}
+			for _, lane := range append(jobs.Lanes("exports"), jobs.Lanes("imports")...) {
+				if !slices.Contains(qs, lane) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	}
 	final := e.waitTerminal(3*time.Minute, load.all()...)
 	outcomes := load.check(e, final)
 	summarise(row, affected, outcomes)
