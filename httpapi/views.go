@@ -190,7 +190,7 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	switch {
 	case t.Status.Waiting() || (t.Status == store.StatusRunning && !t.CancelRequested):
 		v.Links.Cancel = self + "/cancel"
-	case t.Status == store.StatusFailed || t.Status == store.StatusTimeout || t.Status == store.StatusCancelled:
+	case t.Status.Retryable():
 		v.Links.Retry = self + "/retry"
 	}
 	if v.Params == nil {

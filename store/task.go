@@ -43,6 +43,11 @@ func (s Status) Terminal() bool {
 // Waiting reports whether s is runnable once due.
 func (s Status) Waiting() bool { return s == StatusPending || s == StatusRetryWait }
 
+// Retryable reports whether the retry API accepts a task in status s.
+func (s Status) Retryable() bool {
+	return s == StatusFailed || s == StatusTimeout || s == StatusCancelled
+}
+
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(AllStatuses, s) }
 

@@ -788,6 +788,24 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 // generation. The attempt counter is kept (earlier runs stay on record), the automatic
 // retry budget starts again, and the checkpoint is kept so an import resumes.
 func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
+	for try := 0; ; try++ {
+		task, err := s.retry(ctx, taskNo, scope)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return task, err
+		}
+		err = s.refusal(ctx, taskNo, scope, "retry")
+		var conflict *ConflictError
+		if try == 0 && errors.As(err, &conflict) && conflict.Status.Retryable() {
+			// The task ended (a cancel honoured, an attempt failed) between the statement's
+			// snapshot and now: it can be retried after all.
+			continue
+		}
+		return nil, err
+	}
+}
+
+// retry is one try of Retry; sql.ErrNoRows when the task was not in a retryable status.
+func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	task := new(Task)
 	err := one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
@@ -809,10 +827,10 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 		audited(ctx, 1)
 		return task, nil
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("retry task %s: %w", taskNo, err)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, err
 	}
-	return nil, s.refusal(ctx, taskNo, scope, "retry")
+	return nil, fmt.Errorf("retry task %s: %w", taskNo, err)
 }
 
 // ExpediteRetry makes a RETRY_WAIT task due now instead of at its back-off time (the

@@ -505,3 +505,41 @@ func TestCreateIsIdempotentPerOwnerTypeAndKey(t *testing.T) {
 		t.Fatalf("another owner with the same key must get their own task: %v %v", c, err)
 	}
 }
+
+// A retry sent while the task's cancel is being honoured either finds it still RUNNING (409
+// saying so) or retries it: it is never refused with a status the retry accepts, which is what
+// a retry whose statement read the task just before the ending committed used to answer
+// ("cannot retry a task that is CANCELLED").
+func TestRetryRacingTheCancelledEndingIsNeverRefusedForARetryableStatus(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	for i := range 150 {
+		task := f.task()
+		lease := f.claim(task, "w1")
+		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Admin: true}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+			if _, err := f.s.Cancelled(ctx, lease); err != nil {
+				t.Error(err)
+			}
+		})
+		var retried bool
+		for !retried {
+			_, err := f.s.Retry(ctx, task.TaskNo, store.Scope{Admin: true})
+			var conflict *store.ConflictError
+			switch {
+			case err == nil:
+				retried = true
+			case errors.As(err, &conflict) && conflict.Status == store.StatusRunning:
+				// still ending: ask again, as a user would
+			default:
+				t.Fatalf("task %d: retry answered %v", i, err)
+			}
+		}
+		wg.Wait()
+	}
+}
