@@ -207,18 +207,11 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	}
 	rt.inflight.Add(1)
 	defer rt.inflight.Done()
-	maxRunning := rt.cfg.Types[job.Type()].MaxRunningPerOwner
-	claimed, err := rt.claim(ctx, p.TaskID, maxRunning)
+	claimed, err := rt.claim(ctx, p.TaskID, rt.cfg.Types[job.Type()].MaxRunningPerOwner)
 	var (
 		nc    *store.NotClaimableError
 		ended *store.ClaimEndedError
 	)
-	if errors.As(err, &nc) && nc.Status.Waiting() && nc.RetryIn == 0 && !nc.OwnerAtCap {
-		// Refused, yet the task is waiting and due: the claim read it just before a change
-		// that made it claimable (a retry of a task cancelled while this delivery was on its
-		// way). Claim again rather than drop the delivery.
-		claimed, err = rt.claim(ctx, p.TaskID, maxRunning)
-	}
 	switch {
 	case errors.As(err, &ended):
 		// The dead attempt's task was over by the rules (cancelled, or out of retries).
