@@ -6,11 +6,12 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskcenter/taskcenter/internal/every"
 )
 
 // Workers is the set of asynq servers of a worker process: one per queue, each with its own
@@ -21,11 +22,9 @@ type Workers struct {
 	rdb     redis.UniversalClient
 	lanes   []string
 	// listEvery is how often the lanes are written into asynq's queue list (see keepListed).
-	listEvery time.Duration
-	stopList  chan struct{}
-	listDone  chan struct{}
-	stopOnce  sync.Once
-	listing   atomic.Bool // keepListed was started
+	listEvery  time.Duration
+	stopListed context.CancelFunc // ends keepListed
+	listed     sync.WaitGroup
 }
 
 // asynqQueueList is the Redis set in which asynq lists its queues (asynq's internal
@@ -49,8 +48,7 @@ type QueueConfig struct {
 // to rt.
 // redis, when not nil, holds back asynq's complaints while a Redis outage is already reported.
 func NewWorkers(rdb redis.UniversalClient, queues map[string]QueueConfig, shutdownTimeout, pollInterval time.Duration, logger *slog.Logger, redis Dependency) *Workers {
-	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger, rdb: rdb, listEvery: queueListEvery,
-		stopList: make(chan struct{}), listDone: make(chan struct{})}
+	w := &Workers{servers: map[string]*asynq.Server{}, logger: logger, rdb: rdb, listEvery: queueListEvery, stopListed: func() {}}
 	for name, q := range queues {
 		w.lanes = append(w.lanes, Lanes(name)...)
 		qlog := logger.With("queue", name)
@@ -96,45 +94,35 @@ func (w *Workers) Start(rt *Runtime, extra map[string]asynq.Handler) error {
 			return fmt.Errorf("start worker for queue %s: %w", name, err)
 		}
 	}
-	w.listing.Store(true)
-	go w.keepListed()
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stopListed = cancel
+	w.listed.Go(func() { every.Run(ctx, w.listEvery, w.keepListed) })
 	w.logger.Info("workers started", "queues", names, "types", rt.Types())
 	return nil
 }
 
-// keepListed writes the process's lanes into asynq's queue list now and every listEvery until
-// Stop or Shutdown. asynq adds a queue to that list only on a client's first enqueue to it and
-// remembers having done so, so after Redis loses its data (FLUSHALL, a restart without
-// persistence) the queues would stay off the list — missing from the console, their metrics
-// failing — until every process restarted, though their jobs are rebuilt and run.
-func (w *Workers) keepListed() {
-	defer close(w.listDone)
+// keepListed writes the process's lanes into asynq's queue list; the workers do it every
+// listEvery from Start until Stop or Shutdown. asynq adds a queue to that list only on a
+// client's first enqueue to it and remembers having done so, so after Redis loses its data
+// (FLUSHALL, a restart without persistence) the queues would stay off the list — missing from
+// the console, their metrics failing — until every process restarted, though their jobs are
+// rebuilt and run.
+func (w *Workers) keepListed(ctx context.Context) {
 	lanes := make([]any, len(w.lanes))
 	for i, l := range w.lanes {
 		lanes[i] = l
 	}
-	t := time.NewTicker(w.listEvery)
-	defer t.Stop()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := w.rdb.SAdd(ctx, asynqQueueList, lanes...).Err(); err != nil {
-			w.logger.Debug("could not write the queues into asynq's queue list; trying again", "err", err)
-		}
-		cancel()
-		select {
-		case <-w.stopList:
-			return
-		case <-t.C:
-		}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := w.rdb.SAdd(sctx, asynqQueueList, lanes...).Err(); err != nil && ctx.Err() == nil {
+		w.logger.Debug("could not write the queues into asynq's queue list; trying again", "err", err)
 	}
 }
 
-// stopListing ends keepListed and waits for it.
+// stopListing ends keepListed's rounds and waits for the one under way.
 func (w *Workers) stopListing() {
-	w.stopOnce.Do(func() { close(w.stopList) })
-	if w.listing.Load() {
-		<-w.listDone
-	}
+	w.stopListed()
+	w.listed.Wait()
 }
 
 // Stop stops fetching new jobs on every queue; running jobs continue.

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/every"
 )
 
 // Observer is told about state changes and failures (metrics).
@@ -100,24 +102,16 @@ func (t *Tracker) Suppress() bool {
 // Probe checks the dependency with ping every interval until ctx ends, feeding the tracker.
 // A probe is what notices an outage (and its end) when nothing else is calling.
 func (t *Tracker) Probe(ctx context.Context, interval time.Duration, ping func(context.Context) error) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
+	every.Run(ctx, interval, func(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, interval)
 		err := ping(pctx)
 		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
 			t.Fail(err)
-		} else {
+		default:
 			t.OK()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	})
 }

@@ -3,6 +3,8 @@ package cleanup
 import (
 	"context"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/every"
 )
 
 // ScratchSweeper runs SweepScratch on this node every interval. Scratch files (partial
@@ -33,20 +35,13 @@ func (s *ScratchSweeper) Start() {
 	s.stop, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(s.every)
-		defer t.Stop()
-		for {
+		every.Run(ctx, s.every, func(ctx context.Context) {
 			if n, err := s.c.SweepScratch(ctx); err != nil && ctx.Err() == nil {
 				s.c.logger.Warn("scratch sweep failed", "err", err)
 			} else if n > 0 {
 				s.c.logger.Info("scratch sweep", "deleted", n)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	}()
 }
 
