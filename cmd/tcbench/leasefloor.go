@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hibiken/asynq"
+	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
@@ -104,47 +105,48 @@ func openLeaseFloor(ctx context.Context, url string, n int, kind string) (*lease
 		return nil, nil, err
 	}
 	f := &leaseFloor{}
-	var claim, end string
+	claim, end, err := f.prepare(ctx, db, n, kind)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	f.claims, f.ends = newGroupWriter(db.DB, claim), newGroupWriter(db.DB, end)
+	return f, func() { f.claims.close(); f.ends.close(); db.Close() }, nil
+}
+
+// prepare writes the n PENDING rows of kind and returns its claim and end statements.
+func (f *leaseFloor) prepare(ctx context.Context, db *bun.DB, n int, kind string) (claim, end string, err error) {
 	switch kind {
 	case floorLean, floorRuns:
 		for _, stmt := range strings.Split(leaseFloorSchema, ";") {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				db.Close()
-				return nil, nil, fmt.Errorf("lease floor table: %w", err)
+				return "", "", fmt.Errorf("lease floor table: %w", err)
 			}
 		}
 		if _, err := db.DB.ExecContext(ctx, `INSERT INTO lease_floor (id, status) SELECT i, 'PENDING' FROM generate_series(1, $1::bigint) i`, n); err != nil {
-			db.Close()
-			return nil, nil, err
+			return "", "", err
 		}
-		claim, end = floorClaim, floorEnd
 		if kind == floorRuns {
-			claim, end = floorClaimWithRun, floorEndWithRun
+			return floorClaimWithRun, floorEndWithRun, nil
 		}
+		return floorClaim, floorEnd, nil
 	case floorModel:
 		if _, err := db.ExecContext(ctx, "TRUNCATE tasks, task_runs, task_events CASCADE"); err != nil {
-			db.Close()
-			return nil, nil, fmt.Errorf("lease floor tasks (is the schema migrated?): %w", err)
+			return "", "", fmt.Errorf("lease floor tasks (is the schema migrated?): %w", err)
 		}
 		err := db.NewRaw(`INSERT INTO tasks (task_no, type, owner, queue, priority, status, max_retry, timeout_seconds, enqueued_at)
 			SELECT 'floor_' || md5(random()::text), 'bench:noop', 'bench', 'bench', 5, 'PENDING', 3, 60, now()
-			FROM generate_series(1, ?::bigint) ORDER BY 1 RETURNING id`, n).Scan(ctx, &f.ids)
+			FROM generate_series(1, ?::bigint) RETURNING id`, n).Scan(ctx, &f.ids)
 		if err != nil {
-			db.Close()
-			return nil, nil, fmt.Errorf("lease floor tasks (is the schema migrated?): %w", err)
+			return "", "", fmt.Errorf("lease floor tasks: %w", err)
 		}
 		slices.Sort(f.ids)
 		if _, err := db.ExecContext(ctx, "ANALYZE tasks"); err != nil {
-			db.Close()
-			return nil, nil, err
+			return "", "", err
 		}
-		claim, end = modelClaim, modelEnd
-	default:
-		db.Close()
-		return nil, nil, fmt.Errorf("lease floor: unknown kind %q (lean, runs, model)", kind)
+		return modelClaim, modelEnd, nil
 	}
-	f.claims, f.ends = newGroupWriter(db.DB, claim), newGroupWriter(db.DB, end)
-	return f, func() { f.claims.close(); f.ends.close(); db.Close() }, nil
+	return "", "", fmt.Errorf("lease floor: unknown kind %q (lean, runs, model)", kind)
 }
 
 // run is the handler's part: claim the job's row, (do nothing), end the attempt it claimed.
