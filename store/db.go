@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"embed"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,28 @@ type OpenOptions struct {
 	// (the extended protocol's parse-bind-execute in one round trip), still with bound
 	// parameters. Default false: each statement is prepared once per connection.
 	Pooler bool
+	// IdleInTransactionTimeout makes Postgres end a session that sits idle inside a
+	// transaction this long (idle_in_transaction_session_timeout): a process frozen mid-batch
+	// (SIGSTOP, a VM pause, a partition that keeps the TCP connection open) then releases the
+	// row locks it holds, and a takeover is not held hostage by it. 0 leaves the server's
+	// setting. Read-only snapshots opt out (see NoIdleTimeout): they lock no row.
+	IdleInTransactionTimeout time.Duration
+	// LockTimeout bounds how long any statement waits for a lock (lock_timeout). 0 leaves the
+	// server's setting.
+	LockTimeout time.Duration
+}
+
+// sessionLimits are the Postgres settings that bound how long a session may hold or wait
+// for locks, as name → value in milliseconds.
+func (o OpenOptions) sessionLimits() map[string]string {
+	limits := map[string]string{}
+	if o.IdleInTransactionTimeout > 0 {
+		limits["idle_in_transaction_session_timeout"] = fmt.Sprint(o.IdleInTransactionTimeout.Milliseconds())
+	}
+	if o.LockTimeout > 0 {
+		limits["lock_timeout"] = fmt.Sprint(o.LockTimeout.Milliseconds())
+	}
+	return limits
 }
 
 // Open connects to Postgres through pgx and wraps the pool in bun with the Postgres dialect.
@@ -47,11 +70,21 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	cfg.StatementCacheCapacity = 256
 	cfg.DescriptionCacheCapacity = 0
+	limits := opts.sessionLimits()
 	var sqldb *sql.DB
 	if opts.Pooler {
+		// A transaction-mode pooler hands each transaction whichever server session is free,
+		// and drops the startup parameters it does not know: the limits are set afresh, for
+		// the transaction only, at the start of each one.
 		cfg.StatementCacheCapacity = 0
-		sqldb = sql.OpenDB(unpreparedConnector{stdlib.GetConnector(*cfg)})
+		sqldb = sql.OpenDB(unpreparedConnector{Connector: stdlib.GetConnector(*cfg), limits: limits})
 	} else {
+		for name, v := range limits {
+			if cfg.RuntimeParams == nil {
+				cfg.RuntimeParams = map[string]string{}
+			}
+			cfg.RuntimeParams[name] = v
+		}
 		sqldb = stdlib.OpenDB(*cfg)
 	}
 	maxConns := opts.MaxOpenConns
@@ -66,18 +99,77 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 
 // unpreparedConnector hands out connections that run every statement unnamed: the store asks
 // for pgx's statement cache (see cached), which a transaction-mode pooler cannot keep.
-type unpreparedConnector struct{ driver.Connector }
+type unpreparedConnector struct {
+	driver.Connector
+	limits map[string]string // session limits set at the start of each transaction
+}
 
 func (c unpreparedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &unpreparedConn{conn.(*stdlib.Conn)}, nil
+	return &unpreparedConn{Conn: conn.(*stdlib.Conn), limits: c.limits}, nil
 }
 
 // unpreparedConn is a pgx connection whose statements never use the statement cache.
-type unpreparedConn struct{ *stdlib.Conn }
+type unpreparedConn struct {
+	*stdlib.Conn
+	limits map[string]string
+}
+
+// BeginTx starts a transaction and sets the session limits for it alone (set_config with
+// is_local): behind a pooler there is no session to set them on once, so each transaction
+// pays one more round trip.
+func (c *unpreparedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.BeginTx(ctx, opts)
+	if err != nil || len(c.limits) == 0 {
+		return tx, err
+	}
+	var args []driver.NamedValue
+	var sets []string
+	for name, v := range c.limits {
+		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: name}, driver.NamedValue{Ordinal: len(args) + 2, Value: v})
+		sets = append(sets, fmt.Sprintf("set_config($%d, $%d, true)", len(args)-1, len(args)))
+	}
+	if _, err := c.Conn.ExecContext(ctx, "SELECT "+strings.Join(sets, ", "), unprepared(args)); err != nil {
+		_ = tx.Rollback()
+		return nil, fmt.Errorf("set session limits: %w", err)
+	}
+	return tx, nil
+}
+
+// CheckSessionLimits reads the session limits back inside a transaction, as every statement
+// of the pool sees them, and reports a limit the server did not take (a pooler or a proxy
+// that drops startup parameters would otherwise leave a frozen process able to hold task
+// rows without limit, silently).
+func CheckSessionLimits(ctx context.Context, db *bun.DB, opts OpenOptions) error {
+	want := opts.sessionLimits()
+	if len(want) == 0 {
+		return nil
+	}
+	return db.RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
+		for name, v := range want {
+			var got string
+			// The setting in milliseconds, whatever unit the server shows it in.
+			if err := tx.Tx.QueryRowContext(ctx, "SELECT setting FROM pg_settings WHERE name = $1", name).Scan(&got); err != nil {
+				return fmt.Errorf("read %s: %w", name, err)
+			}
+			if got != v {
+				return fmt.Errorf("the database sessions run with %s = %sms, want %sms: a connection pooler or proxy dropped the setting", name, got, v)
+			}
+		}
+		return nil
+	})
+}
+
+// NoIdleTimeout lifts the idle-in-transaction limit for the rest of tx. It is for read-only
+// snapshots (an export reads its pages in one): they lock no row, so a pause between reads
+// holds nobody up and must not cost the snapshot.
+func NoIdleTimeout(ctx context.Context, tx bun.Tx) error {
+	_, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0")
+	return err
+}
 
 func unprepared(args []driver.NamedValue) []driver.NamedValue {
 	for i, a := range args {

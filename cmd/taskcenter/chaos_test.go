@@ -607,6 +607,9 @@ func TestChaos(t *testing.T) {
 		{"sigkill_import_50", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.50) }},
 		{"sigkill_import_90", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.90) }},
 		{"sigterm_import_50", sigtermMidImport},
+		{"sigstop_import_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "import", 0.50) }},
+		{"sigstop_export_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "export", 0.50) }},
+		{"sigstop_scheduler", freezeScheduler},
 		{"redis_flushall", func(t *testing.T, r *chaosRow) { redisFault(t, r, "flushall") }},
 		{"redis_restart", func(t *testing.T, r *chaosRow) { redisFault(t, r, "restart") }},
 		{"postgres_restart_fast", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "fast") }},
@@ -831,16 +834,90 @@ func (e *env) cleanupTrace(from time.Time, within time.Duration) string {
 // killMidTask SIGKILLs the worker running one export or import when it is at fraction at, with
 // another worker idle and ready, and checks the takeover.
 func killMidTask(t *testing.T, row *chaosRow, kind string, at float64) {
+	faultMidTask(t, row, kind, at, syscall.SIGKILL, 1)
+}
+
+// freezeMidTask is killMidTask with SIGSTOP, as a VM pause or heavy swapping would do it: the
+// process keeps its connections, and an import's worker is frozen inside a batch transaction
+// that holds the task row locked. The takeover must come within the same bound; the frozen
+// process is woken once its task was taken over and must write nothing.
+func freezeMidTask(t *testing.T, row *chaosRow, kind string, at float64) {
+	faultMidTask(t, row, kind, at, syscall.SIGSTOP, 1)
+}
+
+// freezeScheduler freezes one of two schedulers (SIGSTOP) and then SIGKILLs the worker of an
+// export: the other scheduler's cleanup rounds must still hand the task over within the bound.
+func freezeScheduler(t *testing.T, row *chaosRow) {
+	faultMidTask(t, row, "export", 0.3, syscall.SIGKILL, 2)
+	row.fault = fmt.Sprintf("SIGSTOP one of two schedulers, then SIGKILL a worker at ~30%% of an export (%d rows)", chaosExportRows)
+}
+
+// rowLockedByIdleTransaction reports whether a session of the test's database sits idle in a
+// transaction that locked a task row: where a worker frozen mid-batch leaves it.
+func (e *env) rowLockedByIdleTransaction() (bool, error) {
+	var n int
+	err := e.pg.DB.NewRaw(`SELECT count(*) FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+		WHERE a.state = 'idle in transaction' AND l.relation = 'tasks'::regclass AND l.mode = 'RowShareLock'`).
+		Scan(context.Background(), &n)
+	return n > 0, err
+}
+
+// freezeInBatch SIGSTOPs w until it is caught inside a batch transaction holding the task row
+// (a stop between batches is undone with SIGCONT and tried again a moment later).
+func (e *env) freezeInBatch(t *testing.T, w *binProc) time.Time {
+	for try := range 200 {
+		if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now()
+		for time.Since(at) < 150*time.Millisecond {
+			if held, err := e.rowLockedByIdleTransaction(); err != nil {
+				t.Fatal(err)
+			} else if held {
+				t.Logf("frozen inside a batch on try %d", try+1)
+				return at
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := w.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(20+try%7*15) * time.Millisecond)
+	}
+	t.Fatal("could not stop the worker inside a batch transaction in 200 tries")
+	return time.Time{}
+}
+
+// faultMidTask delivers sig (SIGKILL, or SIGSTOP to freeze) to the worker running one export
+// or import when it is at fraction at, with another worker idle and ready, and checks the
+// takeover. schedulers is how many api+scheduler processes run; with two, the first is frozen
+// before the fault.
+func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig syscall.Signal, schedulers int) {
 	e := newChaosEnv(t, nil, nil, nil)
+	verb := "SIGKILL"
+	if sig == syscall.SIGSTOP {
+		verb = "SIGSTOP"
+	}
 	var imp importFile
 	if kind == "export" {
-		row.fault = fmt.Sprintf("SIGKILL worker at ~%.0f%% of an export (%d rows)", at*100, chaosExportRows)
+		row.fault = fmt.Sprintf("%s worker at ~%.0f%% of an export (%d rows)", verb, at*100, chaosExportRows)
 		e.seedCustomers(chaosExportRows)
 	} else {
-		row.fault = fmt.Sprintf("SIGKILL worker at ~%.0f%% of an import (%d rows)", at*100, chaosImportRows)
+		row.fault = fmt.Sprintf("%s worker at ~%.0f%% of an import (%d rows)", verb, at*100, chaosImportRows)
 		imp = genImport(t, "K", chaosImportRows)
 	}
 	api := e.start("api,scheduler")
+	if schedulers > 1 {
+		// The binary, so that it can be frozen; the in-process one keeps serving the API.
+		sched := e.startBinary("scheduler")
+		for range schedulers - 2 {
+			e.startBinary("scheduler")
+		}
+		if err := sched.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer sched.cmd.Process.Signal(syscall.SIGCONT) //nolint:errcheck // killed at cleanup anyway
+	}
 	workers := []*binProc{e.startBinary("worker"), e.startBinary("worker")}
 	var task taskJSON
 	if kind == "export" {
@@ -871,8 +948,19 @@ func killMidTask(t *testing.T, row *chaosRow, kind string, at float64) {
 	if doomed == nil {
 		t.Fatalf("the task runs on %q, which is none of the test's workers", atKill.Worker)
 	}
-	doomed.signal(syscall.SIGKILL, 10*time.Second)
-	killedAt := time.Now()
+	var killedAt time.Time
+	switch {
+	case sig == syscall.SIGKILL:
+		doomed.signal(syscall.SIGKILL, 10*time.Second)
+		killedAt = time.Now()
+	case kind == "import":
+		killedAt = e.freezeInBatch(t, doomed)
+	default:
+		if err := doomed.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		killedAt = time.Now()
+	}
 	atKill = e.mustTask(task.ID) // what the dead attempt had committed
 	lanes := newLaneWatch(e, map[string]chaosTask{task.ID: atKill})
 	waitChaos(t, 60*time.Second, "the takeover", func() (bool, error) {
@@ -880,6 +968,13 @@ func killMidTask(t *testing.T, row *chaosRow, kind string, at float64) {
 		tk, err := e.tasksNow(task.ID)
 		return err == nil && len(tk) == 1 && (tk[0].Attempt > atKill.Attempt || tk[0].terminal()), err
 	})
+	if sig == syscall.SIGSTOP {
+		// Wake the frozen worker while the new attempt runs: whatever it still tries to
+		// write is fenced, so the result below must be exact all the same.
+		if err := doomed.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	final := e.waitTerminal(90*time.Second, task.ID)[0]
 	var o outcome
@@ -900,7 +995,7 @@ func killMidTask(t *testing.T, row *chaosRow, kind string, at float64) {
 	if final.FinishedAt != nil {
 		row.finished = secs(final.FinishedAt.Sub(killedAt))
 	}
-	row.detail = fmt.Sprintf("killed at %d/%d rows committed; attempts: %s; %s", atKill.Current, atKill.Total,
+	row.detail = fmt.Sprintf("%s at %d/%d rows committed; attempts: %s; %s", verb, atKill.Current, atKill.Total,
 		describeRuns(e.mustRuns(final.ID)), o.detail)
 	e.checkFiles(row)
 }

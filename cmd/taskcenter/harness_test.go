@@ -493,8 +493,11 @@ func (e *env) items(taskNo string) map[int]string {
 func waitReady(t *testing.T, roles string, logs *logBuffer, exited <-chan error) string {
 	t.Helper()
 	want := "workers started"
-	if strings.Contains(roles, "api") || roles == "all" {
+	switch {
+	case strings.Contains(roles, "api") || roles == "all":
 		want = "http listening"
+	case roles == "scheduler":
+		want = "scheduler started"
 	}
 	line := logs.waitFor(t, 30*time.Second, want, exited)
 	var rec struct{ Addr string }

@@ -221,7 +221,9 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	p.logger = logger.With("worker", p.workerID)
 	p.logger.Info("starting taskcenter", "roles", roles.String())
 	var err error
-	if p.db, err = store.Open(cfg.Database.URL, store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns, Pooler: cfg.Database.Pooler != ""}); err != nil {
+	dbOpts := store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns, Pooler: cfg.Database.Pooler != "",
+		IdleInTransactionTimeout: cfg.Database.IdleInTransactionTimeout, LockTimeout: cfg.Database.LockTimeout}
+	if p.db, err = store.Open(cfg.Database.URL, dbOpts); err != nil {
 		return err
 	}
 	defer p.db.Close()
@@ -234,6 +236,12 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	if err := waitForDatabase(ctx, migrateDB, p.logger); err != nil {
 		return fmt.Errorf("prepare database: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, cfg.Database.QueryTimeout)
+	err = store.CheckSessionLimits(lctx, p.db, dbOpts)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("database session limits: %w", err)
 	}
 	rdb, ok := cfg.Redis.ConnOpt().MakeRedisClient().(redis.UniversalClient)
 	if !ok {

@@ -73,6 +73,10 @@ func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
 		{"bad database url", map[string]string{"TASKCENTER_DATABASE_URL": "mysql://x"}, "database.url (TASKCENTER_DATABASE_URL) must be a postgres://"},
 		{"not a number", map[string]string{"TASKCENTER_QUEUES_IMPORTS_CONCURRENCY": "many"}, "want a whole number"},
 		{"zero concurrency", map[string]string{"TASKCENTER_QUEUES_IMPORTS_CONCURRENCY": "0"}, "queues.imports.concurrency must be at least 1"},
+		{"idle transactions outlive the takeover", map[string]string{"TASKCENTER_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT": "26s"},
+			"database.idle_in_transaction_timeout (26s) must be positive and end a frozen transaction at least one worker.heartbeat_interval (5s) before worker.takeover_after (30s)"},
+		{"lock waits outlive the takeover", map[string]string{"TASKCENTER_DATABASE_LOCK_TIMEOUT": "30s"},
+			"database.lock_timeout (30s) must be positive and below worker.takeover_after (30s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +86,24 @@ func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
 				t.Fatalf("error = %v\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSessionLimitsFollowTheTakeoverWindow(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load("../../configs/taskcenter.yaml", envMap(map[string]string{
+		"TASKCENTER_WORKER_TAKEOVER_AFTER": "2s", "TASKCENTER_WORKER_HEARTBEAT_INTERVAL": "250ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := 2 * time.Second / 3
+	if cfg.Database.IdleInTransactionTimeout != third || cfg.Database.LockTimeout != third {
+		t.Fatalf("idle_in_transaction_timeout %s, lock_timeout %s; want both %s (a third of the takeover window)",
+			cfg.Database.IdleInTransactionTimeout, cfg.Database.LockTimeout, third)
+	}
+	cfg, err = Load("../../configs/taskcenter.yaml", envMap(map[string]string{"TASKCENTER_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT": "4s"}))
+	if err != nil || cfg.Database.IdleInTransactionTimeout != 4*time.Second || cfg.Database.LockTimeout != 10*time.Second {
+		t.Fatalf("explicit 4s: %+v, %v", cfg.Database, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // Config tunes exports.
@@ -67,6 +68,9 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, fmt.Errorf("begin export snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
+	if err := store.NoIdleTimeout(ctx, tx); err != nil {
+		return jobs.Result{}, fmt.Errorf("begin export snapshot: %w", err)
+	}
 
 	total, err := src.count(ctx, tx)
 	if err != nil {

@@ -91,6 +91,9 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 		return jobs.Result{}, fmt.Errorf("begin report snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
+	if err := store.NoIdleTimeout(ctx, tx); err != nil {
+		return jobs.Result{}, fmt.Errorf("begin report snapshot: %w", err)
+	}
 	sheets := []struct {
 		name   string
 		header []string
