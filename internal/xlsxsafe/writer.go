@@ -3,6 +3,7 @@ package xlsxsafe
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -26,7 +27,8 @@ const (
 // Writer streams rows into a new .xlsx that users will open: a frozen header row, every
 // text cell neutralised, written through excelize's StreamWriter to a local scratch file
 // (storage.Store.CreateTemp) and stored whole by Commit (a rename locally, an upload to
-// S3). Close discards an uncommitted file.
+// S3). Close discards an uncommitted file. Each sheet declares the range of the cells written
+// to it as its dimension.
 // A row is always writable: columns past MaxColumns are dropped and text past MaxCellChars
 // characters is cut and ends with "…", so user data can never make the write fail.
 type Writer struct {
@@ -37,6 +39,11 @@ type Writer struct {
 	rows      int // data rows written, all sheets
 	line      int // data rows on the current sheet
 	committed bool
+
+	// The current sheet's cells end at column cols of row last (0: no cell yet); a finished
+	// sheet's range is kept in dims, by zip part, for dimensionZip.
+	cols, last int
+	dims       map[string]string
 }
 
 // NewWriter starts a workbook whose temp file name begins with prefix (a task number, so
@@ -46,7 +53,8 @@ func NewWriter(fs storage.Store, prefix, sheet string, header []string) (*Writer
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{files: fs, tmp: tmp, book: excelize.NewFile(excelize.Options{TmpDir: filepath.Dir(tmp.Name())})}
+	w := &Writer{files: fs, tmp: tmp, book: excelize.NewFile(excelize.Options{TmpDir: filepath.Dir(tmp.Name())}), dims: map[string]string{}}
+	w.book.SetZipWriter(func(out io.Writer) excelize.ZipWriter { return newDimensionZip(out, w.dims, false) })
 	if err := w.start(sheet, header); err != nil {
 		w.Close()
 		return nil, err
@@ -65,6 +73,7 @@ func (w *Writer) start(sheet string, header []string) error {
 		return fmt.Errorf("start sheet: %w", err)
 	}
 	w.sw = sw
+	w.cols, w.last = 0, 0
 	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
 		return fmt.Errorf("freeze header: %w", err)
 	}
@@ -85,8 +94,8 @@ func (w *Writer) Row(values []any) error {
 // NextSheet finishes the current sheet and starts another, with its own frozen header row;
 // later rows go to it.
 func (w *Writer) NextSheet(sheet string, header []string) error {
-	if err := w.sw.Flush(); err != nil {
-		return fmt.Errorf("finish sheet: %w", err)
+	if err := w.finishSheet(); err != nil {
+		return err
 	}
 	if _, err := w.book.NewSheet(sheet); err != nil {
 		return fmt.Errorf("add sheet %q: %w", sheet, err)
@@ -108,6 +117,27 @@ func (w *Writer) put(line int, values []any) error {
 	if err := w.sw.SetRow(cell, values); err != nil {
 		return fmt.Errorf("write row %d: %w", line, err)
 	}
+	// SetRow writes no cell for a nil value, so trailing nils do not widen the sheet.
+	for n := len(values); n > 0; n-- {
+		if values[n-1] != nil {
+			w.cols, w.last = max(w.cols, n), line
+			break
+		}
+	}
+	return nil
+}
+
+// finishSheet ends the current sheet's stream and keeps the range its cells cover, which
+// the workbook declares as the sheet's dimension when it is written.
+func (w *Writer) finishSheet() error {
+	if err := w.sw.Flush(); err != nil {
+		return fmt.Errorf("finish sheet: %w", err)
+	}
+	ref := "A1" // no cell: what an empty sheet declares
+	if w.last > 0 {
+		ref = usedRange(1, 1, w.cols, w.last)
+	}
+	w.dims[sheetPart(w.sw.SheetID)] = ref
 	return nil
 }
 
@@ -116,8 +146,8 @@ func (w *Writer) Rows() int { return w.rows }
 
 // Commit finishes the workbook and stores it under key; it returns its size.
 func (w *Writer) Commit(ctx context.Context, key string) (int64, error) {
-	if err := w.sw.Flush(); err != nil {
-		return 0, fmt.Errorf("finish sheet: %w", err)
+	if err := w.finishSheet(); err != nil {
+		return 0, err
 	}
 	if _, err := w.book.WriteTo(w.tmp); err != nil {
 		return 0, fmt.Errorf("write workbook: %w", err)
@@ -133,8 +163,8 @@ func (w *Writer) Commit(ctx context.Context, key string) (int64, error) {
 // Flush finishes the workbook in its temp file and returns the file's path, for a file that
 // is served once and not kept (Close deletes it). Commit is for files that are kept.
 func (w *Writer) Flush() (string, error) {
-	if err := w.sw.Flush(); err != nil {
-		return "", fmt.Errorf("finish sheet: %w", err)
+	if err := w.finishSheet(); err != nil {
+		return "", err
 	}
 	if _, err := w.book.WriteTo(w.tmp); err != nil {
 		return "", fmt.Errorf("write workbook: %w", err)

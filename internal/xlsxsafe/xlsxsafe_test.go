@@ -89,4 +89,5 @@ func TestWriterKeepsRowsWithinASheet(t *testing.T) {
 	if len(rows) != 2 || len(rows[0]) != MaxColumns || len(rows[1]) != MaxColumns || !strings.HasSuffix(rows[1][0], "…") {
 		t.Fatalf("rows %d, columns %d and %d", len(rows), len(rows[0]), len(rows[1]))
 	}
+	checkRanges(t, filepath.Join(root, "results", "wide.xlsx"), "A1:XFD2")
 }

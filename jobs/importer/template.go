@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 )
 
 // The import template ("下载模板"): the columns the import reads, named in the reader's
@@ -70,6 +72,7 @@ func Template(lang Lang, format Format) ([]byte, string, error) {
 	}
 	f := excelize.NewFile()
 	defer f.Close()
+	xlsxsafe.SetDimensions(f)
 	sheet := "customers"
 	if lang == LangZH {
 		sheet = "客户"

@@ -1,0 +1,131 @@
+package export
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// sheetRanges reads each worksheet of the .xlsx at path: what it declares as its dimension,
+// and the range its cells really cover, as "declared=used".
+func sheetRanges(t *testing.T, path string) []string {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var out []string
+	for _, f := range zr.File {
+		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared, c1, r1, c2, r2 := "", 0, 0, 0, 0
+		dec := xml.NewDecoder(rc)
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f.Name, err)
+			}
+			el, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			for _, a := range el.Attr {
+				switch {
+				case el.Name.Local == "dimension" && a.Name.Local == "ref":
+					declared = a.Value
+				case el.Name.Local == "c" && a.Name.Local == "r":
+					col, row, err := excelize.CellNameToCoordinates(a.Value)
+					if err != nil {
+						t.Fatalf("%s: cell %q: %v", f.Name, a.Value, err)
+					}
+					if c1 == 0 {
+						c1, r1, c2, r2 = col, row, col, row
+					}
+					c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
+				}
+			}
+		}
+		rc.Close()
+		from, _ := excelize.CoordinatesToCellName(c1, r1)
+		to, _ := excelize.CoordinatesToCellName(c2, r2)
+		out = append(out, declared+"="+from+":"+to)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// An export read in several pages declares the range of every row it wrote: a reader that
+// trusts the dimension (openpyxl read-only) sees the whole export, not its first cell.
+func TestExportDeclaresItsRange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pg := testenv.NewPostgres(t)
+	rd := testenv.NewRedis(t)
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), storage.Config{}, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pg.DB)
+	const customers = 2_500
+	if _, err := pg.DB.ExecContext(ctx, `INSERT INTO customers (code, name, phone, email, city, level)
+		SELECT 'C' || i, 'name ' || i, '13800138000', 'c' || i || '@example.com', 'Shanghai', 'gold'
+		FROM generate_series(1, ?) AS i`, customers); err != nil {
+		t.Fatal(err)
+	}
+
+	client := asynq.NewClientFromRedisClient(rd.Client)
+	rt := jobs.NewRuntime(jobs.RuntimeConfig{WorkerID: "test", HeartbeatInterval: time.Hour, TakeoverAfter: time.Hour,
+		ProgressInterval: time.Millisecond, Types: map[string]jobs.TypePolicy{CustomersType: {MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute}}},
+		jobs.RuntimeDeps{Store: st, Enqueuer: jobs.NewEnqueuer(client, asynq.NewInspectorFromRedisClient(rd.Client), nil),
+			Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rt.Register(NewCustomers(pg.DB, fs, Config{PageSize: 1000, ResultTTL: time.Hour, MaxRows: 10_000}))
+	t.Cleanup(rt.Close)
+
+	params, _ := json.Marshal(CustomerParams{})
+	task, _, err := st.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: CustomersType, Owner: "alice",
+		Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
+	rt.ProcessTask(ctx, asynq.NewTask(CustomersType, payload)) //nolint:errcheck // the row says how it ended
+	done, err := st.GetByID(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res ResultData
+	if err := json.Unmarshal(done.Result, &res); err != nil || done.Status != store.StatusSuccess || res.Rows != customers {
+		t.Fatalf("export %s: %s (%v)", done.Status, done.Result, err)
+	}
+	// Eight columns; the header and a row per customer.
+	if got, want := sheetRanges(t, filepath.Join(root, filepath.FromSlash(res.File))), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
+		t.Fatalf("declared=used %q, want %q", got, want)
+	}
+}

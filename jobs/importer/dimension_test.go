@@ -1,0 +1,154 @@
+package importer
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// sheetRanges reads each worksheet of the .xlsx in b: what it declares as its dimension,
+// and the range its cells really cover, as "declared=used".
+func sheetRanges(t *testing.T, b []byte) []string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range zr.File {
+		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared, c1, r1, c2, r2 := "", 0, 0, 0, 0
+		dec := xml.NewDecoder(rc)
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f.Name, err)
+			}
+			el, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			for _, a := range el.Attr {
+				switch {
+				case el.Name.Local == "dimension" && a.Name.Local == "ref":
+					declared = a.Value
+				case el.Name.Local == "c" && a.Name.Local == "r":
+					col, row, err := excelize.CellNameToCoordinates(a.Value)
+					if err != nil {
+						t.Fatalf("%s: cell %q: %v", f.Name, a.Value, err)
+					}
+					if c1 == 0 {
+						c1, r1, c2, r2 = col, row, col, row
+					}
+					c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
+				}
+			}
+		}
+		rc.Close()
+		from, _ := excelize.CoordinatesToCellName(c1, r1)
+		to, _ := excelize.CoordinatesToCellName(c2, r2)
+		out = append(out, declared+"="+from+":"+to)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The template declares the range of its header and example row, so a reader that trusts
+// the dimension (openpyxl read-only) sees both rows and every column.
+func TestTemplateDeclaresItsRange(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []Lang{LangEN, LangZH} {
+		b, _, err := Template(lang, XLSX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sheetRanges(t, b); !slices.Equal(got, []string{"A1:F2=A1:F2"}) {
+			t.Errorf("%s template: declared=used %q, want A1:F2", lang, got)
+		}
+	}
+}
+
+// The error report declares the range of what it holds: the header and one row per rejected
+// row, as wide as the widest of the header and the rejected rows' original cells. So does a
+// report written again in another language.
+func TestErrorReportDeclaresItsRange(t *testing.T) {
+	t.Parallel()
+	pg := testenv.NewPostgres(t)
+	st := store.New(pg.DB)
+	root := t.TempDir()
+	fs, err := storage.New(t.Context(), storage.Config{}, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := []string{"code", "name", "phone"}
+	task, _, err := st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []store.Item
+	for i, cells := range [][]string{{"C1", "n"}, {"C2", "n", "1", "extra", "more"}, {"C3"}} {
+		raw, _ := json.Marshal(cells)
+		items = append(items, store.Item{TaskID: task.ID, Row: i + 2, Field: "phone", Message: "phone: required", Raw: raw})
+	}
+	err = pg.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		return store.InsertItems(ctx, tx, items)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Row number, fields and reason, then the widest row's five original cells; three rows
+	// under the header.
+	want := []string{"A1:H4=A1:H4"}
+
+	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
+	rel, _, err := writeErrorReport(context.Background(), st, fs, l, storage.AttemptPrefix(l.TaskNo, l.Attempt), header, LangEN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sheetRanges(t, b); !slices.Equal(got, want) {
+		t.Errorf("stored report: declared=used %q, want %q", got, want)
+	}
+
+	task.Checkpoint, _ = json.Marshal(checkpoint{Header: header}) // as the import leaves it
+	p, done, err := ErrorReportIn(context.Background(), st, fs, task, LangZH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if b, err = os.ReadFile(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := sheetRanges(t, b); !slices.Equal(got, want) {
+		t.Errorf("report in zh: declared=used %q, want %q", got, want)
+	}
+}
