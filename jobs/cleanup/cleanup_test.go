@@ -51,6 +51,12 @@ type fixture struct {
 	root    string // the data dir
 	cleaner *cleanup.Cleaner
 	insp    *asynq.Inspector
+	seen    *reports // every report cleaner's rounds gave its observer
+
+	// What cleaner was built from, for building a second replica (replica).
+	cfg    cleanup.Config
+	enq    *jobs.Enqueuer
+	logger *slog.Logger
 }
 
 func newFixture(t *testing.T, batch int) *fixture {
@@ -75,8 +81,10 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Files: fs, Logger: logger})
-	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp}
+	enq := jobs.NewEnqueuer(client, insp, nil)
+	seen := &reports{}
+	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, Observer: seen, Logger: logger})
+	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
 }
 
 func (f *fixture) task(params string) *store.Task {
@@ -340,6 +348,11 @@ func TestGuardRunsASlotOnce(t *testing.T) {
 	// Three deliveries within one minute's slot (or two, straddling a minute boundary).
 	if len(rounds) == 0 || len(rounds) > 2 || rounds[0].FinishedAt == nil {
 		t.Fatalf("rounds = %+v, want the slot recorded once and finished", rounds)
+	}
+	// The row alone cannot tell a guarded delivery from one that ran anyway (the insert is
+	// ON CONFLICT DO NOTHING either way): the round itself must have run once per slot.
+	if n := f.seen.count(); n != len(rounds) {
+		t.Fatalf("%d rounds ran for %d slots, want one per slot", n, len(rounds))
 	}
 }
 
