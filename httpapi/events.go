@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/textcheck"
+	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -295,11 +296,20 @@ func (st *taskStream) handle(ctx context.Context, m hubMessage) (bool, error) {
 		if st.view.Status != store.StatusRunning || m.progress.Progress.Current < st.view.Progress.Current {
 			return false, nil
 		}
-		st.view.Progress = *m.progress.Progress
-		st.view.UpdatedAt = m.progress.Progress.UpdatedAt
+		st.view = withProgress(st.view, m.progress)
 		return false, st.sw.event("progress", st.cursor, StreamView{TaskView: st.view})
 	}
 	return false, nil
+}
+
+// withProgress is v moved to a progress notice: the progress and the counts of the same
+// committed batch (a notice never takes the counts back).
+func withProgress(v TaskView, n *jobs.Notice) TaskView {
+	v.Progress, v.UpdatedAt = *n.Progress, n.Progress.UpdatedAt
+	if n.Counts != nil && n.Counts.Total >= v.Counts.Total {
+		v.Counts = *n.Counts
+	}
+	return v
 }
 
 func eventView(e *store.Event) *EventView {
@@ -431,7 +441,7 @@ func (ss *scopeStream) handle(ctx context.Context, m hubMessage) (bool, error) {
 		if v.Status != store.StatusRunning || n.Progress.Current < v.Progress.Current {
 			return false, nil
 		}
-		v.Progress, v.UpdatedAt = *n.Progress, n.Progress.UpdatedAt
+		v = withProgress(v, n)
 		ss.remember(v)
 		return false, ss.sw.event("progress", ss.cursor, StreamView{TaskView: v})
 	}

@@ -254,12 +254,17 @@ func TestTaskStreamDeliversStatusAndProgressInOrderThenEnds(t *testing.T) {
 		t.Fatalf("started event: id %s data %s", started.ID, started.Data)
 	}
 	for _, cur := range []int64{25, 50, 75} {
-		if err := s.board.Set(context.Background(), task.TaskNo, task.Owner, cur, 100); err != nil {
+		counts := Counts{Total: cur, Success: cur - 3, Failed: 3}
+		if err := s.board.Set(context.Background(), task.TaskNo, task.Owner, cur, 100, counts); err != nil {
 			t.Fatal(err)
 		}
 		ev, v := c.expect("progress", store.StatusRunning)
 		if v.Progress.Current != cur || v.Progress.Percent != int(cur) || ev.ID != started.ID {
 			t.Fatalf("progress event id %s (want %s, the last status id) data %s", ev.ID, started.ID, ev.Data)
+		}
+		// Every progress event is the whole view: its counts are those of the same batch.
+		if v.Counts != counts {
+			t.Fatalf("progress event at %d carries counts %+v, want %+v: %s", cur, v.Counts, counts, ev.Data)
 		}
 	}
 	s.succeed(t, task, lease, store.StatusPartialSuccess)
@@ -356,10 +361,10 @@ func TestScopeStreamCarriesOnlyTheCallersTasks(t *testing.T) {
 	see()
 	lease := s.start(t, alice)
 	see()
-	s.board.Set(context.Background(), alice.TaskNo, alice.Owner, 10, 20) //nolint:errcheck
+	s.board.Set(context.Background(), alice.TaskNo, alice.Owner, 10, 20, Counts{Total: 10, Success: 10}) //nolint:errcheck
 	see()
 	bobs := s.submit(t, bobToken)
-	s.board.Set(context.Background(), alice.TaskNo, alice.Owner, 20, 20) //nolint:errcheck
+	s.board.Set(context.Background(), alice.TaskNo, alice.Owner, 20, 20, Counts{Total: 20, Success: 20}) //nolint:errcheck
 	see()
 	s.succeed(t, alice, lease, store.StatusSuccess)
 	see()
@@ -440,7 +445,7 @@ func TestOneRedisSubscriptionServesEveryStream(t *testing.T) {
 	}
 	t.Logf("%d streams, 1 subscription of this API; PUBSUB NUMSUB %s = %d (all processes on this Redis)", n, jobs.EventsChannel, numsub[jobs.EventsChannel])
 
-	s.board.Set(ctx, task.TaskNo, task.Owner, 7, 10) //nolint:errcheck
+	s.board.Set(ctx, task.TaskNo, task.Owner, 7, 10, Counts{Total: 7, Success: 7}) //nolint:errcheck
 	for i, c := range clients {
 		if _, v := c.expect("progress", store.StatusRunning); v.Progress.Current != 7 {
 			t.Fatalf("client %d: %+v", i, v.Progress)

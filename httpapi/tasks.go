@@ -230,6 +230,11 @@ func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, resultFil
 		return nil, resultFile{}, err
 	}
 	t, err := s.Store.Get(r.Context(), id, p.Scope())
+	if errors.Is(err, store.ErrNotFound) {
+		// An archived task is a finished one whose files have gone: its downloads answer
+		// 410 like any expired result's.
+		t, err = s.Store.GetArchived(r.Context(), id, p.Scope())
+	}
 	if err != nil {
 		return nil, resultFile{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -34,12 +35,8 @@ type TaskView struct {
 	Links           Links           `json:"links"`
 }
 
-// Counts are the rows a task has handled.
-type Counts struct {
-	Total   int64 `json:"total"`
-	Success int64 `json:"success"`
-	Failed  int64 `json:"failed"`
-}
+// Counts are the rows a task has handled (internal/task).
+type Counts = task.Counts
 
 // ErrorView is why a task failed (or why its last attempt did).
 type ErrorView struct {
@@ -167,7 +164,9 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 		CancelRequested: t.CancelRequested, CreatedAt: t.CreatedAt.UTC(), StartedAt: utc(t.StartedAt),
 		FinishedAt: utc(t.FinishedAt), UpdatedAt: t.UpdatedAt.UTC(), Links: Links{Self: self},
 	}
-	finished := t.Status == store.StatusSuccess || t.Status == store.StatusPartialSuccess
+	// Work that ran to the end shows 100 %, whatever its outcome (an import whose every row
+	// was rejected read the whole file).
+	finished := t.Status.Succeeded() || (t.Status.Terminal() && t.ProgressTotal > 0 && t.ProgressCurrent >= t.ProgressTotal)
 	v.Progress = jobs.Progress{Current: t.ProgressCurrent, Total: t.ProgressTotal,
 		Percent: jobs.Percent(t.ProgressCurrent, t.ProgressTotal, finished), UpdatedAt: t.UpdatedAt.UTC()}
 	if live != nil && t.Status == store.StatusRunning && live.Current >= t.ProgressCurrent {
@@ -190,7 +189,7 @@ func taskView(t *store.Task, live *jobs.Progress, now time.Time) TaskView {
 	switch {
 	case t.Status.Waiting() || (t.Status == store.StatusRunning && !t.CancelRequested):
 		v.Links.Cancel = self + "/cancel"
-	case t.Status.Retryable():
+	case task.CanRetry(t.Status, t.ErrorCode):
 		v.Links.Retry = self + "/retry"
 	}
 	if v.Params == nil {

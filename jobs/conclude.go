@@ -47,10 +47,12 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 		if run.cancelRequested.Load() {
 			run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
 		}
-		outcome := store.Outcome{Status: status, Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
+		outcome := store.Outcome{Status: status, ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage, Counts: res.Counts,
+			Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
+		ending := store.SuccessEnding(l, outcome)
 		task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
 			if rt.complete != nil {
-				return rt.complete.End(ctx, store.SuccessEnding(l, outcome))
+				return rt.complete.End(ctx, ending)
 			}
 			return rt.store.Succeed(ctx, l, outcome)
 		})

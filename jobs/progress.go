@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/internal/batch"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // Progress is a running task's progress as readers see it.
@@ -61,6 +62,9 @@ type Notice struct {
 	TaskNo   string    `json:"task_no"`
 	Owner    string    `json:"owner"`
 	Progress *Progress `json:"progress,omitempty"`
+	// Counts are the task's counts as of the batch the progress belongs to, so that a live
+	// view shows counts and progress of the same moment.
+	Counts *task.Counts `json:"counts,omitempty"`
 }
 
 // Notice kinds.
@@ -94,8 +98,8 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`)
 
-// Set records progress for a running task and announces it.
-func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64) error {
+// Set records progress for a running task and announces it with the task's counts.
+func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64, counts task.Counts) error {
 	now := time.Now().UTC()
 	err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
 		current, total, Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
@@ -103,7 +107,7 @@ func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, 
 		return err
 	}
 	return b.publish(ctx, Notice{Kind: NoticeProgress, TaskNo: taskNo, Owner: owner,
-		Progress: &Progress{Current: current, Total: total, Percent: Percent(current, total, false), UpdatedAt: now}})
+		Progress: &Progress{Current: current, Total: total, Percent: Percent(current, total, false), UpdatedAt: now}, Counts: &counts})
 }
 
 // Changed announces that a task's status changed (after the change committed).

@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -37,12 +38,14 @@ type Run struct {
 	lastProgress time.Time // last progress report or committed batch
 	current      int64     // progress at lastProgress
 	total        int64
+	counts       task.Counts // the task's counts as of its last committed batch
 }
 
 func newRun(rt *Runtime, c *store.Claimed, logger *slog.Logger) *Run {
 	r := &Run{Task: c.Task, Lease: c.Lease, Trigger: c.Trigger, Logger: logger, rt: rt, started: time.Now()}
 	r.lastProgress = r.started
 	r.current, r.total = c.Task.ProgressCurrent, c.Task.ProgressTotal
+	r.counts = task.Counts{Total: c.Task.TotalCount, Success: c.Task.SuccessCount, Failed: c.Task.FailedCount}
 	r.cancelRequested.Store(c.Task.CancelRequested)
 	return r
 }
@@ -148,6 +151,11 @@ func (r *Run) CommitBatch(ctx context.Context, write func(ctx context.Context, t
 		r.rt.observer.RowsProcessed(r.Task.Type, int(committed.SuccessDelta), int(committed.FailedDelta))
 	}
 	r.observeCancel(req)
+	r.mu.Lock()
+	r.counts.Total += committed.TotalDelta
+	r.counts.Success += committed.SuccessDelta
+	r.counts.Failed += committed.FailedDelta
+	r.mu.Unlock()
 	r.moved(committed.ProgressCurrent, committed.ProgressTotal)
 	r.putBoard(ctx, committed.ProgressCurrent, committed.ProgressTotal)
 	return r.Checkpoint(ctx)
@@ -175,11 +183,12 @@ func (r *Run) putBoard(ctx context.Context, current, total int64) {
 	if due {
 		r.lastBoardPut = time.Now()
 	}
+	counts := r.counts
 	r.mu.Unlock()
 	if !due {
 		return
 	}
-	if err := r.rt.board.Set(ctx, r.Lease.TaskNo, r.Task.Owner, current, total); err != nil {
+	if err := r.rt.board.Set(ctx, r.Lease.TaskNo, r.Task.Owner, current, total, counts); err != nil {
 		// Progress in Redis is a convenience; the database copy is authoritative.
 		r.Logger.Debug("progress board unavailable", "err", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -35,8 +36,15 @@ type Handler interface {
 
 // Result is how a successful attempt ended.
 type Result struct {
-	// Status is SUCCESS (the default) or PARTIAL_SUCCESS.
-	Status store.Status
+	// Status is the outcome of the finished work, decided by task.Outcome for work that
+	// counts rows: SUCCESS (the default), PARTIAL_SUCCESS, or FAILED with ErrorCode and
+	// ErrorMessage when the whole input was judged bad (the result, e.g. its error report,
+	// is kept all the same).
+	Status                  store.Status
+	ErrorCode, ErrorMessage string
+	// Counts, when set, are the task's final counts (an export's rows written); nil keeps
+	// what its batches committed.
+	Counts *task.Counts
 	// Data is stored as the task's result (JSON), e.g. the result file and row count.
 	Data any
 	// ExpiresAt is when the result file stops being downloadable; nil for never.
@@ -272,8 +280,26 @@ type outcome struct {
 	err error
 }
 
+// policyOf is the policy that decides t's fate: the one fixed on its row at submit, so that
+// a config change, or a replica with another config, cannot change what a submitted task gets.
+// A row written before the policy columns existed takes the missing parts from configured.
+func policyOf(t *store.Task, configured TypePolicy) TypePolicy {
+	p := configured
+	p.MaxRetry = t.MaxRetry
+	ms := func(v *int64, d time.Duration) time.Duration {
+		if v == nil {
+			return d
+		}
+		return time.Duration(*v) * time.Millisecond
+	}
+	p.RetryBase = ms(t.RetryBaseMS, p.RetryBase)
+	p.MaxRuntime = ms(t.MaxRuntimeMS, p.MaxRuntime)
+	p.StallAfter = ms(t.StallAfterMS, p.StallAfter)
+	return p
+}
+
 func (rt *Runtime) execute(ctx context.Context, h Handler, c *store.Claimed, logger *slog.Logger) error {
-	policy := rt.cfg.Types[c.Task.Type]
+	policy := policyOf(c.Task, rt.cfg.Types[c.Task.Type])
 	run := newRun(rt, c, logger)
 	wctx := context.WithoutCancel(ctx)
 	if c.Trigger == "takeover" || c.Trigger == "resume" || c.Trigger == "retry" {

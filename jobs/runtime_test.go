@@ -80,7 +80,8 @@ func (f *rtFixture) runtime(h Handler, worker string) *Runtime {
 func (f *rtFixture) task() *store.Task {
 	f.t.Helper()
 	task, _, err := f.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: "alice",
-		Queue: "work", MaxRetry: f.policy.MaxRetry, TimeoutSeconds: 1800})
+		Queue: "work", MaxRetry: f.policy.MaxRetry, TimeoutSeconds: 1800,
+		RetryBase: f.policy.RetryBase, MaxRuntime: f.policy.MaxRuntime, StallAfter: f.policy.StallAfter})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ type SubmitPolicy struct {
 	Queue          string
 	MaxRetry       int
 	TimeoutSeconds int
+	// RetryBase, MaxRuntime and StallAfter complete the policy fixed on each task's row at
+	// submit: the worker that runs it reads them there, not from its own config.
+	RetryBase, MaxRuntime, StallAfter time.Duration
 	// Priority is the type's default priority (1 first … 9 last).
 	Priority int
 	// MaxWaitingPerOwner caps one owner's waiting tasks in the type's queue: a submit over it
@@ -134,7 +137,7 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 		admitted = append(admitted, i)
 		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
 			Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
-			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds})
+			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter})
 	}
 	if len(nts) == 0 {
 		return res, nil

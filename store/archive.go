@@ -61,6 +61,10 @@ func (s *Store) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 		}
 		steps := []string{
 			`INSERT INTO tasks_archive (` + taskColumns + `) SELECT ` + taskColumns + ` FROM tasks WHERE id = ANY($1::bigint[])`,
+			// The files went before the archive (see cleanup): the result says so, as an
+			// expired one does.
+			`UPDATE tasks_archive SET result = result || '{"expired": true}'::jsonb
+			 WHERE id = ANY($1::bigint[]) AND jsonb_typeof(result) = 'object'`,
 			`INSERT INTO task_runs_archive (` + runColumns + `) SELECT ` + runColumns + ` FROM task_runs WHERE task_id = ANY($1::bigint[])`,
 			`INSERT INTO task_logs_archive (` + logColumns + `) SELECT ` + logColumns + ` FROM task_logs WHERE task_id = ANY($1::bigint[])`,
 			`INSERT INTO task_items_archive (` + itemColumns + `) SELECT ` + itemColumns + ` FROM task_items WHERE task_id = ANY($1::bigint[])`,

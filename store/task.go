@@ -7,49 +7,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// Status is a task's position in the state machine (DESIGN §3).
-type Status string
+// Status is a task's status; the rules live in internal/task.
+type Status = task.Status
 
-// Task statuses.
+// Task statuses (see internal/task).
 const (
-	StatusPending        Status = "PENDING"
-	StatusRunning        Status = "RUNNING"
-	StatusRetryWait      Status = "RETRY_WAIT"
-	StatusSuccess        Status = "SUCCESS"
-	StatusPartialSuccess Status = "PARTIAL_SUCCESS"
-	StatusFailed         Status = "FAILED"
-	StatusTimeout        Status = "TIMEOUT"
-	StatusCancelled      Status = "CANCELLED"
+	StatusPending        = task.StatusPending
+	StatusRunning        = task.StatusRunning
+	StatusRetryWait      = task.StatusRetryWait
+	StatusSuccess        = task.StatusSuccess
+	StatusPartialSuccess = task.StatusPartialSuccess
+	StatusFailed         = task.StatusFailed
+	StatusTimeout        = task.StatusTimeout
+	StatusCancelled      = task.StatusCancelled
 )
-
-// AllStatuses lists every status, for validation of filters.
-var AllStatuses = []Status{StatusPending, StatusRunning, StatusRetryWait, StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled}
-
-// Terminal reports whether no transition leaves s (except a manual retry).
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// Waiting reports whether s is runnable once due.
-func (s Status) Waiting() bool { return s == StatusPending || s == StatusRetryWait }
-
-// Retryable reports whether the retry API accepts a task in status s.
-func (s Status) Retryable() bool {
-	return s == StatusFailed || s == StatusTimeout || s == StatusCancelled
-}
-
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool { return slices.Contains(AllStatuses, s) }
 
 // Task is one row of the tasks table.
 type Task struct {
@@ -84,13 +62,17 @@ type Task struct {
 	Result          json.RawMessage `bun:"result,type:jsonb,nullzero"`
 	ResultExpiresAt *time.Time      `bun:"result_expires_at"`
 	TimeoutSeconds  int             `bun:"timeout_seconds"`
-	EnqueuedAt      *time.Time      `bun:"enqueued_at"`
-	AlertDueAt      *time.Time      `bun:"alert_due_at"`
-	AlertedAt       *time.Time      `bun:"alerted_at"`
-	CreatedAt       time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
-	StartedAt       *time.Time      `bun:"started_at"`
-	FinishedAt      *time.Time      `bun:"finished_at"`
-	UpdatedAt       time.Time       `bun:"updated_at,nullzero,notnull,default:now()"`
+	// The rest of the policy fixed at submit (NULL on rows older than the columns).
+	RetryBaseMS  *int64     `bun:"retry_base_ms"`
+	MaxRuntimeMS *int64     `bun:"max_runtime_ms"`
+	StallAfterMS *int64     `bun:"stall_after_ms"`
+	EnqueuedAt   *time.Time `bun:"enqueued_at"`
+	AlertDueAt   *time.Time `bun:"alert_due_at"`
+	AlertedAt    *time.Time `bun:"alerted_at"`
+	CreatedAt    time.Time  `bun:"created_at,nullzero,notnull,default:now()"`
+	StartedAt    *time.Time `bun:"started_at"`
+	FinishedAt   *time.Time `bun:"finished_at"`
+	UpdatedAt    time.Time  `bun:"updated_at,nullzero,notnull,default:now()"`
 }
 
 // Run is one execution attempt of a task.
@@ -162,8 +144,8 @@ func (l Lease) String() string { return fmt.Sprintf("%s#%d", l.TaskNo, l.Attempt
 
 // Scope is who is asking: a user sees their own tasks, an admin sees all.
 type Scope struct {
-	Owner string
-	Admin bool
+	Owner string `json:"owner"`
+	Admin bool   `json:"admin"`
 }
 
 // Errors callers branch on.
@@ -178,8 +160,13 @@ var (
 type ConflictError struct {
 	Op     string
 	Status Status
+	// Reason, when set, says why a task in a status the operation usually takes is refused.
+	Reason string
 }
 
 func (e *ConflictError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("cannot %s this task: %s", e.Op, e.Reason)
+	}
 	return fmt.Sprintf("cannot %s a task that is %s", e.Op, e.Status)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // This file holds every task state transition (DESIGN §3). Each one is a single conditional
@@ -44,6 +46,9 @@ type NewTask struct {
 	RequestID      string
 	MaxRetry       int
 	TimeoutSeconds int
+	// RetryBase, MaxRuntime and StallAfter complete the policy fixed on the row (see
+	// migration task_policy).
+	RetryBase, MaxRuntime, StallAfter time.Duration
 	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
 	// Tasks of several requests written in one statement each carry their request's.
 	Audit *Audit
@@ -75,6 +80,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		nos, types, owners, queues, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		params, requests, titles         = make([]string, n), make([]string, n), make([]string, n)
 		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
+		retryBases, runtimes, stalls     = make([]int64, n), make([]int64, n), make([]int64, n)
 		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		audits                           = make([]*Audit, n)
 	)
@@ -82,6 +88,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
 		params[i], requests[i], titles[i] = cmpOr(string(nt.Params), "{}"), nt.RequestID, nt.Title
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
+		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
 		audits[i] = nt.Audit
 		if audits[i] == nil {
 			audits[i] = AuditOf(ctx)
@@ -94,14 +101,15 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	err := all(ctx, s.db, s.db.DB, &rows, `
 		WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[]) WITH ORDINALITY
+			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+			                     $16::bigint[], $17::bigint[], $18::bigint[]) WITH ORDINALITY
 			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
-			     actor, via, client_addr, audit_request_id, ord)
+			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms, ord)
 		), t AS (
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
-			                   max_retry, timeout_seconds, enqueued_at, title)
+			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms)
 			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
-			       max_retry, timeout_seconds, now(), title
+			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms
 			FROM v ORDER BY ord
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
@@ -113,7 +121,8 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			FROM t JOIN v ON v.task_no = t.task_no WHERE v.actor <> ''
 		)
 		SELECT `+taskColumns+` FROM t`,
-		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs)
+		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
+		retryBases, runtimes, stalls)
 	if err != nil {
 		return nil, fmt.Errorf("create tasks: %w", err)
 	}
@@ -491,22 +500,24 @@ func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context
 	return cancelRequested, err
 }
 
-// Outcome is how a successful attempt ended.
+// Outcome is how an attempt whose work ran to the end turned out (see task.Outcome).
 type Outcome struct {
-	Status          Status // SUCCESS or PARTIAL_SUCCESS
-	Result          json.RawMessage
-	ResultExpiresAt *time.Time
-	Message         string // for the task log
+	Status Status // SUCCESS, PARTIAL_SUCCESS, or FAILED when the work judged its whole input bad
+	// ErrorCode and ErrorMessage say why a FAILED outcome failed (required for it).
+	ErrorCode, ErrorMessage string
+	Result                  json.RawMessage
+	ResultExpiresAt         *time.Time
+	// Counts, when set, are the task's final counts (an export's rows written), and its
+	// progress ends at their total; nil keeps the counts its batches committed.
+	Counts  *task.Counts
+	Message string // for the task log
 }
 
-// Succeed ends the attempt: RUNNING → SUCCESS or PARTIAL_SUCCESS. A cancel requested after the
-// work was done does not undo it: the task ends by its real outcome, and the log says so.
+// Succeed ends the attempt with the outcome of its finished work: RUNNING → SUCCESS,
+// PARTIAL_SUCCESS, or FAILED (every row rejected), with its result. A cancel requested after
+// the work was done does not undo it: the task ends by its real outcome, and the log says so.
 func (s *Store) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) {
-	if o.Status != StatusSuccess && o.Status != StatusPartialSuccess {
-		return nil, fmt.Errorf("succeed %s: status %s is not a success", l, o.Status)
-	}
-	return s.endAttempt(ctx, l, ending{op: "succeed", to: o.Status, result: nullJSON(o.Result),
-		resultExpiresAt: o.ResultExpiresAt, log: o.Message})
+	return s.endAttempt(ctx, l, SuccessEnding(l, o).e)
 }
 
 // Fail ends the attempt and the task on bad input: RUNNING → FAILED (CANCELLED when a cancel
@@ -565,13 +576,16 @@ type ending struct {
 	errorMessage    string   // tasks.error_message
 	retryDelta      int      // added to retry_count
 	retryInSecs     *float64 // next_retry_at = now() + this; nil: NULL
-	result          *string  // result jsonb, for a success
+	outcome         bool     // the work ran to the end: its result, expiry and full progress are written
+	result          *string  // result jsonb, for an outcome
 	resultExpiresAt *time.Time
-	alert           bool   // an alert is due once this commits
-	runStatus       string // task_runs.status; default: to
-	runError        string // task_runs.error
-	level           string // task log level; default info
-	log             string // task log message; empty: no line
+	counts          *task.Counts // final counts; nil keeps the committed ones
+	invalid         error        // why this ending must not be written
+	alert           bool         // an alert is due once this commits
+	runStatus       string       // task_runs.status; default: to
+	runError        string       // task_runs.error
+	level           string       // task log level; default info
+	log             string       // task log message; empty: no line
 }
 
 // endAttempt moves a RUNNING task owned by l to e.to (or CANCELLED, see ending.cancelWins),
@@ -593,9 +607,19 @@ type Ending struct {
 	e     ending
 }
 
-// SuccessEnding is the ending Succeed writes, for EndAttempts.
+// SuccessEnding is the ending Succeed writes, for EndAttempts. An outcome that is not one of
+// finished work (see Outcome) makes the write fail without writing anything.
 func SuccessEnding(l Lease, o Outcome) Ending {
-	return Ending{Lease: l, e: ending{op: "succeed", to: o.Status, result: nullJSON(o.Result), resultExpiresAt: o.ResultExpiresAt, log: o.Message}}
+	e := ending{op: "succeed", to: o.Status, outcome: true, result: nullJSON(o.Result), resultExpiresAt: o.ResultExpiresAt,
+		counts: o.Counts, log: o.Message}
+	switch {
+	case o.Status.Succeeded():
+	case o.Status == StatusFailed && o.ErrorCode != "":
+		e.op, e.errorCode, e.errorMessage, e.runError, e.level = "fail", o.ErrorCode, o.ErrorMessage, o.ErrorMessage, "error"
+	default:
+		e.invalid = fmt.Errorf("end %s: %s with error code %q is not an outcome of finished work", l, o.Status, o.ErrorCode)
+	}
+	return Ending{Lease: l, e: e}
 }
 
 // EndAttempts writes many attempts' endings in one statement (one transaction, one fsync): the
@@ -606,12 +630,19 @@ func (s *Store) EndAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 }
 
 func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
+	for _, en := range endings {
+		if en.e.invalid != nil {
+			return nil, en.e.invalid
+		}
+	}
 	n := len(endings)
 	var (
 		ids                                     = make([]int64, n)
 		attempts, retryDelta                    = make([]int32, n), make([]int32, n)
 		cancelWins, needCancel, alert, hasRetry = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
-		hasResult, hasExpiry                    = make([]bool, n), make([]bool, n)
+		hasResult, hasExpiry, outcome           = make([]bool, n), make([]bool, n), make([]bool, n)
+		hasCounts                               = make([]bool, n)
+		totals, successes, failures             = make([]int64, n), make([]int64, n), make([]int64, n)
 		to, codes, messages, results            = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		runStatus, runErrors, levels, logs      = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		retryIn                                 = make([]float64, n)
@@ -631,6 +662,10 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 		if e.resultExpiresAt != nil {
 			hasExpiry[i], expires[i] = true, *e.resultExpiresAt
 		}
+		if c := e.counts; c != nil {
+			hasCounts[i], totals[i], successes[i], failures[i] = true, c.Total, c.Success, c.Failed
+		}
+		outcome[i] = e.outcome
 		runStatus[i], runErrors[i] = cmpOr(e.runStatus, string(e.to)), e.runError
 		levels[i], logs[i] = cmpOr(e.level, "info"), e.log
 	}
@@ -639,9 +674,11 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 		WITH v AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[], $3::bool[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bool[],
 			                     $9::float8[], $10::bool[], $11::text[], $12::bool[], $13::timestamptz[], $14::bool[], $15::bool[],
-			                     $16::text[], $17::text[], $18::text[], $19::text[])
+			                     $16::text[], $17::text[], $18::text[], $19::text[], $20::bool[], $21::bool[], $22::bigint[],
+			                     $23::bigint[], $24::bigint[])
 			AS v(id, attempt, cancel_wins, "to", code, message, retry_delta, has_retry, retry_in, has_result, result,
-			     has_expiry, expires, alert, need_cancel, run_status, run_error, level, log)
+			     has_expiry, expires, alert, need_cancel, run_status, run_error, level, log, outcome, has_counts,
+			     total, success, failed)
 		), t AS (
 			UPDATE tasks SET
 			    status = CASE WHEN v.cancel_wins AND tasks.cancel_requested THEN 'CANCELLED' ELSE v."to" END,
@@ -652,12 +689,16 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 			                         ELSE now() + make_interval(secs => v.retry_in) END,
 			    enqueued_at = CASE WHEN v."to" = 'RETRY_WAIT' AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN now() ELSE tasks.enqueued_at END,
 			    finished_at = CASE WHEN v."to" = 'RETRY_WAIT' AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN NULL ELSE now() END,
-			    result = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN CASE WHEN v.has_result THEN v.result::jsonb END
-			                  ELSE tasks.result END,
-			    result_expires_at = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN CASE WHEN v.has_expiry THEN v.expires END
-			                             ELSE tasks.result_expires_at END,
-			    progress_current = CASE WHEN v."to" IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN GREATEST(tasks.progress_current, tasks.progress_total)
+			    result = CASE WHEN v.outcome THEN CASE WHEN v.has_result THEN v.result::jsonb END ELSE tasks.result END,
+			    result_expires_at = CASE WHEN v.outcome THEN CASE WHEN v.has_expiry THEN v.expires END ELSE tasks.result_expires_at END,
+			    -- Final counts are the task's one row total: its progress ends there too.
+			    progress_current = CASE WHEN v.has_counts THEN v.total
+			                            WHEN v.outcome THEN GREATEST(tasks.progress_current, tasks.progress_total)
 			                            ELSE tasks.progress_current END,
+			    progress_total = CASE WHEN v.has_counts THEN v.total ELSE tasks.progress_total END,
+			    total_count = CASE WHEN v.has_counts THEN v.total ELSE tasks.total_count END,
+			    success_count = CASE WHEN v.has_counts THEN v.success ELSE tasks.success_count END,
+			    failed_count = CASE WHEN v.has_counts THEN v.failed ELSE tasks.failed_count END,
 			    alert_due_at = CASE WHEN v.alert AND NOT (v.cancel_wins AND tasks.cancel_requested) THEN now() ELSE tasks.alert_due_at END,
 			    updated_at = now()
 			FROM v
@@ -677,7 +718,7 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 		)
 		SELECT `+taskColumns+` FROM t`,
 		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
-		alert, needCancel, runStatus, runErrors, levels, logs)
+		alert, needCancel, runStatus, runErrors, levels, logs, outcome, hasCounts, totals, successes, failures)
 	if err != nil {
 		return nil, err
 	}
@@ -795,7 +836,7 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 		}
 		err = s.refusal(ctx, taskNo, scope, "retry")
 		var conflict *ConflictError
-		if try == 0 && errors.As(err, &conflict) && conflict.Status.Retryable() {
+		if try == 0 && errors.As(err, &conflict) && conflict.Status.Retryable() && conflict.Reason == "" {
 			// The task ended (a cancel honoured, an attempt failed) between the statement's
 			// snapshot and now: it can be retried after all.
 			continue
@@ -806,13 +847,14 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 
 // retry is one try of Retry; sql.ErrNoRows when the task was not in a retryable status.
 func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
-	task := new(Task)
-	err := one(ctx, s.db, s.db.DB, task, `
+	row := new(Task)
+	err := one(ctx, s.db, s.db.DB, row, `
 		WITH t AS (
 			UPDATE tasks SET status = 'PENDING', retry_count = 0, next_retry_at = NULL, cancel_requested = false,
 			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
 			       alert_due_at = NULL, alerted_at = NULL
 			WHERE task_no = $1 AND ($2 OR owner = $3) AND status IN ('FAILED', 'TIMEOUT', 'CANCELLED')
+			  AND error_code IS DISTINCT FROM $8
 			RETURNING *
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
@@ -822,10 +864,10 @@ func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''
 		)
-		SELECT `+taskColumns+` FROM t`, append([]any{taskNo, scope.Admin, scope.Owner}, auditParams(ctx)...)...)
+		SELECT `+taskColumns+` FROM t`, append(append([]any{taskNo, scope.Admin, scope.Owner}, auditParams(ctx)...), task.CodeAllRowsRejected)...)
 	if err == nil {
 		audited(ctx, 1)
-		return task, nil
+		return row, nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, err
@@ -861,6 +903,10 @@ func (s *Store) refusal(ctx context.Context, taskNo string, scope Scope, op stri
 	t, err := s.Get(ctx, taskNo, scope)
 	if err != nil {
 		return err
+	}
+	if op == "retry" && t.Status.Retryable() && !task.CanRetry(t.Status, t.ErrorCode) {
+		return &ConflictError{Op: op, Status: t.Status,
+			Reason: "every row of this import was rejected, so a retry would reject them again: fix the rows the error report lists and upload the file anew"}
 	}
 	return &ConflictError{Op: op, Status: t.Status}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -267,7 +268,7 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 		}},
 	}
 	for _, o := range ops {
-		for _, from := range store.AllStatuses {
+		for _, from := range task.AllStatuses {
 			allowed := false
 			for _, a := range o.allowed {
 				allowed = allowed || a == from

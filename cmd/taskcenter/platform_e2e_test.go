@@ -25,6 +25,17 @@ func TestArchivedTaskIsFoundByIDAndCountedInStats(t *testing.T) {
 	if res.status != http.StatusOK || !strings.Contains(string(res.body), `"archived":true`) || !strings.Contains(string(res.body), `"status":"SUCCESS"`) {
 		t.Fatalf("archived lookup: %d %s", res.status, res.body)
 	}
+	// An archived task reads like any finished one whose files have gone: expired, 410.
+	if !strings.Contains(string(res.body), `"expired":true`) || strings.Contains(string(res.body), `"result":"/api`) {
+		t.Fatalf("archived task's result is not shown expired: %s", res.body)
+	}
+	if res := p.do("GET", "/api/v1/tasks/"+task.ID+"/result", aliceToken, nil); res.status != http.StatusGone ||
+		!strings.Contains(string(res.body), "export again") {
+		t.Fatalf("download of an archived task's result: %d %s, want 410 saying to export again", res.status, res.body)
+	}
+	if res := p.do("GET", "/api/v1/tasks/"+task.ID+"/result", bobToken, nil); res.status != http.StatusNotFound {
+		t.Fatalf("bob downloads alice's archived result: %d", res.status)
+	}
 	if res := p.do("GET", "/api/v1/tasks/"+task.ID, bobToken, nil); res.status != http.StatusNotFound {
 		t.Fatalf("bob sees alice's archived task: %d", res.status)
 	}

@@ -349,7 +349,7 @@ func (p *process) wire() error {
 		runtimes[name] = t.MaxRuntime
 		q := cfg.Queues[t.Queue]
 		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority,
-			MaxWaitingPerOwner: q.MaxWaitingPerOwner}
+			RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter, MaxWaitingPerOwner: q.MaxWaitingPerOwner}
 		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter,
 			MaxRunningPerOwner: q.MaxRunningPerOwner}
 	}

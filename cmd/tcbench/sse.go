@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	taskrule "github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -104,7 +105,7 @@ func benchSSE(ctx context.Context, b *bench) (Figure, error) {
 	var peakRSS float64
 	start := time.Now()
 	for i := 1; i <= writes; i++ {
-		if err := board.Set(ctx, task.TaskNo, task.Owner, int64(i), writes+1); err != nil {
+		if err := board.Set(ctx, task.TaskNo, task.Owner, int64(i), writes+1, taskrule.Counts{Total: int64(i), Success: int64(i)}); err != nil {
 			return Figure{}, err
 		}
 		if i%40 == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -142,6 +143,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 	written := int64(out.Rows())
 	expires := time.Now().Add(e.cfg.ResultTTL).UTC()
 	return jobs.Result{
+		Counts:    &task.Counts{Total: written, Success: written},
 		Data:      ResultData{File: rel, Name: downloadName, Rows: written, Size: size, ContentType: ContentTypeXLSX},
 		ExpiresAt: &expires,
 		Message:   fmt.Sprintf("exported %d rows", written),

@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -409,32 +410,39 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 // the lease's attempt, never after the re-read row's: a superseded attempt must not touch
 // the live attempt's files.
 func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (jobs.Result, error) {
-	task, err := im.store.GetByID(ctx, run.Lease.TaskID)
+	row, err := im.store.GetByID(ctx, run.Lease.TaskID)
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	if task.Attempt != run.Lease.Attempt {
-		return jobs.Result{}, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, task.Attempt, store.ErrFenced)
+	if row.Attempt != run.Lease.Attempt {
+		return jobs.Result{}, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, row.Attempt, store.ErrFenced)
 	}
-	if task.TotalCount == 0 {
+	if row.TotalCount == 0 {
 		return jobs.Result{}, jobs.BadInput("no_rows", "the sheet has a header row but no data rows below it")
 	}
-	data := ResultData{Summary: Summary{Total: task.TotalCount, Success: task.SuccessCount, Failed: task.FailedCount}}
-	res := jobs.Result{Status: store.StatusSuccess, Data: &data,
-		Message: fmt.Sprintf("imported %d of %d rows; %d failed", task.SuccessCount, task.TotalCount, task.FailedCount)}
+	counts := task.Counts{Total: row.TotalCount, Success: row.SuccessCount, Failed: row.FailedCount}
+	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed}}
 	var rl *errRowLimit
-	if errors.As(readErr, &rl) {
-		res.Status = store.StatusPartialSuccess
+	cutShort := errors.As(readErr, &rl)
+	status, code := task.Outcome(counts, cutShort)
+	// The rows read are the file's one row total: progress ends there, not at the sheet's
+	// last row number (blank rows are not rows).
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts,
+		Message: fmt.Sprintf("imported %d of %d rows; %d failed", counts.Success, counts.Total, counts.Failed)}
+	if code == task.CodeAllRowsRejected {
+		res.ErrorMessage = fmt.Sprintf("all %d rows were rejected; nothing was imported (the error report says why for each row)", counts.Total)
+		res.Message = res.ErrorMessage
+	}
+	if cutShort {
 		data.NotImported = rl.Error()
 		res.Message += "; " + rl.Error()
 		run.Log(ctx, slog.LevelWarn, rl.Error())
 	}
-	if task.FailedCount == 0 {
+	if counts.Failed == 0 {
 		return res, nil
 	}
-	res.Status = store.StatusPartialSuccess
 	var cp checkpoint
-	json.Unmarshal(task.Checkpoint, &cp) //nolint:errcheck // written by this package
+	json.Unmarshal(row.Checkpoint, &cp) //nolint:errcheck // written by this package
 	var p Params
 	run.Params(&p) //nolint:errcheck // Run read them already
 	lang := ParseLang(p.Lang)

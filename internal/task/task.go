@@ -1,0 +1,82 @@
+// Package task is the home of a task's rules: its statuses and what each allows, the rule
+// that turns an attempt's counts into an outcome, and which tasks a manual retry may take.
+// Every layer asks this package instead of keeping its own copy: the store writes what these
+// rules decide, and the API, live events, page, CLI and webhooks show it.
+package task
+
+import "slices"
+
+// Status is a task's position in the state machine (docs/design.md).
+type Status string
+
+// Task statuses.
+const (
+	StatusPending        Status = "PENDING"
+	StatusRunning        Status = "RUNNING"
+	StatusRetryWait      Status = "RETRY_WAIT"
+	StatusSuccess        Status = "SUCCESS"
+	StatusPartialSuccess Status = "PARTIAL_SUCCESS"
+	StatusFailed         Status = "FAILED"
+	StatusTimeout        Status = "TIMEOUT"
+	StatusCancelled      Status = "CANCELLED"
+)
+
+// AllStatuses lists every status, for validation of filters.
+var AllStatuses = []Status{StatusPending, StatusRunning, StatusRetryWait, StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled}
+
+// Terminal reports whether no transition leaves s (except a manual retry).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Waiting reports whether s is runnable once due.
+func (s Status) Waiting() bool { return s == StatusPending || s == StatusRetryWait }
+
+// Retryable reports whether the retry API accepts a task in status s, whatever its error
+// (see CanRetry for the whole rule).
+func (s Status) Retryable() bool {
+	return s == StatusFailed || s == StatusTimeout || s == StatusCancelled
+}
+
+// Succeeded reports whether s is an outcome whose work was done (its result counts).
+func (s Status) Succeeded() bool { return s == StatusSuccess || s == StatusPartialSuccess }
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool { return slices.Contains(AllStatuses, s) }
+
+// CodeAllRowsRejected is the error of a task that read every row and accepted none: it ran
+// to the end, its error report says why each row was refused, and running it again would
+// refuse them again.
+const CodeAllRowsRejected = "all_rows_rejected"
+
+// CanRetry reports whether the retry API takes a task in status with errorCode: a failed,
+// timed-out or cancelled task, except one whose every row was rejected (the same input would
+// fail the same way; the user fixes the file and uploads it anew).
+func CanRetry(status Status, errorCode string) bool {
+	return status.Retryable() && errorCode != CodeAllRowsRejected
+}
+
+// Counts are the rows a task has handled: read, accepted and rejected.
+type Counts struct {
+	Total   int64 `json:"total"`
+	Success int64 `json:"success"`
+	Failed  int64 `json:"failed"`
+}
+
+// Outcome is how a task whose work ran to the end turned out, decided from its counts: every
+// row accepted is SUCCESS, some rejected (or rows left unread, cut short by a limit) is
+// PARTIAL_SUCCESS, and rows read with none accepted is FAILED with CodeAllRowsRejected.
+// A task that counts no rows (a report) succeeds.
+func Outcome(c Counts, cutShort bool) (Status, string) {
+	switch {
+	case c.Total > 0 && c.Success == 0 && c.Failed > 0:
+		return StatusFailed, CodeAllRowsRejected
+	case c.Failed > 0 || cutShort:
+		return StatusPartialSuccess, ""
+	}
+	return StatusSuccess, ""
+}

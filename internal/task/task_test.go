@@ -1,0 +1,46 @@
+package task
+
+import "testing"
+
+func TestOutcomeFollowsTheCounts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		counts   Counts
+		cutShort bool
+		status   Status
+		code     string
+	}{
+		{"every row accepted", Counts{Total: 20000, Success: 20000}, false, StatusSuccess, ""},
+		{"some rows rejected", Counts{Total: 15, Success: 14, Failed: 1}, false, StatusPartialSuccess, ""},
+		{"every row rejected", Counts{Total: 15, Failed: 15}, false, StatusFailed, CodeAllRowsRejected},
+		{"every row rejected, file cut short", Counts{Total: 15, Failed: 15}, true, StatusFailed, CodeAllRowsRejected},
+		{"accepted rows but cut short", Counts{Total: 10, Success: 10}, true, StatusPartialSuccess, ""},
+		{"a task that counts no rows", Counts{}, false, StatusSuccess, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if st, code := Outcome(tt.counts, tt.cutShort); st != tt.status || code != tt.code {
+				t.Fatalf("Outcome(%+v, %v) = %s %q, want %s %q", tt.counts, tt.cutShort, st, code, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+func TestATaskWhoseEveryRowWasRejectedIsNotOfferedARetry(t *testing.T) {
+	t.Parallel()
+	if CanRetry(StatusFailed, CodeAllRowsRejected) {
+		t.Fatal("an all-rejected import may be retried; the same file would be rejected again")
+	}
+	for _, st := range []Status{StatusFailed, StatusTimeout, StatusCancelled} {
+		if !CanRetry(st, "transient") {
+			t.Fatalf("%s cannot be retried", st)
+		}
+	}
+	for _, st := range []Status{StatusPending, StatusRunning, StatusRetryWait, StatusSuccess, StatusPartialSuccess} {
+		if CanRetry(st, "") {
+			t.Fatalf("%s can be retried", st)
+		}
+	}
+}
