@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // BodyLimits bound how slowly a client may send a request body. The server has no overall
@@ -26,16 +29,12 @@ type BodyLimits struct {
 	RateWindow time.Duration
 }
 
+// withDefaults fills what l leaves at zero from the configuration's defaults, their one home.
 func (l BodyLimits) withDefaults() BodyLimits {
-	if l.IdleTimeout <= 0 {
-		l.IdleTimeout = 30 * time.Second
-	}
-	if l.MinRate <= 0 {
-		l.MinRate = 16 << 10
-	}
-	if l.RateWindow <= 0 {
-		l.RateWindow = 10 * time.Second
-	}
+	d := config.Default().HTTP
+	l.IdleTimeout = cmp.Or(max(l.IdleTimeout, 0), d.BodyIdleTimeout)
+	l.MinRate = cmp.Or(max(l.MinRate, 0), d.BodyMinRate)
+	l.RateWindow = cmp.Or(max(l.RateWindow, 0), d.BodyRateWindow)
 	return l
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -36,25 +38,15 @@ type EventLimits struct {
 	WriteTimeout time.Duration
 }
 
+// withDefaults fills what l leaves at zero from the configuration's defaults, their one home.
 func (l EventLimits) withDefaults() EventLimits {
-	if l.MaxPerUser <= 0 {
-		l.MaxPerUser = 20
-	}
-	if l.KeepAlive <= 0 {
-		l.KeepAlive = 15 * time.Second
-	}
-	if l.Poll <= 0 {
-		l.Poll = 1500 * time.Millisecond
-	}
-	if l.Retry <= 0 {
-		l.Retry = 3 * time.Second
-	}
-	if l.Buffer <= 0 {
-		l.Buffer = 256
-	}
-	if l.WriteTimeout <= 0 {
-		l.WriteTimeout = 10 * time.Second
-	}
+	d := config.Default().Events
+	l.MaxPerUser = cmp.Or(max(l.MaxPerUser, 0), d.MaxStreamsPerUser)
+	l.KeepAlive = cmp.Or(max(l.KeepAlive, 0), d.KeepAlive)
+	l.Poll = cmp.Or(max(l.Poll, 0), d.PollInterval)
+	l.Retry = cmp.Or(max(l.Retry, 0), d.Retry)
+	l.Buffer = cmp.Or(max(l.Buffer, 0), d.Buffer)
+	l.WriteTimeout = cmp.Or(max(l.WriteTimeout, 0), d.WriteTimeout)
 	return l
 }
 

@@ -4,10 +4,16 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // This file is the transactional outbox (task_events): the INSERT every transition in
 // transitions.go makes in the same statement as the change it records, and the readers.
+
+// eventName names a transition's event from the status it left the task in: the names come
+// from internal/task, the one table every surface uses.
+var eventName = task.EventNameSQL("status", "cancel_requested")
 
 // insertEvents is the statement (a CTE's body) that records one event per task row of from, a
 // CTE or subquery whose rows are tasks.* just written by a transition: named by the SQL

@@ -118,18 +118,18 @@ type Event struct {
 	CreatedAt time.Time `bun:"created_at"`
 }
 
-// Event names, one per kind of committed status change.
+// Event names (see internal/task).
 const (
-	EventSubmitted         = "task.submitted"
-	EventStarted           = "task.started"
-	EventCancelRequested   = "task.cancel_requested"
-	EventRetryScheduled    = "task.retry_scheduled"
-	EventSucceeded         = "task.succeeded"
-	EventPartiallySucceded = "task.partially_succeeded"
-	EventFailed            = "task.failed"
-	EventTimedOut          = "task.timed_out"
-	EventCancelled         = "task.cancelled"
-	EventRetried           = "task.retried"
+	EventSubmitted         = task.EventSubmitted
+	EventStarted           = task.EventStarted
+	EventCancelRequested   = task.EventCancelRequested
+	EventRetryScheduled    = task.EventRetryScheduled
+	EventSucceeded         = task.EventSucceeded
+	EventPartiallySucceded = task.EventPartiallySucceded
+	EventFailed            = task.EventFailed
+	EventTimedOut          = task.EventTimedOut
+	EventCancelled         = task.EventCancelled
+	EventRetried           = task.EventRetried
 )
 
 // Lease identifies one running attempt. Every write of that attempt is fenced by it:

@@ -114,7 +114,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
 		), ev AS (
-			`+insertEvents(`task_event_name(status, cancel_requested)`, `owner`, `t`)+`
+			`+insertEvents(eventName, `owner`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT v.actor, v.via, 'task.submit', t.task_no, 'success', v.client_addr, v.audit_request_id
@@ -349,7 +349,7 @@ var sqlClaim = `
 			            ELSE 'failed: ' || error_message END
 			FROM ended
 		), ev AS (
-			` + insertEvents(`task_event_name(status, cancel_requested)`, `$2`, `(SELECT * FROM claimed UNION ALL SELECT * FROM ended) c`) + `
+			` + insertEvents(eventName, `$2`, `(SELECT * FROM claimed UNION ALL SELECT * FROM ended) c`) + `
 		)
 		SELECT ` + taskColumns + `, prev_status, trigger FROM claimed
 		UNION ALL
@@ -714,7 +714,7 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || log ELSE log END
 			FROM t WHERE log <> ''
 		), ev AS (
-			`+insertEvents(`task_event_name(status, cancel_requested)`, `worker`, `t`)+`
+			`+insertEvents(eventName, `worker`, `t`)+`
 		)
 		SELECT `+taskColumns+` FROM t`,
 		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
@@ -765,7 +765,7 @@ var sqlTimeoutStale = `
 			            ELSE 'timed out: no heartbeat for ' || timeout_seconds || 's' END
 			FROM t
 		), ev AS (
-			` + insertEvents(`task_event_name(status, cancel_requested)`, `'cleanup'`, `t`) + `
+			` + insertEvents(eventName, `'cleanup'`, `t`) + `
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
@@ -807,7 +807,7 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4
 			FROM t
 		), ev AS (
-			`+insertEvents(`task_event_name(status, cancel_requested)`, `$4`, `t`)+`
+			`+insertEvents(eventName, `$4`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, detail, client_addr, request_id)
 			SELECT $5::text, $6::text, 'task.cancel', task_no, 'success',
@@ -859,7 +859,7 @@ func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 		), lg AS (
 			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
 		), ev AS (
-			`+insertEvents(`'task.retried'`, `$3`, `t`)+`
+			`+insertEvents(`'`+task.EventRetried+`'`, `$3`, `t`)+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''

@@ -4,7 +4,10 @@
 // rules decide, and the API, live events, page, CLI and webhooks show it.
 package task
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Status is a task's position in the state machine (docs/design.md).
 type Status string
@@ -79,4 +82,52 @@ func Outcome(c Counts, cutShort bool) (Status, string) {
 		return StatusPartialSuccess, ""
 	}
 	return StatusSuccess, ""
+}
+
+// Event names, one per kind of committed status change: the outbox rows, live status events
+// and webhooks all carry these.
+const (
+	EventSubmitted         = "task.submitted"
+	EventStarted           = "task.started"
+	EventCancelRequested   = "task.cancel_requested"
+	EventRetryScheduled    = "task.retry_scheduled"
+	EventSucceeded         = "task.succeeded"
+	EventPartiallySucceded = "task.partially_succeeded"
+	EventFailed            = "task.failed"
+	EventTimedOut          = "task.timed_out"
+	EventCancelled         = "task.cancelled"
+	EventRetried           = "task.retried"
+)
+
+// eventOf names the change that left a task in each status. RUNNING is the one status two
+// changes lead to: a start, and a cancel asked of a running task.
+var eventOf = map[Status]string{
+	StatusPending: EventSubmitted, StatusRunning: EventStarted, StatusRetryWait: EventRetryScheduled,
+	StatusSuccess: EventSucceeded, StatusPartialSuccess: EventPartiallySucceded, StatusFailed: EventFailed,
+	StatusTimeout: EventTimedOut, StatusCancelled: EventCancelled,
+}
+
+// EventName is the event of a change that left a task in status (a manual retry, which also
+// leaves it PENDING, is EventRetried and named where it happens).
+func EventName(status Status, cancelRequested bool) string {
+	if status == StatusRunning && cancelRequested {
+		return EventCancelRequested
+	}
+	return eventOf[status]
+}
+
+// EventNameSQL is EventName as a SQL expression over a status and a cancel_requested column,
+// so the statements that write the outbox name events from this table and no other.
+func EventNameSQL(status, cancelRequested string) string {
+	var b strings.Builder
+	b.WriteString("CASE " + status)
+	for _, st := range AllStatuses {
+		then := "'" + eventOf[st] + "'"
+		if st == StatusRunning {
+			then = "CASE WHEN " + cancelRequested + " THEN '" + EventCancelRequested + "' ELSE " + then + " END"
+		}
+		b.WriteString(" WHEN '" + string(st) + "' THEN " + then)
+	}
+	b.WriteString(" END")
+	return b.String()
 }

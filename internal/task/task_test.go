@@ -44,3 +44,21 @@ func TestATaskWhoseEveryRowWasRejectedIsNotOfferedARetry(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryStatusHasOneEventName(t *testing.T) {
+	t.Parallel()
+	seen := map[string]Status{}
+	for _, st := range AllStatuses {
+		name := EventName(st, false)
+		if name == "" {
+			t.Fatalf("%s has no event name", st)
+		}
+		if other, dup := seen[name]; dup {
+			t.Fatalf("%s and %s share the event name %s", st, other, name)
+		}
+		seen[name] = st
+	}
+	if EventName(StatusRunning, true) != EventCancelRequested || EventName(StatusCancelled, true) != EventCancelled {
+		t.Fatal("a cancel requested of a running task is task.cancel_requested; an ended one keeps its name")
+	}
+}
