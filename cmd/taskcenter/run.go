@@ -227,13 +227,15 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		return err
 	}
 	defer p.db.Close()
-	migrateDB := p.db
-	if cfg.Database.MigrateURL != "" {
-		if migrateDB, err = store.Open(cfg.Database.MigrateURL, store.OpenOptions{MaxOpenConns: 2}); err != nil {
-			return err
-		}
-		defer migrateDB.Close()
+	// Migrations get a pool of their own without the session limits: replicas starting
+	// together queue on the migration lock, and a migration may wait for a table lock, longer
+	// than a lock_timeout meant for task rows allows.
+	migrateDB, err := store.Open(cmp.Or(cfg.Database.MigrateURL, cfg.Database.URL),
+		store.OpenOptions{MaxOpenConns: 2, Pooler: cfg.Database.MigrateURL == "" && cfg.Database.Pooler != ""})
+	if err != nil {
+		return err
 	}
+	defer migrateDB.Close()
 	if err := waitForDatabase(ctx, migrateDB, p.logger); err != nil {
 		return fmt.Errorf("prepare database: %w", err)
 	}
