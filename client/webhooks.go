@@ -113,7 +113,10 @@ type WebhookEvent struct {
 	// ID is the event's stable id, also in the Taskcenter-Event-Id header: de-duplicate on it.
 	ID string `json:"id"`
 	// Type is the event name, e.g. task.succeeded.
-	Type      string    `json:"type"`
+	Type string `json:"type"`
+	// Sequence is the event's place among its task's events (1, 2, 3 … as they happened):
+	// ignore one not above the last you applied for the task.
+	Sequence  int64     `json:"sequence"`
 	CreatedAt time.Time `json:"created_at"`
 	// Task is the task; its Status and Attempt are the ones the event committed.
 	Task WebhookTask `json:"task"`

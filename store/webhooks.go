@@ -159,8 +159,9 @@ func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns New
 			return err
 		}
 		created = true
-		var events []Event
-		if err := all(ctx, s.db, tx.Tx, &events, `SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND event = ANY($2::text[]) ORDER BY id`,
+		var events []sequencedEvent
+		if err := all(ctx, s.db, tx.Tx, &events, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
+			FROM task_events e WHERE e.task_id = $1 AND e.event = ANY($2::text[]) ORDER BY e.id`,
 			taskID, ns.Events); err != nil {
 			return err
 		}
@@ -173,11 +174,11 @@ func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns New
 		}
 		var rows []newDelivery
 		for _, ev := range events {
-			body, err := payload(ev, task)
+			body, err := payload(ev.Event, ev.Sequence, task)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, newDelivery{sub: sub.ID, event: ev, payload: body})
+			rows = append(rows, newDelivery{sub: sub.ID, event: ev.Event, payload: body})
 		}
 		_, err = insertDeliveries(ctx, tx.Tx, rows)
 		return err
@@ -240,9 +241,24 @@ func (s *Store) DeleteSubscription(ctx context.Context, subNo string, scope Scop
 	return nil
 }
 
-// PayloadFunc builds the body of an event's deliveries from the event and its task as it is
-// when the event is fanned out.
-type PayloadFunc func(ev Event, task *Task) (json.RawMessage, error)
+// PayloadFunc builds the body of an event's deliveries from the event, its sequence (its
+// place among its task's events, 1 for the first) and its task as it is when the event is
+// fanned out.
+type PayloadFunc func(ev Event, sequence int64, task *Task) (json.RawMessage, error)
+
+// sequencedEvent is an outbox event with its sequence.
+type sequencedEvent struct {
+	Event
+	Sequence int64 `bun:"sequence"`
+}
+
+// eventSequence is the sequence of the outbox event e: how many of its task's events have an
+// id up to its own. Every event of a task is written by the statement that updates (and so
+// locks) the task row, so a task's ids grow in the order its events committed, and when an
+// event is visible every earlier one of its task is too: the count is the same whenever and
+// by whomever it is taken. It holds as long as a task's events are deleted only with the task
+// (the archive); deleting a live task's early events would restart its count lower.
+const eventSequence = `(SELECT count(*) FROM task_events s WHERE s.task_id = e.task_id AND s.id <= e.id)`
 
 type newDelivery struct {
 	sub     int64
@@ -250,7 +266,10 @@ type newDelivery struct {
 	payload json.RawMessage
 }
 
-// insertDeliveries creates deliveries, skipping any (subscription, event) that has one.
+// insertDeliveries creates deliveries, skipping any (subscription, event) that has one. A
+// delivery behind a pending earlier one of its subscription and task cannot go before that
+// one's next attempt, so it is due then rather than now: held-back deliveries stay out of the
+// claim's scan of due ones while a receiver is down (ClaimDeliveries still checks the order).
 func insertDeliveries(ctx context.Context, q querier, rows []newDelivery) (int64, error) {
 	if len(rows) == 0 {
 		return 0, nil
@@ -264,8 +283,10 @@ func insertDeliveries(ctx context.Context, q querier, rows []newDelivery) (int64
 	for i, r := range rows {
 		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = newNo("dlv_"), r.sub, r.event.ID, r.event.Event, r.event.TaskNo, string(r.payload)
 	}
-	return exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload)
-		SELECT no, sub, ev, name, task, payload::jsonb
+	return exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload, due_at)
+		SELECT no, sub, ev, name, task, payload::jsonb,
+		       GREATEST(now(), (SELECT max(p.due_at) FROM webhook_deliveries p
+		                        WHERE p.subscription_id = u.sub AND p.task_no = u.task AND p.event_id < u.ev AND p.state = 'pending'))
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS u(no, sub, ev, name, task, payload)
 		ON CONFLICT (subscription_id, event_id) DO NOTHING`, nos, subs, events, names, tasks, payloads)
 }
@@ -278,14 +299,17 @@ type fanMatch struct {
 
 // FanOut takes up to limit committed events no dispatcher has fanned out yet, creates one
 // delivery per subscription that wants each, and marks the events, in one transaction.
-// Concurrent dispatchers take disjoint events (FOR UPDATE SKIP LOCKED); an event whose
+// Concurrent dispatchers take disjoint events (FOR UPDATE SKIP LOCKED), so one task's
+// events may be fanned out by two of them and a later event's delivery may commit first:
+// ClaimDeliveries holds it back until the earlier event is fanned out. An event whose
 // transaction has not committed is not visible, and one that rolled back never will be.
 // It returns how many events it took and how many deliveries it created.
 func (s *Store) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var evs []Event
-		if err := all(ctx, s.db, tx.Tx, &evs, `SELECT `+eventColumns+` FROM task_events WHERE webhooks_at IS NULL
-			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit); err != nil {
+		var evs []sequencedEvent
+		if err := all(ctx, s.db, tx.Tx, &evs, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
+			FROM task_events e WHERE e.webhooks_at IS NULL
+			ORDER BY e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED`, limit); err != nil {
 			return err
 		}
 		events = len(evs)
@@ -293,7 +317,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, payload PayloadFunc) (eve
 			return nil
 		}
 		ids := make([]int64, len(evs))
-		byID := map[int64]Event{}
+		byID := map[int64]sequencedEvent{}
 		for i, ev := range evs {
 			ids[i] = ev.ID
 			byID[ev.ID] = ev
@@ -317,11 +341,11 @@ func (s *Store) FanOut(ctx context.Context, limit int, payload PayloadFunc) (eve
 				}
 				tasks[ev.TaskID] = task
 			}
-			body, err := payload(ev, task)
+			body, err := payload(ev.Event, ev.Sequence, task)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, newDelivery{sub: m.SubID, event: ev, payload: body})
+			rows = append(rows, newDelivery{sub: m.SubID, event: ev.Event, payload: body})
 		}
 		n, err := insertDeliveries(ctx, tx.Tx, rows)
 		if err != nil {
@@ -351,6 +375,20 @@ type Outgoing struct {
 // state becomes sending and their attempt count goes up by one, which fences the result
 // write. A subscription gets at most perSubscription attempts in flight at once, and one at
 // its cap is passed over, so a slow receiver holds only its own deliveries back.
+//
+// Per subscription and task, deliveries go in the order of their events: one is eligible only
+// when no earlier-event delivery of its subscription and task is unfinished (pending or
+// sending, in flight or waiting for a retry: the next one waits until it is delivered or dead)
+// and no earlier event of its task still waits for the fan-out (FanOut). So a task has at most
+// one attempt in flight per subscription, while other tasks' deliveries to the same
+// subscription go on in parallel. Both checks read the statement's snapshot, which is safe
+// because what lets a delivery go (an earlier one delivered or dead, an earlier event fanned
+// out together with its deliveries) never changes back except by Redeliver: a concurrent
+// claim or result write that has not committed, and so still holds its row locked, leaves the
+// earlier delivery unfinished in this snapshot. Two claims that pick the same delivery meet
+// on its row lock and the second, re-checking state and due_at, skips it. The claim is an
+// UPDATE that waits rather than FOR UPDATE SKIP LOCKED on purpose: a claim skipping rows
+// another holds would take the subscription's next ones and could pass its cap.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
 	var out []Outgoing
 	err := all(ctx, s.db, s.db.DB, &out, `
@@ -358,10 +396,15 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit, perSubscription int,
 			SELECT subscription_id, count(*) AS n FROM webhook_deliveries
 			WHERE state = 'sending' AND due_at > now() GROUP BY subscription_id
 		), due AS (
-			SELECT id, subscription_id, due_at FROM webhook_deliveries
-			WHERE state IN ('pending', 'sending') AND due_at <= now()
-			  AND subscription_id NOT IN (SELECT subscription_id FROM busy WHERE n >= $2)
-			ORDER BY due_at LIMIT $1 * 4
+			SELECT d.id, d.subscription_id, d.due_at FROM webhook_deliveries d
+			WHERE d.state IN ('pending', 'sending') AND d.due_at <= now()
+			  AND d.subscription_id NOT IN (SELECT subscription_id FROM busy WHERE n >= $2)
+			  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+			                  WHERE p.subscription_id = d.subscription_id AND p.task_no = d.task_no
+			                    AND p.event_id < d.event_id AND p.state IN ('pending', 'sending'))
+			  AND NOT EXISTS (SELECT 1 FROM task_events e
+			                  WHERE e.task_no = d.task_no AND e.id < d.event_id AND e.webhooks_at IS NULL)
+			ORDER BY d.due_at LIMIT $1 * 4
 		), ranked AS (
 			SELECT due.id, due.due_at, row_number() OVER (PARTITION BY due.subscription_id ORDER BY due.due_at, due.id) + COALESCE(busy.n, 0) AS slot
 			FROM due LEFT JOIN busy USING (subscription_id)
@@ -396,6 +439,12 @@ type AttemptResult struct {
 // RecordAttempt writes an attempt's outcome, fenced by the attempt number the claim gave:
 // a dispatcher whose lease lapsed and whose delivery was claimed again writes nothing and
 // gets false. It returns the delivery as it is now.
+//
+// The later deliveries of the same subscription and task wait for this one (ClaimDeliveries),
+// so after a failure none of them is due before its next attempt: their due_at moves there,
+// which keeps them out of the claims' scan of due deliveries while the receiver is down. When
+// this one is delivered or dead, the next one, if it never ran, is due at once (it may have
+// been moved past now when this one was redelivered early).
 func (s *Store) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResult) (*Delivery, bool, error) {
 	state := DeliveryPending
 	switch {
@@ -423,6 +472,18 @@ func (s *Store) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResult)
 		), a AS (
 			INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
 			SELECT id, attempts, $4, $7, NULLIF($5, '') FROM d
+		), later AS (
+			UPDATE webhook_deliveries l SET due_at = d.due_at
+			FROM d WHERE d.state = 'pending' AND l.subscription_id = d.subscription_id AND l.task_no = d.task_no
+			  AND l.event_id > d.event_id AND l.state = 'pending' AND l.due_at < d.due_at
+		), next AS (
+			UPDATE webhook_deliveries l SET due_at = now()
+			FROM d WHERE d.state IN ('delivered', 'dead') AND l.id = (
+				SELECT n.id FROM webhook_deliveries n
+				WHERE n.subscription_id = d.subscription_id AND n.task_no = d.task_no AND n.event_id > d.event_id
+				  AND n.state IN ('pending', 'sending')
+				ORDER BY n.event_id LIMIT 1)
+			  AND l.state = 'pending' AND l.attempts = 0 AND l.due_at > now()
 		)
 		SELECT `+deliveryColumns+` FROM d`,
 		d.ID, d.Attempts, string(state), status, r.Error, next, int(r.Latency.Milliseconds()))

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 var terminalEvents = []string{store.EventSucceeded, store.EventPartiallySucceded, store.EventFailed, store.EventTimedOut, store.EventCancelled}
 
-func testPayload(ev store.Event, task *store.Task) (json.RawMessage, error) {
-	return json.Marshal(map[string]any{"id": fmt.Sprintf("evt_%d", ev.ID), "type": ev.Event, "task": task.TaskNo, "status": ev.Status})
+func testPayload(ev store.Event, sequence int64, task *store.Task) (json.RawMessage, error) {
+	return json.Marshal(map[string]any{"id": fmt.Sprintf("evt_%d", ev.ID), "type": ev.Event, "sequence": sequence, "task": task.TaskNo, "status": ev.Status})
 }
 
 func (f *fixture) subscribe(owner string, events ...string) *store.Subscription {
@@ -394,4 +395,391 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 			t.Fatalf("round %d: the subscription got %v, want %v", round, got, exp)
 		}
 	}
+}
+
+// payloadSequence reads the sequence testPayload put in a delivery's body (0: none).
+func payloadSequence(payload json.RawMessage) int64 {
+	var p struct {
+		Sequence int64 `json:"sequence"`
+	}
+	json.Unmarshal(payload, &p) //nolint:errcheck // no sequence reads as 0
+	return p.Sequence
+}
+
+func sequenceOf(t *testing.T, payload json.RawMessage) int64 {
+	t.Helper()
+	seq := payloadSequence(payload)
+	if seq == 0 {
+		t.Fatalf("payload %s has no sequence", payload)
+	}
+	return seq
+}
+
+// claimedNames lists a claim's deliveries as "<task's name> <event>", sorted.
+func claimedNames(out []store.Outgoing, names map[string]string) []string {
+	var got []string
+	for _, o := range out {
+		got = append(got, names[o.TaskNo]+" "+o.Event)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// A task's deliveries to a subscription go one at a time, in the order of its events: the
+// next is not attempted while the one before is retrying (nor while its lease runs, nor when
+// it was given up on too early), and is attempted at once when the one before is delivered or
+// dead. Another task's deliveries to the same subscription are not held back. Each body
+// carries the event's sequence among its task's events, counting events the subscription
+// does not hear of.
+func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sub := f.subscribe("alice", store.EventStarted, store.EventRetryScheduled, store.EventSucceeded)
+	a, b := f.task(), f.task()
+	names := map[string]string{a.TaskNo: "A", b.TaskNo: "B"}
+	// A: submitted (not heard of), started, retry scheduled, started, succeeded.
+	l := f.claim(a, "w1")
+	if _, err := f.s.RetryLater(ctx, l, "transient", "db blip", 0); err != nil {
+		t.Fatal(err)
+	}
+	f.succeed(a)
+	// B: submitted (not heard of), started, succeeded.
+	f.succeed(b)
+	if got := f.fanOutAll(); got != 6 {
+		t.Fatalf("%d deliveries, want 6", got)
+	}
+	ds, err := f.s.Deliveries(ctx, sub.ID, store.DeliveryFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byEvent := map[string]int64{}
+	for _, d := range ds {
+		byEvent[fmt.Sprintf("%s %d", names[d.TaskNo], d.EventID)] = sequenceOf(t, d.Payload)
+	}
+	seqs := func(task string) []int64 {
+		var out []int64
+		for _, d := range slices.Backward(ds) { // oldest first: event order
+			if names[d.TaskNo] == task {
+				out = append(out, byEvent[fmt.Sprintf("%s %d", task, d.EventID)])
+			}
+		}
+		return out
+	}
+	if got := seqs("A"); !slices.Equal(got, []int64{2, 3, 4, 5}) {
+		t.Fatalf("A's sequences %v, want [2 3 4 5] (1 is its submission, which the subscription does not hear of)", got)
+	}
+	if got := seqs("B"); !slices.Equal(got, []int64{2, 3}) {
+		t.Fatalf("B's sequences %v, want [2 3]", got)
+	}
+
+	claim := func(want ...string) []store.Outgoing {
+		t.Helper()
+		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		if got := claimedNames(out, names); !slices.Equal(got, want) {
+			t.Fatalf("claimed %q, want %q", got, want)
+		}
+		return out
+	}
+	record := func(o store.Outgoing, r store.AttemptResult) {
+		t.Helper()
+		if _, ok, err := f.s.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
+			t.Fatalf("record %s: ok=%v err=%v", o.DeliveryNo, ok, err)
+		}
+	}
+	failed := func(next time.Time) store.AttemptResult {
+		return store.AttemptResult{StatusCode: 503, Error: "HTTP 503", NextAt: next}
+	}
+	delivered := store.AttemptResult{StatusCode: 204, Delivered: true}
+
+	// Only the first delivery of each task.
+	out := claim("A task.started", "B task.started")
+	aStarted, bStarted := out[0], out[1]
+	if names[aStarted.TaskNo] != "A" {
+		aStarted, bStarted = bStarted, aStarted
+	}
+	// A's first fails and waits an hour: B goes on, A's later deliveries wait, and are not
+	// even due before A's first is tried again.
+	record(aStarted, failed(time.Now().Add(time.Hour)))
+	record(bStarted, delivered)
+	out = claim("B task.succeeded")
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, a.TaskNo); n != 0 {
+		t.Fatalf("%d of A's held-back deliveries are due while the one before waits an hour", n)
+	}
+	claim()
+	record(out[0], delivered)
+	claim()
+
+	// A's first is due again (as if the hour had passed): it alone goes, and when its lease
+	// lapses it is taken again, still before the next.
+	f.exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
+	out = claim("A task.started")
+	f.exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
+	out = claim("A task.started")
+	if out[0].Attempts != 3 {
+		t.Fatalf("the lapsed lease's delivery is on attempt %d, want 3", out[0].Attempts)
+	}
+	// Delivered: the next goes at once, though it had been put off to the hour.
+	record(out[0], delivered)
+	out = claim("A task.retry_scheduled")
+	// Given up on (dead): the next goes.
+	record(out[0], store.AttemptResult{Error: "gave up"})
+	out = claim("A task.started")
+	record(out[0], delivered)
+	out = claim("A task.succeeded")
+	if sequenceOf(t, out[0].Payload) != 5 {
+		t.Fatalf("the last delivery's body %s", out[0].Payload)
+	}
+	record(out[0], delivered)
+	claim()
+
+	// A later event fanned out while the task's earlier delivery waits for its retry is not
+	// due before that retry either.
+	c := f.task()
+	names[c.TaskNo] = "C"
+	l = f.claim(c, "w1")
+	f.fanOutAll()
+	out = claim("C task.started")
+	record(out[0], failed(time.Now().Add(time.Hour)))
+	if _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.fanOutAll(); got != 1 {
+		t.Fatalf("%d deliveries for C's success", got)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, c.TaskNo); n != 0 {
+		t.Fatalf("C's success is due while its start waits an hour")
+	}
+	claim()
+}
+
+// The claim's order holds against what other dispatchers are doing at the same moment:
+//   - another dispatcher's fan-out holds a task's earlier event (locked, not yet marked) while
+//     this one fans out the later one: the later delivery exists first, and waits;
+//   - another dispatcher is writing the earlier delivery's result (delivered, not committed):
+//     the later one waits for the commit;
+//   - another claim holds the earlier delivery's row (taking it, not committed) while this
+//     claim runs: this claim waits for the row, then skips it, and takes neither it nor the
+//     later one.
+func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.subscribe("alice", store.EventStarted, store.EventSucceeded)
+	task := f.task()
+	f.succeed(task)
+	started := f.count(`SELECT id FROM task_events WHERE task_id = ? AND event = 'task.started'`, task.ID)
+	names := map[string]string{task.TaskNo: "T"}
+	claim := func(want ...string) []store.Outgoing {
+		t.Helper()
+		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := claimedNames(out, names); !slices.Equal(got, want) {
+			t.Fatalf("claimed %q, want %q", got, want)
+		}
+		return out
+	}
+
+	// Another fan-out holds task.started.
+	other, err := f.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Rollback() }) //nolint:errcheck // done already when the test passes
+	if _, err := other.ExecContext(ctx, `SELECT id FROM task_events WHERE id = $1 FOR UPDATE`, started); err != nil {
+		t.Fatal(err)
+	}
+	if n, d, err := f.s.FanOut(ctx, 100, testPayload); err != nil || n != 1 || d != 1 {
+		t.Fatalf("fan-out beside the held event: events=%d deliveries=%d err=%v; want the later event alone", n, d, err)
+	}
+	claim() // task.succeeded's delivery exists, task.started's does not yet
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.fanOutAll(); got != 1 {
+		t.Fatalf("fan-out of the released event created %d deliveries", got)
+	}
+	out := claim("T task.started")
+	first := out[0]
+
+	// Another dispatcher is recording the first as delivered, not committed yet.
+	writer, err := f.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { writer.Rollback() }) //nolint:errcheck // done already when the test passes
+	if _, err := writer.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now() WHERE id = $1`, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	claim()
+	if err := writer.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out = claim("T task.succeeded")
+	f.exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, out[0].ID)
+
+	// Two deliveries of another task, the first being taken by another claim.
+	next := f.task()
+	names[next.TaskNo] = "U"
+	f.succeed(next)
+	f.fanOutAll()
+	uStarted := f.count(`SELECT id FROM webhook_deliveries WHERE task_no = ? AND event = 'task.started'`, next.TaskNo)
+	taker, err := f.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taker.Rollback() }) //nolint:errcheck // done already when the test passes
+	var takerPID int
+	if err := taker.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&takerPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := taker.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'sending', attempts = attempts + 1,
+		due_at = now() + interval '1 minute' WHERE id = $1`, uStarted); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out []store.Outgoing
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		done <- result{out, err}
+	}()
+	testenv.Eventually(t, 30*time.Second, "the claim to wait for the row the other claim holds", func() bool {
+		return f.count(`SELECT count(*) FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid))`, takerPID) > 0
+	})
+	if err := taker.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := claimedNames(r.out, names); len(got) != 0 {
+		t.Fatalf("the claim beside another one holding U's first delivery took %q", got)
+	}
+	claim() // U's first is in flight (the other claim's)
+	f.exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, uStarted)
+	claim("U task.succeeded")
+}
+
+// Several dispatchers claiming at once, each attempt failing (due again at once), delivered
+// or given up on at random: no two attempts of one task's deliveries to a subscription are
+// ever in flight together, and each task's deliveries are taken in event order.
+func TestConcurrentClaimsNeverHoldTwoEventsOfOneTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	every := []string{store.EventSubmitted, store.EventStarted, store.EventSucceeded}
+	f.subscribe("alice", every...)
+	f.subscribe("alice", every...)
+	for range 12 {
+		f.succeed(f.task())
+	}
+	if got := f.fanOutAll(); got != 72 {
+		t.Fatalf("%d deliveries, want 72 (12 tasks × 3 events × 2 subscriptions)", got)
+	}
+
+	type key struct {
+		sub  int64
+		task string
+	}
+	var (
+		mu       sync.Mutex
+		inFlight = map[key]string{} // the delivery being attempted
+		nextSeq  = map[key]int64{}  // the sequence the next claim of the task must have
+		failures []string
+		attempts int
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	var wg sync.WaitGroup
+	for picker := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(picker), 7))
+			for time.Now().Before(deadline) {
+				out, err := f.s.ClaimDeliveries(ctx, 3, 8, time.Minute)
+				if err != nil {
+					fail("picker %d: %v", picker, err)
+					return
+				}
+				if len(out) == 0 {
+					var left int
+					if err := f.db.DB.QueryRowContext(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'sending')`).Scan(&left); err != nil {
+						fail("picker %d: %v", picker, err)
+						return
+					}
+					if left == 0 {
+						return
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				for _, o := range out {
+					k := key{o.SubscriptionID, o.TaskNo}
+					if other, busy := inFlight[k]; busy {
+						failures = append(failures, fmt.Sprintf("%s (%s) claimed while %s of the same task and subscription is in flight", o.DeliveryNo, o.Event, other))
+					}
+					inFlight[k] = o.DeliveryNo
+					want := nextSeq[k]
+					if want == 0 {
+						want = 1
+					}
+					if seq := payloadSequence(o.Payload); seq != want {
+						failures = append(failures, fmt.Sprintf("%s claimed with sequence %d; the task's next undelivered one is %d", o.DeliveryNo, seq, want))
+					}
+				}
+				attempts += len(out)
+				mu.Unlock()
+				for _, o := range out {
+					time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond) // the attempt
+					var r store.AttemptResult
+					switch n := rng.IntN(20); {
+					case n < 10:
+						r = store.AttemptResult{Error: "no answer", NextAt: time.Now()}
+					case n < 17:
+						r = store.AttemptResult{StatusCode: 204, Delivered: true}
+					default:
+						r = store.AttemptResult{Error: "gave up"}
+					}
+					// The attempt ends before its result commits: a claim of the next one
+					// after this point is the rule's to refuse until the commit.
+					k := key{o.SubscriptionID, o.TaskNo}
+					mu.Lock()
+					delete(inFlight, k)
+					if r.NextAt.IsZero() {
+						nextSeq[k] = payloadSequence(o.Payload) + 1
+					}
+					mu.Unlock()
+					if _, ok, err := f.s.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
+						fail("record %s: ok=%v err=%v", o.DeliveryNo, ok, err)
+						return
+					}
+				}
+			}
+			fail("picker %d: deliveries still unfinished after two minutes", picker)
+		})
+	}
+	wg.Wait()
+	for _, msg := range failures {
+		t.Error(msg)
+	}
+	for k, seq := range nextSeq {
+		if seq != 4 {
+			t.Errorf("task %s, subscription %d: finished up to sequence %d, want 3", k.task, k.sub, seq-1)
+		}
+	}
+	t.Logf("%d attempts by 4 concurrent pickers", attempts)
 }

@@ -11,10 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/client"
 	"github.com/taskcenter/taskcenter/internal/testenv"
@@ -31,6 +34,8 @@ type hookReceiver struct {
 	srv      *http.Server
 	ids      map[string]int // event id → deliveries received
 	tasks    map[string]string
+	arrivals []client.WebhookEvent // every validly signed delivery, in the order it arrived
+	delay    time.Duration         // how long the receiver takes to answer once it has the event
 	bad      int
 	total    int
 	lastBody []byte
@@ -54,18 +59,36 @@ func (r *hookReceiver) url() string { return "http://" + r.addr + "/taskcenter" 
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.total++
 	ev, err := client.ParseWebhook(r.secret, req, body, 5*time.Minute)
 	if err != nil || ev.ID != req.Header.Get("Taskcenter-Event-Id") {
 		r.bad++
+		r.mu.Unlock()
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
 	r.ids[ev.ID]++
 	r.tasks[ev.ID] = ev.Task.ID
+	r.arrivals = append(r.arrivals, *ev)
 	r.lastBody, r.lastSig = body, req.Header.Get("Taskcenter-Signature")
+	delay := r.delay
+	r.mu.Unlock()
+	// A slow receiver has taken the event in already (as a real one would have acted on it)
+	// when its answer comes late, perhaps after the sender gave up: that is what makes
+	// at-least-once delivery send it again.
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-req.Context().Done():
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *hookReceiver) setDelay(d time.Duration) {
+	r.mu.Lock()
+	r.delay = d
+	r.mu.Unlock()
 }
 
 func (r *hookReceiver) serve(ln net.Listener) {
@@ -113,10 +136,15 @@ func webhookEnv(t *testing.T) *env {
 	})
 }
 
-// subscribe creates alice's subscription to rcv through the API and keeps its secret.
-func (p *proc) subscribe(rcv *hookReceiver) client.Webhook {
+// subscribe creates alice's subscription to rcv through the API (to the given events, or the
+// endings when none are named) and keeps its secret.
+func (p *proc) subscribe(rcv *hookReceiver, events ...string) client.Webhook {
 	p.t.Helper()
-	res := p.do("POST", "/api/v1/webhooks", aliceToken, map[string]any{"url": rcv.url()})
+	req := map[string]any{"url": rcv.url()}
+	if len(events) > 0 {
+		req["events"] = events
+	}
+	res := p.do("POST", "/api/v1/webhooks", aliceToken, req)
 	if res.status == http.StatusUnprocessableEntity && strings.Contains(string(res.body), "webhooks.allowed_hosts") {
 		p.t.Skip("the server does not read webhooks.allowed_hosts yet (internal/config has no webhooks section): " + string(res.body))
 	}
@@ -295,4 +323,158 @@ func TestNotifyURLIsToldWhenTheTaskEnds(t *testing.T) {
 	if err := json.Unmarshal(rcv.lastBody, &ev); err != nil || ev.Type != "task.succeeded" || ev.Task.ID != sub.Task.ID || rcv.bad != 0 {
 		t.Fatalf("event %+v (%v), bad %d", ev, err, rcv.bad)
 	}
+}
+
+// A receiver that is down, then slow (answering after the sender's timeout, then just slowly),
+// then killed mid-answer, then back, while tasks run through two dispatchers (two worker
+// processes): every task's events arrive in the order they happened. The first arrival of
+// each event has the task's next sequence (1, 2, 3: none missing, none early); a repeat (at
+// least once: the answer was lost) only ever repeats the latest one, never an older one; so a
+// receiver that keeps the latest status ends with the task's final one.
+func TestWebhooksArriveInOrderPerTaskThroughOutagesAndSlowness(t *testing.T) {
+	t.Parallel()
+	e := webhookEnv(t)
+	e.vars["TASKCENTER_WEBHOOKS_TIMEOUT"] = "2s"
+	p := e.start("all")
+	e.start("worker")
+	rcv := newHookReceiver(t)
+	p.subscribe(rcv, "task.submitted", "task.started", "task.succeeded")
+	c, err := client.New(p.base, aliceToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var tasks []string
+	submit := func(n int) []string {
+		t.Helper()
+		var batch []string
+		for range n {
+			sub, err := c.Submit(ctx, "bench:noop", map[string]any{"note": fmt.Sprint(len(tasks))}, client.SubmitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, sub.Task.ID)
+			batch = append(batch, sub.Task.ID)
+		}
+		return batch
+	}
+	// failedTasks counts the tasks of batch with a delivery attempt that got no answer.
+	failedTasks := func(batch []string) int {
+		return e.count(`SELECT count(DISTINCT d.task_no) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+			WHERE a.status_code IS NULL AND d.task_no IN (?)`, bun.In(batch))
+	}
+
+	// Down: five tasks run, and their first deliveries fail.
+	rcv.kill()
+	first := submit(5)
+	testenv.Eventually(t, 60*time.Second, "the first tasks' deliveries to fail while the receiver is down", func() bool {
+		return failedTasks(first) == len(first)
+	})
+	// Slow past the timeout: it takes events in but answers too late, so each is sent again.
+	rcv.setDelay(3 * time.Second)
+	rcv.start()
+	submit(5)
+	testenv.Eventually(t, 60*time.Second, "attempts to time out on the slow receiver", func() bool {
+		return e.count(`SELECT count(*) FROM webhook_attempts WHERE error LIKE 'no answer within%'`) >= 3
+	})
+	// Slow within the timeout: deliveries go through, several tasks' at a time.
+	rcv.setDelay(200 * time.Millisecond)
+	testenv.Eventually(t, 60*time.Second, "deliveries to the slow receiver", func() bool {
+		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`) >= 10
+	})
+	// Killed with answers in flight; five more tasks run while it is down.
+	rcv.kill()
+	last := submit(5)
+	testenv.Eventually(t, 60*time.Second, "the last tasks' deliveries to fail while the receiver is down", func() bool {
+		return failedTasks(last) == len(last)
+	})
+	// Back, and quick.
+	rcv.setDelay(0)
+	rcv.start()
+	testenv.Eventually(t, 60*time.Second, "the 15 tasks to end", func() bool {
+		return e.count(`SELECT count(*) FROM tasks WHERE type = 'bench:noop' AND status = 'SUCCESS'`) == len(tasks)
+	})
+	testenv.Eventually(t, 120*time.Second, "every delivery to be delivered", func() bool {
+		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`) == 3*len(tasks)
+	})
+
+	// The outbox: each task's events, in the order they happened.
+	var outbox []struct {
+		ID     int64  `bun:"id"`
+		TaskNo string `bun:"task_no"`
+	}
+	if err := e.db().NewRaw(`SELECT id, task_no FROM task_events ORDER BY id`).Scan(ctx, &outbox); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for _, ev := range outbox {
+		want[ev.TaskNo] = append(want[ev.TaskNo], fmt.Sprintf("evt_%d", ev.ID))
+	}
+	attempts := map[string]int{}
+	var rows []struct {
+		EventID  int64 `bun:"event_id"`
+		Attempts int   `bun:"attempts"`
+	}
+	if err := e.db().NewRaw(`SELECT event_id, attempts FROM webhook_deliveries`).Scan(ctx, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		attempts[fmt.Sprintf("evt_%d", r.EventID)] = r.Attempts
+	}
+
+	rcv.mu.Lock()
+	arrivals, bad := slices.Clone(rcv.arrivals), rcv.bad
+	rcv.mu.Unlock()
+	if bad != 0 {
+		t.Errorf("%d deliveries with a bad signature", bad)
+	}
+	type seen struct {
+		firsts []string // event ids in the order they first arrived
+		seq    int64    // the latest sequence arrived
+		status string   // the status a receiver keeping the latest one shows
+	}
+	byTask := map[string]*seen{}
+	arrived := map[string]int{}
+	repeats := 0
+	for _, ev := range arrivals {
+		s := byTask[ev.Task.ID]
+		if s == nil {
+			s = &seen{}
+			byTask[ev.Task.ID] = s
+		}
+		arrived[ev.ID]++
+		switch {
+		case arrived[ev.ID] == 1 && ev.Sequence == s.seq+1:
+			s.firsts = append(s.firsts, ev.ID)
+		case arrived[ev.ID] == 1:
+			t.Errorf("task %s: %s (%s, sequence %d) arrived first after sequence %d", ev.Task.ID, ev.ID, ev.Type, ev.Sequence, s.seq)
+		case ev.Sequence == s.seq:
+			repeats++
+		default:
+			t.Errorf("task %s: %s (%s, sequence %d) arrived again after sequence %d", ev.Task.ID, ev.ID, ev.Type, ev.Sequence, s.seq)
+		}
+		s.seq = max(s.seq, ev.Sequence)
+		s.status = ev.Task.Status
+		if arrived[ev.ID] > attempts[ev.ID] {
+			t.Errorf("%s arrived %d times in %d attempts", ev.ID, arrived[ev.ID], attempts[ev.ID])
+		}
+	}
+	for _, task := range tasks {
+		s := byTask[task]
+		if s == nil {
+			t.Errorf("task %s: nothing arrived", task)
+			continue
+		}
+		if !slices.Equal(s.firsts, want[task]) || len(want[task]) != 3 {
+			t.Errorf("task %s: events arrived first as %v; the outbox has %v", task, s.firsts, want[task])
+		}
+		if s.status != "SUCCESS" {
+			t.Errorf("task %s: a receiver keeping the latest status shows %s", task, s.status)
+		}
+	}
+	if len(arrived) != 3*len(tasks) || len(byTask) != len(tasks) {
+		t.Errorf("%d distinct events of %d tasks arrived; want %d of %d", len(arrived), len(byTask), 3*len(tasks), len(tasks))
+	}
+	t.Logf("%d tasks, %d events: %d deliveries arrived in order per task, %d of them repeats of an unanswered one",
+		len(tasks), len(arrived), len(arrivals), repeats)
 }

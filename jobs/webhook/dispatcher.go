@@ -6,7 +6,9 @@
 // retrying with exponential back-off and jitter until the receiver answers 2xx or the
 // delivery's window (24 h by default) runs out, when the delivery is dead and one alert is
 // raised. Delivery is at least once; the event id header is stable, so receivers
-// de-duplicate.
+// de-duplicate. Per subscription and task, events are sent in the order they happened: a
+// task's next delivery waits until the one before is delivered or dead (store.ClaimDeliveries),
+// and each body carries the event's sequence among its task's events.
 package webhook
 
 import (
@@ -102,6 +104,7 @@ type Dispatcher struct {
 	done     chan struct{}
 	inflight sync.WaitGroup
 	slots    chan struct{}
+	wake     chan struct{} // a delivery ended: its task's next one may be due now
 }
 
 // New returns a Dispatcher; Start runs it.
@@ -111,7 +114,7 @@ func New(cfg Config, deps Deps) *Dispatcher {
 		deps.Policy, _ = NewPolicy(nil)
 	}
 	return &Dispatcher{cfg: cfg, deps: deps, client: NewHTTPClient(deps.Policy, cfg.Timeout),
-		log: deps.Logger.With("component", "webhooks"), slots: make(chan struct{}, cfg.Concurrency)}
+		log: deps.Logger.With("component", "webhooks"), slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1)}
 }
 
 // NewHTTPClient is the client deliveries are sent with: every connection's address is checked
@@ -164,6 +167,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-d.wake:
 		}
 	}
 }
@@ -196,8 +200,20 @@ func (d *Dispatcher) Tick(ctx context.Context) {
 	for _, o := range out {
 		d.slots <- struct{}{}
 		d.inflight.Go(func() {
-			defer func() { <-d.slots }()
-			d.attempt(context.WithoutCancel(ctx), o)
+			ended := false
+			defer func() {
+				<-d.slots
+				// The task's next delivery to this subscription waited for this one: claim it
+				// now rather than a poll interval later, or a task's events would trickle out
+				// one per poll.
+				if ended {
+					select {
+					case d.wake <- struct{}{}:
+					default:
+					}
+				}
+			}()
+			ended = d.attempt(context.WithoutCancel(ctx), o)
 		})
 	}
 }
@@ -226,8 +242,9 @@ func (d *Dispatcher) prune(ctx context.Context) {
 	}
 }
 
-// attempt sends one delivery and records how it went.
-func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) {
+// attempt sends one delivery and records how it went. It reports whether the delivery ended
+// (delivered or dead).
+func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) bool {
 	res := d.send(ctx, o)
 	now := time.Now()
 	if !res.Delivered {
@@ -242,6 +259,7 @@ func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rec, ok, err := d.deps.Store.RecordAttempt(rctx, &o.Delivery, res)
+	ended := err == nil && ok && (rec.State == store.DeliveryDelivered || rec.State == store.DeliveryDead)
 	switch {
 	case err != nil:
 		d.log.Warn("could not record a webhook attempt; it will be retried when its lease lapses", "delivery", o.DeliveryNo, "err", err)
@@ -260,6 +278,7 @@ func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) {
 		d.log.Debug("webhook attempt", "delivery", o.DeliveryNo, "event_id", EventID(o.EventID), "status", res.StatusCode,
 			"delivered", res.Delivered, "err", res.Error, "took", res.Latency)
 	}
+	return ended
 }
 
 // backoff is the delay after the n-th failed attempt: base·2^(n−1), capped, ±20% jitter.

@@ -47,8 +47,12 @@ func Sign(secret string, t time.Time, body []byte) string {
 
 // Payload is the JSON body of a delivery.
 type Payload struct {
-	ID        string      `json:"id"`   // evt_<n>, as in the Taskcenter-Event-Id header
-	Type      string      `json:"type"` // the event name
+	ID   string `json:"id"`   // evt_<n>, as in the Taskcenter-Event-Id header
+	Type string `json:"type"` // the event name
+	// Sequence is the event's place among its task's events (1, 2, 3 … in the order they
+	// happened, counting events the subscription does not hear of too): a receiver ignores an
+	// event whose sequence is not above the last it applied for the task (a redelivery).
+	Sequence  int64       `json:"sequence"`
 	CreatedAt time.Time   `json:"created_at"`
 	Task      TaskPayload `json:"task"`
 }
@@ -112,9 +116,9 @@ type storedResult struct {
 }
 
 // BuildPayload is the store.PayloadFunc of every delivery.
-func BuildPayload(ev store.Event, t *store.Task) (json.RawMessage, error) {
+func BuildPayload(ev store.Event, sequence int64, t *store.Task) (json.RawMessage, error) {
 	self := "/api/v1/tasks/" + t.TaskNo
-	p := Payload{ID: EventID(ev.ID), Type: ev.Event, CreatedAt: ev.CreatedAt.UTC(), Task: TaskPayload{
+	p := Payload{ID: EventID(ev.ID), Type: ev.Event, Sequence: sequence, CreatedAt: ev.CreatedAt.UTC(), Task: TaskPayload{
 		ID: t.TaskNo, Type: t.Type, Owner: t.Owner, Status: ev.Status, Attempt: ev.Attempt,
 		Counts:    Counts{Total: t.TotalCount, Success: t.SuccessCount, Failed: t.FailedCount},
 		CreatedAt: t.CreatedAt.UTC(), Links: Links{Self: self},

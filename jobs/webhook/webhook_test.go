@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -456,5 +458,56 @@ func TestSignatureVerifies(t *testing.T) {
 	var ev client.WebhookEvent
 	if err := json.Unmarshal(body, &ev); err != nil || ev.ID != "evt_1" {
 		t.Fatal(ev, err)
+	}
+}
+
+// A task's events reach a subscription in order, with their sequence, and without waiting a
+// poll interval each: the end of one delivery lets the dispatcher claim the task's next at
+// once. The poll interval here is an hour, so after the first round only those wake-ups
+// move anything.
+func TestATasksEventsArriveInOrderWithoutAPollEach(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rcv := newReceiver(t)
+	var (
+		mu      sync.Mutex
+		arrived []client.WebhookEvent
+	)
+	rcv.handler = func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		ev, err := client.ParseWebhook(secret, req, body, 5*time.Minute)
+		if err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		arrived = append(arrived, *ev)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}
+	f.subscribe("alice", rcv.url(), store.EventSubmitted, store.EventStarted, store.EventSucceeded)
+	var tasks []*store.Task
+	for range 3 {
+		tasks = append(tasks, f.finish("alice"))
+	}
+	f.dispatcher(webhook.Config{PollInterval: time.Hour}, []string{"127.0.0.1"}, nil)
+	testenv.Eventually(t, 30*time.Second, "all nine events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(arrived) >= 9
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, task := range tasks {
+		var got []string
+		for _, ev := range arrived {
+			if ev.Task.ID == task.TaskNo {
+				got = append(got, fmt.Sprintf("%d %s", ev.Sequence, ev.Type))
+			}
+		}
+		want := []string{"1 task.submitted", "2 task.started", "3 task.succeeded"}
+		if !slices.Equal(got, want) {
+			t.Errorf("task %s: arrived %q, want %q", task.TaskNo, got, want)
+		}
 	}
 }
