@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -15,99 +14,52 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/task"
 )
+
+// Status is a task's status.
+type Status = task.Status
 
 // Task statuses.
 const (
-	StatusPending        = "PENDING"
-	StatusRunning        = "RUNNING"
-	StatusRetryWait      = "RETRY_WAIT"
-	StatusSuccess        = "SUCCESS"
-	StatusPartialSuccess = "PARTIAL_SUCCESS"
-	StatusFailed         = "FAILED"
-	StatusTimeout        = "TIMEOUT"
-	StatusCancelled      = "CANCELLED"
+	StatusPending        = task.StatusPending
+	StatusRunning        = task.StatusRunning
+	StatusRetryWait      = task.StatusRetryWait
+	StatusSuccess        = task.StatusSuccess
+	StatusPartialSuccess = task.StatusPartialSuccess
+	StatusFailed         = task.StatusFailed
+	StatusTimeout        = task.StatusTimeout
+	StatusCancelled      = task.StatusCancelled
 )
 
 // Terminal reports whether a task in status has ended (only a manual retry moves it again).
-func Terminal(status string) bool {
-	switch status {
-	case StatusSuccess, StatusPartialSuccess, StatusFailed, StatusTimeout, StatusCancelled:
-		return true
-	}
-	return false
-}
+func Terminal(status Status) bool { return status.Terminal() }
 
-// Task is a task as the API shows it. Attempts and Logs are filled by Get only.
+// Task is a task as the API shows it: the server's one task view, plus the attempts and logs
+// that Get fills.
 type Task struct {
-	ID              string          `json:"id"`
-	Type            string          `json:"type"`
-	Owner           string          `json:"owner"`
-	Status          string          `json:"status"`
-	Queue           string          `json:"queue"`
-	Params          json.RawMessage `json:"params"`
-	Progress        Progress        `json:"progress"`
-	Counts          Counts          `json:"counts"`
-	Attempt         int             `json:"attempt"`
-	RetryCount      int             `json:"retry_count"`
-	MaxRetry        int             `json:"max_retry"`
-	NextRetryAt     *time.Time      `json:"next_retry_at"`
-	CancelRequested bool            `json:"cancel_requested"`
-	Error           *TaskError      `json:"error"`
-	Result          *Result         `json:"result"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	Links           Links           `json:"links"`
-	Attempts        []Attempt       `json:"attempts,omitempty"`
-	Logs            []LogLine       `json:"logs,omitempty"`
+	task.View
+	Attempts []Attempt `json:"attempts,omitempty"`
+	Logs     []LogLine `json:"logs,omitempty"`
 }
 
 // Terminal reports whether the task has ended.
-func (t *Task) Terminal() bool { return Terminal(t.Status) }
+func (t *Task) Terminal() bool { return t.Status.Terminal() }
 
-// Progress is how far a running task is.
-type Progress struct {
-	Current   int64     `json:"current"`
-	Total     int64     `json:"total"`
-	Percent   int       `json:"percent"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Counts are the rows a task handled.
-type Counts struct {
-	Total   int64 `json:"total"`
-	Success int64 `json:"success"`
-	Failed  int64 `json:"failed"`
-}
-
-// TaskError is why a task (or its last attempt) failed.
-type TaskError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Result describes a finished task's file and summary.
-type Result struct {
-	Name        string          `json:"name"`
-	Rows        int64           `json:"rows"`
-	Size        int64           `json:"size"`
-	ContentType string          `json:"content_type"`
-	ExpiresAt   *time.Time      `json:"expires_at"`
-	Expired     bool            `json:"expired"`
-	Summary     json.RawMessage `json:"summary"`
-	FirstErrors []string        `json:"first_errors"`
-}
-
-// Links are the actions available on a task now (API paths).
-type Links struct {
-	Self        string `json:"self"`
-	Result      string `json:"result"`
-	ErrorReport string `json:"error_report"`
-	Cancel      string `json:"cancel"`
-	Retry       string `json:"retry"`
-}
+// The parts of a task view.
+type (
+	// Progress is how far a running task is.
+	Progress = task.Progress
+	// Counts are the rows a task handled.
+	Counts = task.Counts
+	// TaskError is why a task (or its last attempt) failed.
+	TaskError = task.ErrorView
+	// Result describes a finished task's file and summary.
+	Result = task.ResultView
+	// Links are the actions available on a task now (API paths).
+	Links = task.Links
+)
 
 // Attempt is one execution attempt.
 type Attempt struct {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // Webhook is a subscription: a URL told of task events, signed with its secret.
@@ -118,24 +120,16 @@ type WebhookEvent struct {
 	// ignore one not above the last you applied for the task.
 	Sequence  int64     `json:"sequence"`
 	CreatedAt time.Time `json:"created_at"`
-	// Task is the task; its Status and Attempt are the ones the event committed.
+	// Status and Attempt are what the event committed: keep them, in Sequence order, as the
+	// task's latest status.
+	Status  Status `json:"status"`
+	Attempt int    `json:"attempt"`
+	// Task is the task when the delivery was made, as GET /api/v1/tasks/{id} shows it.
 	Task WebhookTask `json:"task"`
 }
 
-// WebhookTask is the task a webhook event is about.
-type WebhookTask struct {
-	ID         string     `json:"id"`
-	Type       string     `json:"type"`
-	Owner      string     `json:"owner"`
-	Status     string     `json:"status"`
-	Attempt    int        `json:"attempt"`
-	Counts     Counts     `json:"counts"`
-	Error      *TaskError `json:"error"`
-	Result     *Result    `json:"result"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	Links      Links      `json:"links"`
-}
+// WebhookTask is the task a webhook event is about: the server's one task view.
+type WebhookTask = task.View
 
 // Signature verification errors.
 var (

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -77,7 +78,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 				out[i].Result, out[i].Problem = "problem", problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
 					"this idempotency_key was already used for a submit with different parameters (task "+sr.Task.TaskNo+")")
 			default:
-				v := taskView(sr.Task, nil, time.Now())
+				v := taskview.Of(sr.Task, nil, time.Now())
 				out[i].Task = &v
 				out[i].Result = "created"
 				if !sr.Created {

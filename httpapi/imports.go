@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -223,7 +224,7 @@ func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p P
 		return err
 	}
 	switch {
-	case res.hadReport() && res.expired(t, time.Now()):
+	case res.HadReport() && res.IsExpired(t, time.Now()):
 		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")
 	case res.ErrorReport != "":
 		if q := r.URL.Query().Get("lang"); q != "" && importer.ParseLang(q) != importer.ParseLang(string(res.ErrorReportLang)) {
@@ -240,7 +241,7 @@ func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p P
 const xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 // serveReportIn writes a task's error report in lang for this download only.
-func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.Task, res resultFile, lang importer.Lang) error {
+func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.Task, res taskview.Files, lang importer.Lang) error {
 	if err := storage.ValidKey(res.ErrorReport); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -40,7 +41,7 @@ type FireView struct {
 
 func scheduleView(sc *store.Schedule) ScheduleView {
 	return ScheduleView{ID: sc.ScheduleNo, Owner: sc.Owner, Type: sc.Type, Params: sc.Params, Priority: sc.Priority, Cron: sc.Cron,
-		Timezone: sc.Timezone, Paused: sc.Paused, LastFiredAt: utc(sc.LastFiredAt), LastTask: sc.LastTaskNo,
+		Timezone: sc.Timezone, Paused: sc.Paused, LastFiredAt: taskview.UTC(sc.LastFiredAt), LastTask: sc.LastTaskNo,
 		LastOutcome: sc.LastOutcome, CreatedAt: sc.CreatedAt.UTC()}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -215,7 +216,7 @@ func (e *apiEnv) put(key, content string) {
 // row with result.expired set.
 func (e *apiEnv) cleanupExpires(task *store.Task) {
 	e.t.Helper()
-	r, _ := parseResult(task)
+	r, _ := taskview.FilesOf(task)
 	for _, rel := range []string{r.File, r.ErrorReport} {
 		if rel != "" {
 			if err := e.files.Delete(context.Background(), rel); err != nil {

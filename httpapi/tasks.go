@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
@@ -38,7 +39,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) 
 	now := time.Now()
 	out := ListView{Items: make([]TaskView, len(tasks))}
 	for i := range tasks {
-		out.Items[i] = taskView(&tasks[i], nil, now)
+		out.Items[i] = taskview.Of(&tasks[i], nil, now)
 	}
 	if next != nil {
 		out.NextCursor = encodeCursor(*next)
@@ -157,7 +158,7 @@ func (s *Server) detail(ctx context.Context, t *store.Task, runs []store.Run, lo
 		CancelledBy: s.cancelledBy(ctx, t)}
 	for i, r := range runs {
 		v.Attempts[i] = AttemptView{Attempt: r.Attempt, Trigger: r.Trigger, Worker: r.Worker, Status: r.Status,
-			Error: r.Error, StartedAt: r.StartedAt.UTC(), FinishedAt: utc(r.FinishedAt)}
+			Error: r.Error, StartedAt: r.StartedAt.UTC(), FinishedAt: taskview.UTC(r.FinishedAt)}
 	}
 	for i, l := range logs {
 		v.Logs[i] = LogView{At: l.CreatedAt.UTC(), Attempt: l.Attempt, Level: l.Level, Message: l.Message}
@@ -170,10 +171,10 @@ func (s *Server) detail(ctx context.Context, t *store.Task, runs []store.Run, lo
 func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 	if t.Status == store.StatusRunning {
 		if live, ok, err := s.Board.Get(ctx, t.TaskNo); err == nil && ok {
-			return taskView(t, &live, time.Now())
+			return taskview.Of(t, &live, time.Now())
 		}
 	}
-	return taskView(t, nil, time.Now())
+	return taskview.Of(t, nil, time.Now())
 }
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
@@ -224,10 +225,10 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) 
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.
-func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, resultFile, error) {
+func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.Files, error) {
 	id, err := taskID(r)
 	if err != nil {
-		return nil, resultFile{}, err
+		return nil, taskview.Files{}, err
 	}
 	t, err := s.Store.Get(r.Context(), id, p.Scope())
 	if errors.Is(err, store.ErrNotFound) {
@@ -236,9 +237,9 @@ func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, resultFil
 		t, err = s.Store.GetArchived(r.Context(), id, p.Scope())
 	}
 	if err != nil {
-		return nil, resultFile{}, err
+		return nil, taskview.Files{}, err
 	}
-	res, _ := parseResult(t)
+	res, _ := taskview.FilesOf(t)
 	return t, res, nil
 }
 
@@ -249,7 +250,7 @@ func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Princi
 	if err != nil {
 		return err
 	}
-	if res.hadFile() && res.expired(t, time.Now()) {
+	if res.HadFile() && res.IsExpired(t, time.Now()) {
 		detail := "the result file has expired; export again to get a new one"
 		if t.ResultExpiresAt != nil {
 			detail = "the result file expired at " + t.ResultExpiresAt.UTC().Format(time.RFC3339) + "; export again to get a new one"

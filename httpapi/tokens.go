@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -86,7 +87,7 @@ type TokenView struct {
 
 func tokenView(t *store.APIToken) TokenView {
 	return TokenView{ID: t.TokenNo, Name: t.Name, Owner: t.Owner, Scopes: t.Scopes, Prefix: t.Prefix, CreatedBy: t.CreatedBy,
-		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: utc(t.LastUsedAt), RevokedAt: utc(t.RevokedAt)}
+		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: taskview.UTC(t.LastUsedAt), RevokedAt: taskview.UTC(t.RevokedAt)}
 }
 
 // createToken answers POST /api/v1/tokens {name, scopes, expires_at?, owner?}. A user creates

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
@@ -290,9 +291,9 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 
 func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryView {
 	v := DeliveryView{ID: d.DeliveryNo, EventID: webhook.EventID(d.EventID), Event: d.Event, TaskID: d.TaskNo, State: d.State,
-		Attempts: make([]DeliveryAttemptView, len(attempts)), DeliveredAt: utc(d.DeliveredAt), CreatedAt: d.CreatedAt.UTC()}
+		Attempts: make([]DeliveryAttemptView, len(attempts)), DeliveredAt: taskview.UTC(d.DeliveredAt), CreatedAt: d.CreatedAt.UTC()}
 	if d.State == store.DeliveryPending {
-		v.NextAt = utc(&d.DueAt)
+		v.NextAt = taskview.UTC(&d.DueAt)
 	}
 	for i, a := range attempts {
 		av := DeliveryAttemptView{Attempt: a.Attempt, At: a.CreatedAt.UTC(), LatencyMS: a.LatencyMS, Error: a.Error}

@@ -13,24 +13,8 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// Progress is a running task's progress as readers see it.
-type Progress struct {
-	Current   int64     `json:"current"`
-	Total     int64     `json:"total"`
-	Percent   int       `json:"percent"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Percent is current/total in whole percent, capped at 99 until the task is finished.
-func Percent(current, total int64, finished bool) int {
-	switch {
-	case finished:
-		return 100
-	case total <= 0:
-		return 0
-	}
-	return int(min(current*100/total, 99))
-}
+// Progress is a running task's progress as readers see it (internal/task).
+type Progress = task.Progress
 
 // ProgressBoard keeps live progress in a Redis hash per task (current, total, percent,
 // updated_at) with a TTL. The database holds the per-batch copy; readers fall back to it.
@@ -102,12 +86,12 @@ return 1`)
 func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64, counts task.Counts) error {
 	now := time.Now().UTC()
 	err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
-		current, total, Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
+		current, total, task.Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
 	if err != nil {
 		return err
 	}
 	return b.publish(ctx, Notice{Kind: NoticeProgress, TaskNo: taskNo, Owner: owner,
-		Progress: &Progress{Current: current, Total: total, Percent: Percent(current, total, false), UpdatedAt: now}, Counts: &counts})
+		Progress: &Progress{Current: current, Total: total, Percent: task.Percent(current, total, false), UpdatedAt: now}, Counts: &counts})
 }
 
 // Changed announces that a task's status changed (after the change committed).

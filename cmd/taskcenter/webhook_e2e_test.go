@@ -454,7 +454,7 @@ func TestWebhooksArriveInOrderPerTaskThroughOutagesAndSlowness(t *testing.T) {
 			t.Errorf("task %s: %s (%s, sequence %d) arrived again after sequence %d", ev.Task.ID, ev.ID, ev.Type, ev.Sequence, s.seq)
 		}
 		s.seq = max(s.seq, ev.Sequence)
-		s.status = ev.Task.Status
+		s.status = string(ev.Status)
 		if arrived[ev.ID] > attempts[ev.ID] {
 			t.Errorf("%s arrived %d times in %d attempts", ev.ID, arrived[ev.ID], attempts[ev.ID])
 		}

@@ -28,7 +28,7 @@ type barProgress struct {
 	w        io.Writer
 	bar      *progressbar.ProgressBar
 	max      int64
-	status   string
+	status   client.Status
 	finished bool
 }
 
@@ -97,7 +97,7 @@ func describe(t *client.Task) string {
 		}
 		return t.Type
 	}
-	return t.Status
+	return string(t.Status)
 }
 
 // lineProgress prints a plain line per status change, and one every few seconds while rows
@@ -105,7 +105,7 @@ func describe(t *client.Task) string {
 type lineProgress struct {
 	w        io.Writer
 	every    time.Duration
-	status   string
+	status   client.Status
 	lastAt   time.Time
 	lastRows int64
 	started  time.Time

@@ -298,7 +298,7 @@ func (t *cli) follow(ctx context.Context, id string) (int, error) {
 	return statusCode(task.Status), nil
 }
 
-func statusCode(status string) int {
+func statusCode(status client.Status) int {
 	switch status {
 	case client.StatusSuccess:
 		return exitSuccess

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -82,10 +83,17 @@ func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int)
 	if err != nil || len(tasks) == 0 {
 		return nil, after, err
 	}
+	// Each row is the task's view, the one every other surface shows.
+	now := time.Now()
 	out := make([][]any, len(tasks))
-	for i, t := range tasks {
-		out[i] = []any{t.TaskNo, t.Type, t.Owner, string(t.Status), t.ProgressCurrent, t.ProgressTotal, t.TotalCount,
-			t.SuccessCount, t.FailedCount, t.Attempt, t.ErrorMessage, timeCell(&t.CreatedAt), timeCell(t.StartedAt), timeCell(t.FinishedAt)}
+	for i := range tasks {
+		v := taskview.Of(&tasks[i], nil, now)
+		var msg string
+		if v.Error != nil {
+			msg = v.Error.Message
+		}
+		out[i] = []any{v.ID, v.Type, v.Owner, string(v.Status), v.Progress.Current, v.Progress.Total, v.Counts.Total,
+			v.Counts.Success, v.Counts.Failed, v.Attempt, msg, timeCell(&v.CreatedAt), timeCell(v.StartedAt), timeCell(v.FinishedAt)}
 	}
 	return out, tasks[len(tasks)-1].ID, nil
 }

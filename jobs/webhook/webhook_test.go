@@ -237,7 +237,7 @@ func TestReceiverDownForTenSecondsGetsEveryEventOnceBack(t *testing.T) {
 		if ev.Task.ID == rolled {
 			t.Fatalf("an event arrived for %s, whose transition rolled back", rolled)
 		}
-		if ev.Type != "task.succeeded" || ev.Task.Status != "SUCCESS" || ev.Task.Links.Self == "" {
+		if ev.Type != "task.succeeded" || ev.Status != "SUCCESS" || ev.Task.Status != "SUCCESS" || ev.Task.Links.Self == "" {
 			t.Fatalf("event body %+v", ev)
 		}
 	}

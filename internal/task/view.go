@@ -1,0 +1,80 @@
+package task
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// View is a task as every surface shows it: the API's JSON, each live event, the page, the
+// CLI, the Go client and webhook payloads. One type, so that no surface can carry a field
+// another one lacks or name it differently.
+type View struct {
+	ID              string          `json:"id"`
+	Type            string          `json:"type"`
+	Title           string          `json:"title"`
+	Owner           string          `json:"owner"`
+	Status          Status          `json:"status"`
+	Queue           string          `json:"queue"`
+	Params          json.RawMessage `json:"params"`
+	Progress        Progress        `json:"progress"`
+	Counts          Counts          `json:"counts"`
+	Attempt         int             `json:"attempt"`
+	RetryCount      int             `json:"retry_count"`
+	MaxRetry        int             `json:"max_retry"`
+	NextRetryAt     *time.Time      `json:"next_retry_at"`
+	CancelRequested bool            `json:"cancel_requested"`
+	Error           *ErrorView      `json:"error"`
+	Result          *ResultView     `json:"result"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	Links           Links           `json:"links"`
+}
+
+// Progress is how far a task's work is: current of total, in the task's one row total.
+type Progress struct {
+	Current   int64     `json:"current"`
+	Total     int64     `json:"total"`
+	Percent   int       `json:"percent"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Percent is current/total in whole percent, capped at 99 until the work is finished.
+func Percent(current, total int64, finished bool) int {
+	switch {
+	case finished:
+		return 100
+	case total <= 0:
+		return 0
+	}
+	return int(min(current*100/total, 99))
+}
+
+// ErrorView is why a task failed (or why its last attempt did).
+type ErrorView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ResultView describes a task's result file and summary.
+type ResultView struct {
+	Name        string          `json:"name,omitempty"`
+	Rows        int64           `json:"rows,omitempty"`
+	Size        int64           `json:"size,omitempty"`
+	ContentType string          `json:"content_type,omitempty"`
+	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
+	Expired     bool            `json:"expired"`
+	Summary     json.RawMessage `json:"summary,omitempty"`
+	// FirstErrors are an import's first rejected rows, e.g. "row 128, phone: must be …".
+	FirstErrors []string `json:"first_errors,omitempty"`
+}
+
+// Links are the actions available on a task now (API paths).
+type Links struct {
+	Self        string `json:"self"`
+	Result      string `json:"result,omitempty"`
+	ErrorReport string `json:"error_report,omitempty"`
+	Cancel      string `json:"cancel,omitempty"`
+	Retry       string `json:"retry,omitempty"`
+}

@@ -1,0 +1,125 @@
+// Package taskview renders a task row into the one view every surface shows (internal/task
+// View): the API's JSON and live events, the page and CLI that read them, and webhook payloads.
+// It also answers what the row says of its files, for the downloads.
+package taskview
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Files is the part of a task result the API reads: where the files are and the
+// summary. Cleanup's expiry drops file and error_report and sets expired.
+type Files struct {
+	File            string          `json:"file"`
+	Name            string          `json:"name"`
+	Rows            int64           `json:"rows"`
+	Size            int64           `json:"size"`
+	ContentType     string          `json:"content_type"`
+	ErrorReport     string          `json:"error_report"`
+	ErrorReportName string          `json:"error_report_name"`
+	Expired         bool            `json:"expired"`
+	Summary         json.RawMessage `json:"summary"`
+	FirstErrors     []string        `json:"first_errors"`
+	ErrorReportLang string          `json:"error_report_lang"`
+}
+
+// firstErrorsIn puts an import's first rejected rows (stored in English) into the task's
+// language: the one its uploader asked for, as the error report is.
+func firstErrorsIn(t *store.Task, fe []string) []string {
+	if len(fe) == 0 {
+		return fe
+	}
+	var p struct {
+		Lang string `json:"lang"`
+	}
+	json.Unmarshal(t.Params, &p) //nolint:errcheck // no language: English
+	lang := importer.ParseLang(p.Lang)
+	if lang == importer.LangEN {
+		return fe
+	}
+	out := make([]string, len(fe))
+	for i, m := range fe {
+		out[i] = importer.TranslateRowError(m, lang)
+	}
+	return out
+}
+
+// FilesOf reads what t's result says of its files; false when it has no result.
+func FilesOf(t *store.Task) (Files, bool) {
+	var r Files
+	if len(t.Result) == 0 || json.Unmarshal(t.Result, &r) != nil {
+		return Files{}, false
+	}
+	return r, true
+}
+
+// HadFile reports whether the task has, or had before it expired, a result file: the
+// download name outlives the file.
+func (r Files) HadFile() bool { return r.File != "" || r.Name != "" }
+
+// HadReport reports whether the task has, or had before it expired, an error report.
+func (r Files) HadReport() bool { return r.ErrorReport != "" || r.ErrorReportName != "" }
+
+// IsExpired reports whether the task's files may no longer be downloaded: past
+// result_expires_at, or already removed by cleanup.
+func (r Files) IsExpired(t *store.Task, now time.Time) bool {
+	return r.Expired || (t.ResultExpiresAt != nil && !now.Before(*t.ResultExpiresAt))
+}
+
+// Of renders t as of now; live is the running task's progress from Redis when there is one.
+func Of(t *store.Task, live *task.Progress, now time.Time) task.View {
+	self := "/api/v1/tasks/" + t.TaskNo
+	v := task.View{
+		ID: t.TaskNo, Type: t.Type, Title: t.Title, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
+		Counts:  task.Counts{Total: t.TotalCount, Success: t.SuccessCount, Failed: t.FailedCount},
+		Attempt: t.Attempt, RetryCount: t.RetryCount, MaxRetry: t.MaxRetry, NextRetryAt: UTC(t.NextRetryAt),
+		CancelRequested: t.CancelRequested, CreatedAt: t.CreatedAt.UTC(), StartedAt: UTC(t.StartedAt),
+		FinishedAt: UTC(t.FinishedAt), UpdatedAt: t.UpdatedAt.UTC(), Links: task.Links{Self: self},
+	}
+	// Work that ran to the end shows 100 %, whatever its outcome (an import whose every row
+	// was rejected read the whole file).
+	finished := t.Status.Succeeded() || (t.Status.Terminal() && t.ProgressTotal > 0 && t.ProgressCurrent >= t.ProgressTotal)
+	v.Progress = task.Progress{Current: t.ProgressCurrent, Total: t.ProgressTotal,
+		Percent: task.Percent(t.ProgressCurrent, t.ProgressTotal, finished), UpdatedAt: t.UpdatedAt.UTC()}
+	if live != nil && t.Status == store.StatusRunning && live.Current >= t.ProgressCurrent {
+		v.Progress = *live
+	}
+	if t.ErrorCode != "" || t.ErrorMessage != "" {
+		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
+	}
+	if r, ok := FilesOf(t); ok {
+		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
+			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors)}
+		v.Result = rv
+		if r.File != "" && !rv.Expired {
+			v.Links.Result = self + "/result"
+		}
+		if r.ErrorReport != "" && !rv.Expired {
+			v.Links.ErrorReport = self + "/error-report"
+		}
+	}
+	switch {
+	case t.Status.Waiting() || (t.Status == store.StatusRunning && !t.CancelRequested):
+		v.Links.Cancel = self + "/cancel"
+	case task.CanRetry(t.Status, t.ErrorCode):
+		v.Links.Retry = self + "/retry"
+	}
+	if v.Params == nil {
+		v.Params = json.RawMessage(`{}`)
+	}
+	return v
+}
+
+// UTC is t in UTC, nil for nil.
+func UTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
