@@ -12,6 +12,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,7 +87,7 @@ type FieldError struct {
 
 func (p Problem) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%d %s)", cmpOr(p.Detail, p.Title, http.StatusText(p.Status)), p.Status, p.Code)
+	fmt.Fprintf(&b, "%s (%d %s)", cmp.Or(p.Detail, p.Title, http.StatusText(p.Status)), p.Status, p.Code)
 	for _, f := range p.Errors {
 		fmt.Fprintf(&b, "; %s: %s", f.Field, f.Message)
 	}
@@ -103,15 +104,6 @@ func (p *Problem) As(target any) bool {
 		return true
 	}
 	return false
-}
-
-func cmpOr(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // url resolves an API path (with an optional query) against the base URL.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func (c *Client) download(ctx context.Context, path string, w io.Writer) (*Downl
 			res.Body.Close()
 			return d, fmt.Errorf("taskcenter: the file changed while it was being downloaded; %d bytes were written, start again", d.Size)
 		case res.StatusCode == http.StatusOK:
-			validator = cmpOr(res.Header.Get("ETag"), res.Header.Get("Last-Modified"))
+			validator = cmp.Or(res.Header.Get("ETag"), res.Header.Get("Last-Modified"))
 			d.ContentType = res.Header.Get("Content-Type")
 			if _, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition")); err == nil {
 				d.Name = params["filename"]

@@ -146,7 +146,7 @@ func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.
 		return jobs.Submission{}, err
 	}
 	return jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
-		Priority: priority, Title: cmpOr(title, defTitle)}, nil
+		Priority: priority, Title: trimmedOr(title, defTitle)}, nil
 }
 
 // titleProblem says what is wrong with a title a client gave ("" when nothing is).
@@ -160,7 +160,8 @@ func titleProblem(title string) string {
 	return ""
 }
 
-func cmpOr(s, def string) string {
+// trimmedOr is s without surrounding space, or def when nothing is left.
+func trimmedOr(s, def string) string {
 	if strings.TrimSpace(s) == "" {
 		return def
 	}

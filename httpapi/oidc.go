@@ -203,7 +203,7 @@ func (s *Server) endWebSession(rw http.ResponseWriter, r *http.Request) (string,
 				return "", err
 			}
 			if live {
-				s.record(r.Context(), store.AuditEvent{Actor: d.User, Via: cmpOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
+				s.record(r.Context(), store.AuditEvent{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
 					Status: http.StatusSeeOther, ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())})
 				if d.Via == "oidc" && s.Auth.OIDC != nil {
 					if u := s.Auth.OIDC.EndSessionURL(r.Context(), d.IDToken, baseURL(r)+"/login"); u != "" {

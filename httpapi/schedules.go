@@ -73,7 +73,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Princi
 	}
 	var errs []FieldError
 	if msg := textcheck.Problem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
-		errs = append(errs, FieldError{"cron", cmpOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
+		errs = append(errs, FieldError{"cron", trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
 	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
 		field := "cron"
 		if strings.HasPrefix(err.Error(), "timezone") {

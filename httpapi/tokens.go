@@ -113,7 +113,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal
 	var errs []FieldError
 	name := strings.TrimSpace(req.Name)
 	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
-		errs = append(errs, FieldError{"name", cmpOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
+		errs = append(errs, FieldError{"name", trimmedOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
 	}
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		errs = append(errs, FieldError{"owner", msg})

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/every"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -21,7 +22,7 @@ type heartbeater struct {
 	mu   sync.Mutex
 	runs map[int64]*beating // by task id
 
-	stop chan struct{}
+	stop context.CancelFunc
 	done chan struct{}
 }
 
@@ -32,9 +33,12 @@ type beating struct {
 }
 
 func newHeartbeater(st *store.Store, interval time.Duration, logger *slog.Logger) *heartbeater {
-	h := &heartbeater{store: st, interval: interval, logger: logger, runs: map[int64]*beating{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go h.loop()
+	ctx, stop := context.WithCancel(context.Background())
+	h := &heartbeater{store: st, interval: interval, logger: logger, runs: map[int64]*beating{}, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		every.Run(ctx, interval, func(context.Context) { h.beat() })
+	}()
 	return h
 }
 
@@ -54,22 +58,8 @@ func (h *heartbeater) remove(run *Run) {
 }
 
 func (h *heartbeater) close() {
-	close(h.stop)
+	h.stop()
 	<-h.done
-}
-
-func (h *heartbeater) loop() {
-	defer close(h.done)
-	t := time.NewTicker(h.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-		}
-		h.beat()
-	}
 }
 
 func (h *heartbeater) beat() {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -136,7 +137,7 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 		}
 		admitted = append(admitted, i)
 		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
-			Priority: cmpOr(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
+			Priority: cmp.Or(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
 			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter})
 	}
 	if len(nts) == 0 {
@@ -264,15 +265,6 @@ func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
 
 var errRedisDown = errors.New("redis is unreachable; skipped")
 
-func cmpOr(vals ...int) int {
-	for _, v := range vals {
-		if v != 0 {
-			return v
-		}
-	}
-	return 0
-}
-
 // Enabled reports whether tasks of a type can be submitted (configured and not disabled).
 func (s *Submitter) Enabled(taskType string) bool {
 	_, ok := s.types[taskType]
@@ -284,7 +276,7 @@ func (s *Submitter) QueueOf(taskType string) string { return s.types[taskType].Q
 
 // PriorityOf is a type's default priority.
 func (s *Submitter) PriorityOf(taskType string) int {
-	return cmpOr(s.types[taskType].Priority, PriorityDefault)
+	return cmp.Or(s.types[taskType].Priority, PriorityDefault)
 }
 
 // WithBoard makes the submitter announce new tasks to live streams on b.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -86,7 +87,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	)
 	for i, nt := range nts {
 		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
-		params[i], requests[i], titles[i] = cmpOr(string(nt.Params), "{}"), nt.RequestID, nt.Title
+		params[i], requests[i], titles[i] = cmp.Or(string(nt.Params), "{}"), nt.RequestID, nt.Title
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
 		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
 		audits[i] = nt.Audit
@@ -666,8 +667,8 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 			hasCounts[i], totals[i], successes[i], failures[i] = true, c.Total, c.Success, c.Failed
 		}
 		outcome[i] = e.outcome
-		runStatus[i], runErrors[i] = cmpOr(e.runStatus, string(e.to)), e.runError
-		levels[i], logs[i] = cmpOr(e.level, "info"), e.log
+		runStatus[i], runErrors[i] = cmp.Or(e.runStatus, string(e.to)), e.runError
+		levels[i], logs[i] = cmp.Or(e.level, "info"), e.log
 	}
 	var rows []Task
 	err := all(ctx, s.db, s.db.DB, &rows, `
@@ -970,11 +971,4 @@ func nullJSON(b json.RawMessage) *string {
 	}
 	s := string(b)
 	return &s
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, e env) int {
 func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 	global := flag.NewFlagSet("tc", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
-	base := global.String("url", cmpOr(t.getenv("TASKCENTER_URL"), "http://localhost:8080"), "server URL")
+	base := global.String("url", cmp.Or(t.getenv("TASKCENTER_URL"), "http://localhost:8080"), "server URL")
 	token := global.String("token", t.getenv("TASKCENTER_TOKEN"), "bearer token")
 	global.BoolVar(&t.json, "json", false, "print JSON")
 	if err := global.Parse(args); err != nil {
@@ -410,7 +411,7 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
 	}
 	if r := task.Result; r != nil {
-		fmt.Fprintf(w, "result %s (%d rows, %d bytes)", cmpOr(r.Name, "-"), r.Rows, r.Size)
+		fmt.Fprintf(w, "result %s (%d rows, %d bytes)", cmp.Or(r.Name, "-"), r.Rows, r.Size)
 		if r.Expired {
 			fmt.Fprint(w, ", expired")
 		} else if r.ExpiresAt != nil {
@@ -510,7 +511,7 @@ func (t *cli) download(ctx context.Context, cmd, id, out string) (*downloadResul
 		return nil, err
 	}
 	if out == "" {
-		out = filepath.Base(cmpOr(d.Name, id+".xlsx"))
+		out = filepath.Base(cmp.Or(d.Name, id+".xlsx"))
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return nil, err
@@ -559,13 +560,4 @@ func (t *cli) fail(err error) int {
 		fmt.Fprintln(t.stderr, "tc:", err)
 		return exitFailed
 	}
-}
-
-func cmpOr(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -50,8 +51,8 @@ func newBench(ctx context.Context, getenv func(string) string, bin string, stdou
 		return nil, fmt.Errorf("taskcenter binary %s: %w (run `make build` or `make bench`)", bin, err)
 	}
 	b := &bench{ctx: ctx, stdout: stdout, bin: bin,
-		baseURL:   cmpOr(getenv("TASKCENTER_DATABASE_URL"), "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"),
-		redisAddr: cmpOr(getenv("TASKCENTER_REDIS_ADDR"), "127.0.0.1:6379"),
+		baseURL:   cmp.Or(getenv("TASKCENTER_DATABASE_URL"), "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"),
+		redisAddr: cmp.Or(getenv("TASKCENTER_REDIS_ADDR"), "127.0.0.1:6379"),
 	}
 	admin, err := store.Open(b.baseURL, store.OpenOptions{MaxOpenConns: 2})
 	if err != nil {
@@ -132,7 +133,7 @@ func (b *bench) startRoles(roles string, extra ...string) (*service, error) {
 		"TASKCENTER_REDIS_DB="+strconv.Itoa(b.redisDB),
 		"TASKCENTER_DATA_DIR="+b.dataDir,
 		"TASKCENTER_HTTP_ADDR=127.0.0.1:0",
-		"TASKCENTER_LOG_LEVEL="+cmpOr(os.Getenv("TCBENCH_LOG_LEVEL"), "info"),
+		"TASKCENTER_LOG_LEVEL="+cmp.Or(os.Getenv("TCBENCH_LOG_LEVEL"), "info"),
 		"TASKCENTER_METRICS_ADDR=",
 	)
 	cmd.Env = append(cmd.Env, extra...)
@@ -289,13 +290,6 @@ func (b *bench) child(mode string, args ...string) (map[string]float64, float64,
 		return nil, 0, fmt.Errorf("%s printed %q: %w", mode, out.String(), err)
 	}
 	return report, report["peak_rss_mb"], nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func numCPU() int { return runtime.NumCPU() }

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -656,7 +657,7 @@ func TestSpoolLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := cmpOr(dir, filepath.Join(e.root, "tmp"))
+			want := cmp.Or(dir, filepath.Join(e.root, "tmp"))
 			if filepath.Dir(f.Name()) != want || filepath.Ext(f.Name()) != ".xlsx" {
 				t.Errorf("spool file %s, want a .xlsx in %s", f.Name(), want)
 			}
@@ -670,13 +671,6 @@ func TestSpoolLocal(t *testing.T) {
 			}
 		}
 	})
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // failingReader yields n bytes, then fails.

@@ -111,14 +111,6 @@ func knownHeader(text io.Reader, lim Limits) bool {
 	return false
 }
 
-// encodingName is how messages name an encoding.
-func encodingName(e Encoding) string {
-	if e == EncodingGB18030 {
-		return "GB18030/GBK"
-	}
-	return "UTF-8"
-}
-
 // encodingError is where a CSV stops being text in the encoding it was read as.
 type encodingError struct {
 	line int

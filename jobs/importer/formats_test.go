@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -27,7 +28,7 @@ func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jo
 	if err != nil {
 		return nil, jobs2Sub{}, err
 	}
-	o.Mode = cmpOr(o.Mode, ModeUpsert)
+	o.Mode = cmp.Or(o.Mode, ModeUpsert)
 	sub, err := up.Accept(context.Background(), r, "alice", o)
 	if err != nil {
 		return nil, jobs2Sub{}, err
@@ -43,13 +44,6 @@ func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jo
 type jobs2Sub struct {
 	key    string
 	params json.RawMessage
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func fixture(t *testing.T, name string) []byte {
