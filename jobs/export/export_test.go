@@ -1,84 +1,24 @@
 package export
 
 import (
-	"archive/zip"
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"encoding/xml"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
-
-// sheetRanges reads each worksheet of the .xlsx at path: what it declares as its dimension,
-// and the range its cells really cover, as "declared=used".
-func sheetRanges(t *testing.T, path string) []string {
-	t.Helper()
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	var out []string
-	for _, f := range zr.File {
-		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		declared, c1, r1, c2, r2 := "", 0, 0, 0, 0
-		dec := xml.NewDecoder(rc)
-		for {
-			tok, err := dec.Token()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f.Name, err)
-			}
-			el, ok := tok.(xml.StartElement)
-			if !ok {
-				continue
-			}
-			for _, a := range el.Attr {
-				switch {
-				case el.Name.Local == "dimension" && a.Name.Local == "ref":
-					declared = a.Value
-				case el.Name.Local == "c" && a.Name.Local == "r":
-					col, row, err := excelize.CellNameToCoordinates(a.Value)
-					if err != nil {
-						t.Fatalf("%s: cell %q: %v", f.Name, a.Value, err)
-					}
-					if c1 == 0 {
-						c1, r1, c2, r2 = col, row, col, row
-					}
-					c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
-				}
-			}
-		}
-		rc.Close()
-		from, _ := excelize.CoordinatesToCellName(c1, r1)
-		to, _ := excelize.CoordinatesToCellName(c2, r2)
-		out = append(out, declared+"="+from+":"+to)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // An export read in several pages declares the range of every row it wrote: a reader that
 // trusts the dimension (openpyxl read-only) sees the whole export, not its first cell.
@@ -125,7 +65,7 @@ func TestExportDeclaresItsRange(t *testing.T) {
 		t.Fatalf("export %s: %s (%v)", done.Status, done.Result, err)
 	}
 	// Eight columns; the header and a row per customer.
-	if got, want := sheetRanges(t, filepath.Join(root, filepath.FromSlash(res.File))), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
+	if got, want := xlsxtest.SheetRanges(t, filepath.Join(root, filepath.FromSlash(res.File))), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
 		t.Fatalf("declared=used %q, want %q", got, want)
 	}
 }

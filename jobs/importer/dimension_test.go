@@ -1,82 +1,21 @@
 package importer
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"encoding/xml"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/uptrace/bun"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/store"
 )
-
-// sheetRanges reads each worksheet of the .xlsx in b: what it declares as its dimension,
-// and the range its cells really cover, as "declared=used".
-func sheetRanges(t *testing.T, b []byte) []string {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range zr.File {
-		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		declared, c1, r1, c2, r2 := "", 0, 0, 0, 0
-		dec := xml.NewDecoder(rc)
-		for {
-			tok, err := dec.Token()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f.Name, err)
-			}
-			el, ok := tok.(xml.StartElement)
-			if !ok {
-				continue
-			}
-			for _, a := range el.Attr {
-				switch {
-				case el.Name.Local == "dimension" && a.Name.Local == "ref":
-					declared = a.Value
-				case el.Name.Local == "c" && a.Name.Local == "r":
-					col, row, err := excelize.CellNameToCoordinates(a.Value)
-					if err != nil {
-						t.Fatalf("%s: cell %q: %v", f.Name, a.Value, err)
-					}
-					if c1 == 0 {
-						c1, r1, c2, r2 = col, row, col, row
-					}
-					c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
-				}
-			}
-		}
-		rc.Close()
-		from, _ := excelize.CoordinatesToCellName(c1, r1)
-		to, _ := excelize.CoordinatesToCellName(c2, r2)
-		out = append(out, declared+"="+from+":"+to)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // The template declares the range of its header and example row, so a reader that trusts
 // the dimension (openpyxl read-only) sees both rows and every column.
@@ -87,7 +26,7 @@ func TestTemplateDeclaresItsRange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := sheetRanges(t, b); !slices.Equal(got, []string{"A1:F2=A1:F2"}) {
+		if got := xlsxtest.SheetRangesOf(t, b); !slices.Equal(got, []string{"A1:F2=A1:F2"}) {
 			t.Errorf("%s template: declared=used %q, want A1:F2", lang, got)
 		}
 	}
@@ -135,7 +74,7 @@ func TestErrorReportDeclaresItsRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sheetRanges(t, b); !slices.Equal(got, want) {
+	if got := xlsxtest.SheetRangesOf(t, b); !slices.Equal(got, want) {
 		t.Errorf("stored report: declared=used %q, want %q", got, want)
 	}
 
@@ -148,7 +87,7 @@ func TestErrorReportDeclaresItsRange(t *testing.T) {
 	if b, err = os.ReadFile(p); err != nil {
 		t.Fatal(err)
 	}
-	if got := sheetRanges(t, b); !slices.Equal(got, want) {
+	if got := xlsxtest.SheetRangesOf(t, b); !slices.Equal(got, want) {
 		t.Errorf("report in zh: declared=used %q, want %q", got, want)
 	}
 }

@@ -1,84 +1,24 @@
 package report
 
 import (
-	"archive/zip"
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"encoding/xml"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
-
-// sheetRanges reads each worksheet of the .xlsx at path: what it declares as its dimension,
-// and the range its cells really cover, as "declared=used".
-func sheetRanges(t *testing.T, path string) []string {
-	t.Helper()
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	var out []string
-	for _, f := range zr.File {
-		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		declared, c1, r1, c2, r2 := "", 0, 0, 0, 0
-		dec := xml.NewDecoder(rc)
-		for {
-			tok, err := dec.Token()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f.Name, err)
-			}
-			el, ok := tok.(xml.StartElement)
-			if !ok {
-				continue
-			}
-			for _, a := range el.Attr {
-				switch {
-				case el.Name.Local == "dimension" && a.Name.Local == "ref":
-					declared = a.Value
-				case el.Name.Local == "c" && a.Name.Local == "r":
-					col, row, err := excelize.CellNameToCoordinates(a.Value)
-					if err != nil {
-						t.Fatalf("%s: cell %q: %v", f.Name, a.Value, err)
-					}
-					if c1 == 0 {
-						c1, r1, c2, r2 = col, row, col, row
-					}
-					c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
-				}
-			}
-		}
-		rc.Close()
-		from, _ := excelize.CoordinatesToCellName(c1, r1)
-		to, _ := excelize.CoordinatesToCellName(c2, r2)
-		out = append(out, declared+"="+from+":"+to)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // Each sheet of the report declares the range of its cells: a reader that trusts the
 // dimension (openpyxl read-only) sees every breakdown whole.
@@ -133,7 +73,7 @@ func TestCustomerStatsSheetsDeclareTheirRange(t *testing.T) {
 	if err := json.Unmarshal(done.Result, &res); err != nil || done.Status != store.StatusSuccess || res.File == "" {
 		t.Fatalf("report %s: %s (%v)", done.Status, done.Result, err)
 	}
-	got := sheetRanges(t, filepath.Join(root, filepath.FromSlash(res.File)))
+	got := xlsxtest.SheetRanges(t, filepath.Join(root, filepath.FromSlash(res.File)))
 	// By city, by level, imports by day: a header each, then a row per city, level and day.
 	want := []string{"A1:B4=A1:B4", "A1:B5=A1:B5", "A1:E2=A1:E2"}
 	if !slices.Equal(got, want) {
