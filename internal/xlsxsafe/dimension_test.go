@@ -1,11 +1,8 @@
 package xlsxsafe
 
 import (
-	"archive/zip"
 	"bytes"
-	"encoding/xml"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,90 +11,20 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 )
-
-// sheetRange is what a worksheet of a written workbook declares as its dimension, and the
-// range of the cells it really holds.
-type sheetRange struct{ declared, used string }
-
-// ranges reads every worksheet of the .xlsx at path, by zip part.
-func ranges(t *testing.T, path string) map[string]sheetRange {
-	t.Helper()
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	out := map[string]sheetRange{}
-	for _, f := range zr.File {
-		if !strings.HasPrefix(f.Name, "xl/worksheets/") || !strings.HasSuffix(f.Name, ".xml") || strings.Count(f.Name, "/") != 2 {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f.Name] = readRange(t, f.Name, rc)
-		rc.Close()
-	}
-	return out
-}
-
-func readRange(t *testing.T, name string, r io.Reader) sheetRange {
-	t.Helper()
-	var sr sheetRange
-	c1, r1, c2, r2 := 0, 0, 0, 0
-	dec := xml.NewDecoder(r)
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		el, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		for _, a := range el.Attr {
-			switch {
-			case el.Name.Local == "dimension" && a.Name.Local == "ref":
-				sr.declared = a.Value
-			case el.Name.Local == "c" && a.Name.Local == "r":
-				col, row, err := excelize.CellNameToCoordinates(a.Value)
-				if err != nil {
-					t.Fatalf("%s: cell %q: %v", name, a.Value, err)
-				}
-				if c1 == 0 {
-					c1, r1, c2, r2 = col, row, col, row
-				}
-				c1, r1, c2, r2 = min(c1, col), min(r1, row), max(c2, col), max(r2, row)
-			}
-		}
-	}
-	sr.used = "A1"
-	if c1 > 0 {
-		from, _ := excelize.CoordinatesToCellName(c1, r1)
-		to, _ := excelize.CoordinatesToCellName(c2, r2)
-		sr.used = from + ":" + to
-		if from == to {
-			sr.used = from
-		}
-	}
-	return sr
-}
 
 // checkRanges fails unless every worksheet declares the range of its cells, and those ranges
 // are want (in any order).
 func checkRanges(t *testing.T, path string, want ...string) {
 	t.Helper()
 	var got []string
-	for part, r := range ranges(t, path) {
-		if r.declared != r.used {
-			t.Errorf("%s declares <dimension ref=%q>, its cells cover %s", part, r.declared, r.used)
+	for _, r := range xlsxtest.SheetRanges(t, path) {
+		declared, used, _ := strings.Cut(r, "=")
+		if declared != used {
+			t.Errorf("a sheet declares <dimension ref=%q>, its cells cover %s", declared, used)
 		}
-		got = append(got, r.declared)
+		got = append(got, declared)
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -16,7 +16,8 @@ import (
 )
 
 // SheetRanges reads the workbook at path: one "declared=used" per worksheet, sorted, where
-// declared is its <dimension ref> and used the range its cells cover (A1:A1 for none).
+// declared is its <dimension ref> and used the range its cells cover, written as a
+// spreadsheet writes it (a single cell, or none, is "A1").
 func SheetRanges(t testing.TB, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -84,9 +85,12 @@ func readRange(t testing.TB, name string, r io.Reader) (declared, used string) {
 		}
 	}
 	if c1 == 0 {
-		return declared, "A1:A1"
+		return declared, "A1"
 	}
 	from, _ := excelize.CoordinatesToCellName(c1, r1)
 	to, _ := excelize.CoordinatesToCellName(c2, r2)
+	if from == to {
+		return declared, from
+	}
 	return declared, from + ":" + to
 }
