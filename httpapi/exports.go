@@ -177,15 +177,21 @@ func idempotencyBizKey(key string) string {
 
 // submit creates the task and answers 202 (created) or 200 (an earlier identical submit).
 // A key reused with different parameters is refused rather than silently answered with a
-// task that does something else. With a notify_url the task gets a webhook subscription (the
-// URL is checked first, so a refused one leaves no task behind).
+// task that does something else. With a notify_url the task gets a webhook subscription,
+// committed with it (the URL is checked first, so a refused one leaves no task behind, and a
+// subscription that cannot be written takes the task with it).
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission, notify *notifyRequest) error {
 	if err := notify.check(r.Context(), s); err != nil {
 		return err
 	}
-	t, created, err := s.Submitter.Submit(r.Context(), sub)
+	sub.Notify = notify.subscription(sub.Owner)
+	res, err := s.Submitter.SubmitMany(r.Context(), []jobs.Submission{sub})
 	if err != nil {
 		return err
+	}
+	t, created := res[0].Task, res[0].Created
+	if res[0].Err != nil {
+		return res[0].Err
 	}
 	status := http.StatusAccepted
 	if !created {
@@ -195,7 +201,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 		}
 		status = http.StatusOK
 	}
-	hook, err := notify.bind(r.Context(), s, t, sub.Owner)
+	hook, err := notify.bind(r.Context(), s, t, res[0].Subscription, sub.Owner)
 	if err != nil {
 		return err
 	}

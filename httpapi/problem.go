@@ -86,6 +86,10 @@ func toProblem(err error) *Problem {
 		return problem(status, file.Code, file.Message)
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem(http.StatusUnprocessableEntity, "unknown_type", err.Error())
+	case store.IsTimeout(err):
+		p := problem(http.StatusServiceUnavailable, "database_timeout", "the task database did not answer in time; try again shortly")
+		p.retryAfter = 2
+		return p
 	case store.IsUnavailable(err):
 		p := problem(http.StatusServiceUnavailable, "unavailable", "the task database is unavailable; try again shortly")
 		p.retryAfter = 5
@@ -100,7 +104,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = requestID(r.Context())
 	switch {
-	case p.Status == http.StatusServiceUnavailable && s.Postgres != nil:
+	case p.Code == "unavailable" && s.Postgres != nil:
 		// An outage is reported once, by its tracker, and summarised when it ends; each 503
 		// during it is counted there, not logged as an error of its own.
 		s.Postgres.Fail(err)

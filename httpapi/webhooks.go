@@ -350,14 +350,30 @@ func (n *notifyRequest) check(ctx context.Context, s *Server) error {
 	return err
 }
 
-// bind subscribes the URL to the task's endings. A resubmit that returned an existing task
-// with the same URL gets the existing subscription, without its secret.
-func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, by string) (*WebhookView, error) {
+// subscription is the subscription a new task is submitted with: the URL, told of the
+// task's endings.
+func (n *notifyRequest) subscription(by string) *store.NewSubscription {
+	if n == nil {
+		return nil
+	}
+	return &store.NewSubscription{URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}
+}
+
+// bind answers the subscription of a submit: the one committed with a new task (made), or,
+// for a resubmit that returned an existing task, that task's subscription for the URL (the
+// existing one without its secret, or a new one).
+func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made *store.Subscription, by string) (*WebhookView, error) {
 	if n == nil {
 		return nil, nil
 	}
-	sub, created, err := s.Store.CreateTaskSubscription(context.WithoutCancel(ctx), t.ID, store.NewSubscription{
-		Owner: t.Owner, URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}, webhook.BuildPayload)
+	if made != nil {
+		v := webhookView(made, t.TaskNo)
+		v.Secret = n.Secret
+		return &v, nil
+	}
+	ns := n.subscription(by)
+	ns.Owner = t.Owner
+	sub, created, err := s.Store.CreateTaskSubscription(context.WithoutCancel(ctx), t.ID, *ns, webhook.BuildPayload)
 	if err != nil {
 		return nil, err
 	}

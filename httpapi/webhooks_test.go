@@ -185,3 +185,33 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 		t.Fatalf("unknown delivery: %d %s", res.Code, res.Body)
 	}
 }
+
+// A task and the subscription it was submitted with commit together: when the subscription
+// cannot be written, the submit fails whole and leaves no task behind (a client that retries
+// without an Idempotency-Key must not end with two running tasks).
+func TestASubmitWhoseSubscriptionFailsCreatesNothing(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t, withWebhooks("127.0.0.1"))
+	ctx := context.Background()
+	// Make every subscription insert fail, as a constraint or a lost connection would.
+	for _, q := range []string{
+		`CREATE FUNCTION refuse_subscription() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no subscriptions today'; END $$`,
+		`CREATE TRIGGER refuse_subscription BEFORE INSERT ON webhook_subscriptions FOR EACH ROW EXECUTE FUNCTION refuse_subscription()`,
+	} {
+		if _, err := e.pg.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers","notify_url":"http://127.0.0.1:9/done"}`))
+	if res.Code < 500 {
+		t.Fatalf("submit whose subscription failed: %d %s, want a server error", res.Code, res.Body)
+	}
+	var n int
+	if err := e.pg.DB.NewRaw("SELECT count(*) FROM tasks").Scan(ctx, &n); err != nil || n != 0 {
+		t.Fatalf("%d tasks after the failed submit (err %v), want none", n, err)
+	}
+	// Without a notify_url the same submit goes through.
+	if res := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers"}`)); res.Code != http.StatusAccepted {
+		t.Fatalf("plain submit: %d %s", res.Code, res.Body)
+	}
+}

@@ -60,6 +60,9 @@ type Submission struct {
 	Priority int
 	// Title names the task in lists (the type's title template, or the submitter's own).
 	Title string
+	// Notify, when set, is a webhook subscription created with the task, in the same
+	// transaction: both exist, or neither.
+	Notify *store.NewSubscription
 }
 
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
@@ -98,6 +101,8 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 type SubmitResult struct {
 	Task    *store.Task
 	Created bool
+	// Subscription is the submission's Notify subscription, when its task was created.
+	Subscription *store.Subscription
 	// Err refuses this submission alone (unknown type, queue busy, owner's cap).
 	Err error
 }
@@ -138,7 +143,8 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 		admitted = append(admitted, i)
 		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
 			Priority: cmp.Or(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
-			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter})
+			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter,
+			Notify: sub.Notify})
 	}
 	if len(nts) == 0 {
 		return res, nil
@@ -153,7 +159,7 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 	}
 	var fresh []*store.Task
 	for k, c := range created {
-		res[admitted[k]] = SubmitResult{Task: c.Task, Created: c.Created}
+		res[admitted[k]] = SubmitResult{Task: c.Task, Created: c.Created, Subscription: c.Subscription}
 		if !c.Created {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -50,6 +51,9 @@ type NewTask struct {
 	// RetryBase, MaxRuntime and StallAfter complete the policy fixed on the row (see
 	// migration task_policy).
 	RetryBase, MaxRuntime, StallAfter time.Duration
+	// Notify, when set, is the webhook subscription the task is submitted with (its Owner is
+	// the task's): it commits with the task, or neither does.
+	Notify *NewSubscription
 	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
 	// Tasks of several requests written in one statement each carry their request's.
 	Audit *Audit
@@ -69,6 +73,8 @@ func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created boo
 type Created struct {
 	Task    *Task
 	Created bool
+	// Subscription is the new task's Notify subscription, committed with it.
+	Subscription *Subscription
 }
 
 // CreateMany inserts many PENDING tasks in one statement (one transaction), each with its
@@ -84,12 +90,18 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		retryBases, runtimes, stalls     = make([]int64, n), make([]int64, n), make([]int64, n)
 		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		audits                           = make([]*Audit, n)
+		subNos, subURLs, subEvents       = make([]string, n), make([]string, n), make([]string, n)
+		subSecrets, subBys               = make([]string, n), make([]string, n)
 	)
 	for i, nt := range nts {
 		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
 		params[i], requests[i], titles[i] = cmp.Or(string(nt.Params), "{}"), nt.RequestID, nt.Title
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
 		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
+		if ns := nt.Notify; ns != nil {
+			subNos[i], subURLs[i], subEvents[i] = newNo("whk_"), ns.URL, strings.Join(ns.Events, ",")
+			subSecrets[i], subBys[i] = ns.Secret, ns.CreatedBy
+		}
 		audits[i] = nt.Audit
 		if audits[i] == nil {
 			audits[i] = AuditOf(ctx)
@@ -103,17 +115,26 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
 			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-			                     $16::bigint[], $17::bigint[], $18::bigint[]) WITH ORDINALITY
+			                     $16::bigint[], $17::bigint[], $18::bigint[], $19::text[], $20::text[], $21::text[], $22::text[],
+			                     $23::text[]) WITH ORDINALITY
 			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
-			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms, ord)
+			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms,
+			     sub_no, sub_url, sub_events, sub_secret, sub_by, ord)
 		), t AS (
+			-- A task submitted with its subscription is bound to it from the start (see
+			-- CreateTaskSubscription): its events are left for the dispatcher.
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
-			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms)
+			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms,
+			                   webhook_bound)
 			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
-			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms
+			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms, sub_url <> ''
 			FROM v ORDER BY ord
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *
+		), sub AS (
+			INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, task_id, created_by)
+			SELECT v.sub_no, t.owner, v.sub_url, string_to_array(v.sub_events, ','), v.sub_secret, t.id, v.sub_by
+			FROM t JOIN v ON v.task_no = t.task_no WHERE v.sub_url <> ''
 		), ev AS (
 			`+insertEvents(eventName, `owner`, `t`)+`
 		), au AS (
@@ -123,7 +144,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		)
 		SELECT `+taskColumns+` FROM t`,
 		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
-		retryBases, runtimes, stalls)
+		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys)
 	if err != nil {
 		return nil, fmt.Errorf("create tasks: %w", err)
 	}
@@ -135,6 +156,11 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	for i, nt := range nts {
 		if t := byNo[nt.TaskNo]; t != nil {
 			out[i] = Created{Task: t, Created: true}
+			if ns := nt.Notify; ns != nil {
+				// What the statement inserted: now() is the task's created_at too.
+				out[i].Subscription = &Subscription{SubNo: subNos[i], Owner: t.Owner, URL: ns.URL, Events: ns.Events,
+					Secret: ns.Secret, TaskID: &t.ID, CreatedBy: ns.CreatedBy, CreatedAt: t.CreatedAt}
+			}
 			if a := audits[i]; a != nil && a.Actor != "" {
 				a.count(1)
 			}
