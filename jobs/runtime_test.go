@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -403,5 +404,36 @@ func TestRuntimeAnnouncesProgressAndCommittedChanges(t *testing.T) {
 	}
 	if kinds[0] != NoticeChanged || kinds[1] != NoticeProgress || kinds[2] != NoticeChanged {
 		t.Fatalf("notices = %v, want changed (started), progress, changed (ended)", kinds)
+	}
+}
+
+// The worker's retry decision reads the policy fixed on the task's row at submit, not the
+// config of the process that happens to run it: a config changed after submit, or a replica
+// with another config, gives the task neither more nor fewer retries than it was submitted with.
+func TestRetriesFollowThePolicyOnTheRowNotTheWorkersConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ row, config int }{{row: 2, config: 0}, {row: 0, config: 3}} {
+		t.Run(fmt.Sprintf("row %d, worker config %d", tc.row, tc.config), func(t *testing.T) {
+			t.Parallel()
+			f := newRTFixture(t, TypePolicy{MaxRetry: tc.config, RetryBase: time.Millisecond, MaxRuntime: time.Hour})
+			rt := f.runtime(handlerFunc(func(context.Context, *Run) (Result, error) {
+				return Result{}, errors.New("dependency down")
+			}), "w1")
+			task, _, err := f.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: "alice",
+				Queue: "work", MaxRetry: tc.row, TimeoutSeconds: 1800, RetryBase: time.Millisecond, MaxRuntime: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 30*time.Second, "the task to run out of retries", func() bool {
+				deliver(rt, task) //nolint:errcheck // the outcome is in the row
+				return f.get(task.ID).Status.Terminal()
+			})
+			got := f.get(task.ID)
+			want := fmt.Sprintf("gave up after %d retries", tc.row)
+			if got.Status != store.StatusFailed || got.RetryCount != tc.row || got.Attempt != tc.row+1 || !strings.Contains(got.ErrorMessage, want) {
+				t.Fatalf("%s after %d attempts, retry_count %d, %q; want FAILED after %d attempts saying %q",
+					got.Status, got.Attempt, got.RetryCount, got.ErrorMessage, tc.row+1, want)
+			}
+		})
 	}
 }
