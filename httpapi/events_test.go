@@ -617,3 +617,21 @@ func TestCloseEndsEveryStream(t *testing.T) {
 		t.Fatalf("a stream after Close: %d", rec.Code)
 	}
 }
+
+// GET reads the row, then the live progress: when the worker has moved on in between, the
+// view shows the newer progress with the counts of that same batch, not with the row's older
+// counts (a page once showed 700 rows counted beside 850 read).
+func TestGetShowsLiveProgressWithTheCountsOfTheSameBatch(t *testing.T) {
+	t.Parallel()
+	s := newStreamAPI(t, EventLimits{})
+	task := s.submit(t, aliceToken)
+	s.start(t, task)
+	live := Counts{Total: 850, Success: 830, Failed: 20}
+	if err := s.board.Set(context.Background(), task.TaskNo, task.Owner, 850, 3000, live); err != nil {
+		t.Fatal(err)
+	}
+	v := s.taskView(aliceToken, task.TaskNo)
+	if v.Progress.Current != 850 || v.Counts != live {
+		t.Fatalf("GET shows progress %d/%d with counts %+v; want 850/3000 with %+v", v.Progress.Current, v.Progress.Total, v.Counts, live)
+	}
+}

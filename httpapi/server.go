@@ -34,7 +34,6 @@ type Deps struct {
 	Uploads   *importer.Uploads
 	Store     *store.Store
 	Submitter *jobs.Submitter
-	Enqueuer  *jobs.Enqueuer
 	Board     *jobs.ProgressBoard
 	// Files is where results and error reports are kept: downloads redirect to a presigned
 	// URL when it gives one, else stream from it.

@@ -97,7 +97,7 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	registry.Register(noop.TaskType())
 	d := Deps{
 		Types: registry, Uploads: importer.NewUploads(st, fs, importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
-		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil), Enqueuer: enq,
+		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil),
 		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},

@@ -189,8 +189,8 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	if res.Immediate {
 		// The job will find the task CANCELLED if it is delivered anyway; withdrawing it just
-		// keeps the queue tidy.
-		if err := s.Enqueuer.Withdraw(res.Task.Queue, res.Task.TaskNo, res.PrevAttempt); err != nil {
+		// keeps the queue tidy (and re-enqueues a task retried meanwhile, see Withdraw).
+		if err := s.Submitter.Withdraw(context.WithoutCancel(r.Context()), res.Task, res.PrevAttempt); err != nil {
 			s.Logger.Debug("could not withdraw the cancelled task's job", "task_no", res.Task.TaskNo, "err", err)
 		}
 	}

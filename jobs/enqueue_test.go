@@ -3,6 +3,8 @@ package jobs
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -193,5 +195,43 @@ func TestCancelAndRetryRacedWithDeliveriesLeaveNoTaskBehind(t *testing.T) {
 		if k != 1 {
 			t.Errorf("attempt %s ran %d times", lease, k)
 		}
+	}
+}
+
+// A cancel of a waiting task withdraws its job; a retry keeps the attempt number and so the
+// job's id. When the retry commits and enqueues between the cancel's commit and its
+// withdrawal, its enqueue finds the old job still waiting and keeps it, and the withdrawal
+// then deletes it: the retried task must be enqueued again, not left to the rescuer.
+func TestAWithdrawalAfterARacingRetryLeavesTheRetriedTaskAJob(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 0, RetryBase: time.Second, MaxRuntime: time.Hour})
+	ctx := context.Background()
+	enq := NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+	sub := NewSubmitter(f.st, enq, map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 0, TimeoutSeconds: 600}},
+		nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	task := f.task()
+	if err := enq.Enqueue(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := f.st.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"})
+	if err != nil || !cancelled.Immediate {
+		t.Fatalf("cancel: %+v %v", cancelled, err)
+	}
+	retried, err := f.st.Retry(ctx, task.TaskNo, store.Scope{Owner: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Enqueue(ctx, retried) // finds the cancelled task's job waiting under the same id: kept
+	if err := sub.Withdraw(ctx, cancelled.Task, cancelled.PrevAttempt); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, lane := range Lanes("work") {
+		if _, err := f.insp.GetTaskInfo(lane, JobID(task.TaskNo, retried.Attempt)); err == nil {
+			found = true
+		}
+	}
+	if got := f.get(task.ID); !found || got.Status != store.StatusPending {
+		t.Fatalf("the retried task is %s with a job: %v; want PENDING with a job", got.Status, found)
 	}
 }

@@ -77,7 +77,8 @@ func progressKey(taskNo string) string { return "taskcenter:progress:{" + taskNo
 var setProgress = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '-1')
 if tonumber(ARGV[1]) >= cur then
-  redis.call('HSET', KEYS[1], 'current', ARGV[1], 'total', ARGV[2], 'percent', ARGV[3], 'updated_at', ARGV[4])
+  redis.call('HSET', KEYS[1], 'current', ARGV[1], 'total', ARGV[2], 'percent', ARGV[3], 'updated_at', ARGV[4],
+    'rows_total', ARGV[6], 'rows_success', ARGV[7], 'rows_failed', ARGV[8])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`)
@@ -86,7 +87,8 @@ return 1`)
 func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64, counts task.Counts) error {
 	now := time.Now().UTC()
 	err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
-		current, total, task.Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds()).Err()
+		current, total, task.Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds(),
+		counts.Total, counts.Success, counts.Failed).Err()
 	if err != nil {
 		return err
 	}
@@ -130,17 +132,24 @@ func (b *ProgressBoard) Close() { within(closeWait, b.notices.Close) }
 const closeWait = 2 * time.Second
 
 // Get returns the live progress, and false when Redis has none (finished, or Redis lost it).
-func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (Progress, bool, error) {
+func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (task.Live, bool, error) {
 	m, err := b.rdb.HGetAll(ctx, progressKey(taskNo)).Result()
 	if err != nil || len(m) == 0 {
-		return Progress{}, false, err
+		return task.Live{}, false, err
 	}
-	p := Progress{}
-	p.Current, _ = strconv.ParseInt(m["current"], 10, 64)
-	p.Total, _ = strconv.ParseInt(m["total"], 10, 64)
-	p.Percent, _ = strconv.Atoi(m["percent"])
-	p.UpdatedAt, _ = time.Parse(time.RFC3339Nano, m["updated_at"])
-	return p, true, nil
+	var l task.Live
+	l.Progress.Current, _ = strconv.ParseInt(m["current"], 10, 64)
+	l.Progress.Total, _ = strconv.ParseInt(m["total"], 10, 64)
+	l.Progress.Percent, _ = strconv.Atoi(m["percent"])
+	l.Progress.UpdatedAt, _ = time.Parse(time.RFC3339Nano, m["updated_at"])
+	if _, ok := m["rows_total"]; ok {
+		var c task.Counts
+		c.Total, _ = strconv.ParseInt(m["rows_total"], 10, 64)
+		c.Success, _ = strconv.ParseInt(m["rows_success"], 10, 64)
+		c.Failed, _ = strconv.ParseInt(m["rows_failed"], 10, 64)
+		l.Counts = &c
+	}
+	return l, true, nil
 }
 
 // Clear removes the hash when the task reaches a terminal state or starts a new generation.

@@ -271,6 +271,26 @@ func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
 
 var errRedisDown = errors.New("redis is unreachable; skipped")
 
+// Withdraw deletes the waiting job of a task the cancel API has just cancelled from PENDING
+// or RETRY_WAIT (prevAttempt is the attempt its job was enqueued under), so it does not sit in
+// the queue. A manual retry keeps the attempt number, and with it the job's id: a retry that
+// committed after the cancel may have found this very job waiting and kept it. So once the
+// job is gone, a task that is waiting again is enqueued anew (a retry's own enqueue still to
+// come is then a no-op).
+func (s *Submitter) Withdraw(ctx context.Context, t *store.Task, prevAttempt int) error {
+	if err := s.enqueuer.Withdraw(t.Queue, t.TaskNo, prevAttempt); err != nil {
+		return err
+	}
+	now, err := s.store.GetByID(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if now.Status.Waiting() {
+		s.Enqueue(ctx, now)
+	}
+	return nil
+}
+
 // Enabled reports whether tasks of a type can be submitted (configured and not disabled).
 func (s *Submitter) Enabled(taskType string) bool {
 	_, ok := s.types[taskType]

@@ -46,21 +46,25 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 	t.Helper()
 	e := &env{t: t, pg: testenv.NewPostgres(t), redis: testenv.NewRedis(t), dataDir: t.TempDir()}
 	e.vars = map[string]string{
-		"TASKCENTER_CONFIG":                            "../../configs/taskcenter.yaml",
-		"TASKCENTER_DATABASE_URL":                      e.pg.URL,
-		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":           "10",
-		"TASKCENTER_REDIS_ADDR":                        e.redis.Addr,
-		"TASKCENTER_REDIS_DB":                          strconv.Itoa(e.redis.DB),
-		"TASKCENTER_DATA_DIR":                          e.dataDir,
-		"TASKCENTER_HTTP_ADDR":                         "127.0.0.1:0",
-		"TASKCENTER_METRICS_ADDR":                      "127.0.0.1:0",
-		"TASKCENTER_LOG_LEVEL":                         "debug",
-		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL":         "200ms",
-		"TASKCENTER_WORKER_TAKEOVER_AFTER":             "1s",
-		"TASKCENTER_WORKER_PROGRESS_INTERVAL":          "50ms",
-		"TASKCENTER_WORKER_SHUTDOWN_TIMEOUT":           "5s",
-		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE": "100ms",
-		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":     "100ms",
+		"TASKCENTER_CONFIG":                    "../../configs/taskcenter.yaml",
+		"TASKCENTER_DATABASE_URL":              e.pg.URL,
+		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":   "10",
+		"TASKCENTER_REDIS_ADDR":                e.redis.Addr,
+		"TASKCENTER_REDIS_DB":                  strconv.Itoa(e.redis.DB),
+		"TASKCENTER_DATA_DIR":                  e.dataDir,
+		"TASKCENTER_HTTP_ADDR":                 "127.0.0.1:0",
+		"TASKCENTER_METRICS_ADDR":              "127.0.0.1:0",
+		"TASKCENTER_LOG_LEVEL":                 "debug",
+		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL": "200ms",
+		"TASKCENTER_WORKER_TAKEOVER_AFTER":     "1s",
+		// As long as a 1 s takeover window allows: a loaded test machine can pause a worker
+		// between a batch's statements for longer than the default third of it.
+		"TASKCENTER_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT": "750ms",
+		"TASKCENTER_DATABASE_LOCK_TIMEOUT":                "900ms",
+		"TASKCENTER_WORKER_PROGRESS_INTERVAL":             "50ms",
+		"TASKCENTER_WORKER_SHUTDOWN_TIMEOUT":              "5s",
+		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE":    "100ms",
+		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":        "100ms",
 	}
 	for k, v := range overrides {
 		e.vars[k] = v

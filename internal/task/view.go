@@ -51,6 +51,14 @@ func Percent(current, total int64, finished bool) int {
 	return int(min(current*100/total, 99))
 }
 
+// Live is a running task's latest progress as its worker last published it, with the counts
+// of the same committed batch: a view that shows live progress shows these counts beside it,
+// never the counts of an older read.
+type Live struct {
+	Progress Progress
+	Counts   *Counts // nil when the publisher sent none
+}
+
 // ErrorView is why a task failed (or why its last attempt did).
 type ErrorView struct {
 	Code    string `json:"code"`

@@ -72,7 +72,9 @@ func (r Files) IsExpired(t *store.Task, now time.Time) bool {
 }
 
 // Of renders t as of now; live is the running task's progress from Redis when there is one.
-func Of(t *store.Task, live *task.Progress, now time.Time) task.View {
+// Live progress ahead of the row comes with its own counts, so a view never shows progress
+// from one batch beside counts from an older one.
+func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 	self := "/api/v1/tasks/" + t.TaskNo
 	v := task.View{
 		ID: t.TaskNo, Type: t.Type, Title: t.Title, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
@@ -86,8 +88,11 @@ func Of(t *store.Task, live *task.Progress, now time.Time) task.View {
 	finished := t.Status.Succeeded() || (t.Status.Terminal() && t.ProgressTotal > 0 && t.ProgressCurrent >= t.ProgressTotal)
 	v.Progress = task.Progress{Current: t.ProgressCurrent, Total: t.ProgressTotal,
 		Percent: task.Percent(t.ProgressCurrent, t.ProgressTotal, finished), UpdatedAt: t.UpdatedAt.UTC()}
-	if live != nil && t.Status == store.StatusRunning && live.Current >= t.ProgressCurrent {
-		v.Progress = *live
+	if live != nil && t.Status == store.StatusRunning && live.Progress.Current >= t.ProgressCurrent {
+		v.Progress = live.Progress
+		if live.Counts != nil && live.Counts.Total >= v.Counts.Total {
+			v.Counts = *live.Counts
+		}
 	}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}

@@ -496,18 +496,21 @@
       var dl = box.querySelector('a[href$="/result"]');
       if (dl) dl.id = 'download';
     }
-    function load() {
+    // load reads the task; head false leaves status, counts and progress to the live stream,
+    // whose events are newer than an answer that may have been read before them: a page must
+    // never step back to a state it has already moved past.
+    function load(head) {
       return api('GET', '/api/v1/tasks/' + encodeURIComponent(id)).then(function (r) {
         if (r.status === 404 || r.status === 400) { notFound(); return null; }
         if (!r.ok) { msg.textContent = problemText(r); return null; }
-        renderHead(r.data);
+        if (head !== false) renderHead(r.data);
         renderMore(r.data);
         return r.data;
       });
     }
     function reloadSoon() {
       clearTimeout(reloadTimer);
-      reloadTimer = setTimeout(load, 150);
+      reloadTimer = setTimeout(function () { load(false); }, 150); // attempts and log only
     }
     function poll() {
       if (polling) return;
