@@ -402,17 +402,21 @@
       var err = $('#task-error');
       err.hidden = !v.error;
       err.textContent = v.error ? t('detail.error') + ': ' + taskError(v) : '';
-      if ('cancelled_by' in v || !v.cancel_requested) { // live updates carry no audit: keep what the detail said
-        var by = $('#task-cancelled-by'), c = v.cancelled_by;
-        by.hidden = !c;
-        by.textContent = c ? t(v.status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
-          .replace('{who}', c.actor).replace('{at}', when(c.at)) : '';
-      }
+      renderCancelledBy(v, v.status);
       renderActions(v);
       var fe = (v.result && v.result.first_errors) || [];
       $('#rejected').hidden = fe.length === 0;
       var ul = clear($('#rejected-rows'));
       fe.forEach(function (m) { ul.appendChild(el('li', { text: trRow(m), title: m })); });
+    }
+    // renderCancelledBy says who cancelled the task (or asked to), from the detail's audit;
+    // status is the one the page shows.
+    function renderCancelledBy(v, status) {
+      if (!('cancelled_by' in v) && v.cancel_requested) return; // live updates carry no audit: keep what the detail said
+      var by = $('#task-cancelled-by'), c = v.cancelled_by;
+      by.hidden = !c;
+      by.textContent = c ? t(status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
+        .replace('{who}', c.actor).replace('{at}', when(c.at)) : '';
     }
     function renderMore(v) {
       var tl = clear($('#timeline'));
@@ -504,6 +508,7 @@
         if (r.status === 404 || r.status === 400) { notFound(); return null; }
         if (!r.ok) { msg.textContent = problemText(r); return null; }
         if (head !== false) renderHead(r.data);
+        else renderCancelledBy(r.data, view ? view.status : r.data.status);
         renderMore(r.data);
         return r.data;
       });
