@@ -13,16 +13,18 @@ run: services
 	$(GO) run ./cmd/taskcenter serve --roles all
 
 ## test: start Redis and Postgres if needed, then the whole test suite with the race detector
-## (the state-machine model test runs 200 seeds), then each fuzz target briefly
+## (the model tests of the state machine and of the worker runtime run 200 seeds each), then
+## each fuzz target briefly
 test: services
 	@scripts/services.sh tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@scripts/fuzz.sh 5s
 
-## soak: the state-machine model test over 10,000 seeds (TASKCENTER_MODEL_SEEDS to change)
+## soak: the model tests of the state machine (store) and of the worker runtime (jobs) over
+## 10,000 seeds each (TASKCENTER_MODEL_SEEDS to change)
 soak: services
-	TASKCENTER_MODEL_SEEDS=$${TASKCENTER_MODEL_SEEDS:-10000} $(GO) test -count=1 -run TestStateMachineModel -timeout 4h -v ./store/ | tail -20
+	TASKCENTER_MODEL_SEEDS=$${TASKCENTER_MODEL_SEEDS:-10000} $(GO) test -count=1 -run 'TestStateMachineModel|TestRuntimeModel' -timeout 6h -v ./store/ ./jobs/ | tail -40
 
 ## fuzz: every fuzz target for 5 minutes (FUZZTIME to change); crashers land in testdata/fuzz
 fuzz:
