@@ -990,7 +990,12 @@ func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig sysc
 		row.fail("not recovered exactly: %s", o.detail)
 	}
 	if to, ok := checkTakeover(e, row, atKill, atKill.Attempt, killedAt, lanes); ok {
-		row.recovery = fmt.Sprintf("%s (kill → takeover attempt started; heartbeat stale at %s, in the resume lane at %s)", secs(to.started), secs(to.stale), secs(to.inRedis))
+		fault := "kill"
+		if sig == syscall.SIGSTOP {
+			fault = "freeze"
+		}
+		row.recovery = fmt.Sprintf("%s (%s → takeover attempt started; heartbeat stale at %s, in the resume lane at %s)", secs(to.started), fault,
+			secs(to.stale), secs(to.inRedis))
 	}
 	if final.FinishedAt != nil {
 		row.finished = secs(final.FinishedAt.Sub(killedAt))
