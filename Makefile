@@ -19,7 +19,7 @@ test: services
 	@scripts/services.sh tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	@scripts/fuzz.sh 5s
+	@scripts/fuzz.sh 3s
 
 ## soak: the model tests of the state machine (store) and of the worker runtime (jobs) over
 ## 10,000 seeds each (TASKCENTER_MODEL_SEEDS to change)

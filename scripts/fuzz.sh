@@ -2,7 +2,7 @@
 # Runs every Go fuzz target in the repository for a bounded time each (one at a time: `go
 # test -fuzz` takes one target per run), and prints how many inputs each one tried.
 #
-#   scripts/fuzz.sh 5s     # make test: a short pass over each target
+#   scripts/fuzz.sh 3s     # make test: a short pass over each target
 #   scripts/fuzz.sh 5m     # make fuzz: a longer hunt
 #
 # A failing input is written by Go under the package's testdata/fuzz/<Target>/ and the run
