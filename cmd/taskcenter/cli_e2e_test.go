@@ -123,6 +123,14 @@ func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 	if r = p.tc(dir, aliceToken, "--json", "show", id); r.code != 0 || !strings.Contains(r.stdout, `"status": "PARTIAL_SUCCESS"`) {
 		t.Fatalf("show --json: %d %q", r.code, r.stdout)
 	}
+	// An import shows its error report, not an empty "result" line; an export its file.
+	if r = p.tc(dir, aliceToken, "show", id); r.code != 0 || !strings.Contains(r.stdout, "error report (tc error-report "+id+")") ||
+		strings.Contains(r.stdout, "result -") {
+		t.Fatalf("show of an import: %d %q", r.code, r.stdout)
+	}
+	if r = p.tc(dir, aliceToken, "show", exportID); r.code != 0 || !strings.Contains(r.stdout, "result customers-") {
+		t.Fatalf("show of an export: %d %q", r.code, r.stdout)
+	}
 	if r = p.tc(dir, aliceToken, "ls", "--status", "SUCCESS,PARTIAL_SUCCESS"); r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, exportID) {
 		t.Fatalf("ls: %d %q", r.code, r.stdout)
 	}

@@ -411,13 +411,24 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
 	}
 	if r := task.Result; r != nil {
-		fmt.Fprintf(w, "result %s (%d rows, %d bytes)", cmp.Or(r.Name, "-"), r.Rows, r.Size)
-		if r.Expired {
-			fmt.Fprint(w, ", expired")
-		} else if r.ExpiresAt != nil {
-			fmt.Fprintf(w, ", until %s", r.ExpiresAt.Local().Format(time.DateTime))
+		// The file a result names, or an import's error report; an import that rejected
+		// nothing has neither (its rows are on the line above).
+		file := ""
+		switch {
+		case r.Name != "":
+			file = fmt.Sprintf("result %s (%d rows, %d bytes)", r.Name, r.Rows, r.Size)
+		case task.Links.ErrorReport != "" || (r.Expired && len(r.FirstErrors) > 0):
+			file = fmt.Sprintf("error report (tc error-report %s)", task.ID)
 		}
-		fmt.Fprintln(w)
+		if file != "" {
+			fmt.Fprint(w, file)
+			if r.Expired {
+				fmt.Fprint(w, ", expired")
+			} else if r.ExpiresAt != nil {
+				fmt.Fprintf(w, ", until %s", r.ExpiresAt.Local().Format(time.DateTime))
+			}
+			fmt.Fprintln(w)
+		}
 		for _, e := range r.FirstErrors {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
