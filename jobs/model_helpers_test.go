@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -29,3 +30,7 @@ func ModelJobTask(body []byte) (taskID int64, attempt int, ok bool) {
 	}
 	return p.TaskID, p.Attempt, true
 }
+
+// ModelWithin is within: the model waits for its deliveries the way the runtime waits for
+// its handlers.
+func ModelWithin(timeout time.Duration, f func()) bool { return within(timeout, f) }

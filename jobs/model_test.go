@@ -421,7 +421,7 @@ func (m *rmModel) teardown() {
 		d.cancel()
 	}
 	m.mu.Unlock()
-	if !rmWithin(rmSettle, m.deliveries.Wait) {
+	if !jobs.ModelWithin(rmSettle, m.deliveries.Wait) {
 		m.t.Errorf("seed %d: deliveries still running at the end of the seed: %s", m.seed, m.describeLive())
 		return // leave them; closing what they use would only add noise
 	}
@@ -831,7 +831,7 @@ func (m *rmModel) settle() {
 
 // waitAll waits until every delivery has returned.
 func (m *rmModel) waitAll(step int) {
-	if !rmWithin(rmSettle, m.deliveries.Wait) {
+	if !jobs.ModelWithin(rmSettle, m.deliveries.Wait) {
 		m.fail(step, "deliveries did not return within %s after every parked handler was released: %s", rmSettle, m.describeLive())
 	}
 }
@@ -847,20 +847,6 @@ func (m *rmModel) describeLive() string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "; ")
-}
-
-func rmWithin(d time.Duration, f func()) bool {
-	done := make(chan struct{})
-	go func() {
-		f()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(d):
-		return false
-	}
 }
 
 // --- users, clock and cleanup -------------------------------------------------------------

@@ -791,19 +791,7 @@ func newTab(t *testing.T, b *browserSession, name string) *storyTab {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open the %s tab: %v", name, err)
 	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				b.mu.Lock()
-				b.problems = append(b.problems, name+": "+m.String()+" "+m.URL)
-				b.mu.Unlock()
-			}
-		}
-	}()
+	b.watchConsole(ctx, name+": ")
 	return &storyTab{name: name, ctx: ctx}
 }
 

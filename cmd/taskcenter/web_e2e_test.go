@@ -81,19 +81,7 @@ func newBrowser(t *testing.T) *browserSession {
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		t.Fatalf("start chromium: %v", err)
 	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				b.mu.Lock()
-				b.problems = append(b.problems, m.String()+" "+m.URL)
-				b.mu.Unlock()
-			}
-		}
-	}()
+	b.watchConsole(ctx, "")
 	downloads := filepath.Join(dir, "downloads")
 	os.MkdirAll(downloads, 0o755) //nolint:errcheck
 	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
@@ -355,4 +343,22 @@ func TestWebPageInChromium(t *testing.T) {
 func evalInto[T any](b *browserSession, js string, _ T) T {
 	b.t.Helper()
 	return eval[T](b, js)
+}
+
+// watchConsole records every console error and uncaught exception of the tab behind ctx as a
+// problem of b, each prefixed with prefix (the tab's name, or nothing for the first tab).
+func (b *browserSession) watchConsole(ctx context.Context, prefix string) {
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				b.mu.Lock()
+				b.problems = append(b.problems, prefix+m.String()+" "+m.URL)
+				b.mu.Unlock()
+			}
+		}
+	}()
 }
