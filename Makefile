@@ -12,13 +12,18 @@ PKGS    := ./...
 run: services
 	$(GO) run ./cmd/taskcenter serve --roles all
 
-## test: start Redis and Postgres if needed, then the whole test suite with the race detector
-## (the model tests of the state machine and of the worker runtime run 200 seeds each), then
-## each fuzz target briefly
+## test: start Redis and Postgres if needed, lint the OpenAPI document, run the whole test
+## suite with the race detector (every exchange of the API and end-to-end tests is checked
+## against the document; the model tests of the state machine and of the worker runtime run
+## 200 seeds each), compile a generated TypeScript client against the bodies the suite
+## recorded, then run each fuzz target briefly
 test: services
 	@scripts/services.sh tools
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@scripts/contract.sh lint
+	@rm -rf data/contract-bodies
+	TASKCENTER_CONTRACT_RECORD=$(CURDIR)/data/contract-bodies $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@scripts/contract.sh client data/contract-bodies
 	@scripts/fuzz.sh 3s
 
 ## soak: the model tests of the state machine (store) and of the worker runtime (jobs) over

@@ -260,6 +260,6 @@ func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.
 	w.Header().Set("Content-Disposition", storage.ContentDisposition(name))
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Header().Set("Content-Language", string(lang))
-	http.ServeContent(w, r, name, time.Now(), f)
+	s.serveContent(w, r, name, time.Now(), f)
 	return nil
 }

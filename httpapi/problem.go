@@ -39,7 +39,7 @@ func (p *Problem) Error() string { return p.Detail }
 
 // problem builds a Problem; type URIs are relative references into the API description.
 func problem(status int, code, detail string) *Problem {
-	return &Problem{Type: "/openapi.yaml#/components/responses/" + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+	return &Problem{Type: ProblemType(code), Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
 }
 
 // The table of error kinds to HTTP answers. Anything not listed is a 500 whose body says

@@ -26,6 +26,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/noop"
+	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -85,16 +86,18 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	st := store.New(pg.DB)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil)
 	types := map[string]jobs.SubmitPolicy{
-		export.CustomersType: {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
-		export.TasksType:     {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
-		importer.Type:        {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
-		noop.Type:            {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60},
+		export.CustomersType:     {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
+		export.TasksType:         {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
+		importer.Type:            {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
+		noop.Type:                {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60},
+		report.CustomerStatsType: {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
 	}
 	registry := jobs.NewRegistry()
 	registry.Register(export.CustomersTaskType(pg.DB, fs, export.Config{}))
 	registry.Register(export.TasksTaskType(pg.DB, fs, export.Config{}))
 	registry.Register(importer.TaskType(st, fs, importer.Config{}))
 	registry.Register(noop.TaskType())
+	registry.Register(report.CustomerStatsTaskType(pg.DB, fs, report.Config{}))
 	d := Deps{
 		Types: registry, Uploads: importer.NewUploads(st, fs, importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
 		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil),
@@ -107,7 +110,9 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 		c(&d)
 	}
 	srv := New(d)
-	return &apiEnv{t: t, pg: pg, st: st, files: fs, root: root, srv: srv, handler: srv.Handler(), logs: logs}
+	// Every exchange of the test is held to the OpenAPI document.
+	handler := loadContract(t).Handler(t, srv.Handler())
+	return &apiEnv{t: t, pg: pg, st: st, files: fs, root: root, srv: srv, handler: handler, logs: logs}
 }
 
 // call serves one request in-process; headers are name, value pairs set verbatim (so a test

@@ -283,7 +283,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, co
 			return err
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, u, http.StatusFound)
+		redirect(w, u)
 		return nil
 	}
 	obj, err := s.Files.Open(r.Context(), key)
@@ -303,7 +303,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, co
 	}
 	w.Header().Set("Content-Disposition", storage.ContentDisposition(name))
 	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, name, modTime, obj)
+	s.serveContent(w, r, name, modTime, obj)
 	return nil
 }
 

@@ -43,6 +43,6 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	w.Header().Set("Content-Language", string(lang))
 	w.Header().Set("Vary", "Accept-Language")
 	w.Header().Set("Cache-Control", "private, max-age=3600")
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+	s.serveContent(w, r, name, time.Time{}, bytes.NewReader(b))
 	return nil
 }

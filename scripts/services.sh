@@ -353,6 +353,9 @@ tools_up() {
   # its own on a free port over a temp dir; internal/testenv/s3.go). Not packaged by Debian:
   # built from source through the Go module proxy into $GOPATH/bin (about 90 s, once).
   tools_versitygw
+  # The OpenAPI document's outside checkers (Redocly's linter, openapi-typescript, tsc), from
+  # the npm registry into data/tools/contract (scripts/contract.sh).
+  "$(dirname "$0")/contract.sh" install
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }

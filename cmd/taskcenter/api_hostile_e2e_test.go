@@ -156,7 +156,7 @@ func TestHTTPHygieneOverTheWire(t *testing.T) {
 	req, _ := http.NewRequest("POST", p.base+"/api/v1/exports", strings.NewReader(`{"type":"customers"}{"type":"tasks"}`))
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := p.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/httpapi"
+	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -72,9 +74,25 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 	return e
 }
 
+// contract is the served OpenAPI document: every exchange these tests make with the API
+// through a checked client is held to it.
+var contract = sync.OnceValues(func() (*contracttest.Contract, error) { return contracttest.Load(httpapi.OpenAPI()) })
+
+// checkedClient is an HTTP client whose exchanges with the API are checked against the
+// document (a contradiction fails t).
+func checkedClient(t testing.TB) *http.Client {
+	t.Helper()
+	c, err := contract()
+	if err != nil {
+		t.Fatalf("openapi: %v", err)
+	}
+	return c.Client(t)
+}
+
 // proc is one running taskcenter process (run in a goroutine, as main would).
 type proc struct {
 	t      *testing.T
+	client *http.Client // checked against the API's document
 	base   string
 	cancel context.CancelFunc
 	done   chan error
@@ -87,7 +105,7 @@ func (e *env) start(roles string) *proc {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := newLogBuffer()
-	p := &proc{t: e.t, cancel: cancel, done: make(chan error, 1), logs: logs}
+	p := &proc{t: e.t, client: checkedClient(e.t), cancel: cancel, done: make(chan error, 1), logs: logs}
 	getenv := func(k string) string { return e.vars[k] }
 	go func() { p.done <- runWith(ctx, []string{"serve", "--roles", roles}, getenv, logs, e.types...) }()
 	e.t.Cleanup(func() {
@@ -148,7 +166,7 @@ func (p *proc) do(method, path, token string, body any, headers ...string) respo
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := p.client.Do(req)
 	if err != nil {
 		p.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -449,7 +467,7 @@ func (p *proc) upload(token, filename string, content []byte, fields map[string]
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := p.client.Do(req)
 	if err != nil {
 		p.t.Fatalf("upload %s: %v", filename, err)
 	}

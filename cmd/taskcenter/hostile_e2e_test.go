@@ -132,7 +132,7 @@ func uploadStream(t *testing.T, base, filename string, r io.Reader) response {
 	req, _ := http.NewRequest("POST", base+"/api/v1/imports", pr)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	res, err := http.DefaultClient.Do(req)
+	res, err := checkedClient(t).Do(req)
 	if err != nil {
 		t.Fatalf("upload %s: %v", filename, err)
 	}
@@ -233,7 +233,7 @@ func TestHostileUploadsKeepTheProcessSmallAndAnswering(t *testing.T) {
 		"TASKCENTER_IMPORT_MAX_UPLOAD_BYTES": strconv.Itoa(600 << 20), // room for a 500 MB CSV
 	})
 	bin := e.startBinary("api,worker")
-	api := &proc{t: t, base: bin.base}
+	api := &proc{t: t, client: checkedClient(t), base: bin.base}
 	pid := bin.cmd.Process.Pid
 	mem := watchMemory(pid)
 
@@ -244,7 +244,8 @@ func TestHostileUploadsKeepTheProcessSmallAndAnswering(t *testing.T) {
 	healthDone := make(chan struct{})
 	go func() {
 		defer close(healthDone)
-		client := &http.Client{Timeout: 2 * time.Second}
+		client := checkedClient(t)
+		client.Timeout = 2 * time.Second
 		for {
 			began := time.Now()
 			res, err := client.Get(bin.base + "/healthz")

@@ -87,7 +87,7 @@ func TestSIGTERMDuringALongTaskHandsItBackAndExitsZero(t *testing.T) {
 	e := newEnv(t, map[string]string{"TASKCENTER_EXPORT_PAGE_SIZE": "20", "TASKCENTER_WORKER_SHUTDOWN_TIMEOUT": "10s"})
 	e.seedCustomers(16000)
 	w := e.startBinary("all")
-	p := &proc{t: t, base: w.base}
+	p := &proc{t: t, client: checkedClient(t), base: w.base}
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
 	p.waitUnderWay(aliceToken, task.ID)
 	began := time.Now()

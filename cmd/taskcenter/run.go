@@ -45,6 +45,7 @@ import (
 const usage = `usage:
   taskcenter serve   [--config FILE] [--roles api,worker,scheduler|all]
   taskcenter migrate [--config FILE]
+  taskcenter openapi   (prints the API's OpenAPI document, as served at /openapi.yaml)
 
 The config file defaults to $TASKCENTER_CONFIG, else configs/taskcenter.yaml when present.
 Every setting can be overridden by a TASKCENTER_* environment variable (see the README).`
@@ -83,6 +84,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
+	case "openapi":
+		_, err := stdout.Write(httpapi.OpenAPI())
+		return err
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}

@@ -183,7 +183,8 @@ func presignedGet(t *testing.T, api *proc, link string) []byte {
 	t.Helper()
 	req, _ := http.NewRequest("GET", api.base+link, nil)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noFollow := &http.Client{Transport: api.client.Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := noFollow.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -375,7 +375,7 @@ func (s *story) get(ctx context.Context, id string) (*storyView, error) {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	res, err := http.DefaultClient.Do(req)
+	res, err := s.p.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +459,7 @@ func (s *story) follow(ctx context.Context, k *storyTask, lastID string) *stream
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := s.p.client.Do(req)
 		if err != nil {
 			r.err = err
 			return

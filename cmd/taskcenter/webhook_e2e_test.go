@@ -167,7 +167,7 @@ func TestWebhooksReceiverRestartGetsExactlyTheHundredEvents(t *testing.T) {
 	p := e.start("all")
 	rcv := newHookReceiver(t)
 	hook := p.subscribe(rcv)
-	c, err := client.New(p.base, aliceToken)
+	c, err := client.New(p.base, aliceToken, client.WithHTTPClient(p.client))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestWebhooksArriveInOrderPerTaskThroughOutagesAndSlowness(t *testing.T) {
 	e.start("worker")
 	rcv := newHookReceiver(t)
 	p.subscribe(rcv, "task.submitted", "task.started", "task.succeeded")
-	c, err := client.New(p.base, aliceToken)
+	c, err := client.New(p.base, aliceToken, client.WithHTTPClient(p.client))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ const TasksType = "export:tasks"
 // submitter's token: a user exports only their own tasks, an admin all (or one owner's).
 type TaskParams struct {
 	Filter TaskFilter  `json:"filter"`
-	Scope  store.Scope `json:"scope"`
+	Scope  store.Scope `json:"scope" jsonschema:"-"` // filled at submit: not a client parameter
 }
 
 // TaskFilter narrows a task export; the same filters as the task list API.

@@ -30,7 +30,7 @@ type CustomerStatsParams struct {
 	// Days is how many days back the imports-by-day sheet goes. Default 30, at most 366.
 	Days int `json:"days,omitempty" jsonschema:"minimum=1,maximum=366,description=days back for the imports-by-day sheet (default 30)"`
 	// Scope is fixed at submit: whose imports the report counts.
-	Scope store.Scope `json:"scope"`
+	Scope store.Scope `json:"scope" jsonschema:"-"` // filled at submit: not a client parameter
 }
 
 // Prepare implements jobs.Params.
