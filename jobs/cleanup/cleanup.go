@@ -7,7 +7,6 @@ package cleanup
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -125,26 +123,6 @@ type Deps struct {
 func New(cfg Config, worker string, d Deps) *Cleaner {
 	return &Cleaner{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, files: d.Files, worker: worker, observer: d.Observer,
 		alerter: d.Alerter, failures: d.TaskAlerter, board: d.Board, logger: d.Logger.With("component", "cleanup")}
-}
-
-// ProcessTask implements asynq.Handler: it claims the current slot and runs the round, or does
-// nothing when another replica's job already ran this slot.
-func (c *Cleaner) ProcessTask(ctx context.Context, _ *asynq.Task) error {
-	slot := Slot(c.cfg.Schedule, time.Now().In(c.cfg.Location))
-	won, err := c.store.ClaimCleanupSlot(ctx, slot, c.worker)
-	if err != nil {
-		return err
-	}
-	if !won {
-		c.logger.Debug("cleanup slot already taken by another replica", "slot", slot)
-		return nil
-	}
-	c.logger.Info("cleanup round started", "slot", slot)
-	rep := c.Round(ctx)
-	if err := c.store.FinishCleanupRound(context.WithoutCancel(ctx), slot, rep); err != nil {
-		c.logger.Warn("could not record cleanup round", "err", err)
-	}
-	return nil
 }
 
 // Round runs every step once and reports what it did. A failing step is logged and does not
@@ -598,32 +576,4 @@ func (c *Cleaner) removeResultFiles(ctx context.Context, t *store.Task) error {
 		}
 	}
 	return nil
-}
-
-// Slot is the scheduled activation a round belongs to: the latest activation of schedule at
-// or before now. Replicas that run the same slot agree on it, which is what the guard keys on.
-func Slot(schedule cron.Schedule, now time.Time) time.Time {
-	if every, ok := schedule.(cron.ConstantDelaySchedule); ok {
-		return now.Truncate(every.Delay)
-	}
-	// Search back for the window holding the previous activation, doubling it each time.
-	for window := time.Minute; window <= 400*24*time.Hour; window *= 2 {
-		var last time.Time
-		for t := schedule.Next(now.Add(-window)); !t.After(now) && !t.IsZero(); t = schedule.Next(t) {
-			last = t
-		}
-		if !last.IsZero() {
-			return last
-		}
-	}
-	return now.Truncate(time.Minute)
-}
-
-// ParseSpec parses a cron spec ("* * * * *", "@every 30s", "@hourly") as asynq's scheduler does.
-func ParseSpec(spec string) (cron.Schedule, error) {
-	s, err := cron.ParseStandard(spec)
-	if err != nil {
-		return nil, fmt.Errorf("cleanup spec %q: %w", spec, err)
-	}
-	return s, nil
 }
