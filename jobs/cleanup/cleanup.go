@@ -171,68 +171,6 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 	return rep
 }
 
-// takeovers hands RUNNING tasks whose worker went silent to asynq again, into the resume
-// lane. It runs first in a round, so a backlog of waiting tasks never delays a takeover.
-func (c *Cleaner) takeovers(ctx context.Context) (int, error) {
-	tasks, err := c.store.TakeSilent(ctx, c.cfg.OrphanGrace, c.cfg.TakeoverAfter, c.cfg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	return c.handOver(ctx, tasks)
-}
-
-// orphans hands waiting tasks asynq does not hold to asynq again. Tasks asynq still holds
-// are checked and left alone; only the ones actually enqueued are counted.
-func (c *Cleaner) orphans(ctx context.Context) (int, error) {
-	tasks, err := c.store.TakeOrphans(ctx, c.cfg.OrphanGrace, c.cfg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	return c.handOver(ctx, tasks)
-}
-
-// handOver enqueues tasks and returns how many jobs it created.
-func (c *Cleaner) handOver(ctx context.Context, tasks []store.Task) (int, error) {
-	var errs []error
-	n := 0
-	for i := range tasks {
-		t := &tasks[i]
-		created, err := c.enqueuer.EnqueueNew(ctx, t)
-		if err != nil {
-			errs = append(errs, err)
-			if err := c.store.MarkEnqueueFailed(ctx, t.ID, t.Attempt); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if created {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
-}
-
-// staleRuns times out RUNNING tasks whose worker stopped reporting, and deletes their
-// partial files.
-func (c *Cleaner) staleRuns(ctx context.Context) (int, error) {
-	tasks, err := c.store.TimeoutStale(ctx, c.cfg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range tasks {
-		c.logger.Warn("task timed out: no heartbeat", "task_no", t.TaskNo, "type", t.Type, "attempt", t.Attempt)
-		// The partial files on this node; other nodes drop theirs in their own scratch sweep
-		// (SweepScratch) once the task is no longer running.
-		if _, err := c.files.RemoveAttemptTemp(t.TaskNo, 0); err != nil {
-			c.logger.Warn("could not remove partial files", "task_no", t.TaskNo, "err", err)
-		}
-		if c.board != nil {
-			c.board.Changed(ctx, t.TaskNo, t.Owner) //nolint:errcheck // live streams also poll
-		}
-	}
-	return len(tasks), nil
-}
-
 // expiredResults deletes result files past their expiry and keeps the task rows.
 func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 	tasks, err := c.store.ExpiredResults(ctx, c.cfg.BatchSize)
