@@ -8,10 +8,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -101,8 +97,7 @@ type Cleaner struct {
 	board    *jobs.ProgressBoard
 	logger   *slog.Logger
 
-	mu            sync.Mutex
-	resultsCursor string // the orphan-results sweep continues after this name
+	results resultsCursor // the orphan-results step's position in the results area
 }
 
 // Deps are a Cleaner's collaborators; Observer and Alerter may be nil.
@@ -169,23 +164,6 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		c.observer.CleanupRound(rep)
 	}
 	return rep
-}
-
-// expiredResults deletes result files past their expiry and keeps the task rows.
-func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
-	tasks, err := c.store.ExpiredResults(ctx, c.cfg.BatchSize)
-	if err != nil || len(tasks) == 0 {
-		return 0, err
-	}
-	ids := make([]int64, 0, len(tasks))
-	for i := range tasks {
-		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
-			c.logger.Warn("could not delete an expired result file", "task_no", tasks[i].TaskNo, "err", err)
-			continue
-		}
-		ids = append(ids, tasks[i].ID)
-	}
-	return len(ids), c.store.ForgetResultFiles(ctx, ids)
 }
 
 // uploads deletes uploaded files whose record (store.RecordUpload, touched by every accepted
@@ -295,131 +273,6 @@ func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// errEnough stops a listing that has found a round's worth.
-var errEnough = errors.New("enough for this round")
-
-// resultGrace is the youngest a result file must be before the sweep looks at it: whether it
-// is dead is decided by the task row, so a short grace suffices.
-const resultGrace = time.Minute
-
-// orphanResults deletes result files no task row points at: the output of an attempt that
-// was killed after storing its file and before recording it. A file is kept while its
-// attempt is still RUNNING (it may be about to record it); once the task has moved on, that
-// attempt can never record it. Files younger than a minute (or TempTTL) are left alone. The
-// results area holds every live result, so each round looks at the next BatchSize·4 keys
-// after where the previous round stopped, wrapping around.
-func (c *Cleaner) orphanResults(ctx context.Context) (int, error) {
-	var keys []string // every result old enough to judge (key names only)
-	err := c.files.List(ctx, storage.Results+"/", time.Now().Add(-min(c.cfg.TempTTL, resultGrace)), func(i storage.Info) error {
-		if _, _, ok := storage.ResultOwner(i.Key); ok && !strings.Contains(strings.TrimPrefix(i.Key, storage.Results+"/"), "/") {
-			keys = append(keys, i.Key) // others are not names this service writes: left alone
-		}
-		return nil
-	})
-	if err != nil || len(keys) == 0 {
-		return 0, err
-	}
-	slices.Sort(keys)
-	c.mu.Lock()
-	after := c.resultsCursor
-	c.mu.Unlock()
-	start := sort.SearchStrings(keys, after)
-	if start < len(keys) && keys[start] == after {
-		start++
-	}
-	var rels []string
-	var taskNos []string
-	last := ""
-	for k := 0; k < len(keys) && len(rels) < 4*c.cfg.BatchSize; k++ {
-		key := keys[(start+k)%len(keys)] // from the cursor to the end, then from the start
-		last = key
-		taskNo, _, _ := storage.ResultOwner(key)
-		rels = append(rels, key)
-		taskNos = append(taskNos, taskNo)
-	}
-	c.mu.Lock()
-	c.resultsCursor = last
-	c.mu.Unlock()
-	refs, err := c.store.ResultRefs(ctx, taskNos)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, rel := range rels {
-		taskNo, attempt, _ := storage.ResultOwner(rel)
-		ref, exists := refs[taskNo]
-		switch {
-		case exists && (ref.File == rel || ref.ErrorReport == rel):
-			continue
-		case exists && ref.Status == store.StatusRunning && ref.Attempt == attempt:
-			continue
-		}
-		// The task moved on without recording the file, or was deleted by retention.
-		if err := c.files.Delete(ctx, rel); err != nil {
-			return n, err
-		}
-		c.logger.Info("deleted a result file no task records", "file", rel)
-		n++
-	}
-	return n, nil
-}
-
-// sweep deletes up to BatchSize objects under prefix older than ttl, except those keep
-// claims. The store is listed first; the database is asked only about actual candidates, so
-// a round with nothing old stored costs no query at all.
-func (c *Cleaner) sweep(ctx context.Context, prefix string, ttl time.Duration, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
-	var candidates []string
-	err := c.files.List(ctx, prefix, time.Now().Add(-ttl), func(i storage.Info) error {
-		candidates = append(candidates, i.Key)
-		if len(candidates) >= 4*c.cfg.BatchSize {
-			return errEnough
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return 0, err
-	}
-	if len(candidates) == 0 {
-		return 0, nil
-	}
-	kept, err := keep(ctx, candidates)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, key := range candidates {
-		if n >= c.cfg.BatchSize {
-			break
-		}
-		if kept[key] {
-			continue
-		}
-		if err := c.files.Delete(ctx, key); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// retention archives terminal tasks past retention with their runs, logs and failed rows, and
-// deletes their files.
-func (c *Cleaner) retention(ctx context.Context) (int, error) {
-	tasks, err := c.store.PastRetention(ctx, c.cfg.Retention, c.cfg.BatchSize)
-	if err != nil || len(tasks) == 0 {
-		return 0, err
-	}
-	ids := make([]int64, 0, len(tasks))
-	for i := range tasks {
-		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
-			c.logger.Warn("could not delete the files of a task past retention", "task_no", tasks[i].TaskNo, "err", err)
-			continue
-		}
-		ids = append(ids, tasks[i].ID)
-	}
-	return c.store.ArchiveTasks(ctx, ids)
-}
-
 // purgeArchive deletes archived tasks past the archive retention; their aggregates stay.
 func (c *Cleaner) purgeArchive(ctx context.Context) (int, error) {
 	if c.cfg.ArchiveRetention <= 0 {
@@ -504,14 +357,4 @@ func (c *Cleaner) queues(counts map[string]int) []string {
 		}
 	}
 	return out
-}
-
-// removeResultFiles deletes the files a task's result points to.
-func (c *Cleaner) removeResultFiles(ctx context.Context, t *store.Task) error {
-	for _, rel := range jobs.ResultFiles(t) {
-		if err := c.files.Delete(ctx, rel); err != nil {
-			return err
-		}
-	}
-	return nil
 }
