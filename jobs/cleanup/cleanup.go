@@ -6,7 +6,6 @@ package cleanup
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -164,113 +163,6 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		c.observer.CleanupRound(rep)
 	}
 	return rep
-}
-
-// uploads deletes uploaded files whose record (store.RecordUpload, touched by every accepted
-// upload of the same content) is older than UploadTTL and that no waiting or running task
-// needs; then, for files from before records existed, any unrecorded upload past its age.
-func (c *Cleaner) uploads(ctx context.Context) (int, error) {
-	n, err := c.store.SweepUploads(ctx, c.cfg.UploadTTL, c.cfg.BatchSize, func(key string) error { return c.files.Delete(ctx, key) })
-	if err != nil {
-		return n, err
-	}
-	m, err := c.sweep(ctx, storage.Uploads+"/", c.cfg.UploadTTL, func(ctx context.Context, keys []string) (map[string]bool, error) {
-		keep, err := c.store.RecordedUploads(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		live, err := c.store.LiveUploads(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		for p := range live {
-			keep[p] = true
-		}
-		return keep, nil
-	})
-	return n + m, err
-}
-
-// tempFiles deletes what no running attempt is writing any more, past TempTTL: this node's
-// scratch entries (SweepScratch) and uploads abandoned half-way under storage.Incoming (an
-// API node died while it received or checked them; nothing ever points at them).
-func (c *Cleaner) tempFiles(ctx context.Context) (int, error) {
-	n, err := c.SweepScratch(ctx)
-	if err != nil {
-		return n, err
-	}
-	m, err := c.sweep(ctx, storage.Incoming+"/", c.cfg.TempTTL, func(context.Context, []string) (map[string]bool, error) {
-		return nil, nil
-	})
-	return n + m, err
-}
-
-// incompleteUploads aborts the multipart uploads left in the store past TempTTL, in the
-// areas the service writes: an API node killed while it streamed an upload under
-// storage.Incoming, or a worker killed while it committed a large result under
-// storage.Results, could not abort its own, and the parts would take space for good. No
-// upload of this service runs for TempTTL (6 h), so one that old is dead. The local backend
-// has none.
-func (c *Cleaner) incompleteUploads(ctx context.Context) (int, error) {
-	cutoff := time.Now().Add(-c.cfg.TempTTL)
-	n := 0
-	for _, area := range []string{storage.Incoming, storage.Results, storage.Uploads} {
-		if n >= c.cfg.BatchSize {
-			break
-		}
-		m, err := c.files.AbortIncomplete(ctx, area+"/", cutoff, c.cfg.BatchSize-n)
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// SweepScratch deletes this node's scratch entries (storage.Store.TempDir) older than
-// TempTTL that no running attempt is writing. An entry's name starts with the task number
-// and attempt of its writer (storage.AttemptPrefix). Scratch is local to each node, so every
-// node runs this (the round on the node that runs it, and ScratchSweeper on every worker and
-// API process).
-func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
-	var names []string
-	err := c.files.ListTemp(time.Now().Add(-c.cfg.TempTTL), func(name string, _ time.Time) error {
-		names = append(names, name)
-		if len(names) >= 4*c.cfg.BatchSize {
-			return errEnough
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return 0, err
-	}
-	if len(names) == 0 {
-		return 0, nil
-	}
-	taskNos := make([]string, 0, len(names))
-	for _, name := range names {
-		taskNo, _ := storage.TempOwner(name)
-		taskNos = append(taskNos, taskNo)
-	}
-	running, err := c.store.RunningAttempts(ctx, taskNos)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range names {
-		if n >= c.cfg.BatchSize {
-			break
-		}
-		taskNo, attempt := storage.TempOwner(name)
-		if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
-			continue
-		}
-		if err := c.files.RemoveTemp(name); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // purgeArchive deletes archived tasks past the archive retention; their aggregates stay.
