@@ -53,11 +53,6 @@ type Config struct {
 	AuditRetention time.Duration
 }
 
-// BacklogAlerter is told when a queue's backlog has stayed over the threshold.
-type BacklogAlerter interface {
-	BacklogHigh(ctx context.Context, queue string, waiting, threshold int, since time.Time)
-}
-
 // Report is what a round did; each count is also logged and exported as a metric.
 type Report struct {
 	Takeovers       int `json:"silent_tasks_redelivered"`
@@ -163,90 +158,4 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		c.observer.CleanupRound(rep)
 	}
 	return rep
-}
-
-// purgeArchive deletes archived tasks past the archive retention; their aggregates stay.
-func (c *Cleaner) purgeArchive(ctx context.Context) (int, error) {
-	if c.cfg.ArchiveRetention <= 0 {
-		return 0, nil
-	}
-	return c.store.PurgeArchive(ctx, c.cfg.ArchiveRetention, c.cfg.BatchSize)
-}
-
-// purgeAudit deletes audit rows past auth.audit.retention.
-func (c *Cleaner) purgeAudit(ctx context.Context) (int, error) {
-	if c.cfg.AuditRetention <= 0 {
-		return 0, nil
-	}
-	return c.store.PruneAudit(ctx, c.cfg.AuditRetention, c.cfg.BatchSize)
-}
-
-// backlog raises one alert per episode of a queue's backlog staying over the threshold.
-func (c *Cleaner) backlog(ctx context.Context) (int, error) {
-	if c.cfg.BacklogThreshold <= 0 {
-		return 0, nil
-	}
-	counts, err := c.store.WaitingByQueue(ctx)
-	if err != nil {
-		return 0, err
-	}
-	fired := 0
-	over := map[string]bool{}
-	for q, n := range counts {
-		if n <= c.cfg.BacklogThreshold {
-			continue
-		}
-		over[q] = true
-		since, fire, err := c.store.ConditionHolds(ctx, "backlog:"+q, c.cfg.BacklogFor)
-		if err != nil {
-			return fired, err
-		}
-		if fire && c.alerter != nil {
-			c.alerter.BacklogHigh(ctx, q, n, c.cfg.BacklogThreshold, since)
-			fired++
-		}
-	}
-	for _, q := range c.queues(counts) {
-		if !over[q] {
-			if err := c.store.ConditionCleared(ctx, "backlog:"+q); err != nil {
-				return fired, err
-			}
-		}
-	}
-	return fired, nil
-}
-
-// alertGrace is how long a due failure alert is left to the worker that failed the task
-// before the round sends it.
-const alertGrace = 30 * time.Second
-
-// failureAlerts sends the failure alerts of tasks whose worker died between failing the task
-// and sending its alert. The claim is recorded on the task row: each alert goes out once.
-func (c *Cleaner) failureAlerts(ctx context.Context) (int, error) {
-	tasks, err := c.store.ClaimDueAlerts(ctx, alertGrace, c.cfg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	for i := range tasks {
-		if c.failures != nil {
-			c.failures.TaskFailed(ctx, jobs.AlertOf(&tasks[i]))
-		}
-	}
-	return len(tasks), nil
-}
-
-// queues lists the queues to re-arm: every queue that has or had waiting tasks.
-func (c *Cleaner) queues(counts map[string]int) []string {
-	out := make([]string, 0, len(counts)+len(c.cfg.Queues))
-	seen := map[string]bool{}
-	for _, q := range c.cfg.Queues {
-		seen[q] = true
-		out = append(out, q)
-	}
-	for q := range counts {
-		if !seen[q] {
-			out = append(out, q)
-		}
-	}
-	return out
 }
