@@ -1,7 +1,14 @@
 // Package cleanup is the maintenance:cleanup task: the periodic round that re-enqueues
 // orphans, times out stale runs, expires result files, deletes unreferenced uploads, aborts
-// abandoned multipart uploads and applies retention. Every step is bounded per round. Each scheduled slot runs once across
-// all scheduler replicas, guarded by a row in Postgres.
+// abandoned multipart uploads and applies retention. Every step is bounded per round. Each
+// scheduled slot runs once across all scheduler replicas, guarded by a row in Postgres
+// (guard.go).
+//
+// Each maintenance step lives in a file named after it (stale_runs.go, takeover.go,
+// orphans.go, expired_results.go, uploads.go, temp_files.go, incomplete_uploads.go,
+// orphan_results.go, retention.go, archive_purge.go, audit_purge.go, backlog.go, alerts.go),
+// with the constants only it uses and its test; scratch.go also holds the sweeper every node
+// runs on its own scratch dir. Round, in this file, runs the steps in order and reports.
 package cleanup
 
 import (
