@@ -81,6 +81,16 @@ func (f *fixture) exec(q string, args ...any) {
 	}
 }
 
+// count runs a SELECT count(*) query.
+func (f *fixture) count(q string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.pg.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
 func (f *fixture) get(id int64) *store.Task {
 	f.t.Helper()
 	t, err := f.st.GetByID(context.Background(), id)
@@ -122,6 +132,46 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 		f.t.Fatal(err)
 	}
 	return tk, p
+}
+
+// cleanerWith builds a cleaner over the fixture's database, Redis and files with another
+// config; d carries the collaborators a step needs (alerters), the rest is the fixture's.
+func (f *fixture) cleanerWith(cfg cleanup.Config, d cleanup.Deps) *cleanup.Cleaner {
+	d.Store, d.Enqueuer, d.Files, d.Logger = f.st, f.enq, f.files, f.logger
+	return cleanup.New(cfg, "test", d)
+}
+
+// takenOver makes a RUNNING task whose first attempt went silent and was taken over: attempt
+// 2 runs now, attempt 1 is dead.
+func (f *fixture) takenOver() *store.Task {
+	f.t.Helper()
+	ctx := context.Background()
+	tk := f.task(`{}`)
+	if _, err := f.st.Claim(ctx, tk.ID, "killed", time.Minute); err != nil {
+		f.t.Fatal(err)
+	}
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
+	if _, err := f.st.Claim(ctx, tk.ID, "w2", time.Minute); err != nil {
+		f.t.Fatal(err)
+	}
+	return tk
+}
+
+// scratch makes an entry in this node's scratch dir, named after prefix, with the given age;
+// it returns the entry's path.
+func (f *fixture) scratch(prefix string, age time.Duration) string {
+	f.t.Helper()
+	tmp, err := f.files.CreateTemp(prefix, ".xlsx")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	tmp.Close()
+	dir := filepath.Dir(tmp.Name())
+	old := time.Now().Add(-age)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		f.t.Fatal(err)
+	}
+	return dir
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
