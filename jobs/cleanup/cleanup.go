@@ -4,11 +4,12 @@
 // scheduled slot runs once across all scheduler replicas, guarded by a row in Postgres
 // (guard.go).
 //
-// Each maintenance step lives in a file named after it (stale_runs.go, takeover.go,
-// orphans.go, expired_results.go, uploads.go, temp_files.go, incomplete_uploads.go,
-// orphan_results.go, retention.go, archive_purge.go, audit_purge.go, backlog.go, alerts.go),
-// with the constants only it uses and its test; scratch.go also holds the sweeper every node
-// runs on its own scratch dir. Round, in this file, runs the steps in order and reports.
+// Each maintenance step lives in its own file (stale_runs.go, takeover.go, orphans.go,
+// expired_results.go, uploads.go, temp_files.go, incomplete_uploads.go, orphan_results.go,
+// retention.go, archive_purge.go, audit_purge.go, backlog.go, alerts.go), with the constants
+// only it uses and its test; scratch.go also holds the sweeper every node runs on its own
+// scratch dir, and files.go the listing helpers the file steps share. Round, in this file,
+// runs the steps in order and reports.
 package cleanup
 
 import (
