@@ -20,29 +20,6 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-func TestSlotIsTheLatestActivation(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 11, 28, 12, 34, 56, 0, time.UTC) // a Saturday
-	for spec, want := range map[string]time.Time{
-		"* * * * *":    time.Date(2026, 11, 28, 12, 34, 0, 0, time.UTC),
-		"*/15 * * * *": time.Date(2026, 11, 28, 12, 30, 0, 0, time.UTC),
-		"0 9 * * 1-5":  time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC),
-		"@hourly":      time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC),
-		"@every 30s":   time.Date(2026, 11, 28, 12, 34, 30, 0, time.UTC),
-	} {
-		s, err := cleanup.ParseSpec(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := cleanup.Slot(s, at); !got.Equal(want) {
-			t.Errorf("Slot(%q, %s) = %s, want %s", spec, at, got, want)
-		}
-		if got := cleanup.Slot(s, at.Add(-time.Nanosecond).Add(time.Nanosecond)); !got.Equal(want) {
-			t.Errorf("Slot(%q) is not stable", spec)
-		}
-	}
-}
-
 type fixture struct {
 	t       *testing.T
 	st      *store.Store
@@ -104,6 +81,16 @@ func (f *fixture) exec(q string, args ...any) {
 	}
 }
 
+// count runs a SELECT count(*) query.
+func (f *fixture) count(q string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.pg.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
 func (f *fixture) get(id int64) *store.Task {
 	f.t.Helper()
 	t, err := f.st.GetByID(context.Background(), id)
@@ -147,323 +134,44 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 	return tk, p
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	dead := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, dead.ID, "gone", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	partial := f.file(storage.ScratchDir+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '11 minutes' WHERE id = ?", dead.ID)
-
-	slow := f.task(`{}`) // silent, but within its timeout: left to a takeover
-	if _, err := f.st.Claim(ctx, slow.ID, "slow", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '5 minutes', enqueued_at = now() - interval '1 hour' WHERE id = ?", slow.ID)
-
-	rep := f.cleaner.Round(ctx)
-	if rep.TimedOut != 1 || rep.Takeovers != 1 || rep.Errors != 0 {
-		t.Fatalf("report = %+v, want one timed out and one re-delivered", rep)
-	}
-	if got := f.get(dead.ID); got.Status != store.StatusTimeout || got.ErrorCode != "timeout" {
-		t.Fatalf("dead task = %s %s", got.Status, got.ErrorCode)
-	}
-	if exists(partial) {
-		t.Fatal("the timed-out task's partial file is still there")
-	}
-	runs, _ := f.st.Runs(ctx, dead.ID)
-	if len(runs) != 1 || runs[0].Status != "TIMEOUT" || runs[0].FinishedAt == nil {
-		t.Fatalf("runs = %+v", runs)
-	}
-	if got := f.get(slow.ID); got.Status != store.StatusRunning {
-		t.Fatalf("slow task = %s, want still RUNNING (to be taken over)", got.Status)
-	}
-	if _, err := f.insp.GetTaskInfo(jobs.Lane(f.get(slow.ID)), jobs.JobID(slow.TaskNo, 1)); err != nil {
-		t.Fatalf("the silent task was not handed to asynq for a takeover: %v", err)
-	}
+// cleanerWith builds a cleaner over the fixture's database, Redis and files with another
+// config; d carries the collaborators a step needs (alerters), the rest is the fixture's.
+func (f *fixture) cleanerWith(cfg cleanup.Config, d cleanup.Deps) *cleanup.Cleaner {
+	d.Store, d.Enqueuer, d.Files, d.Logger = f.st, f.enq, f.files, f.logger
+	return cleanup.New(cfg, "test", d)
 }
 
-// A worker killed soon after its task was submitted: the task's enqueued_at (stamped at submit)
-// is recent, well within the orphan grace. Recovery is judged by the heartbeat: the task is
-// re-delivered once its heartbeat is older than the takeover window, not a grace later, into
-// the resume lane that workers drain before new work; and only once per silence.
-func TestSilentRunningTaskIsRedeliveredByHeartbeatNotBySubmitTime(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	task := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, task.ID, "killed", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)
-	if rep := f.cleaner.Round(ctx); rep.Takeovers != 1 {
-		t.Fatalf("report = %+v, want the silent task re-delivered (heartbeat 40s old, takeover after 30s)", rep)
-	}
-	info, err := f.insp.GetTaskInfo("exports.resume", jobs.JobID(task.TaskNo, 1))
-	if err != nil {
-		t.Fatalf("not in the resume lane: %v", err)
-	}
-	if info.Queue != "exports.resume" {
-		t.Fatalf("queue = %s", info.Queue)
-	}
-	if rep := f.cleaner.Round(ctx); rep.Takeovers != 0 {
-		t.Fatalf("second round re-delivered it again: %+v", rep)
-	}
-}
-
-func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 2)
-	ctx := context.Background()
-	var ids []int64
-	for range 5 {
-		tk := f.task(`{}`)
-		ids = append(ids, tk.ID)
-	}
-	f.exec("UPDATE tasks SET enqueued_at = NULL")
-	fresh := f.task(`{}`) // enqueued just now: inside the grace period
-
-	counts := []int{}
-	for range 4 {
-		counts = append(counts, f.cleaner.Round(ctx).Orphans)
-	}
-	if counts[0] != 2 || counts[1] != 2 || counts[2] != 1 || counts[3] != 0 {
-		t.Fatalf("orphans per round = %v, want 2,2,1,0 (bounded by the batch size)", counts)
-	}
-	info, err := f.insp.GetQueueInfo("exports")
-	if err != nil || info.Pending != 5 {
-		t.Fatalf("asynq pending = %+v (%v), want the 5 orphans", info, err)
-	}
-	// Past the grace again: enqueueing again is a no-op (asynq still holds one job each), and
-	// a no-op is not counted as an orphan.
-	f.exec("UPDATE tasks SET enqueued_at = now() - interval '2 minutes' WHERE id IN (?)", ids[0])
-	if n := f.cleaner.Round(ctx).Orphans; n != 0 {
-		t.Fatalf("second hand-off counted %d orphans, want 0 (asynq held the job)", n)
-	}
-	if info, _ := f.insp.GetQueueInfo("exports"); info.Pending != 5 {
-		t.Fatalf("asynq pending after a repeat = %d, want still 5", info.Pending)
-	}
-	if _, err := f.insp.GetTaskInfo("exports", jobs.JobID(fresh.TaskNo, 0)); err == nil {
-		t.Fatal("a task inside its grace period was enqueued by the round (the test never enqueued it)")
-	}
-}
-
-func TestRoundExpiresResultFilesAndKeepsTheRecord(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	old, oldFile := f.succeeded(mustDuration("-1s"))
-	live, liveFile := f.succeeded(time.Hour)
-	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 1 {
-		t.Fatalf("report = %+v", rep)
-	}
-	if exists(oldFile) || !exists(liveFile) {
-		t.Fatalf("expired file exists=%v, live file exists=%v", exists(oldFile), exists(liveFile))
-	}
-	got := f.get(old.ID)
-	var res map[string]any
-	json.Unmarshal(got.Result, &res)
-	if got.Status != store.StatusSuccess || res["file"] != nil || res["rows"] != 7.0 || res["expired"] != true {
-		t.Fatalf("expired task = %s %s", got.Status, got.Result)
-	}
-	if f.get(live.ID).Result == nil {
-		t.Fatal("the live result was touched")
-	}
-	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 0 {
-		t.Fatalf("an expired result was processed twice: %+v", rep)
-	}
-}
-
-func TestRoundDeletesOnlyOldUnreferencedUploads(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	oldOrphan := f.file(storage.Uploads+"/aaa.xlsx", 2*time.Hour)
-	oldInUse := f.file(storage.Uploads+"/bbb.xlsx", 2*time.Hour)
-	young := f.file(storage.Uploads+"/ccc.xlsx", time.Minute)
-	f.task(`{"upload":"uploads/bbb.xlsx"}`) // a PENDING import still needs it
-	oldTemp := f.file(storage.ScratchDir+"/tsk_GONE-1.xlsx", 2*time.Hour)
-
-	rep := f.cleaner.Round(ctx)
-	if rep.UploadsDeleted != 1 || rep.TempDeleted != 1 {
-		t.Fatalf("report = %+v", rep)
-	}
-	if exists(oldOrphan) || !exists(oldInUse) || !exists(young) || exists(oldTemp) {
-		t.Fatalf("orphan=%v in-use=%v young=%v temp=%v; want only in-use and young left", exists(oldOrphan), exists(oldInUse), exists(young), exists(oldTemp))
-	}
-}
-
-func TestRoundAppliesRetentionWithRunsLogsItemsAndFiles(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	finished := func(age string) (*store.Task, string) {
-		tk, p := f.succeeded(time.Hour)
-		f.exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, 2, 'phone', 'bad')", tk.ID)
-		f.exec("UPDATE tasks SET finished_at = now() - ?::interval WHERE id = ?", age, tk.ID)
-		return tk, p
-	}
-	old, oldFile := finished("31 days")
-	recent, _ := finished("29 days")
-	pending := f.task(`{}`)
-	f.exec("UPDATE tasks SET created_at = now() - interval '90 days' WHERE id = ?", pending.ID)
-
-	if rep := f.cleaner.Round(ctx); rep.RetentionPurged != 1 {
-		t.Fatalf("report = %+v", rep)
-	}
-	if _, err := f.st.GetByID(ctx, old.ID); err == nil || exists(oldFile) {
-		t.Fatal("the task past retention, or its file, is still there")
-	}
-	var orphans int
-	f.pg.DB.NewRaw(`SELECT (SELECT count(*) FROM task_runs WHERE task_id = ?) + (SELECT count(*) FROM task_logs WHERE task_id = ?)
-		+ (SELECT count(*) FROM task_items WHERE task_id = ?)`, old.ID, old.ID, old.ID).Scan(ctx, &orphans)
-	if orphans != 0 {
-		t.Fatalf("%d runs/logs/items of the deleted task remain", orphans)
-	}
-	if _, err := f.st.GetByID(ctx, recent.ID); err != nil {
-		t.Fatal("a task within retention was deleted")
-	}
-	if _, err := f.st.GetByID(ctx, pending.ID); err != nil {
-		t.Fatal("an old but unfinished task was deleted")
-	}
-}
-
-func TestGuardRunsASlotOnce(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 10)
-	for range 3 {
-		if err := f.cleaner.ProcessTask(context.Background(), asynq.NewTask(cleanup.Type, nil)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rounds, err := f.st.CleanupRounds(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Three deliveries within one minute's slot (or two, straddling a minute boundary).
-	if len(rounds) == 0 || len(rounds) > 2 || rounds[0].FinishedAt == nil {
-		t.Fatalf("rounds = %+v, want the slot recorded once and finished", rounds)
-	}
-	// The row alone cannot tell a guarded delivery from one that ran anyway (the insert is
-	// ON CONFLICT DO NOTHING either way): the round itself must have run once per slot.
-	if n := f.seen.count(); n != len(rounds) {
-		t.Fatalf("%d rounds ran for %d slots, want one per slot", n, len(rounds))
-	}
-}
-
-func mustDuration(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
-// A worker killed after moving its result into place and before recording it leaves a file
-// no row points at. Once the task has moved on (taken over, ended), that file is deleted;
-// a recorded result, a running attempt's fresh output and foreign files are kept.
-func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	old := 2 * time.Hour // past the fixture's TempTTL
-
-	recorded, recordedPath := f.succeeded(24 * time.Hour)
-	os.Chtimes(recordedPath, time.Now().Add(-old), time.Now().Add(-old)) //nolint:errcheck
-
-	moved := f.task(`{}`) // attempt 1 wrote its file and died; attempt 2 runs now
-	if _, err := f.st.Claim(ctx, moved.ID, "killed", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	dead := f.file(storage.Results+"/"+moved.TaskNo+"-a1.xlsx", old)
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
-	if _, err := f.st.Claim(ctx, moved.ID, "w2", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	running := f.task(`{}`) // its attempt has written the file and is about to record it
-	if _, err := f.st.Claim(ctx, running.ID, "w", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	live := f.file(storage.Results+"/"+running.TaskNo+"-a1-errors.xlsx", old)
-	foreign := f.file(storage.Results+"/README.txt", old)
-
-	rep := f.cleaner.Round(ctx)
-	if rep.ResultsOrphaned != 1 || exists(dead) {
-		t.Fatalf("report %+v; the dead attempt's file exists: %v", rep, exists(dead))
-	}
-	for _, p := range []string{recordedPath, live, foreign} {
-		if !exists(p) {
-			t.Fatalf("%s was deleted", p)
-		}
-	}
-	if got := f.get(recorded.ID); got.Status != store.StatusSuccess {
-		t.Fatal(got.Status)
-	}
-}
-
-// An import's error report expires like an export's result: the file is deleted after its
-// TTL and the row keeps the summary, marked expired (the API answers 410).
-func TestRoundExpiresImportErrorReports(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
+// takenOver makes a RUNNING task whose first attempt went silent and was taken over: attempt
+// 2 runs now, attempt 1 is dead.
+func (f *fixture) takenOver() *store.Task {
+	f.t.Helper()
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := f.st.Claim(ctx, tk.ID, "killed", time.Minute); err != nil {
+		f.t.Fatal(err)
 	}
-	rel := storage.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
-	p := f.file(rel, 0)
-	exp := time.Now().Add(-time.Second)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
-		Result: json.RawMessage(`{"error_report":"` + rel + `","summary":{"total":3,"success":2,"failed":1}}`)}); err != nil {
-		t.Fatal(err)
+	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
+	if _, err := f.st.Claim(ctx, tk.ID, "w2", time.Minute); err != nil {
+		f.t.Fatal(err)
 	}
-	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 1 {
-		t.Fatalf("report = %+v, want the error report expired", rep)
-	}
-	if exists(p) {
-		t.Fatal("the expired error report is still on disk")
-	}
-	var res map[string]any
-	json.Unmarshal(f.get(tk.ID).Result, &res) //nolint:errcheck
-	if res["error_report"] != nil || res["expired"] != true || res["summary"] == nil {
-		t.Fatalf("result after expiry = %v", res)
-	}
+	return tk
 }
 
-// Uploads are kept by their record, not their file's mtime: an upload untouched for the TTL
-// that no live task needs is deleted with its record; one a waiting task needs, or accepted
-// again since (the record touched), stays.
-func TestRoundDeletesUploadsByTheirRecord(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	stale := f.file(storage.Uploads+"/aaa.xlsx", 0)
-	needed := f.file(storage.Uploads+"/bbb.xlsx", 0)
-	touched := f.file(storage.Uploads+"/ccc.xlsx", 0)
-	for _, rel := range []string{"aaa", "bbb", "ccc"} {
-		if err := f.st.RecordUpload(ctx, storage.Uploads+"/"+rel+".xlsx", rel, 1); err != nil {
-			t.Fatal(err)
-		}
+// scratch makes an entry in this node's scratch dir, named after prefix, with the given age;
+// it returns the entry's path.
+func (f *fixture) scratch(prefix string, age time.Duration) string {
+	f.t.Helper()
+	tmp, err := f.files.CreateTemp(prefix, ".xlsx")
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	f.exec("UPDATE uploads SET last_at = now() - interval '2 hours'")
-	f.task(`{"upload":"uploads/bbb.xlsx"}`)
-	if err := f.st.RecordUpload(ctx, storage.Uploads+"/ccc.xlsx", "ccc", 1); err != nil { // accepted again just now
-		t.Fatal(err)
+	tmp.Close()
+	dir := filepath.Dir(tmp.Name())
+	old := time.Now().Add(-age)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		f.t.Fatal(err)
 	}
-	rep := f.cleaner.Round(ctx)
-	if rep.UploadsDeleted != 1 || exists(stale) || !exists(needed) || !exists(touched) {
-		t.Fatalf("report %+v; stale %v needed %v touched %v", rep, exists(stale), exists(needed), exists(touched))
-	}
-	var n int
-	f.pg.DB.QueryRowContext(ctx, "SELECT count(*) FROM uploads").Scan(&n) //nolint:errcheck
-	if n != 2 {
-		t.Fatalf("%d upload records left, want 2", n)
-	}
+	return dir
 }
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

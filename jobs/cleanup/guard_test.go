@@ -1,6 +1,7 @@
 package cleanup_test
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,4 +166,50 @@ func TestGuardRunsARacedSlotOnceAcrossReplicas(t *testing.T) {
 		t.Fatalf("%d rounds ran for %d slots", n, slots)
 	}
 	t.Logf("rounds won: replica-a %d, replica-b %d", seenA.count(), seenB.count())
+}
+
+func TestSlotIsTheLatestActivation(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 12, 34, 56, 0, time.UTC) // a Saturday
+	for spec, want := range map[string]time.Time{
+		"* * * * *":    time.Date(2026, 11, 28, 12, 34, 0, 0, time.UTC),
+		"*/15 * * * *": time.Date(2026, 11, 28, 12, 30, 0, 0, time.UTC),
+		"0 9 * * 1-5":  time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC),
+		"@hourly":      time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC),
+		"@every 30s":   time.Date(2026, 11, 28, 12, 34, 30, 0, time.UTC),
+	} {
+		s, err := cleanup.ParseSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cleanup.Slot(s, at); !got.Equal(want) {
+			t.Errorf("Slot(%q, %s) = %s, want %s", spec, at, got, want)
+		}
+		if got := cleanup.Slot(s, at.Add(-time.Nanosecond).Add(time.Nanosecond)); !got.Equal(want) {
+			t.Errorf("Slot(%q) is not stable", spec)
+		}
+	}
+}
+
+func TestGuardRunsASlotOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 10)
+	for range 3 {
+		if err := f.cleaner.ProcessTask(context.Background(), asynq.NewTask(cleanup.Type, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rounds, err := f.st.CleanupRounds(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three deliveries within one minute's slot (or two, straddling a minute boundary).
+	if len(rounds) == 0 || len(rounds) > 2 || rounds[0].FinishedAt == nil {
+		t.Fatalf("rounds = %+v, want the slot recorded once and finished", rounds)
+	}
+	// The row alone cannot tell a guarded delivery from one that ran anyway (the insert is
+	// ON CONFLICT DO NOTHING either way): the round itself must have run once per slot.
+	if n := f.seen.count(); n != len(rounds) {
+		t.Fatalf("%d rounds ran for %d slots, want one per slot", n, len(rounds))
+	}
 }

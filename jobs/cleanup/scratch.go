@@ -2,10 +2,58 @@ package cleanup
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/every"
+	"github.com/taskcenter/taskcenter/internal/storage"
 )
+
+// SweepScratch deletes this node's scratch entries (storage.Store.TempDir) older than
+// TempTTL that no running attempt is writing. An entry's name starts with the task number
+// and attempt of its writer (storage.AttemptPrefix). Scratch is local to each node, so every
+// node runs this (the round on the node that runs it, and ScratchSweeper on every worker and
+// API process).
+func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
+	var names []string
+	err := c.files.ListTemp(time.Now().Add(-c.cfg.TempTTL), func(name string, _ time.Time) error {
+		names = append(names, name)
+		if len(names) >= 4*c.cfg.BatchSize {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return 0, err
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	taskNos := make([]string, 0, len(names))
+	for _, name := range names {
+		taskNo, _ := storage.TempOwner(name)
+		taskNos = append(taskNos, taskNo)
+	}
+	running, err := c.store.RunningAttempts(ctx, taskNos)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if n >= c.cfg.BatchSize {
+			break
+		}
+		taskNo, attempt := storage.TempOwner(name)
+		if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
+			continue
+		}
+		if err := c.files.RemoveTemp(name); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
 
 // ScratchSweeper runs SweepScratch on this node every interval. Scratch files (partial
 // exports, spilled shared strings, error reports rendered for one download) are local to

@@ -1,0 +1,62 @@
+package cleanup_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+)
+
+// failureAlerts is a jobs.Alerter that keeps every alert.
+type failureAlerts struct {
+	mu  sync.Mutex
+	all []jobs.Alert
+}
+
+func (a *failureAlerts) TaskFailed(_ context.Context, al jobs.Alert) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.all = append(a.all, al)
+}
+
+func (a *failureAlerts) sent() []jobs.Alert {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]jobs.Alert(nil), a.all...)
+}
+
+// A worker that failed a task and died before sending its alert leaves the alert due on the
+// row. The round leaves it to that worker for a grace period, then sends it, once.
+func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	tk := f.task(`{}`)
+	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.GiveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
+		t.Fatal(err)
+	}
+	alerts := &failureAlerts{}
+	cleaner := f.cleanerWith(f.cfg, cleanup.Deps{TaskAlerter: alerts})
+
+	if rep := cleaner.Round(ctx); rep.FailureAlerts != 0 || len(alerts.sent()) != 0 {
+		t.Fatalf("report = %+v, alerts %+v: want the fresh alert left to its worker", rep, alerts.sent())
+	}
+	f.exec("UPDATE tasks SET alert_due_at = now() - interval '1 minute' WHERE id = ?", tk.ID)
+	if rep := cleaner.Round(ctx); rep.FailureAlerts != 1 {
+		t.Fatalf("report = %+v, want the overdue alert sent", rep)
+	}
+	if rep := cleaner.Round(ctx); rep.FailureAlerts != 0 {
+		t.Fatalf("report = %+v, want the alert sent once", rep)
+	}
+	got := alerts.sent()
+	if len(got) != 1 || got[0].TaskNo != tk.TaskNo || got[0].Attempts != 1 || got[0].Message != "the export kept failing" {
+		t.Fatalf("alerts sent = %+v, want one for %s, attempt 1, with the task's error", got, tk.TaskNo)
+	}
+}

@@ -1,0 +1,43 @@
+package cleanup_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Audit rows older than auth.audit.retention are deleted, at most a batch per round, and
+// younger ones stay; with no retention (0) every row is kept.
+func TestRoundPurgesAuditRowsPastTheirRetentionInBatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	ctx := context.Background()
+	for _, target := range []string{"tsk_OLD1", "tsk_OLD2", "tsk_OLD3", "tsk_NEW"} {
+		if err := f.st.RecordAudit(ctx, store.AuditEvent{Actor: "alice", Action: "task.download", Target: target,
+			Outcome: store.AuditSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.exec("UPDATE audit_events SET at = now() - interval '400 days' WHERE target LIKE 'tsk_OLD%'")
+
+	if rep := f.cleaner.Round(ctx); rep.AuditPurged != 0 || f.count("SELECT count(*) FROM audit_events") != 4 {
+		t.Fatalf("report = %+v with no audit retention, want every row kept", rep)
+	}
+
+	cfg := f.cfg
+	cfg.AuditRetention = 365 * 24 * time.Hour
+	c := f.cleanerWith(cfg, cleanup.Deps{})
+	var purged []int
+	for range 3 {
+		purged = append(purged, c.Round(ctx).AuditPurged)
+	}
+	if purged[0] != 2 || purged[1] != 1 || purged[2] != 0 {
+		t.Fatalf("audit rows purged per round = %v, want 2,1,0 (bounded by the batch size)", purged)
+	}
+	if n := f.count("SELECT count(*) FROM audit_events WHERE target = 'tsk_NEW'"); n != 1 || f.count("SELECT count(*) FROM audit_events") != 1 {
+		t.Fatal("want only the recent audit row left")
+	}
+}
