@@ -154,6 +154,8 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Delivery", named("Delivery"), DeliveryView{}},
 		{"Delivery.attempts", item("Delivery", "attempts"), DeliveryAttemptView{}},
 		{"WebhookEvent", named("WebhookEvent"), webhook.Payload{}},
+		{"StreamEvent", named("StreamEvent"), StreamView{}},
+		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, EventView{}},
 		{"Problem", named("Problem"), Problem{}},
 		{"Problem.errors", item("Problem", "errors"), FieldError{}},
 	} {

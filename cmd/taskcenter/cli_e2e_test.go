@@ -50,7 +50,9 @@ func (p *proc) tc(dir, token string, args ...string) tcRun {
 	p.t.Helper()
 	cmd := exec.Command(tcBinary(p.t), args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"TASKCENTER_URL=" + p.base, "TASKCENTER_TOKEN=" + token, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	// Through a validating gateway: the command line's client is held to the API's document.
+	gateway, _ := validatingGateway(p.t, p.base)
+	cmd.Env = []string{"TASKCENTER_URL=" + gateway, "TASKCENTER_TOKEN=" + token, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

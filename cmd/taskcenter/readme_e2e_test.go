@@ -28,19 +28,7 @@ func TestTheREADMEWalkThroughKeepsTheContract(t *testing.T) {
 	e := newEnv(t, nil)
 	e.seedCustomers(300)
 	p := e.start("all")
-	target, _ := url.Parse(p.base)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = checkedClient(t).Transport
-	var served atomic.Int32
-	proxy.ModifyResponse = func(res *http.Response) error {
-		served.Add(1)
-		if res.StatusCode >= 500 {
-			t.Errorf("%s %s answered %d", res.Request.Method, res.Request.URL, res.StatusCode)
-		}
-		return nil
-	}
-	gateway := httptest.NewServer(proxy)
-	t.Cleanup(gateway.Close)
+	gateway, served := validatingGateway(t, p.base)
 
 	dir := t.TempDir()
 	xlsx, bad := customersXLSX(t, 500)
@@ -77,7 +65,7 @@ func TestTheREADMEWalkThroughKeepsTheContract(t *testing.T) {
 			}
 			continue // ID=tsk_…: the test sets it from the answer, as a reader would
 		}
-		cmd := strings.ReplaceAll(step, "localhost:8080", strings.TrimPrefix(gateway.URL, "http://"))
+		cmd := strings.ReplaceAll(step, "localhost:8080", strings.TrimPrefix(gateway, "http://"))
 		switch {
 		case strings.Contains(cmd, "/result"):
 			p.waitStatus(aliceToken, vars["ID"], time.Minute, "SUCCESS")
@@ -92,8 +80,8 @@ func TestTheREADMEWalkThroughKeepsTheContract(t *testing.T) {
 			vars["ID"] = taskOf(out)
 		}
 	}
-	if served.Load() < 10 {
-		t.Fatalf("only %d answers went through the validating proxy", served.Load())
+	if n := served.Load(); n < 10 {
+		t.Fatalf("only %d answers went through the validating proxy", n)
 	}
 	// The downloads landed under the names the server gave them.
 	files, _ := filepath.Glob(filepath.Join(dir, "*.xlsx"))
@@ -131,4 +119,28 @@ func walkThrough(t *testing.T) []string {
 		cur.Reset()
 	}
 	return steps
+}
+
+// validatingGateway is a reverse proxy in front of the server at base that checks every
+// request and answer against the OpenAPI document, as a validating gateway would, and fails
+// t on a 5xx. It returns its URL and a count of the answers it passed on.
+func validatingGateway(t *testing.T, base string) (string, *atomic.Int32) {
+	t.Helper()
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = checkedClient(t).Transport
+	served := &atomic.Int32{}
+	proxy.ModifyResponse = func(res *http.Response) error {
+		served.Add(1)
+		if res.StatusCode >= 500 {
+			t.Errorf("%s %s answered %d", res.Request.Method, res.Request.URL, res.StatusCode)
+		}
+		return nil
+	}
+	gateway := httptest.NewServer(proxy)
+	t.Cleanup(gateway.Close)
+	return gateway.URL, served
 }

@@ -118,6 +118,22 @@ func (c *Contract) Check(ex Exchange) error {
 	return nil
 }
 
+// recordEvents writes the data of each event of a stream, typed by the schema x-event-data
+// names.
+func (c *Contract) recordEvents(ex Exchange, route *routers.Route) {
+	res := route.Operation.Responses.Status(ex.Status)
+	if res == nil || res.Value == nil || res.Value.Content.Get("text/event-stream") == nil {
+		return
+	}
+	name, _ := res.Value.Content.Get("text/event-stream").Extensions["x-event-data"].(string)
+	if name == "" {
+		return
+	}
+	for _, data := range eventData(ex.Body) {
+		c.write("schema "+name, map[string]any{"schema": name, "body": json.RawMessage(data)})
+	}
+}
+
 func (c *Contract) checkRequest(ex Exchange, route *routers.Route, params map[string]string) error {
 	req := ex.Request.Clone(context.Background())
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
@@ -154,7 +170,54 @@ func (c *Contract) checkResponse(ex Exchange, route *routers.Route, params map[s
 		}
 		return nil
 	}
-	return openapi3filter.ValidateResponse(context.Background(), out)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return err
+	}
+	return c.checkEvents(ex, ref.Value)
+}
+
+// checkEvents checks the data of each event of an event stream against the schema its media
+// type names in x-event-data.
+func (c *Contract) checkEvents(ex Exchange, res *openapi3.Response) error {
+	mt := res.Content.Get(mediaType(ex.Header))
+	name, _ := mt.Extensions["x-event-data"].(string)
+	if mediaType(ex.Header) != "text/event-stream" || name == "" {
+		return nil
+	}
+	ref := c.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("x-event-data names %q, which is not a schema", name)
+	}
+	var errs []error
+	for i, data := range eventData(ex.Body) {
+		var v any
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			errs = append(errs, fmt.Errorf("event %d: data is not JSON: %w", i+1, err))
+			continue
+		}
+		if err := ref.Value.VisitJSON(v, openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
+			errs = append(errs, fmt.Errorf("event %d: data does not match %s: %w", i+1, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// eventData is the data of each event of a text/event-stream body that has some (its data
+// lines joined by newlines, as an EventSource delivers it).
+func eventData(body []byte) []string {
+	var out []string
+	for _, block := range strings.Split(strings.ReplaceAll(string(body), "\r\n", "\n"), "\n\n") {
+		var data []string
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "data:"); ok {
+				data = append(data, strings.TrimPrefix(v, " "))
+			}
+		}
+		if len(data) > 0 {
+			out = append(out, strings.Join(data, "\n"))
+		}
+	}
+	return out
 }
 
 // checkProblem checks what the document says of every problem in prose: its code is listed
@@ -187,12 +250,23 @@ func (c *Contract) checkProblem(ex Exchange) error {
 // record writes a JSON body to the record directory, named by its content, with what a
 // generated client needs to type it: the path template, method, status and media type.
 func (c *Contract) record(ex Exchange, route *routers.Route) {
-	dir := os.Getenv(RecordEnv)
 	mt := mediaType(ex.Header)
-	if dir == "" || len(ex.Body) == 0 || !strings.HasSuffix(mt, "json") || ex.Request.Method == http.MethodHead {
+	if os.Getenv(RecordEnv) == "" || len(ex.Body) == 0 || ex.Request.Method == http.MethodHead {
 		return
 	}
-	key := fmt.Sprintf("%s %s %d", route.Method, route.Path, ex.Status)
+	if mt == "text/event-stream" {
+		c.recordEvents(ex, route)
+		return
+	}
+	if !strings.HasSuffix(mt, "json") {
+		return
+	}
+	c.write(fmt.Sprintf("%s %s %d", route.Method, route.Path, ex.Status), map[string]any{"method": strings.ToLower(route.Method),
+		"path": route.Path, "status": ex.Status, "content_type": mt, "body": json.RawMessage(ex.Body)})
+}
+
+// write stores one record under key's cap.
+func (c *Contract) write(key string, record map[string]any) {
 	c.mu.Lock()
 	full := c.recorded[key] >= recordCap
 	c.recorded[key]++
@@ -200,12 +274,12 @@ func (c *Contract) record(ex Exchange, route *routers.Route) {
 	if full {
 		return
 	}
-	rec, err := json.Marshal(map[string]any{"method": strings.ToLower(route.Method), "path": route.Path,
-		"status": ex.Status, "content_type": mt, "body": json.RawMessage(ex.Body)})
+	rec, err := json.Marshal(record)
 	if err != nil {
 		return // not JSON after all: the response check has said so
 	}
 	sum := sha256.Sum256(rec)
+	dir := os.Getenv(RecordEnv)
 	_ = os.MkdirAll(dir, 0o755)
 	_ = os.WriteFile(filepath.Join(dir, hex.EncodeToString(sum[:12])+".json"), rec, 0o644)
 }

@@ -33,7 +33,26 @@ paths:
           content:
             application/problem+json:
               schema: {type: object}
+  /api/v1/things/{id}/events:
+    parameters:
+      - {name: id, in: path, required: true, schema: {type: string}}
+    get:
+      operationId: streamThing
+      responses:
+        "200":
+          description: events
+          content:
+            text/event-stream:
+              schema: {type: string}
+              x-event-data: Event
 components:
+  schemas:
+    Event:
+      type: object
+      additionalProperties: false
+      required: [id]
+      properties:
+        id: {type: string}
   x-problem-codes:
     thing_not_found: 404, no such thing
 `
@@ -48,6 +67,7 @@ func TestEachContradictionIsCaught(t *testing.T) {
 	}
 	json := http.Header{"Content-Type": {"application/json"}}
 	problem := http.Header{"Content-Type": {"application/problem+json"}}
+	stream := http.Header{"Content-Type": {"text/event-stream"}}
 	cases := []struct {
 		name, target string
 		status       int
@@ -72,6 +92,9 @@ func TestEachContradictionIsCaught(t *testing.T) {
 		{"an undocumented operation answered", "/api/v1/nothing", 200, json, `{}`, "not in the document"},
 		{"an undocumented operation refused as a problem", "/api/v1/nothing", 404, problem,
 			`{"type":"/openapi.yaml#/components/x-problem-codes/thing_not_found","code":"thing_not_found","status":404}`, ""},
+		{"events as documented", "/api/v1/things/a/events", 200, stream, "retry: 3000\n\nid: 1\nevent: status\ndata: {\"id\":\"a\"}\n\n: keep-alive\n\n", ""},
+		{"an event whose data the document does not describe", "/api/v1/things/a/events", 200, stream,
+			"id: 1\ndata: {\"id\":\"a\"}\n\nid: 2\ndata: {\"id\":\"a\",\"extra\":1}\n\n", "event 2"},
 		{"outside the API", "/login", 200, http.Header{"Content-Type": {"text/html"}}, `<html>`, ""},
 	}
 	for _, tc := range cases {

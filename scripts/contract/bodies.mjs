@@ -9,14 +9,18 @@ import { join } from "node:path";
 
 const [dir, out] = process.argv.slice(2);
 const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
-const lines = ['import type { paths } from "./api";', ""];
+const lines = ['import type { components, paths } from "./api";', ""];
 const ops = new Set();
 for (const [i, f] of files.entries()) {
   const r = JSON.parse(readFileSync(join(dir, f), "utf8"));
-  const type = `paths[${JSON.stringify(r.path)}][${JSON.stringify(r.method)}]["responses"][${r.status}]["content"][${JSON.stringify(r.content_type)}]`;
-  lines.push(`// ${r.method.toUpperCase()} ${r.path} → ${r.status} (${f})`);
+  // An answer's body, or the data of a live event (typed by the schema x-event-data names).
+  const what = r.schema ? `event data ${r.schema}` : `${r.method.toUpperCase()} ${r.path} → ${r.status}`;
+  const type = r.schema
+    ? `components["schemas"][${JSON.stringify(r.schema)}]`
+    : `paths[${JSON.stringify(r.path)}][${JSON.stringify(r.method)}]["responses"][${r.status}]["content"][${JSON.stringify(r.content_type)}]`;
+  lines.push(`// ${what} (${f})`);
   lines.push(`export const body${i}: ${type} = ${JSON.stringify(r.body)};`);
-  ops.add(`${r.method.toUpperCase()} ${r.path} ${r.status}`);
+  ops.add(what);
 }
 writeFileSync(out, lines.join("\n") + "\n");
 console.log(`${files.length} bodies of ${ops.size} operation answers`);
