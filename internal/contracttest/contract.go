@@ -41,8 +41,9 @@ type Contract struct {
 	router routers.Router
 	codes  map[string]bool // x-problem-codes
 
-	mu       sync.Mutex
-	recorded map[string]int
+	recordDir string // RecordEnv at Load; "" records nothing
+	mu        sync.Mutex
+	recorded  map[string]int
 }
 
 var registerDecoders sync.Once
@@ -69,7 +70,7 @@ func Load(src []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	c := &Contract{doc: doc, router: router, codes: map[string]bool{}, recorded: map[string]int{}}
+	c := &Contract{doc: doc, router: router, codes: map[string]bool{}, recorded: map[string]int{}, recordDir: os.Getenv(RecordEnv)}
 	if comps, ok := doc.Components.Extensions["x-problem-codes"].(map[string]any); ok {
 		for code := range comps {
 			c.codes[code] = true
@@ -125,7 +126,7 @@ func (c *Contract) recordEvents(ex Exchange, route *routers.Route) {
 	if res == nil || res.Value == nil || res.Value.Content.Get("text/event-stream") == nil {
 		return
 	}
-	name, _ := res.Value.Content.Get("text/event-stream").Extensions["x-event-data"].(string)
+	name := eventSchema(res.Value)
 	if name == "" {
 		return
 	}
@@ -179,9 +180,11 @@ func (c *Contract) checkResponse(ex Exchange, route *routers.Route, params map[s
 // checkEvents checks the data of each event of an event stream against the schema its media
 // type names in x-event-data.
 func (c *Contract) checkEvents(ex Exchange, res *openapi3.Response) error {
-	mt := res.Content.Get(mediaType(ex.Header))
-	name, _ := mt.Extensions["x-event-data"].(string)
-	if mediaType(ex.Header) != "text/event-stream" || name == "" {
+	if mediaType(ex.Header) != "text/event-stream" {
+		return nil
+	}
+	name := eventSchema(res)
+	if name == "" {
 		return nil
 	}
 	ref := c.doc.Components.Schemas[name]
@@ -200,6 +203,19 @@ func (c *Contract) checkEvents(ex Exchange, res *openapi3.Response) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// eventSchema is the component schema an event stream's x-event-data refers to
+// ({$ref: "#/components/schemas/Name"}), "" when none.
+func eventSchema(res *openapi3.Response) string {
+	mt := res.Content.Get("text/event-stream")
+	if mt == nil {
+		return ""
+	}
+	ext, _ := mt.Extensions["x-event-data"].(map[string]any)
+	ref, _ := ext["$ref"].(string)
+	name, _ := strings.CutPrefix(ref, "#/components/schemas/")
+	return name
 }
 
 // eventData is the data of each event of a text/event-stream body that has some (its data
@@ -251,7 +267,7 @@ func (c *Contract) checkProblem(ex Exchange) error {
 // generated client needs to type it: the path template, method, status and media type.
 func (c *Contract) record(ex Exchange, route *routers.Route) {
 	mt := mediaType(ex.Header)
-	if os.Getenv(RecordEnv) == "" || len(ex.Body) == 0 || ex.Request.Method == http.MethodHead {
+	if c.recordDir == "" || len(ex.Body) == 0 || ex.Request.Method == http.MethodHead {
 		return
 	}
 	if mt == "text/event-stream" {
@@ -279,9 +295,8 @@ func (c *Contract) write(key string, record map[string]any) {
 		return // not JSON after all: the response check has said so
 	}
 	sum := sha256.Sum256(rec)
-	dir := os.Getenv(RecordEnv)
-	_ = os.MkdirAll(dir, 0o755)
-	_ = os.WriteFile(filepath.Join(dir, hex.EncodeToString(sum[:12])+".json"), rec, 0o644)
+	_ = os.MkdirAll(c.recordDir, 0o755)
+	_ = os.WriteFile(filepath.Join(c.recordDir, hex.EncodeToString(sum[:12])+".json"), rec, 0o644)
 }
 
 func mediaType(h http.Header) string {
