@@ -36,10 +36,14 @@ document() {
 lint() {
 	install
 	document
-	# Redocly reads its ignore file beside its config, with paths relative to it.
-	cp "$src/redocly.yaml" "$work/redocly.yaml"
-	cp "$src/redocly-lint-ignore.yaml" "$work/.redocly.lint-ignore.yaml"
-	(cd "$work" && npx --no-install redocly lint --config redocly.yaml --format=stylish openapi.yaml)
+	# Redocly reads its ignore file beside its config, with paths relative to it; a directory
+	# of their own, so that openapi-typescript (which reads a redocly.yaml in its directory)
+	# does not take the lint settings.
+	mkdir -p "$work/lint"
+	cp "$work/openapi.yaml" "$work/lint/openapi.yaml"
+	cp "$src/redocly.yaml" "$work/lint/redocly.yaml"
+	cp "$src/redocly-lint-ignore.yaml" "$work/lint/.redocly.lint-ignore.yaml"
+	(cd "$work/lint" && npx --no-install redocly lint --config redocly.yaml --format=stylish openapi.yaml)
 }
 
 client() {
