@@ -20,7 +20,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/robfig/cron/v3"
 
-	"github.com/taskcenter/taskcenter/jobs/webhook"
+	"github.com/taskcenter/taskcenter/internal/allowlist"
 )
 
 // Config is the whole configuration of a taskcenter process. Every field can be set in the
@@ -914,8 +914,8 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir (TASKCENTER_DATA_DIR) must be set to a writable directory")
 	}
-	if _, err := webhook.NewPolicy(c.Webhooks.AllowedHosts); err != nil {
-		bad("%v (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)", err)
+	if _, err := allowlist.Parse(c.Webhooks.AllowedHosts); err != nil {
+		bad("webhooks.allowed_hosts: %v (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)", err)
 	}
 	if w := c.Webhooks; w.Timeout <= 0 || w.RetryBase <= 0 || w.RetryMax < w.RetryBase || w.MaxAge < w.RetryBase || w.Concurrency < 1 ||
 		w.PerSubscription < 1 || w.PollInterval <= 0 || w.Retention < w.MaxAge {
