@@ -1,0 +1,62 @@
+package config
+
+import (
+	"time"
+)
+
+// HTTP configures the API server.
+type HTTP struct {
+	// Addr is the listen address. Default ":8080".
+	Addr string `yaml:"addr"`
+	// ReadHeaderTimeout bounds how long a client may take to send headers. Default 10s.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ShutdownTimeout bounds how long in-flight requests may take after SIGTERM. Default 20s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// BodyIdleTimeout ends a request whose body sends nothing for this long (408). Default 30s.
+	BodyIdleTimeout time.Duration `yaml:"body_idle_timeout"`
+	// BodyMinRate is the slowest average, in bytes per second over BodyRateWindow, a request
+	// body may arrive at (408 when slower): slow-drip uploads cannot hold connections forever.
+	// Default 16384.
+	BodyMinRate int64 `yaml:"body_min_rate"`
+	// BodyRateWindow is the span BodyMinRate is judged over. Default 10s.
+	BodyRateWindow time.Duration `yaml:"body_rate_window"`
+}
+
+// Web configures the end-user page served at / by API processes.
+type Web struct {
+	// Enabled serves the page and its cookie sessions; the API is the same either way.
+	// Default true.
+	Enabled bool `yaml:"enabled"`
+	// SessionTTL is how long a sign-in lasts at most. Default 12h.
+	SessionTTL time.Duration `yaml:"session_ttl"`
+	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int `yaml:"login_failures"`
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration `yaml:"login_window"`
+	// SessionKey signs the session cookies; every API replica needs the same one. Default:
+	// derived from auth.tokens, so replicas with the same config agree and changing the
+	// tokens signs everyone out. Set it (at least 32 characters) to keep sessions across
+	// token rotations.
+	SessionKey string `yaml:"session_key"`
+}
+
+// Events bounds the server-sent event streams of one API process.
+type Events struct {
+	// MaxStreamsPerUser is how many streams one user may hold open on one API process; more
+	// answer 429. Default 20 (a browser keeps about one per open page).
+	MaxStreamsPerUser int `yaml:"max_streams_per_user"`
+	// KeepAlive is how often an idle stream sends a comment line, so proxies keep it open.
+	// Default 15s.
+	KeepAlive time.Duration `yaml:"keep_alive"`
+	// PollInterval is how often the outbox is read without a pub/sub wake-up: a lost wake-up
+	// only delays an event by this much. Default 1.5s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Retry is the reconnect delay suggested to clients. Default 3s.
+	Retry time.Duration `yaml:"retry"`
+	// Buffer is how many undelivered events a stream may have queued; a stream further behind
+	// is closed and the client resumes from Last-Event-ID. Default 256.
+	Buffer int `yaml:"buffer"`
+	// WriteTimeout drops a client that stops reading. Default 10s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
