@@ -31,6 +31,22 @@ type Auth struct {
 	Audit Audit `yaml:"audit"`
 }
 
+// validate checks that someone can sign in, and every way of signing in.
+func (a Auth) validate(bad func(string, ...any)) {
+	if len(a.Tokens) == 0 && !a.OIDC.Enabled() && a.TrustedHeader.User == "" {
+		bad("auth.tokens (TASKCENTER_AUTH_TOKENS=token:user:role,...) must list at least one token, unless auth.oidc.issuer or auth.trusted_header.user lets users in")
+	}
+	a.Tokens.validate(bad)
+	a.OIDC.validate(bad)
+	a.TrustedHeader.validate(bad)
+	if t := a.APITokens; t.DefaultTTL <= 0 || t.MaxTTL < t.DefaultTTL {
+		bad("auth.api_tokens.default_ttl must be positive and max_ttl at least default_ttl")
+	}
+	if a.Audit.Retention < 0 {
+		bad("auth.audit.retention must be 0 (keep for good) or positive")
+	}
+}
+
 // OIDC configures the company identity provider (OpenID Connect).
 type OIDC struct {
 	// Issuer is the provider's issuer URL (https://login.example.com/realms/acme): JWTs must
@@ -83,93 +99,8 @@ type OIDC struct {
 	AdminValues []string `yaml:"admin_values"`
 }
 
-// Enabled reports whether bearer JWTs are accepted.
-func (o OIDC) Enabled() bool { return o.Issuer != "" }
-
-// BrowserSignIn reports whether browsers sign in with the provider.
-func (o OIDC) BrowserSignIn() bool { return o.Issuer != "" && o.ClientID != "" }
-
-// TrustedHeader configures the trusted gateway mode.
-type TrustedHeader struct {
-	// User is the header the gateway names the user in, e.g. X-Forwarded-User. Default ""
-	// (off).
-	User string `yaml:"user"`
-	// Role is the header the gateway names the user's role or groups in (comma-separated),
-	// e.g. X-Forwarded-Groups. Default "" (every gateway user is a user).
-	Role string `yaml:"role"`
-	// AdminValues: a Role header holding one of these makes an admin. Default [admin].
-	AdminValues []string `yaml:"admin_values"`
-	// Proxies are the gateway's addresses or ranges (10.0.0.5, 10.0.0.0/24). The headers are
-	// believed only on connections from these; from anywhere else they are ignored. Required
-	// when User is set.
-	Proxies []string `yaml:"proxies"`
-}
-
-// APITokens bounds the API tokens users create in the product.
-type APITokens struct {
-	// DefaultTTL is a new token's lifetime when the request names no expires_at. Default 2160h
-	// (90 days).
-	DefaultTTL time.Duration `yaml:"default_ttl"`
-	// MaxTTL is the longest lifetime a token may be given. Default 8760h (365 days).
-	MaxTTL time.Duration `yaml:"max_ttl"`
-}
-
-// Audit tunes the audit trail.
-type Audit struct {
-	// Retention: audit rows older than this are deleted by the cleanup round. 0 keeps them
-	// for good. Default 8760h (365 days).
-	Retention time.Duration `yaml:"retention"`
-	// Log writes every audit row to the log as well (message "audit"), for a log pipeline or
-	// SIEM. Default true.
-	Log bool `yaml:"log"`
-}
-
-// SignatureAlgorithms are the JWT algorithms auth.oidc.algorithms may list.
-var SignatureAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-
-// Role is what a token may do: a user sees their own tasks, an admin sees all.
-type Role string
-
-// Roles a token can carry.
-const (
-	RoleUser  Role = "user"
-	RoleAdmin Role = "admin"
-)
-
-// Token is one API credential.
-type Token struct {
-	Token string `yaml:"token"`
-	User  string `yaml:"user"`
-	Role  Role   `yaml:"role"`
-}
-
-// Tokens is the list of API credentials; it reads "token:user:role,..." from the environment.
-type Tokens []Token
-
-// DecodeEnv parses "token:user:role,token:user:role".
-func (t *Tokens) DecodeEnv(s string) error {
-	var out Tokens
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		parts := strings.Split(item, ":")
-		if len(parts) == 4 && parts[0] == "sha256" { // sha256:<hex>:user:role
-			parts = []string{"sha256:" + parts[1], parts[2], parts[3]}
-		}
-		if len(parts) != 3 {
-			return fmt.Errorf("token entry %q must be token:user:role or sha256:<hex>:user:role", redact(item))
-		}
-		out = append(out, Token{Token: parts[0], User: parts[1], Role: Role(parts[2])})
-	}
-	*t = out
-	return nil
-}
-
-// validateAuth checks the oidc, trusted_header, api_tokens and audit settings.
-func (c *Config) validateAuth(bad func(string, ...any)) {
-	o := c.Auth.OIDC
+// validate checks the provider's addresses, the keys and the claims, when the issuer is set.
+func (o OIDC) validate(bad func(string, ...any)) {
 	if o.Enabled() {
 		if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || !(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
 			bad("auth.oidc.issuer (TASKCENTER_AUTH_OIDC_ISSUER) must be the provider's https issuer URL (http only on a loopback address), got %q", o.Issuer)
@@ -218,7 +149,32 @@ func (c *Config) validateAuth(bad func(string, ...any)) {
 	} else if o.ClientID != "" || o.Audience != "" {
 		bad("auth.oidc.client_id and audience need auth.oidc.issuer")
 	}
-	th := c.Auth.TrustedHeader
+}
+
+// Enabled reports whether bearer JWTs are accepted.
+func (o OIDC) Enabled() bool { return o.Issuer != "" }
+
+// BrowserSignIn reports whether browsers sign in with the provider.
+func (o OIDC) BrowserSignIn() bool { return o.Issuer != "" && o.ClientID != "" }
+
+// TrustedHeader configures the trusted gateway mode.
+type TrustedHeader struct {
+	// User is the header the gateway names the user in, e.g. X-Forwarded-User. Default ""
+	// (off).
+	User string `yaml:"user"`
+	// Role is the header the gateway names the user's role or groups in (comma-separated),
+	// e.g. X-Forwarded-Groups. Default "" (every gateway user is a user).
+	Role string `yaml:"role"`
+	// AdminValues: a Role header holding one of these makes an admin. Default [admin].
+	AdminValues []string `yaml:"admin_values"`
+	// Proxies are the gateway's addresses or ranges (10.0.0.5, 10.0.0.0/24). The headers are
+	// believed only on connections from these; from anywhere else they are ignored. Required
+	// when User is set.
+	Proxies []string `yaml:"proxies"`
+}
+
+// validate checks the header names and the gateway's addresses.
+func (th TrustedHeader) validate(bad func(string, ...any)) {
 	if th.User != "" {
 		if len(th.Proxies) == 0 {
 			bad("auth.trusted_header.proxies must list the gateway's addresses or ranges when auth.trusted_header.user is set")
@@ -234,12 +190,92 @@ func (c *Config) validateAuth(bad func(string, ...any)) {
 			}
 		}
 	}
-	if t := c.Auth.APITokens; t.DefaultTTL <= 0 || t.MaxTTL < t.DefaultTTL {
-		bad("auth.api_tokens.default_ttl must be positive and max_ttl at least default_ttl")
+}
+
+// APITokens bounds the API tokens users create in the product.
+type APITokens struct {
+	// DefaultTTL is a new token's lifetime when the request names no expires_at. Default 2160h
+	// (90 days).
+	DefaultTTL time.Duration `yaml:"default_ttl"`
+	// MaxTTL is the longest lifetime a token may be given. Default 8760h (365 days).
+	MaxTTL time.Duration `yaml:"max_ttl"`
+}
+
+// Audit tunes the audit trail.
+type Audit struct {
+	// Retention: audit rows older than this are deleted by the cleanup round. 0 keeps them
+	// for good. Default 8760h (365 days).
+	Retention time.Duration `yaml:"retention"`
+	// Log writes every audit row to the log as well (message "audit"), for a log pipeline or
+	// SIEM. Default true.
+	Log bool `yaml:"log"`
+}
+
+// SignatureAlgorithms are the JWT algorithms auth.oidc.algorithms may list.
+var SignatureAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Role is what a token may do: a user sees their own tasks, an admin sees all.
+type Role string
+
+// Roles a token can carry.
+const (
+	RoleUser  Role = "user"
+	RoleAdmin Role = "admin"
+)
+
+// Token is one API credential.
+type Token struct {
+	Token string `yaml:"token"`
+	User  string `yaml:"user"`
+	Role  Role   `yaml:"role"`
+}
+
+// Tokens is the list of API credentials; it reads "token:user:role,..." from the environment.
+type Tokens []Token
+
+// validate checks every token: long enough or a well-formed hash, listed once, with a user
+// and a known role.
+func (ts Tokens) validate(bad func(string, ...any)) {
+	seen := map[string]bool{}
+	for i, t := range ts {
+		hex, hashed := strings.CutPrefix(t.Token, "sha256:")
+		switch {
+		case hashed && !isHexSHA256(hex):
+			bad("auth.tokens[%d] (user %q): a hashed token is sha256: and 64 hex digits (echo -n TOKEN | sha256sum)", i, t.User)
+		case !hashed && len(t.Token) < 16:
+			bad("auth.tokens[%d] (user %q): token must be at least 16 characters", i, t.User)
+		case seen[t.Token]:
+			bad("auth.tokens[%d] (user %q): the same token is listed twice", i, t.User)
+		}
+		seen[t.Token] = true
+		if t.User == "" {
+			bad("auth.tokens[%d]: user must be set", i)
+		}
+		if t.Role != RoleUser && t.Role != RoleAdmin {
+			bad("auth.tokens[%d] (user %q): role must be user or admin, got %q", i, t.User, t.Role)
+		}
 	}
-	if c.Auth.Audit.Retention < 0 {
-		bad("auth.audit.retention must be 0 (keep for good) or positive")
+}
+
+// DecodeEnv parses "token:user:role,token:user:role".
+func (t *Tokens) DecodeEnv(s string) error {
+	var out Tokens
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		if len(parts) == 4 && parts[0] == "sha256" { // sha256:<hex>:user:role
+			parts = []string{"sha256:" + parts[1], parts[2], parts[3]}
+		}
+		if len(parts) != 3 {
+			return fmt.Errorf("token entry %q must be token:user:role or sha256:<hex>:user:role", redact(item))
+		}
+		out = append(out, Token{Token: parts[0], User: parts[1], Role: Role(parts[2])})
 	}
+	*t = out
+	return nil
 }
 
 func isHexSHA256(s string) bool {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Cleanup tunes the scheduled maintenance round (maintenance:cleanup).
@@ -34,4 +36,26 @@ type Cleanup struct {
 	// ScheduleSync is how often each scheduler re-reads the users' schedules: a new, paused,
 	// resumed or deleted schedule takes effect within this. Default 10s.
 	ScheduleSync time.Duration `yaml:"schedule_sync"`
+}
+
+// validate checks the schedule, its time zone and queue, and the round's limits.
+func (cl Cleanup) validate(queues map[string]Queue, bad func(string, ...any)) {
+	if _, err := cron.ParseStandard(cl.Spec); err != nil {
+		bad("cleanup.spec (TASKCENTER_CLEANUP_SPEC) %q is not a cron spec such as \"* * * * *\" or \"@every 30s\": %v", cl.Spec, err)
+	}
+	if _, err := time.LoadLocation(cl.Timezone); err != nil {
+		bad("cleanup.timezone %q is not a time zone such as UTC or Asia/Shanghai", cl.Timezone)
+	}
+	if _, ok := queues[cl.Queue]; !ok {
+		bad("cleanup.queue %q is not defined under queues", cl.Queue)
+	}
+	if cl.BatchSize < 1 {
+		bad("cleanup.batch_size must be at least 1")
+	}
+	if cl.ScheduleSync < time.Second {
+		bad("cleanup.schedule_sync must be at least 1s, got %s", cl.ScheduleSync)
+	}
+	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 || cl.ArchiveRetention <= 0 {
+		bad("cleanup.orphan_grace, upload_ttl, temp_ttl, retention and archive_retention must be positive durations")
+	}
 }

@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/robfig/cron/v3"
-
-	"github.com/taskcenter/taskcenter/internal/allowlist"
 )
 
 // Config is the whole configuration of a taskcenter process. Every field can be set in the
@@ -177,7 +173,9 @@ func Load(path string, getenv func(string) string) (Config, error) {
 }
 
 // Validate checks every field and cross-field rule, and reports all problems at once in
-// words an operator can act on.
+// words an operator can act on. Each section checks itself; the sections whose rules depend
+// on another are given it (the database and the types against the worker's timing, the types
+// and the cleanup round against the queues).
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -185,215 +183,30 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir (TASKCENTER_DATA_DIR) must be set to a writable directory")
 	}
-	if _, err := allowlist.Parse(c.Webhooks.AllowedHosts); err != nil {
-		bad("webhooks.allowed_hosts: %v (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)", err)
-	}
-	if w := c.Webhooks; w.Timeout <= 0 || w.RetryBase <= 0 || w.RetryMax < w.RetryBase || w.MaxAge < w.RetryBase || w.Concurrency < 1 ||
-		w.PerSubscription < 1 || w.PollInterval <= 0 || w.Retention < w.MaxAge {
-		bad("webhooks: timeout, retry_base and poll_interval must be positive, retry_max and max_age at least retry_base, concurrency and per_subscription at least 1, retention at least max_age")
-	}
-	if c.HTTP.Addr == "" {
-		bad("http.addr (TASKCENTER_HTTP_ADDR) must be set, e.g. :8080")
-	}
+	c.Storage.validate(bad)
+	c.HTTP.validate(bad)
 	c.Database.validate(c.Worker, bad)
-	if c.HTTP.BodyIdleTimeout <= 0 || c.HTTP.BodyRateWindow <= 0 || c.HTTP.BodyMinRate < 0 {
-		bad("http.body_idle_timeout and http.body_rate_window must be positive and http.body_min_rate 0 or more")
-	}
-	if c.Import.MaxConcurrentUploads < 1 {
-		bad("import.max_concurrent_uploads must be at least 1, got %d", c.Import.MaxConcurrentUploads)
-	}
-	if c.Console.LoginFailures < 1 || c.Console.LoginWindow <= 0 {
-		bad("console.login_failures must be at least 1 and console.login_window positive")
-	}
-	if w := c.Web; w.SessionTTL <= 0 || w.LoginFailures < 1 || w.LoginWindow <= 0 {
-		bad("web.session_ttl and web.login_window must be positive and web.login_failures at least 1")
-	}
-	if k := c.Web.SessionKey; k != "" && len(k) < 32 {
-		bad("web.session_key (TASKCENTER_WEB_SESSION_KEY) must be at least 32 characters, got %d", len(k))
-	}
-	if e := c.Events; e.MaxStreamsPerUser < 1 || e.Buffer < 1 || e.KeepAlive <= 0 || e.PollInterval <= 0 || e.Retry <= 0 || e.WriteTimeout <= 0 {
-		bad("events: max_streams_per_user and buffer must be at least 1, keep_alive, poll_interval, retry and write_timeout positive")
-	}
-	c.validateStorage(bad)
-	if c.Database.Pooler != "" && c.Database.Pooler != "pgbouncer" {
-		bad("database.pooler must be empty (direct) or pgbouncer, got %q", c.Database.Pooler)
-	}
-	if c.Database.MigrateURL != "" {
-		if u, err := url.Parse(c.Database.MigrateURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-			bad("database.migrate_url (TASKCENTER_DATABASE_MIGRATE_URL) must be a postgres:// URL")
-		}
-	}
-	if c.Database.MaxOpenConns < 2 {
-		bad("database.max_open_conns must be at least 2, got %d", c.Database.MaxOpenConns)
-	}
-	switch c.Redis.Mode {
-	case "single":
-		if c.Redis.Addr == "" {
-			bad("redis.addr (TASKCENTER_REDIS_ADDR) must be host:port when redis.mode is single")
-		}
-	case "sentinel":
-		if len(c.Redis.Addrs) == 0 || c.Redis.MasterName == "" {
-			bad("redis.mode sentinel needs redis.addrs (the sentinels, TASKCENTER_REDIS_ADDRS=h1:26379,h2:26379) and redis.master_name")
-		}
-	case "cluster":
-		if len(c.Redis.Addrs) == 0 {
-			bad("redis.mode cluster needs redis.addrs (TASKCENTER_REDIS_ADDRS=h1:6379,h2:6379)")
-		}
-		if c.Redis.DB != 0 {
-			bad("redis.db must be 0 in cluster mode")
-		}
-	default:
-		bad("redis.mode (TASKCENTER_REDIS_MODE) must be single, sentinel or cluster, got %q", c.Redis.Mode)
-	}
-	if len(c.Auth.Tokens) == 0 && !c.Auth.OIDC.Enabled() && c.Auth.TrustedHeader.User == "" {
-		bad("auth.tokens (TASKCENTER_AUTH_TOKENS=token:user:role,...) must list at least one token, unless auth.oidc.issuer or auth.trusted_header.user lets users in")
-	}
-	c.validateAuth(bad)
-	seen := map[string]bool{}
-	for i, t := range c.Auth.Tokens {
-		hex, hashed := strings.CutPrefix(t.Token, "sha256:")
-		switch {
-		case hashed && !isHexSHA256(hex):
-			bad("auth.tokens[%d] (user %q): a hashed token is sha256: and 64 hex digits (echo -n TOKEN | sha256sum)", i, t.User)
-		case !hashed && len(t.Token) < 16:
-			bad("auth.tokens[%d] (user %q): token must be at least 16 characters", i, t.User)
-		case seen[t.Token]:
-			bad("auth.tokens[%d] (user %q): the same token is listed twice", i, t.User)
-		}
-		seen[t.Token] = true
-		if t.User == "" {
-			bad("auth.tokens[%d]: user must be set", i)
-		}
-		if t.Role != RoleUser && t.Role != RoleAdmin {
-			bad("auth.tokens[%d] (user %q): role must be user or admin, got %q", i, t.User, t.Role)
-		}
-	}
-	w := c.Worker
-	if w.HeartbeatInterval <= 0 {
-		bad("worker.heartbeat_interval must be positive")
-	} else if w.TakeoverAfter < 3*w.HeartbeatInterval {
-		bad("worker.takeover_after (%s) must be at least 3× worker.heartbeat_interval (%s), or live tasks get taken over", w.TakeoverAfter, w.HeartbeatInterval)
-	}
-	if w.ProgressInterval <= 0 {
-		bad("worker.progress_interval must be positive")
-	}
-	if w.ShutdownTimeout <= 0 {
-		bad("worker.shutdown_timeout must be positive")
-	}
-	if w.BatchMax < 1 || w.BatchWait < 0 || w.BatchWait > time.Second {
-		bad("worker.batch_max must be at least 1 and worker.batch_wait between 0 and 1s")
-	}
-	if w.PollInterval < 10*time.Millisecond {
-		bad("worker.poll_interval must be at least 10ms, got %s", w.PollInterval)
-	}
+	c.Redis.validate(bad)
+	c.Auth.validate(bad)
+	c.Worker.validate(bad)
 	if len(c.Queues) == 0 {
 		bad("queues must define at least one queue")
 	}
 	for name, q := range c.Queues {
-		if q.Concurrency < 1 {
-			bad("queues.%s.concurrency must be at least 1, got %d", name, q.Concurrency)
-		}
-		if q.Priority != "strict" && q.Priority != "weighted" {
-			bad("queues.%s.priority must be strict or weighted, got %q", name, q.Priority)
-		}
-		if q.MaxRunningPerOwner < 0 || q.MaxWaitingPerOwner < 0 {
-			bad("queues.%s.max_running_per_owner and max_waiting_per_owner must be 0 (no cap) or positive", name)
-		}
-		if q.BacklogLimit < 0 {
-			bad("queues.%s.backlog_limit must be 0 (no limit) or positive, got %d", name, q.BacklogLimit)
-		}
+		q.validate(name, bad)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
-		t := c.Types[name]
-		if _, ok := c.Queues[t.Queue]; !ok {
-			bad("types.%s.queue %q is not defined under queues (have %s)", name, t.Queue, strings.Join(slices.Sorted(maps.Keys(c.Queues)), ", "))
-		}
-		if t.MaxRetry < 0 {
-			bad("types.%s.max_retry must be 0 or more", name)
-		}
-		if t.Priority < 1 || t.Priority > 9 {
-			bad("types.%s.priority must be from 1 (first) to 9 (last), got %d", name, t.Priority)
-		}
-		if !t.Disabled && t.Timeout <= w.TakeoverAfter {
-			bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)
-		}
-		if t.StallAfter != 0 && t.StallAfter < 2*w.HeartbeatInterval {
-			bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, w.HeartbeatInterval)
-		}
+		c.Types[name].validate(name, c.Queues, c.Worker, bad)
 	}
-	if c.Export.PageSize < 1 || c.Export.PageSize > 50_000 {
-		bad("export.page_size must be between 1 and 50000, got %d", c.Export.PageSize)
-	}
-	if c.Export.ResultTTL <= 0 {
-		bad("export.result_ttl must be positive, e.g. 168h")
-	}
-	if c.Export.MaxRows < 1 || c.Export.MaxRows > 1_048_575 {
-		bad("export.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", c.Export.MaxRows)
-	}
-	im := c.Import
-	if im.MaxUploadBytes < 1<<10 {
-		bad("import.max_upload_bytes must be at least 1024, got %d", im.MaxUploadBytes)
-	}
-	if im.MaxUncompressedBytes < im.MaxUploadBytes {
-		bad("import.max_uncompressed_bytes (%d) must be at least import.max_upload_bytes (%d)", im.MaxUncompressedBytes, im.MaxUploadBytes)
-	}
-	if im.MaxRows < 1 || im.MaxRows > 1_048_575 {
-		bad("import.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", im.MaxRows)
-	}
-	if im.MaxEntries < 1 || im.MaxCellChars < 1 || im.MaxColumns < 1 || im.MaxColumns > 16_384 || im.MaxRowBytes < 1<<10 || im.MaxSharedStrings < 1 {
-		bad("import.max_entries, max_cell_chars, max_shared_strings must be positive, max_columns 1..16384, max_row_bytes at least 1024")
-	}
-	if im.BatchSize < 1 || im.BatchSize > 10_000 {
-		bad("import.batch_size must be between 1 and 10000, got %d", im.BatchSize)
-	}
-	if im.ReportTTL <= 0 {
-		bad("import.report_ttl must be positive, e.g. 168h")
-	}
-	cl := c.Cleanup
-	if _, err := cron.ParseStandard(cl.Spec); err != nil {
-		bad("cleanup.spec (TASKCENTER_CLEANUP_SPEC) %q is not a cron spec such as \"* * * * *\" or \"@every 30s\": %v", cl.Spec, err)
-	}
-	if _, err := time.LoadLocation(cl.Timezone); err != nil {
-		bad("cleanup.timezone %q is not a time zone such as UTC or Asia/Shanghai", cl.Timezone)
-	}
-	if _, ok := c.Queues[cl.Queue]; !ok {
-		bad("cleanup.queue %q is not defined under queues", cl.Queue)
-	}
-	if cl.BatchSize < 1 {
-		bad("cleanup.batch_size must be at least 1")
-	}
-	if cl.ScheduleSync < time.Second {
-		bad("cleanup.schedule_sync must be at least 1s, got %s", cl.ScheduleSync)
-	}
-	if cl.OrphanGrace <= 0 || cl.UploadTTL <= 0 || cl.TempTTL <= 0 || cl.Retention <= 0 || cl.ArchiveRetention <= 0 {
-		bad("cleanup.orphan_grace, upload_ttl, temp_ttl, retention and archive_retention must be positive durations")
-	}
-	if a := c.Alerts; a.WebhookURL != "" {
-		if u, err := url.Parse(a.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("alerts.webhook_url must be an http(s) URL")
-		}
-		if a.WebhookTimeout <= 0 || a.WebhookRetries < 0 || a.WebhookRetries > 10 {
-			bad("alerts.webhook_timeout must be positive and alerts.webhook_retries between 0 and 10")
-		}
-	}
-	if c.Alerts.BacklogThreshold < 0 || (c.Alerts.BacklogThreshold > 0 && c.Alerts.BacklogFor <= 0) {
-		bad("alerts.backlog_threshold must be 0 (off) or positive, with a positive alerts.backlog_for")
-	}
-	if c.Console.Password != "" && c.Console.Username == "" {
-		bad("console.username must be set when console.password is")
-	}
-	if c.Console.Password != "" && len(c.Console.Password) < 12 {
-		bad("console.password must be at least 12 characters")
-	}
-	if c.Console.Enabled && c.Console.SessionTTL <= 0 {
-		bad("console.session_ttl must be positive")
-	}
-	if c.Log.Format != "json" && c.Log.Format != "text" {
-		bad("log.format must be json or text, got %q", c.Log.Format)
-	}
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		bad("log.level must be debug, info, warn or error, got %q", c.Log.Level)
-	}
+	c.Export.validate(bad)
+	c.Import.validate(bad)
+	c.Cleanup.validate(c.Queues, bad)
+	c.Alerts.validate(bad)
+	c.Console.validate(bad)
+	c.Log.validate(bad)
+	c.Webhooks.validate(bad)
+	c.Web.validate(bad)
+	c.Events.validate(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
 	}

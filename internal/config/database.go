@@ -35,16 +35,22 @@ type Database struct {
 	LockTimeout time.Duration `yaml:"lock_timeout"`
 }
 
-// fillDefaults derives the limits that follow from the worker's takeover window.
-func (d *Database) fillDefaults(w Worker) {
-	d.IdleInTransactionTimeout = cmp.Or(d.IdleInTransactionTimeout, w.TakeoverAfter/3)
-	d.LockTimeout = cmp.Or(d.LockTimeout, w.TakeoverAfter/3)
-}
-
-// validate checks the database section against the worker's timing rules.
+// validate checks the database section, and its session limits against the worker's timing
+// rules.
 func (d Database) validate(w Worker, bad func(string, ...any)) {
 	if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 		bad("database.url (TASKCENTER_DATABASE_URL) must be a postgres://user:password@host:port/dbname URL")
+	}
+	if d.Pooler != "" && d.Pooler != "pgbouncer" {
+		bad("database.pooler must be empty (direct) or pgbouncer, got %q", d.Pooler)
+	}
+	if d.MigrateURL != "" {
+		if u, err := url.Parse(d.MigrateURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			bad("database.migrate_url (TASKCENTER_DATABASE_MIGRATE_URL) must be a postgres:// URL")
+		}
+	}
+	if d.MaxOpenConns < 2 {
+		bad("database.max_open_conns must be at least 2, got %d", d.MaxOpenConns)
 	}
 	if d.IdleInTransactionTimeout <= 0 || d.IdleInTransactionTimeout+w.HeartbeatInterval >= w.TakeoverAfter {
 		bad("database.idle_in_transaction_timeout (%s) must be positive and end a frozen transaction at least one worker.heartbeat_interval (%s) before worker.takeover_after (%s), or a frozen worker blocks the takeover",
@@ -53,4 +59,10 @@ func (d Database) validate(w Worker, bad func(string, ...any)) {
 	if d.LockTimeout <= 0 || d.LockTimeout >= w.TakeoverAfter {
 		bad("database.lock_timeout (%s) must be positive and below worker.takeover_after (%s)", d.LockTimeout, w.TakeoverAfter)
 	}
+}
+
+// fillDefaults derives the limits that follow from the worker's takeover window.
+func (d *Database) fillDefaults(w Worker) {
+	d.IdleInTransactionTimeout = cmp.Or(d.IdleInTransactionTimeout, w.TakeoverAfter/3)
+	d.LockTimeout = cmp.Or(d.LockTimeout, w.TakeoverAfter/3)
 }

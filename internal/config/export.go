@@ -14,3 +14,16 @@ type Export struct {
 	// Default 1,000,000.
 	MaxRows int `yaml:"max_rows"`
 }
+
+// validate checks the page size, the result's lifetime and the row cap.
+func (e Export) validate(bad func(string, ...any)) {
+	if e.PageSize < 1 || e.PageSize > 50_000 {
+		bad("export.page_size must be between 1 and 50000, got %d", e.PageSize)
+	}
+	if e.ResultTTL <= 0 {
+		bad("export.result_ttl must be positive, e.g. 168h")
+	}
+	if e.MaxRows < 1 || e.MaxRows > 1_048_575 {
+		bad("export.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", e.MaxRows)
+	}
+}

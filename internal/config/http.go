@@ -22,6 +22,16 @@ type HTTP struct {
 	BodyRateWindow time.Duration `yaml:"body_rate_window"`
 }
 
+// validate checks the listener and the request body limits.
+func (h HTTP) validate(bad func(string, ...any)) {
+	if h.Addr == "" {
+		bad("http.addr (TASKCENTER_HTTP_ADDR) must be set, e.g. :8080")
+	}
+	if h.BodyIdleTimeout <= 0 || h.BodyRateWindow <= 0 || h.BodyMinRate < 0 {
+		bad("http.body_idle_timeout and http.body_rate_window must be positive and http.body_min_rate 0 or more")
+	}
+}
+
 // Web configures the end-user page served at / by API processes.
 type Web struct {
 	// Enabled serves the page and its cookie sessions; the API is the same either way.
@@ -39,6 +49,16 @@ type Web struct {
 	// tokens signs everyone out. Set it (at least 32 characters) to keep sessions across
 	// token rotations.
 	SessionKey string `yaml:"session_key"`
+}
+
+// validate checks the sign-in limits and the session key.
+func (w Web) validate(bad func(string, ...any)) {
+	if w.SessionTTL <= 0 || w.LoginFailures < 1 || w.LoginWindow <= 0 {
+		bad("web.session_ttl and web.login_window must be positive and web.login_failures at least 1")
+	}
+	if k := w.SessionKey; k != "" && len(k) < 32 {
+		bad("web.session_key (TASKCENTER_WEB_SESSION_KEY) must be at least 32 characters, got %d", len(k))
+	}
 }
 
 // Events bounds the server-sent event streams of one API process.
@@ -59,4 +79,11 @@ type Events struct {
 	Buffer int `yaml:"buffer"`
 	// WriteTimeout drops a client that stops reading. Default 10s.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
+
+// validate checks the stream limits.
+func (e Events) validate(bad func(string, ...any)) {
+	if e.MaxStreamsPerUser < 1 || e.Buffer < 1 || e.KeepAlive <= 0 || e.PollInterval <= 0 || e.Retry <= 0 || e.WriteTimeout <= 0 {
+		bad("events: max_streams_per_user and buffer must be at least 1, keep_alive, poll_interval, retry and write_timeout positive")
+	}
 }

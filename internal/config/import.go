@@ -37,3 +37,28 @@ type Import struct {
 	// ReportTTL is how long an error report can be downloaded. Default 168h (7 days).
 	ReportTTL time.Duration `yaml:"report_ttl"`
 }
+
+// validate checks the upload and file limits.
+func (im Import) validate(bad func(string, ...any)) {
+	if im.MaxConcurrentUploads < 1 {
+		bad("import.max_concurrent_uploads must be at least 1, got %d", im.MaxConcurrentUploads)
+	}
+	if im.MaxUploadBytes < 1<<10 {
+		bad("import.max_upload_bytes must be at least 1024, got %d", im.MaxUploadBytes)
+	}
+	if im.MaxUncompressedBytes < im.MaxUploadBytes {
+		bad("import.max_uncompressed_bytes (%d) must be at least import.max_upload_bytes (%d)", im.MaxUncompressedBytes, im.MaxUploadBytes)
+	}
+	if im.MaxRows < 1 || im.MaxRows > 1_048_575 {
+		bad("import.max_rows must be between 1 and 1048575 (an .xlsx sheet's limit), got %d", im.MaxRows)
+	}
+	if im.MaxEntries < 1 || im.MaxCellChars < 1 || im.MaxColumns < 1 || im.MaxColumns > 16_384 || im.MaxRowBytes < 1<<10 || im.MaxSharedStrings < 1 {
+		bad("import.max_entries, max_cell_chars, max_shared_strings must be positive, max_columns 1..16384, max_row_bytes at least 1024")
+	}
+	if im.BatchSize < 1 || im.BatchSize > 10_000 {
+		bad("import.batch_size must be between 1 and 10000, got %d", im.BatchSize)
+	}
+	if im.ReportTTL <= 0 {
+		bad("import.report_ttl must be positive, e.g. 168h")
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"time"
 )
 
@@ -17,6 +18,21 @@ type Alerts struct {
 	BacklogThreshold int `yaml:"backlog_threshold"`
 	// BacklogFor is how long the backlog must stay over the threshold. Default 5m.
 	BacklogFor time.Duration `yaml:"backlog_for"`
+}
+
+// validate checks the delivery of alerts and the backlog alert.
+func (a Alerts) validate(bad func(string, ...any)) {
+	if a.WebhookURL != "" {
+		if u, err := url.Parse(a.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("alerts.webhook_url must be an http(s) URL")
+		}
+		if a.WebhookTimeout <= 0 || a.WebhookRetries < 0 || a.WebhookRetries > 10 {
+			bad("alerts.webhook_timeout must be positive and alerts.webhook_retries between 0 and 10")
+		}
+	}
+	if a.BacklogThreshold < 0 || (a.BacklogThreshold > 0 && a.BacklogFor <= 0) {
+		bad("alerts.backlog_threshold must be 0 (off) or positive, with a positive alerts.backlog_for")
+	}
 }
 
 // Console configures the asynqmon console, served to admins only.
@@ -40,6 +56,22 @@ type Console struct {
 	LoginFailures int `yaml:"login_failures"`
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration `yaml:"login_window"`
+}
+
+// validate checks the console's logins.
+func (c Console) validate(bad func(string, ...any)) {
+	if c.LoginFailures < 1 || c.LoginWindow <= 0 {
+		bad("console.login_failures must be at least 1 and console.login_window positive")
+	}
+	if c.Password != "" && c.Username == "" {
+		bad("console.username must be set when console.password is")
+	}
+	if c.Password != "" && len(c.Password) < 12 {
+		bad("console.password must be at least 12 characters")
+	}
+	if c.Enabled && c.SessionTTL <= 0 {
+		bad("console.session_ttl must be positive")
+	}
 }
 
 // Metrics configures Prometheus metrics.

@@ -25,6 +25,29 @@ type Redis struct {
 	PoolSize int `yaml:"pool_size"`
 }
 
+// validate checks that the mode names the addresses it needs.
+func (r Redis) validate(bad func(string, ...any)) {
+	switch r.Mode {
+	case "single":
+		if r.Addr == "" {
+			bad("redis.addr (TASKCENTER_REDIS_ADDR) must be host:port when redis.mode is single")
+		}
+	case "sentinel":
+		if len(r.Addrs) == 0 || r.MasterName == "" {
+			bad("redis.mode sentinel needs redis.addrs (the sentinels, TASKCENTER_REDIS_ADDRS=h1:26379,h2:26379) and redis.master_name")
+		}
+	case "cluster":
+		if len(r.Addrs) == 0 {
+			bad("redis.mode cluster needs redis.addrs (TASKCENTER_REDIS_ADDRS=h1:6379,h2:6379)")
+		}
+		if r.DB != 0 {
+			bad("redis.db must be 0 in cluster mode")
+		}
+	default:
+		bad("redis.mode (TASKCENTER_REDIS_MODE) must be single, sentinel or cluster, got %q", r.Mode)
+	}
+}
+
 // ConnOpt returns the asynq connection options for the configured Redis deployment.
 func (r Redis) ConnOpt() asynq.RedisConnOpt {
 	switch r.Mode {

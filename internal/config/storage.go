@@ -47,28 +47,8 @@ type Storage struct {
 	PartSize int64 `yaml:"part_size"`
 }
 
-// The development gateway's credentials (scripts/services.sh starts versitygw with them):
-// the defaults on a loopback endpoint only.
-const (
-	DevAccessKey = "taskcenter-dev"
-	DevSecretKey = "taskcenter-dev-secret"
-)
-
-// LocalEndpoint reports whether the storage endpoint is on this machine.
-func (s Storage) LocalEndpoint() bool {
-	host := s.Endpoint
-	if _, rest, ok := strings.Cut(host, "://"); ok {
-		host = rest
-	}
-	host = strings.TrimSuffix(host, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return isLoopback(strings.Trim(host, "[]"))
-}
-
-func (c *Config) validateStorage(bad func(string, ...any)) {
-	st := c.Storage
+// validate checks the backend, and for s3 its bucket, credentials and limits.
+func (st Storage) validate(bad func(string, ...any)) {
 	switch st.Backend {
 	case "local":
 		return
@@ -89,4 +69,24 @@ func (c *Config) validateStorage(bad func(string, ...any)) {
 	if st.PartSize < 5<<20 {
 		bad("storage.part_size (TASKCENTER_STORAGE_PART_SIZE) must be at least 5242880 bytes (5 MiB, S3's minimum part), got %d", st.PartSize)
 	}
+}
+
+// The development gateway's credentials (scripts/services.sh starts versitygw with them):
+// the defaults on a loopback endpoint only.
+const (
+	DevAccessKey = "taskcenter-dev"
+	DevSecretKey = "taskcenter-dev-secret"
+)
+
+// LocalEndpoint reports whether the storage endpoint is on this machine.
+func (s Storage) LocalEndpoint() bool {
+	host := s.Endpoint
+	if _, rest, ok := strings.Cut(host, "://"); ok {
+		host = rest
+	}
+	host = strings.TrimSuffix(host, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return isLoopback(strings.Trim(host, "[]"))
 }

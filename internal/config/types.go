@@ -33,6 +33,22 @@ type Queue struct {
 	MaxWaitingPerOwner int `yaml:"max_waiting_per_owner"`
 }
 
+// validate checks one queue's pool and limits.
+func (q Queue) validate(name string, bad func(string, ...any)) {
+	if q.Concurrency < 1 {
+		bad("queues.%s.concurrency must be at least 1, got %d", name, q.Concurrency)
+	}
+	if q.Priority != "strict" && q.Priority != "weighted" {
+		bad("queues.%s.priority must be strict or weighted, got %q", name, q.Priority)
+	}
+	if q.MaxRunningPerOwner < 0 || q.MaxWaitingPerOwner < 0 {
+		bad("queues.%s.max_running_per_owner and max_waiting_per_owner must be 0 (no cap) or positive", name)
+	}
+	if q.BacklogLimit < 0 {
+		bad("queues.%s.backlog_limit must be 0 (no limit) or positive, got %d", name, q.BacklogLimit)
+	}
+}
+
 // TaskType is the policy for one task type.
 type TaskType struct {
 	// Queue runs the type. Required.
@@ -56,6 +72,25 @@ type TaskType struct {
 	Priority int `yaml:"priority"`
 	// Disabled removes the type: submits are refused and no handler is registered.
 	Disabled bool `yaml:"disabled"`
+}
+
+// validate checks one type's policy against the queues and the worker's timing rules.
+func (t TaskType) validate(name string, queues map[string]Queue, w Worker, bad func(string, ...any)) {
+	if _, ok := queues[t.Queue]; !ok {
+		bad("types.%s.queue %q is not defined under queues (have %s)", name, t.Queue, strings.Join(slices.Sorted(maps.Keys(queues)), ", "))
+	}
+	if t.MaxRetry < 0 {
+		bad("types.%s.max_retry must be 0 or more", name)
+	}
+	if t.Priority < 1 || t.Priority > 9 {
+		bad("types.%s.priority must be from 1 (first) to 9 (last), got %d", name, t.Priority)
+	}
+	if !t.Disabled && t.Timeout <= w.TakeoverAfter {
+		bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, w.TakeoverAfter)
+	}
+	if t.StallAfter != 0 && t.StallAfter < 2*w.HeartbeatInterval {
+		bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, w.HeartbeatInterval)
+	}
 }
 
 func defaultType(queue string) TaskType {
@@ -145,21 +180,7 @@ func (c Config) ResolveType(name string, declared TaskType) (TaskType, error) {
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if _, ok := c.Queues[t.Queue]; !ok {
-		bad("types.%s.queue %q is not defined under queues (have %s)", name, t.Queue, strings.Join(slices.Sorted(maps.Keys(c.Queues)), ", "))
-	}
-	if t.MaxRetry < 0 {
-		bad("types.%s.max_retry must be 0 or more", name)
-	}
-	if t.Priority < 1 || t.Priority > 9 {
-		bad("types.%s.priority must be from 1 (first) to 9 (last), got %d", name, t.Priority)
-	}
-	if !t.Disabled && t.Timeout <= c.Worker.TakeoverAfter {
-		bad("types.%s.timeout (%s) must be longer than worker.takeover_after (%s)", name, t.Timeout, c.Worker.TakeoverAfter)
-	}
-	if t.StallAfter != 0 && t.StallAfter < 2*c.Worker.HeartbeatInterval {
-		bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, c.Worker.HeartbeatInterval)
-	}
+	t.validate(name, c.Queues, c.Worker, bad)
 	if len(errs) > 0 {
 		return t, fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
 	}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/allowlist"
 )
 
 // Webhooks configures webhook delivery (jobs/webhook). Every delivery is retried with
@@ -31,4 +33,15 @@ type Webhooks struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// Retention is how long finished deliveries and their attempts stay listed. Default 168h.
 	Retention time.Duration `yaml:"retention"`
+}
+
+// validate checks the host list and the delivery limits.
+func (w Webhooks) validate(bad func(string, ...any)) {
+	if _, err := allowlist.Parse(w.AllowedHosts); err != nil {
+		bad("webhooks.allowed_hosts: %v (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)", err)
+	}
+	if w.Timeout <= 0 || w.RetryBase <= 0 || w.RetryMax < w.RetryBase || w.MaxAge < w.RetryBase || w.Concurrency < 1 ||
+		w.PerSubscription < 1 || w.PollInterval <= 0 || w.Retention < w.MaxAge {
+		bad("webhooks: timeout, retry_base and poll_interval must be positive, retry_max and max_age at least retry_base, concurrency and per_subscription at least 1, retention at least max_age")
+	}
 }

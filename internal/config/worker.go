@@ -32,3 +32,24 @@ type Worker struct {
 	// (docs/benchmarks.md) for at most 2 ms more per claim and per ending.
 	BatchWait time.Duration `yaml:"batch_wait"`
 }
+
+// validate checks the intervals, the takeover window against the heartbeat, and batching.
+func (w Worker) validate(bad func(string, ...any)) {
+	if w.HeartbeatInterval <= 0 {
+		bad("worker.heartbeat_interval must be positive")
+	} else if w.TakeoverAfter < 3*w.HeartbeatInterval {
+		bad("worker.takeover_after (%s) must be at least 3× worker.heartbeat_interval (%s), or live tasks get taken over", w.TakeoverAfter, w.HeartbeatInterval)
+	}
+	if w.ProgressInterval <= 0 {
+		bad("worker.progress_interval must be positive")
+	}
+	if w.ShutdownTimeout <= 0 {
+		bad("worker.shutdown_timeout must be positive")
+	}
+	if w.BatchMax < 1 || w.BatchWait < 0 || w.BatchWait > time.Second {
+		bad("worker.batch_max must be at least 1 and worker.batch_wait between 0 and 1s")
+	}
+	if w.PollInterval < 10*time.Millisecond {
+		bad("worker.poll_interval must be at least 10ms, got %s", w.PollInterval)
+	}
+}
