@@ -154,9 +154,6 @@ func (o OIDC) validate(bad func(string, ...any)) {
 // Enabled reports whether bearer JWTs are accepted.
 func (o OIDC) Enabled() bool { return o.Issuer != "" }
 
-// BrowserSignIn reports whether browsers sign in with the provider.
-func (o OIDC) BrowserSignIn() bool { return o.Issuer != "" && o.ClientID != "" }
-
 // TrustedHeader configures the trusted gateway mode.
 type TrustedHeader struct {
 	// User is the header the gateway names the user in, e.g. X-Forwarded-User. Default ""

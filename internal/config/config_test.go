@@ -51,9 +51,6 @@ func TestEnvironmentOverridesEveryKind(t *testing.T) {
 	if len(cfg.Auth.Tokens) != 1 || cfg.Auth.Tokens[0].User != "carol" || cfg.Auth.Tokens[0].Role != RoleAdmin {
 		t.Fatalf("tokens = %+v", cfg.Auth.Tokens)
 	}
-	if _, ok := cfg.QueueOf("export:tasks"); ok {
-		t.Fatal("a disabled type must have no queue")
-	}
 }
 
 func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {

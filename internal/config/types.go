@@ -222,12 +222,3 @@ func (c *Config) fillTypeDefaults() {
 		c.Types[name] = t
 	}
 }
-
-// QueueOf returns the queue a type runs on.
-func (c *Config) QueueOf(taskType string) (string, bool) {
-	t, ok := c.Types[taskType]
-	if !ok || t.Disabled {
-		return "", false
-	}
-	return t.Queue, true
-}
