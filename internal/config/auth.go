@@ -31,6 +31,17 @@ type Auth struct {
 	Audit Audit `yaml:"audit"`
 }
 
+// defaultAuth turns nothing on: the tokens come from the file or the environment.
+func defaultAuth() Auth {
+	return Auth{
+		OIDC: OIDC{Scopes: []string{"openid", "profile", "email"}, Algorithms: slices.Clone(SignatureAlgorithms), Leeway: 30 * time.Second,
+			JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
+		TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
+		APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
+		Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
+	}
+}
+
 // validate checks that someone can sign in, and every way of signing in.
 func (a Auth) validate(bad func(string, ...any)) {
 	if len(a.Tokens) == 0 && !a.OIDC.Enabled() && a.TrustedHeader.User == "" {

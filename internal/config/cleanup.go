@@ -38,6 +38,12 @@ type Cleanup struct {
 	ScheduleSync time.Duration `yaml:"schedule_sync"`
 }
 
+func defaultCleanup() Cleanup {
+	return Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
+		UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
+		ScheduleSync: 10 * time.Second}
+}
+
 // validate checks the schedule, its time zone and queue, and the round's limits.
 func (cl Cleanup) validate(queues map[string]Queue, bad func(string, ...any)) {
 	if _, err := cron.ParseStandard(cl.Spec); err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/goccy/go-yaml"
 )
@@ -72,71 +71,29 @@ type Config struct {
 	Events Events `yaml:"events"`
 }
 
-// Default returns the built-in defaults: a working one-box set-up.
+// Default returns the built-in defaults: a working one-box set-up. Each section's come from
+// its default func, next to its type; other packages read them here rather than keep a copy.
 func Default() Config {
 	return Config{
-		DataDir: "./data",
-		Storage: Storage{Backend: "local", Endpoint: "127.0.0.1:7070", Bucket: "taskcenter", Region: "us-east-1", PathStyle: true,
-			Presign: true, PresignTTL: 5 * time.Minute, PartSize: 16 << 20},
-		HTTP: HTTP{
-			Addr:              ":8080",
-			ReadHeaderTimeout: 10 * time.Second,
-			ShutdownTimeout:   20 * time.Second,
-			BodyIdleTimeout:   30 * time.Second,
-			BodyMinRate:       16 << 10,
-			BodyRateWindow:    10 * time.Second,
-		},
-		Database: Database{
-			URL:          "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable",
-			MaxOpenConns: 40,
-			QueryTimeout: 5 * time.Second,
-		},
-		Redis: Redis{Mode: "single", Addr: "127.0.0.1:6379"},
-		Worker: Worker{
-			HeartbeatInterval: 5 * time.Second,
-			TakeoverAfter:     30 * time.Second,
-			ProgressInterval:  500 * time.Millisecond,
-			ShutdownTimeout:   25 * time.Second,
-			PollInterval:      100 * time.Millisecond,
-			BatchMax:          128,
-			BatchWait:         2 * time.Millisecond,
-		},
-		Queues: map[string]Queue{
-			"imports":     {Concurrency: 2, Priority: "strict"},
-			"exports":     {Concurrency: 4, Priority: "strict"},
-			"maintenance": {Concurrency: 1, Priority: "strict"},
-			"bench":       {Concurrency: 8, Priority: "strict"},
-		},
-		Types: map[string]TaskType{
-			"export:customers": defaultType("exports"),
-			"export:tasks":     defaultType("exports"),
-			"import:customers": defaultType("imports"),
-			"bench:noop": {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute,
-				StallAfter: time.Minute, Priority: 5, Disabled: true},
-		},
-		Export: Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000},
-		Import: Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000, MaxConcurrentUploads: 4,
-			MaxEntries: 10_000, MaxCellChars: 32_767, MaxColumns: 16_384, MaxRowBytes: 8 << 20, MaxSharedStrings: 1 << 24,
-			ReportTTL: 7 * 24 * time.Hour},
-		Alerts:  Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute},
-		Console: Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
-		Metrics: Metrics{Addr: ":9091"},
-		Webhooks: Webhooks{Timeout: 10 * time.Second, RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAge: 24 * time.Hour,
-			Concurrency: 16, PerSubscription: 4, PollInterval: time.Second, Retention: 7 * 24 * time.Hour},
-		Cleanup: Cleanup{Spec: "* * * * *", Timezone: "UTC", Queue: "maintenance", OrphanGrace: time.Minute, BatchSize: 500,
-			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour, ArchiveRetention: 365 * 24 * time.Hour,
-			ScheduleSync: 10 * time.Second},
-		Auth: Auth{
-			OIDC: OIDC{Scopes: []string{"openid", "profile", "email"}, Algorithms: slices.Clone(SignatureAlgorithms), Leeway: 30 * time.Second,
-				JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
-			TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
-			APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
-			Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
-		},
-		Log: Log{Format: "json", Level: "info"},
-		Web: Web{Enabled: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute},
-		Events: Events{MaxStreamsPerUser: 20, KeepAlive: 15 * time.Second, PollInterval: 1500 * time.Millisecond, Retry: 3 * time.Second,
-			Buffer: 256, WriteTimeout: 10 * time.Second},
+		DataDir:  "./data",
+		Storage:  defaultStorage(),
+		HTTP:     defaultHTTP(),
+		Database: defaultDatabase(),
+		Redis:    defaultRedis(),
+		Worker:   defaultWorker(),
+		Queues:   defaultQueues(),
+		Types:    defaultTypes(),
+		Export:   defaultExport(),
+		Import:   defaultImport(),
+		Alerts:   defaultAlerts(),
+		Console:  defaultConsole(),
+		Metrics:  defaultMetrics(),
+		Webhooks: defaultWebhooks(),
+		Cleanup:  defaultCleanup(),
+		Auth:     defaultAuth(),
+		Log:      defaultLog(),
+		Web:      defaultWeb(),
+		Events:   defaultEvents(),
 	}
 }
 

@@ -35,6 +35,16 @@ type Database struct {
 	LockTimeout time.Duration `yaml:"lock_timeout"`
 }
 
+// defaultDatabase is the development database; the session limits follow the worker (see
+// fillDefaults).
+func defaultDatabase() Database {
+	return Database{
+		URL:          "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable",
+		MaxOpenConns: 40,
+		QueryTimeout: 5 * time.Second,
+	}
+}
+
 // validate checks the database section, and its session limits against the worker's timing
 // rules.
 func (d Database) validate(w Worker, bad func(string, ...any)) {

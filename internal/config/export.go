@@ -15,6 +15,10 @@ type Export struct {
 	MaxRows int `yaml:"max_rows"`
 }
 
+func defaultExport() Export {
+	return Export{PageSize: 2000, ResultTTL: 7 * 24 * time.Hour, MaxRows: 1_000_000}
+}
+
 // validate checks the page size, the result's lifetime and the row cap.
 func (e Export) validate(bad func(string, ...any)) {
 	if e.PageSize < 1 || e.PageSize > 50_000 {

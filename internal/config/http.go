@@ -22,6 +22,17 @@ type HTTP struct {
 	BodyRateWindow time.Duration `yaml:"body_rate_window"`
 }
 
+func defaultHTTP() HTTP {
+	return HTTP{
+		Addr:              ":8080",
+		ReadHeaderTimeout: 10 * time.Second,
+		ShutdownTimeout:   20 * time.Second,
+		BodyIdleTimeout:   30 * time.Second,
+		BodyMinRate:       16 << 10,
+		BodyRateWindow:    10 * time.Second,
+	}
+}
+
 // validate checks the listener and the request body limits.
 func (h HTTP) validate(bad func(string, ...any)) {
 	if h.Addr == "" {
@@ -49,6 +60,10 @@ type Web struct {
 	// tokens signs everyone out. Set it (at least 32 characters) to keep sessions across
 	// token rotations.
 	SessionKey string `yaml:"session_key"`
+}
+
+func defaultWeb() Web {
+	return Web{Enabled: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute}
 }
 
 // validate checks the sign-in limits and the session key.
@@ -79,6 +94,11 @@ type Events struct {
 	Buffer int `yaml:"buffer"`
 	// WriteTimeout drops a client that stops reading. Default 10s.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
+
+func defaultEvents() Events {
+	return Events{MaxStreamsPerUser: 20, KeepAlive: 15 * time.Second, PollInterval: 1500 * time.Millisecond, Retry: 3 * time.Second,
+		Buffer: 256, WriteTimeout: 10 * time.Second}
 }
 
 // validate checks the stream limits.

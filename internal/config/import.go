@@ -38,6 +38,12 @@ type Import struct {
 	ReportTTL time.Duration `yaml:"report_ttl"`
 }
 
+func defaultImport() Import {
+	return Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000, MaxConcurrentUploads: 4,
+		MaxEntries: 10_000, MaxCellChars: 32_767, MaxColumns: 16_384, MaxRowBytes: 8 << 20, MaxSharedStrings: 1 << 24,
+		ReportTTL: 7 * 24 * time.Hour}
+}
+
 // validate checks the upload and file limits.
 func (im Import) validate(bad func(string, ...any)) {
 	if im.MaxConcurrentUploads < 1 {

@@ -12,6 +12,8 @@ type Log struct {
 	Level string `yaml:"level"`
 }
 
+func defaultLog() Log { return Log{Format: "json", Level: "info"} }
+
 // validate checks the format and the level.
 func (l Log) validate(bad func(string, ...any)) {
 	if l.Format != "json" && l.Format != "text" {

@@ -20,6 +20,10 @@ type Alerts struct {
 	BacklogFor time.Duration `yaml:"backlog_for"`
 }
 
+func defaultAlerts() Alerts {
+	return Alerts{WebhookTimeout: 5 * time.Second, WebhookRetries: 3, BacklogThreshold: 500, BacklogFor: 5 * time.Minute}
+}
+
 // validate checks the delivery of alerts and the backlog alert.
 func (a Alerts) validate(bad func(string, ...any)) {
 	if a.WebhookURL != "" {
@@ -58,6 +62,10 @@ type Console struct {
 	LoginWindow time.Duration `yaml:"login_window"`
 }
 
+func defaultConsole() Console {
+	return Console{Enabled: true, ReadOnly: true, SessionTTL: 12 * time.Hour, LoginFailures: 5, LoginWindow: time.Minute}
+}
+
 // validate checks the console's logins.
 func (c Console) validate(bad func(string, ...any)) {
 	if c.LoginFailures < 1 || c.LoginWindow <= 0 {
@@ -81,3 +89,5 @@ type Metrics struct {
 	// Default ":9091"; empty disables the separate listener.
 	Addr string `yaml:"addr"`
 }
+
+func defaultMetrics() Metrics { return Metrics{Addr: ":9091"} }

@@ -25,6 +25,8 @@ type Redis struct {
 	PoolSize int `yaml:"pool_size"`
 }
 
+func defaultRedis() Redis { return Redis{Mode: "single", Addr: "127.0.0.1:6379"} }
+
 // validate checks that the mode names the addresses it needs.
 func (r Redis) validate(bad func(string, ...any)) {
 	switch r.Mode {

@@ -47,6 +47,12 @@ type Storage struct {
 	PartSize int64 `yaml:"part_size"`
 }
 
+// defaultStorage keeps files under the data dir; the s3 fields name the development gateway.
+func defaultStorage() Storage {
+	return Storage{Backend: "local", Endpoint: "127.0.0.1:7070", Bucket: "taskcenter", Region: "us-east-1", PathStyle: true,
+		Presign: true, PresignTTL: 5 * time.Minute, PartSize: 16 << 20}
+}
+
 // validate checks the backend, and for s3 its bucket, credentials and limits.
 func (st Storage) validate(bad func(string, ...any)) {
 	switch st.Backend {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -31,6 +32,20 @@ type Queue struct {
 	// 429 owner_waiting_limit with Retry-After, so one user's flood does not fill the queue's
 	// backlog for everyone. 0 means no cap. Default 0.
 	MaxWaitingPerOwner int `yaml:"max_waiting_per_owner"`
+}
+
+// defaultQueue is the pool a queue named only in the file gets for the fields it leaves out.
+func defaultQueue() Queue { return Queue{Concurrency: 2, Priority: "strict"} }
+
+// defaultQueues are the built-in pools: defaultQueue's, each with its own concurrency.
+func defaultQueues() map[string]Queue {
+	queues := map[string]Queue{}
+	for name, concurrency := range map[string]int{"imports": 2, "exports": 4, "maintenance": 1, "bench": 8} {
+		q := defaultQueue()
+		q.Concurrency = concurrency
+		queues[name] = q
+	}
+	return queues
 }
 
 // validate checks one queue's pool and limits.
@@ -74,6 +89,34 @@ type TaskType struct {
 	Disabled bool `yaml:"disabled"`
 }
 
+// defaultType is the documented policy of a type on queue.
+func defaultType(queue string) TaskType {
+	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour,
+		StallAfter: 10 * time.Minute, Priority: 5}
+}
+
+// withDefaults gives the fields left at zero that cannot mean "none" their default: a zero
+// max_retry or stall_after is kept, as it says no retries or no stall check.
+func (t TaskType) withDefaults() TaskType {
+	d := defaultType(t.Queue)
+	t.RetryBase = cmp.Or(t.RetryBase, d.RetryBase)
+	t.Timeout = cmp.Or(t.Timeout, d.Timeout)
+	t.MaxRuntime = cmp.Or(t.MaxRuntime, d.MaxRuntime)
+	t.Priority = cmp.Or(t.Priority, d.Priority)
+	return t
+}
+
+// defaultTypes are the built-in types; bench:noop is off until a benchmark turns it on.
+func defaultTypes() map[string]TaskType {
+	return map[string]TaskType{
+		"export:customers": defaultType("exports"),
+		"export:tasks":     defaultType("exports"),
+		"import:customers": defaultType("imports"),
+		"bench:noop": {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute,
+			StallAfter: time.Minute, Priority: 5, Disabled: true},
+	}
+}
+
 // validate checks one type's policy against the queues and the worker's timing rules.
 func (t TaskType) validate(name string, queues map[string]Queue, w Worker, bad func(string, ...any)) {
 	if _, ok := queues[t.Queue]; !ok {
@@ -92,14 +135,6 @@ func (t TaskType) validate(name string, queues map[string]Queue, w Worker, bad f
 		bad("types.%s.stall_after (%s) must be 0 (off) or at least 2× worker.heartbeat_interval (%s)", name, t.StallAfter, w.HeartbeatInterval)
 	}
 }
-
-func defaultType(queue string) TaskType {
-	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour,
-		StallAfter: 10 * time.Minute, Priority: 5}
-}
-
-// defaultQueue is the pool a queue named only in the file gets for the fields it leaves out.
-func defaultQueue() Queue { return Queue{Concurrency: 2, Priority: "strict"} }
 
 // mergeMaps rebuilds the queues and types from the defaults and the file's entries: an entry
 // of the file starts from its default (or a fresh default for a new name) and its fields
@@ -150,20 +185,7 @@ func mergeEntries[T any](section string, defaults map[string]T, file map[string]
 // (TASKCENTER_TYPES_<NAME>_<FIELD>), then validated. A type added in code needs no config;
 // a field the config leaves out keeps the type's own default.
 func (c Config) ResolveType(name string, declared TaskType) (TaskType, error) {
-	t := declared
-	d := defaultType(t.Queue)
-	if t.RetryBase == 0 {
-		t.RetryBase = d.RetryBase
-	}
-	if t.Timeout == 0 {
-		t.Timeout = d.Timeout
-	}
-	if t.MaxRuntime == 0 {
-		t.MaxRuntime = d.MaxRuntime
-	}
-	if t.Priority == 0 {
-		t.Priority = d.Priority
-	}
+	t := declared.withDefaults()
 	if v, ok := c.typeEntries[name]; ok {
 		b, err := yaml.Marshal(v)
 		if err != nil {
@@ -203,21 +225,9 @@ func (c Config) UnknownTypes(registered []string) []string {
 // fillTypeDefaults gives every type the default policy for the fields the file left at zero.
 func (c *Config) fillTypeDefaults() {
 	for name, t := range c.Types {
-		d := defaultType(t.Queue)
-		if t.RetryBase == 0 {
-			t.RetryBase = d.RetryBase
-		}
-		if t.Timeout == 0 {
-			t.Timeout = d.Timeout
-		}
-		if t.MaxRuntime == 0 {
-			t.MaxRuntime = d.MaxRuntime
-		}
+		t = t.withDefaults()
 		if t.StallAfter < 0 {
 			t.StallAfter = 0
-		}
-		if t.Priority == 0 {
-			t.Priority = d.Priority
 		}
 		c.Types[name] = t
 	}

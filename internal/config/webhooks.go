@@ -35,6 +35,11 @@ type Webhooks struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
+func defaultWebhooks() Webhooks {
+	return Webhooks{Timeout: 10 * time.Second, RetryBase: 10 * time.Second, RetryMax: time.Hour, MaxAge: 24 * time.Hour,
+		Concurrency: 16, PerSubscription: 4, PollInterval: time.Second, Retention: 7 * 24 * time.Hour}
+}
+
 // validate checks the host list and the delivery limits.
 func (w Webhooks) validate(bad func(string, ...any)) {
 	if _, err := allowlist.Parse(w.AllowedHosts); err != nil {

@@ -33,6 +33,18 @@ type Worker struct {
 	BatchWait time.Duration `yaml:"batch_wait"`
 }
 
+func defaultWorker() Worker {
+	return Worker{
+		HeartbeatInterval: 5 * time.Second,
+		TakeoverAfter:     30 * time.Second,
+		ProgressInterval:  500 * time.Millisecond,
+		ShutdownTimeout:   25 * time.Second,
+		PollInterval:      100 * time.Millisecond,
+		BatchMax:          128,
+		BatchWait:         2 * time.Millisecond,
+	}
+}
+
 // validate checks the intervals, the takeover window against the heartbeat, and batching.
 func (w Worker) validate(bad func(string, ...any)) {
 	if w.HeartbeatInterval <= 0 {
