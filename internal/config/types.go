@@ -89,8 +89,9 @@ type TaskType struct {
 	Disabled bool `yaml:"disabled"`
 }
 
-// defaultType is the documented policy of a type on queue.
-func defaultType(queue string) TaskType {
+// DefaultType is the documented policy of a type on queue: what a field that neither the
+// type nor the configuration sets gets.
+func DefaultType(queue string) TaskType {
 	return TaskType{Queue: queue, MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour,
 		StallAfter: 10 * time.Minute, Priority: 5}
 }
@@ -98,7 +99,7 @@ func defaultType(queue string) TaskType {
 // withDefaults gives the fields left at zero that cannot mean "none" their default: a zero
 // max_retry or stall_after is kept, as it says no retries or no stall check.
 func (t TaskType) withDefaults() TaskType {
-	d := defaultType(t.Queue)
+	d := DefaultType(t.Queue)
 	t.RetryBase = cmp.Or(t.RetryBase, d.RetryBase)
 	t.Timeout = cmp.Or(t.Timeout, d.Timeout)
 	t.MaxRuntime = cmp.Or(t.MaxRuntime, d.MaxRuntime)
@@ -109,9 +110,9 @@ func (t TaskType) withDefaults() TaskType {
 // defaultTypes are the built-in types; bench:noop is off until a benchmark turns it on.
 func defaultTypes() map[string]TaskType {
 	return map[string]TaskType{
-		"export:customers": defaultType("exports"),
-		"export:tasks":     defaultType("exports"),
-		"import:customers": defaultType("imports"),
+		"export:customers": DefaultType("exports"),
+		"export:tasks":     DefaultType("exports"),
+		"import:customers": DefaultType("imports"),
 		"bench:noop": {Queue: "bench", MaxRetry: 0, RetryBase: time.Second, Timeout: 5 * time.Minute, MaxRuntime: time.Minute,
 			StallAfter: time.Minute, Priority: 5, Disabled: true},
 	}
@@ -152,7 +153,7 @@ func mergeMaps(cfg *Config, file []byte) error {
 	if err != nil {
 		return err
 	}
-	types, err := mergeEntries("types", def.Types, raw.Types, func(string) TaskType { return defaultType("") })
+	types, err := mergeEntries("types", def.Types, raw.Types, func(string) TaskType { return DefaultType("") })
 	if err != nil {
 		return err
 	}
