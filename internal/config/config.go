@@ -71,8 +71,9 @@ type Config struct {
 	Events Events `yaml:"events"`
 }
 
-// Default returns the built-in defaults: a working one-box set-up. Each section's come from
-// its default func, next to its type; other packages read them here rather than keep a copy.
+// Default returns the built-in defaults: a working one-box set-up. Each section's defaults
+// come from its default func, next to its type; other packages read them here rather than
+// keep a copy.
 func Default() Config {
 	return Config{
 		DataDir:  "./data",
