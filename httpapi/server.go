@@ -129,11 +129,12 @@ func (p Principal) Scope() store.Scope {
 
 // New returns the API server.
 func New(d Deps) *Server {
+	def := config.Default()
 	if d.QueryTimeout <= 0 {
-		d.QueryTimeout = 5 * time.Second
+		d.QueryTimeout = def.Database.QueryTimeout
 	}
 	if d.Import.MaxConcurrentUploads <= 0 {
-		d.Import.MaxConcurrentUploads = 4
+		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
 	}
 	d.Body = d.Body.withDefaults()
 	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
@@ -143,10 +144,10 @@ func New(d Deps) *Server {
 		}
 	}
 	if s.Auth.TokenDefaultTTL <= 0 {
-		s.Auth.TokenDefaultTTL = 90 * 24 * time.Hour
+		s.Auth.TokenDefaultTTL = def.Auth.APITokens.DefaultTTL
 	}
 	if s.Auth.TokenMaxTTL < s.Auth.TokenDefaultTTL {
-		s.Auth.TokenMaxTTL = max(365*24*time.Hour, s.Auth.TokenDefaultTTL)
+		s.Auth.TokenMaxTTL = max(def.Auth.APITokens.MaxTTL, s.Auth.TokenDefaultTTL)
 	}
 	if d.Redis != nil {
 		s.hub = newHub(d.Redis, d.Store, d.Events, d.Logger)

@@ -83,15 +83,15 @@ type webApp struct {
 }
 
 func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
-	cfg := d.Web
+	cfg, def := d.Web, config.Default().Web
 	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
+		cfg.SessionTTL = def.SessionTTL
 	}
 	if cfg.LoginFailures <= 0 {
-		cfg.LoginFailures = 5
+		cfg.LoginFailures = def.LoginFailures
 	}
 	if cfg.LoginWindow <= 0 {
-		cfg.LoginWindow = time.Minute
+		cfg.LoginWindow = def.LoginWindow
 	}
 	if cfg.ConsoleLink == "" {
 		cfg.ConsoleLink = "/monitor/"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -120,7 +121,7 @@ func (e *Enqueuer) EnqueueNew(ctx context.Context, t *store.Task) (bool, error) 
 	}
 	maxRuntime := e.runtimes[t.Type]
 	if maxRuntime <= 0 {
-		maxRuntime = 6 * time.Hour
+		maxRuntime = config.DefaultType(t.Queue).MaxRuntime
 	}
 	opts := []asynq.Option{asynq.Queue(lane), asynq.MaxRetry(asynqMaxRetry), asynq.Timeout(maxRuntime + time.Minute)}
 	if t.NextRetryAt != nil && time.Until(*t.NextRetryAt) > 0 {

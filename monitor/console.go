@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -111,14 +112,15 @@ type Console struct {
 
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
 func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
+	def := config.Default().Console
 	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
+		cfg.SessionTTL = def.SessionTTL
 	}
 	if cfg.LoginFailures <= 0 {
-		cfg.LoginFailures = 5
+		cfg.LoginFailures = def.LoginFailures
 	}
 	if cfg.LoginWindow <= 0 {
-		cfg.LoginWindow = time.Minute
+		cfg.LoginWindow = def.LoginWindow
 	}
 	readOnly := cfg.ReadOnly || cfg.Tasks == nil
 	c := &Console{cfg: cfg, tokens: map[[32]byte]string{}, logger: cfg.Logger,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // CustomerRow is one validated spreadsheet row an import writes.
@@ -249,7 +251,7 @@ func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, err
 		c := q.conditions()
 		count := `SELECT count(*) FROM customers` + c.where()
 		c.and("id > " + c.arg(int64(0)) + "::bigint")
-		page := `SELECT id, code FROM customers` + c.where() + ` ORDER BY id LIMIT ` + c.arg(2000)
+		page := `SELECT id, code FROM customers` + c.where() + ` ORDER BY id LIMIT ` + c.arg(config.Default().Export.PageSize)
 		for kind, query := range map[string]string{"count": count, "page": page} {
 			args := c.args
 			if kind == "count" {

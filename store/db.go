@@ -14,6 +14,8 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 //go:embed migrations/*.sql
@@ -89,7 +91,7 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 	}
 	maxConns := opts.MaxOpenConns
 	if maxConns <= 0 {
-		maxConns = 40
+		maxConns = config.Default().Database.MaxOpenConns
 	}
 	sqldb.SetMaxOpenConns(maxConns)
 	sqldb.SetMaxIdleConns(maxConns)

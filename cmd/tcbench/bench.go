@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -50,9 +51,10 @@ func newBench(ctx context.Context, getenv func(string) string, bin string, stdou
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("taskcenter binary %s: %w (run `make build` or `make bench`)", bin, err)
 	}
+	def := config.Default()
 	b := &bench{ctx: ctx, stdout: stdout, bin: bin,
-		baseURL:   cmp.Or(getenv("TASKCENTER_DATABASE_URL"), "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"),
-		redisAddr: cmp.Or(getenv("TASKCENTER_REDIS_ADDR"), "127.0.0.1:6379"),
+		baseURL:   cmp.Or(getenv("TASKCENTER_DATABASE_URL"), def.Database.URL),
+		redisAddr: cmp.Or(getenv("TASKCENTER_REDIS_ADDR"), def.Redis.Addr),
 	}
 	admin, err := store.Open(b.baseURL, store.OpenOptions{MaxOpenConns: 2})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -72,9 +73,10 @@ func benchCleanup(n int) func(ctx context.Context, b *bench) (Figure, error) {
 			return Figure{}, err
 		}
 		st := store.New(b.db)
-		cfg := cleanup.Config{OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second, BatchSize: 500,
-			UploadTTL: 24 * time.Hour, TempTTL: 6 * time.Hour, Retention: 30 * 24 * time.Hour,
-			BacklogThreshold: 500, BacklogFor: 5 * time.Minute, Queues: []string{"exports", "imports", "maintenance"}}
+		def := config.Default() // the round as shipped
+		cfg := cleanup.Config{OrphanGrace: def.Cleanup.OrphanGrace, TakeoverAfter: def.Worker.TakeoverAfter, BatchSize: def.Cleanup.BatchSize,
+			UploadTTL: def.Cleanup.UploadTTL, TempTTL: def.Cleanup.TempTTL, Retention: def.Cleanup.Retention,
+			BacklogThreshold: def.Alerts.BacklogThreshold, BacklogFor: def.Alerts.BacklogFor, Queues: []string{"exports", "imports", "maintenance"}}
 		c := cleanup.New(cfg, "tcbench", cleanup.Deps{Store: st, Files: fs,
 			Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), asynq.NewInspectorFromRedisClient(rdb), nil),
 			Logger:   slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // benchClient is an HTTP client for many concurrent keep-alive requests.
@@ -431,7 +433,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("raw-asynq", flag.ContinueOnError)
 	n := fs.Int("n", 20000, "jobs")
 	concurrency := fs.Int("concurrency", 32, "server concurrency")
-	addr := fs.String("redis", "127.0.0.1:6379", "redis address")
+	addr := fs.String("redis", config.Default().Redis.Addr, "redis address")
 	db := fs.Int("db", 15, "redis database")
 	pgURL := fs.String("pg", "", "with a database url: each job claims and ends its row there (the lease floor, leasefloor.go)")
 	floorKind := fs.String("floor", floorLean, "with -pg: lean (a six-column row), runs (and a run row per attempt) or model (taskcenter's own tables, migrated)")

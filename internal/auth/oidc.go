@@ -14,6 +14,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // OIDCConfig configures the company identity provider (config.OIDC).
@@ -80,20 +82,21 @@ func NewProvider(cfg OIDCConfig) *Provider {
 	if cfg.Audience == "" {
 		cfg.Audience = cfg.ClientID
 	}
+	def := config.Default().Auth.OIDC
 	if cfg.UserClaim == "" {
-		cfg.UserClaim = "sub"
+		cfg.UserClaim = def.UserClaim
 	}
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = []string{"RS256", "ES256"}
 	}
 	if cfg.JWKSRefreshInterval <= 0 {
-		cfg.JWKSRefreshInterval = 10 * time.Second
+		cfg.JWKSRefreshInterval = def.JWKSRefreshInterval
 	}
 	if cfg.JWKSMaxAge <= 0 {
-		cfg.JWKSMaxAge = time.Hour
+		cfg.JWKSMaxAge = def.JWKSMaxAge
 	}
 	if len(cfg.Scopes) == 0 {
-		cfg.Scopes = []string{oidc.ScopeOpenID, "profile", "email"}
+		cfg.Scopes = def.Scopes
 	}
 	p := &Provider{cfg: cfg, client: cfg.HTTPClient}
 	if p.client == nil {

@@ -13,11 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // Config tunes a batcher.
 type Config struct {
-	// MaxBatch caps one flush. Default 128.
+	// MaxBatch caps one flush. Default worker.batch_max's default, 128.
 	MaxBatch int
 	// MaxWait is how long a request may wait for company, from when it was queued: a flush
 	// whose first request has waited that long (behind the flush before) goes at once with
@@ -39,7 +41,7 @@ type Observer interface {
 
 func (c Config) withDefaults() Config {
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = 128
+		c.MaxBatch = config.Default().Worker.BatchMax
 	}
 	if c.Queue <= 0 {
 		c.Queue = 4 * c.MaxBatch

@@ -20,7 +20,7 @@ func TestAuthSettings(t *testing.T) {
 	}
 	cfg, err = load(map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com/realms/acme",
 		"TASKCENTER_AUTH_OIDC_AUDIENCE": "taskcenter", "TASKCENTER_AUTH_OIDC_ADMIN_VALUES": "ops,sre"})
-	if err != nil || !cfg.Auth.OIDC.Enabled() || cfg.Auth.OIDC.BrowserSignIn() || len(cfg.Auth.OIDC.AdminValues) != 2 {
+	if err != nil || !cfg.Auth.OIDC.Enabled() || cfg.Auth.OIDC.ClientID != "" || len(cfg.Auth.OIDC.AdminValues) != 2 {
 		t.Fatalf("oidc from the environment: %+v %v", cfg.Auth.OIDC, err)
 	}
 	for _, c := range []struct {

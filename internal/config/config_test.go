@@ -51,9 +51,6 @@ func TestEnvironmentOverridesEveryKind(t *testing.T) {
 	if len(cfg.Auth.Tokens) != 1 || cfg.Auth.Tokens[0].User != "carol" || cfg.Auth.Tokens[0].Role != RoleAdmin {
 		t.Fatalf("tokens = %+v", cfg.Auth.Tokens)
 	}
-	if _, ok := cfg.QueueOf("export:tasks"); ok {
-		t.Fatal("a disabled type must have no queue")
-	}
 }
 
 func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
@@ -77,6 +74,8 @@ func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
 			"database.idle_in_transaction_timeout (26s) must be positive and end a frozen transaction at least one worker.heartbeat_interval (5s) before worker.takeover_after (30s)"},
 		{"lock waits outlive the takeover", map[string]string{"TASKCENTER_DATABASE_LOCK_TIMEOUT": "30s"},
 			"database.lock_timeout (30s) must be positive and below worker.takeover_after (30s)"},
+		{"bad webhook host", map[string]string{"TASKCENTER_WEBHOOKS_ALLOWED_HOSTS": "10.0.0.0/33"},
+			`webhooks.allowed_hosts: "10.0.0.0/33" is not a valid address range (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,13 +17,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
-)
 
-// Defaults of the s3 backend, matching scripts/services.sh.
-const (
-	DefaultEndpoint = "127.0.0.1:7070"
-	DefaultBucket   = "taskcenter"
-	DefaultRegion   = "us-east-1"
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // smallPut is how much of an upload of unknown size Put reads ahead: an object that ends
@@ -71,11 +66,12 @@ func newS3(ctx context.Context, cfg Config, localRoot string) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Endpoint = cmp.Or(cfg.Endpoint, DefaultEndpoint)
-	cfg.Bucket = cmp.Or(cfg.Bucket, DefaultBucket)
-	cfg.Region = cmp.Or(cfg.Region, DefaultRegion)
-	cfg.PresignTTL = cmp.Or(cfg.PresignTTL, DefaultPresignTTL)
-	cfg.PartSize = cmp.Or(cfg.PartSize, DefaultPartSize)
+	d := config.Default().Storage // the defaults' one home
+	cfg.Endpoint = cmp.Or(cfg.Endpoint, d.Endpoint)
+	cfg.Bucket = cmp.Or(cfg.Bucket, d.Bucket)
+	cfg.Region = cmp.Or(cfg.Region, d.Region)
+	cfg.PresignTTL = cmp.Or(cfg.PresignTTL, d.PresignTTL)
+	cfg.PartSize = cmp.Or(cfg.PartSize, d.PartSize)
 	switch {
 	case cfg.AccessKey == "" || cfg.SecretKey == "":
 		return nil, errors.New("storage.s3: no credentials: set TASKCENTER_STORAGE_ACCESS_KEY and TASKCENTER_STORAGE_SECRET_KEY")

@@ -130,13 +130,8 @@ const (
 	BackendS3    = "s3"
 )
 
-// Defaults applied by New.
+// Limits of the s3 backend, and where scratch files go.
 const (
-	// DefaultPresignTTL is how long a presigned URL works when Config.PresignTTL is zero.
-	DefaultPresignTTL = 5 * time.Minute
-	// DefaultPartSize is the multipart part size when Config.PartSize is zero: the memory one
-	// Put of unknown size holds, and with 10,000 parts a 160 GiB ceiling per object.
-	DefaultPartSize = 16 << 20
 	// MinPartSize is the smallest part S3 accepts.
 	MinPartSize = 5 << 20
 	// maxPresignTTL is the longest S3 signs for.
@@ -172,7 +167,8 @@ type Config struct {
 	// Presign hands out presigned URLs for downloads; when false the API streams objects
 	// itself. Only meaningful for s3 (the service's config defaults it to true).
 	Presign bool
-	// PresignTTL is how long a presigned URL works (default DefaultPresignTTL, at most 7 days).
+	// PresignTTL is how long a presigned URL works (default the configuration's, 5m; at most 7
+	// days).
 	PresignTTL time.Duration
 	// PresignEndpoint is the host:port presigned URLs name, when browsers reach the S3
 	// service at another address than the service does (default: Endpoint). The URL's
@@ -181,8 +177,9 @@ type Config struct {
 	// CreateBucket creates Bucket at start-up when it is missing. Default false: a missing
 	// bucket is an error that says how to create it.
 	CreateBucket bool
-	// PartSize is the multipart part size in bytes (default DefaultPartSize, at least
-	// MinPartSize).
+	// PartSize is the multipart part size in bytes, at least MinPartSize: the memory one Put
+	// of unknown size holds, and with 10,000 parts the ceiling of one object (default the
+	// configuration's, 16 MiB: 160 GiB).
 	PartSize int64
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -24,7 +25,7 @@ func DatabaseURL() string {
 	if u := os.Getenv("TASKCENTER_DATABASE_URL"); u != "" {
 		return u
 	}
-	return "postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable"
+	return config.Default().Database.URL
 }
 
 // RedisAddr is the server tests lease logical databases on.
@@ -32,7 +33,7 @@ func RedisAddr() string {
 	if a := os.Getenv("TASKCENTER_REDIS_ADDR"); a != "" {
 		return a
 	}
-	return "127.0.0.1:6379"
+	return config.Default().Redis.Addr
 }
 
 // Postgres is one test's private schema.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // readSheet reads every row of a workbook's sheet "S" (no submit checks: the reader must be
@@ -70,11 +72,11 @@ func TestLongCellIsCutAndItsRowRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := utf8.RuneCountInString(rows[2][1]); n != DefaultMaxCellChars || !slices.Equal(longs[2], []int{1}) {
-		t.Fatalf("row 2: name of %d characters, cut columns %v; want %d and [1]", n, longs[2], DefaultMaxCellChars)
+	if n := utf8.RuneCountInString(rows[2][1]); n != config.Default().Import.MaxCellChars || !slices.Equal(longs[2], []int{1}) {
+		t.Fatalf("row 2: name of %d characters, cut columns %v; want %d and [1]", n, longs[2], config.Default().Import.MaxCellChars)
 	}
-	if len(rows[3][0]) != DefaultMaxCellChars || !slices.Equal(longs[3], []int{0, 3}) {
-		t.Fatalf("row 3: shared string of %d bytes, cut columns %v; want %d and [0 3]", len(rows[3][0]), longs[3], DefaultMaxCellChars)
+	if len(rows[3][0]) != config.Default().Import.MaxCellChars || !slices.Equal(longs[3], []int{0, 3}) {
+		t.Fatalf("row 3: shared string of %d bytes, cut columns %v; want %d and [0 3]", len(rows[3][0]), longs[3], config.Default().Import.MaxCellChars)
 	}
 	cols, _, _ := mapHeader([]string{"code", "name", "phone"})
 	_, errs := cols.validate(2, rows[2], longs[2])
@@ -143,7 +145,7 @@ func TestRowLimits(t *testing.T) {
 	amplified.WriteString(`</row>`)
 	var wide strings.Builder
 	wide.WriteString(`<row r="2">`)
-	for range DefaultMaxColumns + 1 {
+	for range config.Default().Import.MaxColumns + 1 {
 		wide.WriteString(`<c><v>1</v></c>`)
 	}
 	wide.WriteString(`</row>`)
@@ -379,11 +381,11 @@ func TestCSVFieldsAreBounded(t *testing.T) {
 	t.Parallel()
 	// A field of 40,000 characters is cut and flagged; the row is within its byte limit.
 	rows, _, longs, err := csvRows(strings.NewReader("code,name,phone\nC1,\""+strings.Repeat("名", 40_000)+"\",13800138000\n"), Limits{})
-	if err != nil || utf8.RuneCountInString(rows[1][1]) != DefaultMaxCellChars || !slices.Equal(longs[2], []int{1}) || rows[1][2] != "13800138000" {
+	if err != nil || utf8.RuneCountInString(rows[1][1]) != config.Default().Import.MaxCellChars || !slices.Equal(longs[2], []int{1}) || rows[1][2] != "13800138000" {
 		t.Fatalf("rows %d, cut %v, err %v", len(rows), longs, err)
 	}
 	// 16,385 fields.
-	_, _, _, err = csvRows(strings.NewReader("a\n"+strings.Repeat(",", DefaultMaxColumns)+"\n"), Limits{})
+	_, _, _, err = csvRows(strings.NewReader("a\n"+strings.Repeat(",", config.Default().Import.MaxColumns)+"\n"), Limits{})
 	wantProblem(t, err, "too_many_columns", "row 2 has a value beyond column XFD")
 	// Submit refuses a line longer than a row may be.
 	big := append([]byte("code,name,phone\nC1,"), bytes.Repeat([]byte("A"), 9<<20)...)

@@ -3,6 +3,8 @@ package importer
 import (
 	"errors"
 	"io"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // Limits bound what an upload may be and how much of it the importer holds at once. Every
@@ -35,40 +37,31 @@ type Limits struct {
 	MaxSharedStrings int
 }
 
-// Defaults of Limits, applied to zero fields.
-const (
-	DefaultMaxUncompressed  = 1 << 30
-	DefaultMaxEntries       = 10_000
-	DefaultMaxRows          = 1_000_000
-	DefaultMaxCellChars     = 32_767
-	DefaultMaxColumns       = 16_384
-	DefaultMaxRowBytes      = 8 << 20
-	DefaultMaxSharedStrings = 1 << 24
-)
-
-// withDefaults fills the zero fields of l with their defaults. Negative values are treated
-// as zero: a limit can be raised or lowered, never switched off.
+// withDefaults fills the zero fields of l from the configuration's defaults (import.*), their
+// one home. Negative values are treated as zero: a limit can be raised or lowered, never
+// switched off.
 func (l Limits) withDefaults() Limits {
+	d := config.Default().Import
 	if l.MaxUncompressed <= 0 {
-		l.MaxUncompressed = DefaultMaxUncompressed
+		l.MaxUncompressed = d.MaxUncompressedBytes
 	}
 	if l.MaxEntries <= 0 {
-		l.MaxEntries = DefaultMaxEntries
+		l.MaxEntries = d.MaxEntries
 	}
 	if l.MaxRows <= 0 {
-		l.MaxRows = DefaultMaxRows
+		l.MaxRows = d.MaxRows
 	}
 	if l.MaxCellChars <= 0 {
-		l.MaxCellChars = DefaultMaxCellChars
+		l.MaxCellChars = d.MaxCellChars
 	}
 	if l.MaxColumns <= 0 {
-		l.MaxColumns = DefaultMaxColumns
+		l.MaxColumns = d.MaxColumns
 	}
 	if l.MaxRowBytes <= 0 {
-		l.MaxRowBytes = DefaultMaxRowBytes
+		l.MaxRowBytes = d.MaxRowBytes
 	}
 	if l.MaxSharedStrings <= 0 {
-		l.MaxSharedStrings = DefaultMaxSharedStrings
+		l.MaxSharedStrings = d.MaxSharedStrings
 	}
 	return l
 }

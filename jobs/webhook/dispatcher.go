@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -53,16 +54,18 @@ type Config struct {
 	Retention time.Duration
 }
 
+// withDefaults fills what c leaves at zero from the configuration's defaults, their one home.
 func (c Config) withDefaults() Config {
-	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	d := config.Default().Webhooks
+	c.PollInterval = cmp.Or(c.PollInterval, d.PollInterval)
 	c.FanOutBatch = cmp.Or(c.FanOutBatch, 500)
-	c.Concurrency = cmp.Or(c.Concurrency, 16)
-	c.PerSubscription = cmp.Or(c.PerSubscription, 4)
-	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
-	c.RetryBase = cmp.Or(c.RetryBase, 10*time.Second)
-	c.RetryMax = cmp.Or(c.RetryMax, time.Hour)
-	c.MaxAge = cmp.Or(c.MaxAge, 24*time.Hour)
-	c.Retention = cmp.Or(c.Retention, 7*24*time.Hour)
+	c.Concurrency = cmp.Or(c.Concurrency, d.Concurrency)
+	c.PerSubscription = cmp.Or(c.PerSubscription, d.PerSubscription)
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.RetryBase = cmp.Or(c.RetryBase, d.RetryBase)
+	c.RetryMax = cmp.Or(c.RetryMax, d.RetryMax)
+	c.MaxAge = cmp.Or(c.MaxAge, d.MaxAge)
+	c.Retention = cmp.Or(c.Retention, d.Retention)
 	return c
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/allowlist"
 )
 
 // Policy decides where webhooks may be sent (SSRF protection). A URL's host must be listed in
@@ -22,9 +24,7 @@ import (
 // actually connected to, so a name that resolves elsewhere later (DNS rebinding) gains
 // nothing.
 type Policy struct {
-	names     map[string]bool
-	suffixes  []string // ".example.com" for "*.example.com"
-	prefixes  []netip.Prefix
+	allowed   *allowlist.List
 	resolver  *net.Resolver
 	lookupFor time.Duration
 }
@@ -46,34 +46,11 @@ func notAllowed(format string, args ...any) error {
 
 // NewPolicy parses the allowed hosts.
 func NewPolicy(allowedHosts []string) (*Policy, error) {
-	p := &Policy{names: map[string]bool{}, resolver: net.DefaultResolver, lookupFor: 3 * time.Second}
-	for _, raw := range allowedHosts {
-		h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(raw), "."))
-		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-		switch {
-		case h == "":
-			continue
-		case strings.Contains(h, "/"):
-			pre, err := netip.ParsePrefix(h)
-			if err != nil {
-				return nil, fmt.Errorf("webhooks.allowed_hosts: %q is not a valid address range", raw)
-			}
-			p.prefixes = append(p.prefixes, pre.Masked())
-		case strings.HasPrefix(h, "*."):
-			p.suffixes = append(p.suffixes, h[1:])
-		default:
-			if ip, err := netip.ParseAddr(h); err == nil {
-				ip = ip.Unmap()
-				p.prefixes = append(p.prefixes, netip.PrefixFrom(ip, ip.BitLen()))
-				continue
-			}
-			if strings.ContainsAny(h, "*:/ ") {
-				return nil, fmt.Errorf("webhooks.allowed_hosts: %q is not a host name, *.domain, address or range", raw)
-			}
-			p.names[h] = true
-		}
+	allowed, err := allowlist.Parse(allowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks.allowed_hosts: %w", err)
 	}
-	return p, nil
+	return &Policy{allowed: allowed, resolver: net.DefaultResolver, lookupFor: 3 * time.Second}, nil
 }
 
 // internal ranges that need an explicit address or range entry.
@@ -100,32 +77,8 @@ func internal(ip netip.Addr) bool {
 	return false
 }
 
-func (p *Policy) listedAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	for _, pre := range p.prefixes {
-		if pre.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *Policy) listedName(host string) bool {
-	if p.names[host] {
-		return true
-	}
-	for _, s := range p.suffixes {
-		if strings.HasSuffix(host, s) && len(host) > len(s) {
-			return true
-		}
-	}
-	return false
-}
-
 // Empty reports whether nothing is allowed.
-func (p *Policy) Empty() bool {
-	return len(p.names) == 0 && len(p.suffixes) == 0 && len(p.prefixes) == 0
-}
+func (p *Policy) Empty() bool { return p.allowed.Empty() }
 
 // MaxURLLength caps a webhook URL.
 const MaxURLLength = 2048
@@ -160,12 +113,12 @@ func (p *Policy) checkHost(raw string) (*url.URL, error) {
 		return nil, err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if !p.listedAddr(ip) {
+		if !p.allowed.HasAddr(ip) {
 			return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
 		}
 		return u, nil
 	}
-	if !p.listedName(host) {
+	if !p.allowed.HasName(host) {
 		return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
 	}
 	return u, nil
@@ -198,7 +151,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 
 // checkAddr refuses internal addresses no address or range entry covers.
 func (p *Policy) checkAddr(ip netip.Addr) error {
-	if internal(ip) && !p.listedAddr(ip) {
+	if internal(ip) && !p.allowed.HasAddr(ip) {
 		return notAllowed("%s is a loopback, private or link-local address; only an address or range in webhooks.allowed_hosts may be one", ip.Unmap())
 	}
 	return nil
