@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,3 +127,55 @@ func sheetXML(rows ...piece) []piece {
 
 // headerRow is row 1 with the three required columns, inline strings.
 const headerRow = `<row r="1"><c r="A1" t="inlineStr"><is><t>code</t></is></c><c r="B1" t="inlineStr"><is><t>name</t></is></c><c r="C1" t="inlineStr"><is><t>phone</t></is></c></row>`
+
+// Inspect runs submit's checks on the file at p.
+func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, error) {
+	return InspectChoice(p, Choice{Format: format, Sheet: sheet}, lim)
+}
+
+// InspectChoice is Inspect with every choice the uploader made.
+func InspectChoice(p string, c Choice, lim Limits) (Inspection, error) {
+	return inspectFile(p, c, lim, countAuto)
+}
+
+func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	return inspectFile(p, Choice{Format: format, Sheet: sheet}, lim, mode)
+}
+
+func inspectFile(p string, c Choice, lim Limits, mode countMode) (Inspection, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return Inspection{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Inspection{}, err
+	}
+	return inspectChoice(f, info.Size(), c, lim, mode)
+}
+
+// inspectReader inspects size bytes read from r.
+func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
+	return inspectChoice(r, size, Choice{Format: format, Sheet: sheet}, lim, mode)
+}
+
+// openXLSX opens sheet of the workbook at p; the source closes the file.
+func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s, err := newXLSXSource(f, info.Size(), sheet, lim, tmpDir)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	return s, nil
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -115,40 +114,6 @@ const (
 	// plausibleRowBytes is the most XML a declared row may average before submit counts.
 	plausibleRowBytes = 16 << 10
 )
-
-// Inspect does the checks that are cheap enough for submit: the file is what its name says,
-// a sane zip that is not a bomb (by its directory and by what its parts decompress to),
-// has the sheet asked for, no row too large to read, and is not over the row limit.
-func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, error) {
-	return InspectChoice(p, Choice{Format: format, Sheet: sheet}, lim)
-}
-
-// InspectChoice is Inspect with every choice the uploader made.
-func InspectChoice(p string, c Choice, lim Limits) (Inspection, error) {
-	return inspectFile(p, c, lim, countAuto)
-}
-
-func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	return inspectFile(p, Choice{Format: format, Sheet: sheet}, lim, mode)
-}
-
-func inspectFile(p string, c Choice, lim Limits, mode countMode) (Inspection, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return Inspection{}, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return Inspection{}, err
-	}
-	return inspectChoice(f, info.Size(), c, lim, mode)
-}
-
-// inspectReader inspects size bytes read from r.
-func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	return inspectChoice(r, size, Choice{Format: format, Sheet: sheet}, lim, mode)
-}
 
 func inspectChoice(r io.ReaderAt, size int64, c Choice, lim Limits, mode countMode) (Inspection, error) {
 	format, sheet := c.Format, c.Sheet

@@ -39,9 +39,6 @@ func levelChoicesIn(lang Lang) []string {
 	return []string{"normal", "silver", "gold", "platinum", "diamond"}
 }
 
-// TemplateFormats are the formats Template writes.
-var TemplateFormats = []Format{XLSX, CSV}
-
 // Template writes the import template in lang as format (XLSX or CSV), and its file name.
 func Template(lang Lang, format Format) ([]byte, string, error) {
 	li := 0

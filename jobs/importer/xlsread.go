@@ -62,14 +62,13 @@ type biffReader struct {
 	r    *bufio.Reader
 	data [xlsMaxRecord]byte
 	// pending is a record read ahead and pushed back.
-	pending        bool
-	pendTyp        uint16
-	pendLen        int
-	offset, length int64 // where the stream's records start, and how many bytes it has
+	pending bool
+	pendTyp uint16
+	pendLen int
 }
 
-func newBIFFReader(r io.Reader, offset, length int64) *biffReader {
-	return &biffReader{r: bufio.NewReaderSize(r, 64<<10), offset: offset, length: length}
+func newBIFFReader(r io.Reader) *biffReader {
+	return &biffReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // next returns the next record; data is valid until the next call. io.EOF at the end.
@@ -92,7 +91,6 @@ func (b *biffReader) next() (uint16, []byte, error) {
 	if _, err := io.ReadFull(b.r, b.data[:n]); err != nil {
 		return 0, nil, xlsDamaged("the workbook stream ends inside a record")
 	}
-	b.offset += int64(4 + n)
 	b.pendTyp, b.pendLen = typ, n
 	return typ, b.data[:n], nil
 }
@@ -151,7 +149,7 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sizeWords(book.Size))
 	}
 	bk := &xlsBook{stream: book}
-	br := newBIFFReader(book, 0, book.Size)
+	br := newBIFFReader(book)
 	if err := bk.readGlobals(br, lim, tmpDir, withStrings); err != nil {
 		bk.close()
 		return nil, err
@@ -528,7 +526,7 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 	if _, err := bk.stream.Seek(ref.offset, io.SeekStart); err != nil {
 		return nil, xlsDamaged("the sheet %q cannot be found in the workbook stream", ref.name)
 	}
-	br := newBIFFReader(bk.stream, ref.offset, bk.stream.Size)
+	br := newBIFFReader(bk.stream)
 	typ, data, err := br.next()
 	if err != nil || typ != recBOF || len(data) < 4 {
 		return nil, xlsDamaged("the sheet %q does not start where the workbook says", ref.name)

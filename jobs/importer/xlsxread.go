@@ -26,7 +26,7 @@ const maxSheetRows = 1 << 20
 // written, booleans as 0/1. The differential test and FuzzXLSXReader check it against
 // excelize on files from several producers.
 type xlsxSource struct {
-	file  io.Closer // the file zr reads, when openXLSX opened it
+	file  io.Closer // the file zr reads, closed with the source
 	zr    *zip.Reader
 	sheet io.ReadCloser
 	sc    *xmlScanner
@@ -43,25 +43,6 @@ type xlsxSource struct {
 	aheadLong []int
 	done      bool
 	err       error
-}
-
-func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s, err := newXLSXSource(f, info.Size(), sheet, lim, tmpDir)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s.file = f
-	return s, nil
 }
 
 // newXLSXSource reads the workbook in the size bytes of r.
