@@ -313,39 +313,9 @@ func firstInvalid(b []byte) int {
 // inspectXLSX checks a workbook. Every part it reads is counted against one budget of
 // MaxUncompressed decompressed bytes.
 func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	if err := checkZipDirectory(f, size, lim); err != nil {
-		return Inspection{}, err
-	}
-	zr, err := zip.NewReader(f, size)
+	entries, err := workbookEntries(f, size, lim)
 	if err != nil {
-		return Inspection{}, problem(Invalid, "damaged_file", "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
-	}
-	if len(zr.File) > lim.MaxEntries {
-		return Inspection{}, tooManyParts(lim)
-	}
-	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
-	// entries declaring 2^63 bytes each cannot add up to a few bytes.
-	var total uint64
-	entries := map[string]*zip.File{}
-	for _, zf := range zr.File {
-		if zf.UncompressedSize64 > math.MaxUint64-total {
-			total = math.MaxUint64
-		} else {
-			total += zf.UncompressedSize64
-		}
-		entries[zf.Name] = zf
-	}
-	if total > uint64(lim.MaxUncompressed) {
-		if total >= 1<<60 {
-			return Inspection{}, problem(TooLarge, "too_large_uncompressed",
-				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
-				sizeWords(lim.MaxUncompressed))
-		}
-		return Inspection{}, problem(TooLarge, "too_large_uncompressed",
-			"the workbook expands to %s, over the limit of %s", sizeWords(int64(total)), sizeWords(lim.MaxUncompressed))
-	}
-	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
-		return Inspection{}, problem(Unsupported, "unsupported_format", "this zip archive is not an Excel workbook (no xl/workbook.xml)")
+		return Inspection{}, err
 	}
 	b := newBudget(lim.MaxUncompressed)
 	sheets, err := workbookSheets(entries, b, lim)
@@ -384,10 +354,63 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode count
 	if zf == nil {
 		return Inspection{}, problem(Invalid, "damaged_file", "the sheet %q is listed but missing from the file", chosen.name)
 	}
+	if ins.Rows, ins.Counted, err = sheetRows(zf, b, lim, mode); err != nil {
+		return Inspection{}, err
+	}
+	if ins.Rows > lim.MaxRows {
+		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
+	}
+	return ins, nil
+}
+
+// workbookEntries opens the zip archive of a workbook, bounded before archive/zip reads its
+// directory (checkZipDirectory) and after (MaxEntries parts, declaring at most
+// MaxUncompressed bytes together), and returns its parts by name.
+func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
+	if err := checkZipDirectory(f, size, lim); err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(f, size)
+	if err != nil {
+		return nil, problem(Invalid, "damaged_file", "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
+	}
+	if len(zr.File) > lim.MaxEntries {
+		return nil, tooManyParts(lim)
+	}
+	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
+	// entries declaring 2^63 bytes each cannot add up to a few bytes.
+	var total uint64
+	entries := map[string]*zip.File{}
+	for _, zf := range zr.File {
+		if zf.UncompressedSize64 > math.MaxUint64-total {
+			total = math.MaxUint64
+		} else {
+			total += zf.UncompressedSize64
+		}
+		entries[zf.Name] = zf
+	}
+	if total > uint64(lim.MaxUncompressed) {
+		if total >= 1<<60 {
+			return nil, problem(TooLarge, "too_large_uncompressed",
+				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
+				sizeWords(lim.MaxUncompressed))
+		}
+		return nil, problem(TooLarge, "too_large_uncompressed",
+			"the workbook expands to %s, over the limit of %s", sizeWords(int64(total)), sizeWords(lim.MaxUncompressed))
+	}
+	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
+		return nil, problem(Unsupported, "unsupported_format", "this zip archive is not an Excel workbook (no xl/workbook.xml)")
+	}
+	return entries, nil
+}
+
+// sheetRows is the number of data rows of the worksheet in zf, and whether they were
+// counted rather than taken from its declared dimension (see countMode).
+func sheetRows(zf *zip.File, b *budget, lim Limits, mode countMode) (rows int, counted bool, err error) {
 	declared := 0
 	if mode != countAlways {
 		if declared, err = declaredRows(zf, b); err != nil {
-			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
+			return 0, false, partProblem(err, lim, "the sheet cannot be read")
 		}
 	}
 	count := mode == countAlways
@@ -397,19 +420,14 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode count
 		// a hostile one declares two rows and holds a million.
 		count = declared <= 1 || size <= cheapCount || size/uint64(declared) > plausibleRowBytes
 	}
-	if count {
-		n, err := scanRows(zf, b, lim)
-		if err != nil {
-			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
-		}
-		ins.Rows, ins.Counted = max(n-1, 0), true
-	} else {
-		ins.Rows = max(declared-1, 0)
+	if !count {
+		return max(declared-1, 0), false, nil
 	}
-	if ins.Rows > lim.MaxRows {
-		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
+	n, err := scanRows(zf, b, lim)
+	if err != nil {
+		return 0, false, partProblem(err, lim, "the sheet cannot be read")
 	}
-	return ins, nil
+	return max(n-1, 0), true, nil
 }
 
 func tooManyParts(lim Limits) *FileProblem {

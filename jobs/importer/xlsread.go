@@ -572,91 +572,107 @@ func (s *xlsSource) readCell() error {
 	if err != nil {
 		return err
 	}
-	if typ == recEOF {
+	switch typ {
+	case recEOF:
 		s.finishRow()
 		s.done = true
 		return nil
+	case recMulRK:
+		return s.addMulRK(data)
 	}
-	if typ == recMulRK {
-		if len(data) < 6 || (len(data)-6)%6 != 0 {
-			return xlsDamaged("a MULRK record has %d bytes", len(data))
-		}
-		row, first := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
-		for i := 0; i*6+4+6 <= len(data); i++ {
-			v := rkValue(binary.LittleEndian.Uint32(data[4+i*6+2:]))
-			if err := s.add(row, first+i, v, false); err != nil {
-				return err
-			}
-		}
-		return nil
+	// A cell record starts with its row and column. They are kept now: a formula's text
+	// result is in the record after it, and reading that one reuses data's buffer.
+	var at [4]byte
+	copy(at[:], data)
+	v, cut, isCell, err := s.cellValue(typ, data)
+	if err != nil || !isCell {
+		return err
 	}
-	var v string
-	cut := false
+	return s.add(int(binary.LittleEndian.Uint16(at[:])), int(binary.LittleEndian.Uint16(at[2:])), v, cut)
+}
+
+// addMulRK adds the numbers of a MULRK record: one row, consecutive columns.
+func (s *xlsSource) addMulRK(data []byte) error {
+	if len(data) < 6 || (len(data)-6)%6 != 0 {
+		return xlsDamaged("a MULRK record has %d bytes", len(data))
+	}
+	row, first := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
+	for i := 0; i*6+4+6 <= len(data); i++ {
+		v := rkValue(binary.LittleEndian.Uint32(data[4+i*6+2:]))
+		if err := s.add(row, first+i, v, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellValue is the value of a cell record of type typ, and whether it was cut at
+// MaxCellChars; isCell is false for the records that hold no value.
+func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bool, err error) {
 	switch typ {
 	case recLabelSST:
 		if len(data) < 10 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
 		i := binary.LittleEndian.Uint32(data[6:])
 		if s.book.sst == nil || int64(i) >= int64(s.book.sst.count) {
-			return xlsDamaged("a cell refers to shared string %d, which does not exist", i)
+			return "", false, false, xlsDamaged("a cell refers to shared string %d, which does not exist", i)
 		}
-		if v, cut, err = s.book.sst.get(int(i)); err != nil {
-			return err
-		}
+		v, cut, err = s.book.sst.get(int(i))
+		return v, cut, err == nil, err
 	case recLabel, recRString:
 		if len(data) < 6 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
 		s.text.reset()
 		rs := newRecordStream(s.br, data[6:])
 		if err := rs.unicodeString(&s.text, false); err != nil {
 			if errors.Is(err, errShortRecord) {
-				return xlsDamaged("a text cell is cut short")
+				return "", false, false, xlsDamaged("a text cell is cut short")
 			}
-			return err
+			return "", false, false, err
 		}
-		v, cut = string(s.text.b), s.text.cut
+		return string(s.text.b), s.text.cut, true, nil
 	case recNumber:
 		if len(data) < 14 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(data[6:])))
+		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(data[6:]))), false, true, nil
 	case recRK:
 		if len(data) < 10 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = rkValue(binary.LittleEndian.Uint32(data[6:]))
+		return rkValue(binary.LittleEndian.Uint32(data[6:])), false, true, nil
 	case recBoolErr:
 		if len(data) < 8 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = boolErr(data[6], data[7] == 1)
+		return boolErr(data[6], data[7] == 1), false, true, nil
 	case recFormula:
 		if len(data) < 20 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		res := data[6:14]
-		if res[6] != 0xFF || res[7] != 0xFF {
-			v = formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(res)))
-			break
-		}
-		switch res[0] {
-		case 0: // a string: in the STRING record that follows
-			row, col := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
-			if v, cut, err = s.formulaString(); err != nil {
-				return err
-			}
-			return s.add(row, col, v, cut)
-		case 1:
-			v = boolErr(res[2], false)
-		case 2:
-			v = boolErr(res[2], true)
-		}
-	default:
-		return nil // formats, blanks, row and column info, drawings: not values
+		return s.formulaResult(data[6:14])
 	}
-	return s.add(int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:])), v, cut)
+	return "", false, false, nil // formats, blanks, row and column info, drawings: not values
+}
+
+// formulaResult is the value a FORMULA record saved (res, its 8 result bytes): a number, a
+// boolean or an error, or a string in the STRING record that follows.
+func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err error) {
+	if res[6] != 0xFF || res[7] != 0xFF {
+		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(res))), false, true, nil
+	}
+	switch res[0] {
+	case 0: // a string: in the STRING record that follows
+		v, cut, err = s.formulaString()
+		return v, cut, err == nil, err
+	case 1:
+		return boolErr(res[2], false), false, true, nil
+	case 2:
+		return boolErr(res[2], true), false, true, nil
+	}
+	return "", false, true, nil
 }
 
 // formulaString reads the STRING record holding a formula's text result.

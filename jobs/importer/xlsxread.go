@@ -463,24 +463,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 		sst.close()
 		return nil, err
 	}
-	add := func() error {
-		if sst.count >= lim.MaxSharedStrings {
-			return problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
-		}
-		if err := checkText(text.b); err != nil {
-			return fmt.Errorf("shared string %d: %w", sst.count, err)
-		}
-		if text.cut {
-			if sst.long == nil {
-				sst.long = map[int]bool{}
-			}
-			sst.long[sst.count] = true
-		}
-		if bytes.Contains(text.b, []byte("_x")) {
-			text.b = append(text.b[:0], bstrDecode(string(text.b))...)
-		}
-		return sst.add(text.b, tmpDir)
-	}
+	add := func() error { return sst.addXML(&text, lim, tmpDir) }
 	for {
 		switch sc.Next() {
 		case tokEOF:
@@ -535,6 +518,27 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 			}
 		}
 	}
+}
+
+// addXML adds the text of one <si> of an .xlsx table: checked as XML text, its _xHHHH_
+// escapes decoded, remembered as cut when it was.
+func (s *sharedStrings) addXML(text *textBuf, lim Limits, tmpDir string) error {
+	if s.count >= lim.MaxSharedStrings {
+		return problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+	}
+	if err := checkText(text.b); err != nil {
+		return fmt.Errorf("shared string %d: %w", s.count, err)
+	}
+	if text.cut {
+		if s.long == nil {
+			s.long = map[int]bool{}
+		}
+		s.long[s.count] = true
+	}
+	if bytes.Contains(text.b, []byte("_x")) {
+		text.b = append(text.b[:0], bstrDecode(string(text.b))...)
+	}
+	return s.add(text.b, tmpDir)
 }
 
 func (s *sharedStrings) add(text []byte, tmpDir string) error {
