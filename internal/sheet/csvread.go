@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"bufio"
@@ -81,12 +81,12 @@ func (s *csvSource) Next() bool {
 	}
 	ok, err := s.readRecord()
 	if err != nil {
-		var fp *FileProblem
+		var fp *Error
 		switch {
 		case errors.As(err, &fp):
 			s.err = fp
 		case errors.Is(err, errSpan):
-			s.err = problem(Invalid, "row_too_large",
+			s.err = problem(RowTooLarge,
 				"row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged or a quote (\") opened in that row is never closed",
 				s.n, sizeWords(s.lim.MaxRowBytes))
 		default:

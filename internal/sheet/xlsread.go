@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"bufio"
@@ -53,8 +53,8 @@ const (
 )
 
 // xlsDamaged is the problem for a workbook stream that does not hold what BIFF8 says.
-func xlsDamaged(format string, args ...any) *FileProblem {
-	return problem(Invalid, "damaged_file", "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
+func xlsDamaged(format string, args ...any) *Error {
+	return problem(DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
 }
 
 // biffReader reads records from a workbook stream.
@@ -142,9 +142,9 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 	}
 	switch {
 	case encrypted:
-		return nil, problem(Unsupported, "unsupported_format", "this workbook is password-protected; open it, remove the password and save it again")
+		return nil, problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 	case book == nil:
-		return nil, problem(Unsupported, "unsupported_format", "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
+		return nil, problem(UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
 	case book.Size > size:
 		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sizeWords(book.Size))
 	}
@@ -181,7 +181,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		return xlsDamaged("the workbook stream does not start with a BOF record")
 	}
 	if v := binary.LittleEndian.Uint16(data); v != 0x0600 {
-		return problem(Unsupported, "unsupported_format",
+		return problem(UnsupportedFormat,
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
@@ -196,7 +196,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		case recEOF:
 			return nil
 		case recFilePass:
-			return problem(Unsupported, "unsupported_format", "this workbook is password-protected; open it, remove the password and save it again")
+			return problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 		case recBoundSheet:
 			if len(data) < 8 {
 				return xlsDamaged("a sheet entry is cut short")
@@ -405,7 +405,7 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
 	sst := &sharedStrings{}
@@ -489,7 +489,7 @@ type xlsRow struct {
 
 // newXLSSource reads sheet (empty: the first) of the .xls in the size bytes of r.
 func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsSource, error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	bk, err := openXLSBook(r, size, lim, tmpDir, true)
 	if err != nil {
 		return nil, err
@@ -505,7 +505,7 @@ func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir st
 // sheet opens the named worksheet (empty: the first) of an opened book.
 func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 	if len(bk.sheets) == 0 {
-		return nil, problem(Invalid, "no_sheets", "the workbook has no worksheets")
+		return nil, problem(NoSheets, "the workbook has no worksheets")
 	}
 	ref := bk.sheets[0]
 	if name != "" {
@@ -517,7 +517,7 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 			}
 		}
 		if !found {
-			return nil, problem(Invalid, "sheet_not_found", "the sheet %q is not in the workbook", name)
+			return nil, problem(SheetNotFound, "the sheet %q is not in the workbook", name)
 		}
 	}
 	if ref.offset < 0 || ref.offset >= bk.stream.Size {
@@ -532,7 +532,7 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 		return nil, xlsDamaged("the sheet %q does not start where the workbook says", ref.name)
 	}
 	if dt := binary.LittleEndian.Uint16(data[2:]); dt != 0x0010 {
-		return nil, problem(Invalid, "sheet_not_found", "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
+		return nil, problem(SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
 	}
 	return &xlsSource{book: bk, br: br, lim: lim, text: textBuf{max: lim.MaxCellChars}, building: -1,
 		maxColumn: min(lim.MaxColumns, xlsMaxColumns)}, nil
@@ -730,7 +730,7 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 	}
 	s.bBytes += int64(len(v))
 	if s.bBytes > s.lim.MaxRowBytes {
-		return problem(Invalid, "row_too_large", "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
+		return problem(RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
 			row+1, sizeWords(s.lim.MaxRowBytes))
 	}
 	for len(s.bCells) <= col {
