@@ -77,7 +77,7 @@ func TestLongCellIsCutAndFlagged(t *testing.T) {
 	}
 }
 
-// The workbook: one inline-string cell of 1,000 MiB of 'A' that deflates to about a
+// A decompression bomb: one inline-string cell of 1,000 MiB of 'A' that deflates to about a
 // megabyte. Submit refuses it after reading a row's worth; the reader alone fails the file
 // the same way, never holding more than a few megabytes.
 func TestGigabyteCellFailsTheFileWithinBoundedMemory(t *testing.T) {
