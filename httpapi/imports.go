@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -28,7 +29,7 @@ type ImportLimits struct {
 	// process; more answer 429 too_many_uploads. Default 4.
 	MaxConcurrentUploads int
 	// File holds the checks an uploaded spreadsheet must pass.
-	File importer.Limits
+	File sheet.Limits
 }
 
 // multipartSlack is room for the multipart framing and the small form fields.
@@ -62,12 +63,12 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
 	var (
-		mode     = importer.ModeUpsert
-		sheet    string
-		encoding string
-		lang     = r.Header.Get("Accept-Language")
-		received *importer.Received
-		notify   notifyRequest
+		mode      = importer.ModeUpsert
+		sheetName string
+		encoding  string
+		lang      = r.Header.Get("Accept-Language")
+		received  *importer.Received
+		notify    notifyRequest
 	)
 	defer func() { received.Discard() }()
 	for {
@@ -109,7 +110,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			if encoding, err = smallField(part, limit); err != nil {
 				return err
 			}
-			if _, err := importer.ParseEncoding(encoding); err != nil {
+			if _, err := sheet.ParseEncoding(encoding); err != nil {
 				return problem(http.StatusUnprocessableEntity, "bad_encoding", err.Error()).
 					withErrors(FieldError{"encoding", "must be utf-8, gb18030 or auto"})
 			}
@@ -118,10 +119,10 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 				return err
 			}
 		case "sheet":
-			if sheet, err = smallField(part, limit); err != nil {
+			if sheetName, err = smallField(part, limit); err != nil {
 				return err
 			}
-			if msg := textcheck.Problem(sheet, maxSheetName); msg != "" {
+			if msg := textcheck.Problem(sheetName, maxSheetName); msg != "" {
 				return problem(http.StatusUnprocessableEntity, "bad_sheet", "sheet "+msg).withErrors(FieldError{"sheet", msg})
 			}
 		}
@@ -139,7 +140,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	// The checks read the stored upload (ranged reads on s3): the request's time, not a
 	// query's.
-	sub, err := s.Uploads.Accept(r.Context(), received, p.User, importer.Submit{Mode: mode, Sheet: sheet, Encoding: encoding, Lang: lang})
+	sub, err := s.Uploads.Accept(r.Context(), received, p.User, importer.Submit{Mode: mode, Sheet: sheetName, Encoding: encoding, Lang: lang})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,7 +71,10 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	// The argument of each constructor that is the code (when a literal): the API's own, and
 	// the file problems of an upload (which answer as problems with their code).
 	constructors := map[string]int{"problem": 1, "badRequest": 0, "invalid": 0, "decodeProblem": 0}
-	used := problemCodes(t, constructors, "*.go", "../jobs/importer/*.go", "../internal/sheet/*.go")
+	used := problemCodes(t, constructors, "*.go", "../jobs/importer/*.go")
+	// The spreadsheet readers' codes (internal/sheet's Code constants), which an upload's
+	// problems answer with.
+	maps.Copy(used, codeConstants(t, "../internal/sheet/*.go", "Code"))
 	// A task type's refusal of its parameters at submit answers 422 with its code
 	// (jobs.BadInput); the same call in a handler's Run is a task's error code instead, so
 	// these codes need not all be listed, but a listed code must be written somewhere.
@@ -88,6 +92,46 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 			t.Errorf("openapi.yaml lists problem code %q, which the API never writes", code)
 		}
 	}
+}
+
+// codeConstants lists the string constants of the named type in the non-test Go files
+// matching pattern.
+func codeConstants(t *testing.T, pattern, typeName string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	names, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			spec, ok := n.(*ast.ValueSpec)
+			if !ok {
+				return true
+			}
+			if id, ok := spec.Type.(*ast.Ident); !ok || id.Name != typeName {
+				return true
+			}
+			for _, v := range spec.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					code, _ := strconv.Unquote(lit.Value)
+					out[code] = true
+				}
+			}
+			return true
+		})
+	}
+	if len(out) == 0 {
+		t.Fatalf("no %s constants in %s", typeName, pattern)
+	}
+	return out
 }
 
 // problemCodes lists the string literals passed as the code argument of the constructors in

@@ -19,6 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/testenv"
@@ -99,12 +100,12 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	registry.Register(noop.TaskType())
 	registry.Register(report.CustomerStatsTaskType(pg.DB, fs, report.Config{}))
 	d := Deps{
-		Types: registry, Uploads: importer.NewUploads(st, fs, importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
+		Types: registry, Uploads: importer.NewUploads(st, fs, sheet.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
 		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil),
 		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},
-		Import: ImportLimits{MaxUploadBytes: 10 << 20, File: importer.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}},
+		Import: ImportLimits{MaxUploadBytes: 10 << 20, File: sheet.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}},
 	}
 	for _, c := range change {
 		c(&d)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 )
 
@@ -22,11 +23,11 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	default:
 		return invalid("invalid_query", "lang must be zh or en, not "+echo(l), FieldError{"lang", "must be zh or en"})
 	}
-	format := importer.XLSX
+	format := sheet.XLSX
 	switch f := q.Get("format"); f {
 	case "", "xlsx":
 	case "csv":
-		format = importer.CSV
+		format = sheet.CSV
 	default:
 		return invalid("invalid_query", "format must be xlsx or csv, not "+echo(f), FieldError{"format", "must be xlsx or csv"})
 	}
@@ -35,7 +36,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 		return err
 	}
 	ct := xlsxType
-	if format == importer.CSV {
+	if format == sheet.CSV {
 		ct = "text/csv; charset=utf-8"
 	}
 	w.Header().Set("Content-Type", ct)

@@ -29,6 +29,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/outage"
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -207,7 +208,7 @@ type process struct {
 	types     *jobs.Registry
 	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
 	extraTypes []TypeMaker
-	imports    importer.Limits
+	imports    sheet.Limits
 	cleanup    cleanup.Config
 
 	wg          sync.WaitGroup
@@ -327,7 +328,7 @@ func (p *process) wire() error {
 	p.scripts = jobs.NewScriptPipeliner(p.rdb)
 	client := asynq.NewClientFromRedisClient(p.scripts)
 	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
-	p.imports = importer.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
+	p.imports = sheet.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
 		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
 		MaxSharedStrings: cfg.Import.MaxSharedStrings}
 	p.registerTypes()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
@@ -22,7 +23,7 @@ import (
 func TestTemplateDeclaresItsRange(t *testing.T) {
 	t.Parallel()
 	for _, lang := range []Lang{LangEN, LangZH} {
-		b, _, err := Template(lang, XLSX)
+		b, _, err := Template(lang, sheet.XLSX)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,15 +13,15 @@ import (
 	"testing"
 
 	"github.com/xuri/excelize/v2"
-	"golang.org/x/text/encoding/charmap"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 // submitAs goes through the real submit side (Receive, Accept) and creates the task.
 func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jobs2Sub, error) {
 	w.t.Helper()
-	up := NewUploads(w.st, w.fs, Limits{})
+	up := NewUploads(w.st, w.fs, sheet.Limits{})
 	r, err := up.Receive(context.Background(), name, bytes.NewReader(content), 64<<20)
 	if err != nil {
 		return nil, jobs2Sub{}, err
@@ -119,117 +117,6 @@ func TestLegacyFilesImportLikeTheirModernTwins(t *testing.T) {
 	}
 }
 
-// A file that is neither UTF-8 nor Chinese GB18030 is refused at submit, saying what was tried.
-func TestCSVEncodingsThatAreRefused(t *testing.T) {
-	t.Parallel()
-	latin1 := func(s string) []byte {
-		b, err := charmap.ISO8859_1.NewEncoder().Bytes([]byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	random := make([]byte, 4096)
-	rand.Read(random) //nolint:errcheck
-	gbk := fixture(t, "messy-gbk.csv")
-	for name, c := range map[string]struct {
-		csv       []byte
-		enc       string
-		code      string
-		substring []string
-	}{
-		"latin-1, an accent before a comma": {latin1("code,name,phone,city\r\nC1,José,13800138000,São Paulo\r\n"), "", "unknown_encoding",
-			[]string{"tried UTF-8", "tried GB18030/GBK", "line 2"}},
-		"latin-1 that decodes as GBK": {latin1("code,name,phone,city\r\nC1,Müller Françoise,13800138000,Zürich\r\nC2,Jürgen Böhm,13800138001,Düsseldorf\r\n"), "", "unknown_encoding",
-			[]string{"not as Chinese text", "Latin-1"}},
-		"GBK without a known header": {fixture(t, "messy-gbk.csv")[bytes.IndexByte(gbk, '\n')+1:], "", "unknown_encoding", []string{"names the columns"}},
-		"random binary":              {random, "", "", nil},
-		"GBK sent as utf-8":          {gbk, "utf-8", "not_utf8", []string{"byte 0xBF on line 1", "encoding=gb18030"}},
-		"an unknown encoding":        {gbk, "big5", "bad_encoding", []string{"utf-8, gb18030 or auto"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Inspect(writeTemp(t, "x.csv", c.csv), CSV, "", Limits{})
-			if c.enc != "" {
-				var e Encoding
-				if e, err = ParseEncoding(c.enc); err == nil {
-					_, err = InspectChoice(writeTemp(t, "x.csv", c.csv), Choice{Format: CSV, Encoding: e}, Limits{})
-				}
-			}
-			var fp *FileProblem
-			if !errors.As(err, &fp) {
-				t.Fatalf("accepted (%v)", err)
-			}
-			if c.code != "" && fp.Code != c.code {
-				t.Fatalf("%s: %s, want %s", fp.Code, fp.Message, c.code)
-			}
-			for _, s := range c.substring {
-				if !strings.Contains(fp.Message, s) {
-					t.Errorf("%q does not say %q", fp.Message, s)
-				}
-			}
-		})
-	}
-	// Asked for, GB18030 is read without the detection's checks; auto takes the GBK fixture.
-	for _, enc := range []Encoding{EncodingGB18030, EncodingAuto} {
-		ins, err := InspectChoice(writeTemp(t, "x.csv", gbk), Choice{Format: CSV, Encoding: enc}, Limits{})
-		if err != nil || ins.Encoding != EncodingGB18030 || ins.Rows != 16 {
-			t.Fatalf("%s: %+v, %v", enc, ins, err)
-		}
-	}
-	if ins, err := Inspect(writeTemp(t, "x.csv", fixture(t, "messy-bom.csv")), CSV, "", Limits{}); err != nil || ins.Encoding != EncodingUTF8 {
-		t.Fatalf("UTF-8 with a BOM: %+v, %v", ins, err)
-	}
-}
-
-// With no sheet named, a workbook whose first sheet is notes imports the sheet with the
-// header; two such sheets make the uploader choose.
-func TestTheSheetWithTheHeaderIsChosen(t *testing.T) {
-	t.Parallel()
-	book := func(sheets ...string) string {
-		f := excelize.NewFile()
-		for i, s := range sheets {
-			name := fmt.Sprintf("S%d", i+1)
-			if i == 0 {
-				f.SetSheetName("Sheet1", name) //nolint:errcheck
-			} else {
-				f.NewSheet(name) //nolint:errcheck
-			}
-			if s == "notes" {
-				f.SetSheetRow(name, "A1", &[]any{"说明：请在“客户”表中填写"}) //nolint:errcheck
-				continue
-			}
-			f.SetSheetRow(name, "A1", &[]any{"客户编号", "客户名称", "手机号"})    //nolint:errcheck
-			f.SetSheetRow(name, "A2", &[]any{"C1", "n", "13800138000"}) //nolint:errcheck
-		}
-		var b bytes.Buffer
-		f.WriteTo(&b) //nolint:errcheck
-		return writeTemp(t, "b.xlsx", b.Bytes())
-	}
-	for name, c := range map[string]struct {
-		sheets []string
-		want   string
-		err    string
-	}{
-		"first has the header":        {[]string{"data", "data"}, "S1", ""},
-		"notes first, one data sheet": {[]string{"notes", "notes", "data"}, "S3", ""},
-		"notes first, two data":       {[]string{"notes", "data", "data"}, "", `several sheets do: "S2", "S3"`},
-		"no data sheet at all":        {[]string{"notes", "notes"}, "S1", ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ins, err := Inspect(book(c.sheets...), XLSX, "", Limits{})
-			if c.err != "" {
-				wantProblem(t, err, "ambiguous_sheet", c.err)
-				return
-			}
-			if err != nil || ins.Sheet != c.want {
-				t.Fatalf("sheet %q, %v; want %q", ins.Sheet, err, c.want)
-			}
-		})
-	}
-}
-
 // Every row message the import writes has a Chinese wording, and the English stays the
 // canonical stored text.
 func TestEveryRowMessageReadsInChinese(t *testing.T) {
@@ -290,7 +177,7 @@ func TestEveryRowMessageReadsInChinese(t *testing.T) {
 // a Chinese error report.
 func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	t.Parallel()
-	b, name, err := Template(LangZH, XLSX)
+	b, name, err := Template(LangZH, sheet.XLSX)
 	if err != nil || name != "customers-template-zh.xlsx" {
 		t.Fatal(name, err)
 	}
@@ -298,26 +185,26 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sheet := f.GetSheetName(0)
-	rows, _ := f.GetRows(sheet)
-	if sheet != "客户" || !slices.Equal(rows[0], []string{"客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"}) || len(rows) != 2 {
-		t.Fatalf("template %s: %q", sheet, rows)
+	sheetName := f.GetSheetName(0)
+	rows, _ := f.GetRows(sheetName)
+	if sheetName != "客户" || !slices.Equal(rows[0], []string{"客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"}) || len(rows) != 2 {
+		t.Fatalf("template %s: %q", sheetName, rows)
 	}
-	dvs, err := f.GetDataValidations(sheet)
+	dvs, err := f.GetDataValidations(sheetName)
 	if err != nil || len(dvs) != 1 || !strings.Contains(dvs[0].Formula1, "普通,白银,黄金,铂金,钻石") || !strings.HasPrefix(dvs[0].Sqref, "F2:") {
 		t.Fatalf("level drop-down: %+v, %v", dvs, err)
 	}
-	panes, _ := f.GetPanes(sheet)
+	panes, _ := f.GetPanes(sheetName)
 	if !panes.Freeze || panes.YSplit != 1 {
 		t.Fatalf("header not frozen: %+v", panes)
 	}
-	if w, _ := f.GetColWidth(sheet, "B"); w < 20 {
+	if w, _ := f.GetColWidth(sheetName, "B"); w < 20 {
 		t.Fatalf("name column width %v", w)
 	}
 	// Filled in: the example row replaced, three rows of which two are bad.
-	f.SetSheetRow(sheet, "A2", &[]any{"K001", "北京甲公司", "13900139000", "", "北京", "黄金"}) //nolint:errcheck
-	f.SetSheetRow(sheet, "A3", &[]any{"K002", "上海乙公司", "1390013900", "", "上海", "白银"})  //nolint:errcheck
-	f.SetSheetRow(sheet, "A4", &[]any{"K003", "", "13900139002", "bad@", "", "青铜"})    //nolint:errcheck
+	f.SetSheetRow(sheetName, "A2", &[]any{"K001", "北京甲公司", "13900139000", "", "北京", "黄金"}) //nolint:errcheck
+	f.SetSheetRow(sheetName, "A3", &[]any{"K002", "上海乙公司", "1390013900", "", "上海", "白银"})  //nolint:errcheck
+	f.SetSheetRow(sheetName, "A4", &[]any{"K003", "", "13900139002", "bad@", "", "青铜"})    //nolint:errcheck
 	var filled bytes.Buffer
 	f.WriteTo(&filled) //nolint:errcheck
 	w := newWorld(t, Config{BatchSize: 100})
@@ -367,7 +254,7 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 		t.Fatalf("the one-off report was left behind: %v", err)
 	}
 	// The CSV template reads as a header and the example row.
-	c, _, err := Template(LangEN, CSV)
+	c, _, err := Template(LangEN, sheet.CSV)
 	if err != nil || !bytes.HasPrefix(c, []byte("\uFEFFcode,name,phone,email,city,level\r\nC0001,")) {
 		t.Fatalf("CSV template: %q, %v", c, err)
 	}

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -18,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/xuri/excelize/v2"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -70,7 +72,7 @@ func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
 // Inspect, so what submit would have refused is refused here too).
 func (w *world) submit(name string, content []byte) *store.Task {
 	w.t.Helper()
-	format, err := FormatOf(name)
+	format, err := sheet.FormatOf(name)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func (w *world) submit(name string, content []byte) *store.Task {
 		w.t.Fatal(err)
 	}
 	rows := 0
-	if ins, err := inspectChoice(bytes.NewReader(content), int64(len(content)), Choice{Format: format}, Limits{}, countAuto); err == nil {
+	if ins, err := sheet.Inspect(bytes.NewReader(content), int64(len(content)), sheet.Choice{Format: format}, sheet.Options{IsHeader: isHeader}); err == nil {
 		rows = ins.Rows
 	}
 	params, _ := json.Marshal(Params{Upload: rel, Format: format, Mode: ModeUpsert, Filename: name, Rows: rows})
@@ -207,22 +209,50 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 	}
 }
 
+// headerRow is row 1 with the three required columns, inline strings.
+const headerRow = `<row r="1"><c r="A1" t="inlineStr"><is><t>code</t></is></c><c r="B1" t="inlineStr"><is><t>name</t></is></c><c r="C1" t="inlineStr"><is><t>phone</t></is></c></row>`
+
+// workbookOf is a one-sheet workbook whose worksheet is the XML given.
+func workbookOf(t *testing.T, worksheet string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, p := range []struct{ name, body string }{
+		{"[Content_Types].xml", `<Types/>`},
+		{"xl/workbook.xml", `<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`},
+		{"xl/worksheets/sheet1.xml", worksheet},
+	} {
+		w, err := zw.Create(p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(p.body)) //nolint:errcheck
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func TestRowLimitInTheWorker(t *testing.T) {
 	t.Parallel()
-	lim := Limits{MaxRows: 50}
+	lim := sheet.Limits{MaxRows: 50}
 	// Declares two rows, holds 200: counted before the first batch, nothing written.
-	lying := []piece{text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), text(headerRow)}
+	var lying strings.Builder
+	lying.WriteString(`<worksheet><dimension ref="A1:C2"/><sheetData>` + headerRow)
 	for i := 2; i <= 201; i++ {
-		lying = append(lying, text(fmt.Sprintf(`<row r="%d"><c t="inlineStr"><is><t>D%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)))
+		fmt.Fprintf(&lying, `<row r="%d"><c t="inlineStr"><is><t>D%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)
 	}
-	lyingBook := zipOf(t, bookParts(append(lying, text(`</sheetData></worksheet>`)), nil)...)
+	lyingBook := workbookOf(t, lying.String()+`</sheetData></worksheet>`)
 	// Ten rows, then row 100: the count sees 12 rows, the reader meets row 100.
-	gap := []piece{text(`<worksheet><sheetData>`), text(headerRow)}
+	var gap strings.Builder
+	gap.WriteString(`<worksheet><sheetData>` + headerRow)
 	for i := 2; i <= 11; i++ {
-		gap = append(gap, text(fmt.Sprintf(`<row r="%d"><c t="inlineStr"><is><t>G%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)))
+		fmt.Fprintf(&gap, `<row r="%d"><c t="inlineStr"><is><t>G%d</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>138%08d</v></c></row>`, i, i, i)
 	}
-	gap = append(gap, text(`<row r="100"><c t="inlineStr"><is><t>G100</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>13800000100</v></c></row></sheetData></worksheet>`))
-	gapBook := zipOf(t, bookParts(gap, nil)...)
+	gap.WriteString(`<row r="100"><c t="inlineStr"><is><t>G100</t></is></c><c t="inlineStr"><is><t>n</t></is></c><c><v>13800000100</v></c></row></sheetData></worksheet>`)
+	gapBook := workbookOf(t, gap.String())
 
 	for _, c := range []struct {
 		name      string
@@ -252,7 +282,7 @@ func TestRowLimitInTheWorker(t *testing.T) {
 // Progress counts data rows: a CSV of 120 rows and a trailing newline ends at 120/120.
 func TestProgressCountsDataRows(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, Config{BatchSize: 50, Limits: Limits{MaxRows: 120}})
+	w := newWorld(t, Config{BatchSize: 50, Limits: sheet.Limits{MaxRows: 120}})
 	var seen []string
 	w.im.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
 		task, _ := w.st.GetByID(ctx, run.Lease.TaskID)

@@ -1,5 +1,6 @@
-// Package importer is the import:customers task type: a spreadsheet (.xlsx or UTF-8 .csv) of
-// customers streamed row by row, validated, and written in batches of about a thousand rows.
+// Package importer is the import:customers task type: a spreadsheet (.xlsx, .xls or .csv,
+// read by internal/sheet) of customers streamed row by row, validated, and written in batches
+// of about a thousand rows.
 // Each batch commits in one transaction with its checkpoint, counts and rejected rows, fenced
 // by the attempt, so an import resumes exactly where its last batch ended: no row is written
 // twice and none is skipped.
@@ -17,6 +18,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -34,17 +36,17 @@ const (
 
 // Params are the task parameters of an import, set at submit.
 type Params struct {
-	Upload   string `json:"upload"` // storage key of the stored upload
-	Format   Format `json:"format"`
-	Mode     string `json:"mode"`
-	Sheet    string `json:"sheet,omitempty"`
-	Filename string `json:"filename"` // as uploaded, for display only
-	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256"`
-	Rows     int    `json:"rows"` // data rows (below the header) as submit counted or read them
+	Upload   string       `json:"upload"` // storage key of the stored upload
+	Format   sheet.Format `json:"format"`
+	Mode     string       `json:"mode"`
+	Sheet    string       `json:"sheet,omitempty"`
+	Filename string       `json:"filename"` // as uploaded, for display only
+	Size     int64        `json:"size"`
+	SHA256   string       `json:"sha256"`
+	Rows     int          `json:"rows"` // data rows (below the header) as submit counted or read them
 	// Encoding is a CSV's text encoding as submit resolved it; empty is UTF-8 (tasks made
 	// before GB18030 was read).
-	Encoding Encoding `json:"encoding,omitempty"`
+	Encoding sheet.Encoding `json:"encoding,omitempty"`
 	// Lang is the language of the error report and of first_errors: "zh" or "en" (empty),
 	// from the uploader's Accept-Language.
 	Lang string `json:"lang,omitempty"`
@@ -53,7 +55,7 @@ type Params struct {
 // Config tunes imports.
 type Config struct {
 	// Limits bound the file and what the import holds of it; zero fields take their defaults.
-	Limits Limits
+	Limits sheet.Limits
 	// BatchSize is the rows written per transaction.
 	BatchSize int
 	// ReportTTL is how long the error report can be downloaded.
@@ -119,52 +121,22 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := run.Params(&p); err != nil {
 		return jobs.Result{}, err
 	}
-	// The upload is read where it is stored: random access for a workbook (a zip), one
-	// sequential read for a CSV. On s3 that is ranged GETs, so RSS stays flat.
-	stored, err := im.files.Open(ctx, p.Upload)
-	switch {
-	case errors.Is(err, storage.ErrInvalidKey):
-		return jobs.Result{}, jobs.BadInput("bad_params", "the task has no usable upload")
-	case errors.Is(err, storage.ErrNotExist):
-		return jobs.Result{}, jobs.BadInput("upload_missing", "the uploaded file is no longer available; upload it again")
-	case err != nil:
-		return jobs.Result{}, fmt.Errorf("open the upload: %w", err)
+	obj, err := im.openUpload(ctx, p.Upload)
+	if err != nil {
+		return jobs.Result{}, err
 	}
-	obj := &watchedObject{Object: stored}
-	opened := false
-	defer func() {
-		if !opened {
-			obj.Close()
-		}
-	}()
-	var cp checkpoint
-	if len(run.Task.Checkpoint) > 0 {
-		if err := json.Unmarshal(run.Task.Checkpoint, &cp); err != nil {
-			return jobs.Result{}, fmt.Errorf("read checkpoint: %w", err)
-		}
+	cp, err := readCheckpoint(run.Task.Checkpoint)
+	if err != nil {
+		obj.Close()
+		return jobs.Result{}, err
 	}
 	// A checkpoint is only ever written with a committed batch.
 	resumed := cp.HeaderRow > 0
-	lim := im.cfg.Limits.withDefaults()
-	// Before the first batch, count the rows for real: a sheet may declare two rows and hold
-	// a million, and a file over the limit must fail before anything is written. A resumed
-	// attempt has committed rows already and trusts the count its first attempt made.
-	mode := countAlways
-	if resumed {
-		mode = countNever
-	}
-	ins, err := inspectChoice(obj, obj.Size(), Choice{Format: p.Format, Sheet: p.Sheet, Encoding: cmp.Or(p.Encoding, EncodingUTF8)}, lim, mode)
+	lim := im.cfg.Limits.WithDefaults()
+	src, ins, err := im.openSheet(obj, p, resumed, lim)
 	if err != nil {
-		return jobs.Result{}, obj.badFile(err)
+		return jobs.Result{}, err
 	}
-	if !ins.Counted {
-		ins.Rows = max(ins.Rows, p.Rows)
-	}
-	src, err := openSource(obj, ins, lim, im.files.TempDir())
-	if err != nil {
-		return jobs.Result{}, obj.badFile(err)
-	}
-	opened = true
 	defer src.Close()
 
 	cols, err := readHeader(src, &cp)
@@ -223,10 +195,68 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	return im.finish(ctx, run, rerr)
 }
 
-// badFile turns a file problem into bad input; anything else stays transient.
+// openUpload opens the task's upload where it is stored: random access for a workbook (a
+// zip), one sequential read for a CSV. On s3 that is ranged GETs, so RSS stays flat.
+func (im *Importer) openUpload(ctx context.Context, key string) (*watchedObject, error) {
+	stored, err := im.files.Open(ctx, key)
+	switch {
+	case errors.Is(err, storage.ErrInvalidKey):
+		return nil, jobs.BadInput("bad_params", "the task has no usable upload")
+	case errors.Is(err, storage.ErrNotExist):
+		return nil, jobs.BadInput("upload_missing", "the uploaded file is no longer available; upload it again")
+	case err != nil:
+		return nil, fmt.Errorf("open the upload: %w", err)
+	}
+	return &watchedObject{Object: stored}, nil
+}
+
+// readCheckpoint reads where an earlier attempt's last committed batch ended; the zero
+// checkpoint when there is none.
+func readCheckpoint(b []byte) (checkpoint, error) {
+	var cp checkpoint
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &cp); err != nil {
+			return cp, fmt.Errorf("read checkpoint: %w", err)
+		}
+	}
+	return cp, nil
+}
+
+// openSheet checks the upload again and opens its sheet. The reader closes obj; on error,
+// openSheet does. Before the first batch the rows are counted for real: a sheet may declare
+// two rows and hold a million, and a file over the limit must fail before anything is
+// written. A resumed attempt has committed rows already and trusts the count its first
+// attempt made.
+func (im *Importer) openSheet(obj *watchedObject, p Params, resumed bool, lim sheet.Limits) (*sheet.Reader, sheet.Inspection, error) {
+	fail := func(err error) (*sheet.Reader, sheet.Inspection, error) {
+		err = obj.badFile(err)
+		obj.Close()
+		return nil, sheet.Inspection{}, err
+	}
+	mode := sheet.CountAlways
+	if resumed {
+		mode = sheet.CountNever
+	}
+	c := sheet.Choice{Format: p.Format, Sheet: p.Sheet, Encoding: cmp.Or(p.Encoding, sheet.EncodingUTF8)}
+	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: lim, Count: mode, IsHeader: isHeader})
+	if err != nil {
+		return fail(err)
+	}
+	if !ins.Counted {
+		ins.Rows = max(ins.Rows, p.Rows)
+	}
+	src, err := sheet.Open(obj, ins, lim, im.files.TempDir())
+	if err != nil {
+		return fail(err)
+	}
+	return src, ins, nil
+}
+
+// badFile turns a file problem (the reader's or the import's own) into bad input; anything
+// else stays transient.
 func badFile(err error) error {
 	var fp *FileProblem
-	if errors.As(err, &fp) {
+	if errors.As(fileProblem(err), &fp) {
 		return jobs.BadInput(fp.Code, "%s", fp.Message)
 	}
 	return err
@@ -249,12 +279,9 @@ func isRowLimit(err error) bool {
 	return errors.As(err, &rl)
 }
 
-// headerSearchRows is how far down a sheet the header row is looked for.
-const headerSearchRows = 10
-
 // readHeader finds the header row (or re-reads it on resume) and maps its columns.
-func readHeader(src source, cp *checkpoint) (columns, error) {
-	const searchRows = headerSearchRows
+func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
+	const searchRows = sheet.HeaderSearchRows
 	for src.Next() {
 		n, cells := src.Row()
 		if cp.HeaderRow > 0 {
@@ -297,7 +324,7 @@ func readHeader(src source, cp *checkpoint) (columns, error) {
 // read streams rows after the checkpoint, validates them and sends batches. At the row
 // limit it fails the file if nothing has been committed yet (and sends nothing), or else
 // sends what it has and returns errRowLimit.
-func (im *Importer) read(ctx context.Context, src source, cols *columns, cp checkpoint, resumed bool, lim Limits, out chan<- batch) error {
+func (im *Importer) read(ctx context.Context, src *sheet.Reader, cols *columns, cp checkpoint, resumed bool, lim sheet.Limits, out chan<- batch) error {
 	b := batch{}
 	sent := resumed
 	send := func() bool {
@@ -324,7 +351,7 @@ func (im *Importer) read(ctx context.Context, src source, cols *columns, cp chec
 			// The count before the first batch saw fewer rows than there are (rows the byte
 			// scan cannot recognise).
 			if !sent {
-				return tooManyRows("the sheet", n-cp.HeaderRow, lim)
+				return sheet.OverRowLimit("the sheet", n-cp.HeaderRow, lim)
 			}
 			if b.last > 0 && !send() {
 				return nil

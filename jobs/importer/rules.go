@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -75,7 +76,7 @@ func mapHeader(cells []string) (columns, int, error) {
 		}
 		known++
 		if prev := cols[f]; prev >= 0 {
-			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", columnName(prev), columnName(i), fieldNames[f])
+			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", sheet.ColumnName(prev), sheet.ColumnName(i), fieldNames[f])
 		}
 		cols[f] = i
 	}
@@ -91,13 +92,11 @@ func mapHeader(cells []string) (columns, int, error) {
 	return cols, known, nil
 }
 
-// columnName is the spreadsheet letter of a 0-based column.
-func columnName(i int) string {
-	name := ""
-	for i++; i > 0; i = (i - 1) / 26 {
-		name = string(rune('A'+(i-1)%26)) + name
-	}
-	return name
+// isHeader reports whether a row is the header: it names two or more known columns (a title
+// row above the header names at most one).
+func isHeader(cells []string) bool {
+	_, known, _ := mapHeader(cells)
+	return known >= 2
 }
 
 // fieldError is one problem with one cell.

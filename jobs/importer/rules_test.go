@@ -1,8 +1,12 @@
 package importer
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 func TestHeaderMapping(t *testing.T) {
@@ -102,11 +106,40 @@ func TestRowValidation(t *testing.T) {
 	}
 }
 
-func TestColumnName(t *testing.T) {
+// A cell the reader cut at the cell limit (and flagged) makes its row a row error that says
+// so, whatever the part that was read looks like.
+func TestLongCellRejectsItsRow(t *testing.T) {
 	t.Parallel()
-	for i, want := range map[int]string{0: "A", 25: "Z", 26: "AA", 27: "AB", 701: "ZZ", 702: "AAA"} {
-		if got := columnName(i); got != want {
-			t.Errorf("columnName(%d) = %s, want %s", i, got, want)
-		}
+	cols, _, _ := mapHeader([]string{"code", "name", "phone"})
+	name := strings.Repeat("名", config.Default().Import.MaxCellChars)
+	_, errs := cols.validate(2, []string{"C1", name, "13800138000"}, []int{1})
+	if _, msg := rowMessage(errs); msg != "name: must be at most 100 characters (this one has more than 32,767)" {
+		t.Fatalf("row 2 message = %q", msg)
+	}
+	shared := strings.Repeat("x", config.Default().Import.MaxCellChars)
+	_, errs = cols.validate(3, []string{shared, "n", "13800138001", shared}, []int{0, 3})
+	if _, msg := rowMessage(errs); msg != "code: must be 1 to 32 letters, digits, '-' or '_' (this one has more than 32,767)" {
+		t.Fatalf("row 3 message = %q", msg)
+	}
+}
+
+// A rejected row keeps a bounded copy of its cells.
+func TestRejectedRowCopyIsBounded(t *testing.T) {
+	t.Parallel()
+	wide := make([]string, 20_000)
+	for i := range wide {
+		wide[i] = strings.Repeat("x", 1000)
+	}
+	it := item(5, "name", "name: …", wide)
+	var cells []string
+	if err := json.Unmarshal(it.Raw, &cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(it.Raw) > maxRawRowBytes+4<<10 || cells[len(cells)-1] != "…" || !strings.HasSuffix(cells[0], "…") || utf8.RuneCountInString(cells[0]) != maxRawCellChars+1 {
+		t.Fatalf("raw copy of %d bytes, %d cells, first %q", len(it.Raw), len(cells), cells[0][:10])
+	}
+	small := []string{"C1", "n", "13800138000"}
+	if got := rawCells(small); &got[0] != &small[0] {
+		t.Fatal("a small row was copied")
 	}
 }

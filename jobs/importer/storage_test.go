@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
@@ -85,7 +86,7 @@ func TestImportsReadTheStoredUpload(t *testing.T) {
 func TestOversizedUploadLeavesNothing(t *testing.T) {
 	t.Parallel()
 	w := newWorldOn(t, Config{}, s3Config(t))
-	up := NewUploads(w.st, w.fs, Limits{})
+	up := NewUploads(w.st, w.fs, sheet.Limits{})
 	big := strings.Repeat("code,name,phone\n", 1<<17) // 2 MiB: past the 1 MiB read-ahead of an unsized put
 	_, err := up.Receive(context.Background(), "big.csv", strings.NewReader(big), 1<<20)
 	var fp *FileProblem

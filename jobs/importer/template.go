@@ -7,6 +7,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 )
 
@@ -39,11 +40,8 @@ func levelChoicesIn(lang Lang) []string {
 	return []string{"normal", "silver", "gold", "platinum", "diamond"}
 }
 
-// TemplateFormats are the formats Template writes.
-var TemplateFormats = []Format{XLSX, CSV}
-
 // Template writes the import template in lang as format (XLSX or CSV), and its file name.
-func Template(lang Lang, format Format) ([]byte, string, error) {
+func Template(lang Lang, format sheet.Format) ([]byte, string, error) {
 	li := 0
 	if lang == LangZH {
 		li = 1
@@ -55,81 +53,92 @@ func Template(lang Lang, format Format) ([]byte, string, error) {
 		example[i] = c.example[li]
 	}
 	name := "customers-template-" + string(lang) + "." + string(format)
-	if format == CSV {
-		// UTF-8 with a BOM, as Excel's "CSV UTF-8" writes it, so Excel opens the Chinese
-		// header correctly.
-		var b bytes.Buffer
-		b.WriteString("\uFEFF")
-		w := csv.NewWriter(&b)
-		w.UseCRLF = true
-		w.Write(header)  //nolint:errcheck // a bytes.Buffer does not fail
-		w.Write(example) //nolint:errcheck
-		w.Flush()
-		return b.Bytes(), name, w.Error()
+	switch format {
+	case sheet.CSV:
+		b, err := csvTemplate(header, example)
+		return b, name, err
+	case sheet.XLSX:
+		b, err := xlsxTemplate(lang, header, example)
+		return b, name, err
 	}
-	if format != XLSX {
-		return nil, "", fmt.Errorf("no template in format %q", format)
-	}
+	return nil, "", fmt.Errorf("no template in format %q", format)
+}
+
+// csvTemplate is the template as a CSV: UTF-8 with a BOM, as Excel's "CSV UTF-8" writes it,
+// so Excel opens the Chinese header correctly.
+func csvTemplate(header, example []string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("\uFEFF")
+	w := csv.NewWriter(&b)
+	w.UseCRLF = true
+	w.Write(header)  //nolint:errcheck // a bytes.Buffer does not fail
+	w.Write(example) //nolint:errcheck
+	w.Flush()
+	return b.Bytes(), w.Error()
+}
+
+// xlsxTemplate is the template as an .xlsx: styled header, text columns, level drop-down.
+func xlsxTemplate(lang Lang, header, example []string) ([]byte, error) {
 	f := excelize.NewFile()
 	defer f.Close()
 	xlsxsafe.SetDimensions(f)
-	sheet := "customers"
+	sheetName := "customers"
 	if lang == LangZH {
-		sheet = "客户"
+		sheetName = "客户"
 	}
-	if err := f.SetSheetName("Sheet1", sheet); err != nil {
-		return nil, "", err
+	if err := f.SetSheetName("Sheet1", sheetName); err != nil {
+		return nil, err
 	}
 	bold, err := f.NewStyle(&excelize.Style{Font: &excelize.Font{Bold: true},
 		Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"#DDEBF7"}}})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	textStyle, err := f.NewStyle(&excelize.Style{NumFmt: 49}) // "@": text
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	for i, c := range templateColumns {
-		col := columnName(i)
-		if err := f.SetColWidth(sheet, col, col, c.width); err != nil {
-			return nil, "", err
+		col := sheet.ColumnName(i)
+		if err := f.SetColWidth(sheetName, col, col, c.width); err != nil {
+			return nil, err
 		}
 		if c.text {
-			if err := f.SetColStyle(sheet, col, textStyle); err != nil {
-				return nil, "", err
+			if err := f.SetColStyle(sheetName, col, textStyle); err != nil {
+				return nil, err
 			}
 		}
-		if err := f.SetCellStr(sheet, col+"1", header[i]); err != nil {
-			return nil, "", err
+		if err := f.SetCellStr(sheetName, col+"1", header[i]); err != nil {
+			return nil, err
 		}
-		if err := f.SetCellStr(sheet, col+"2", example[i]); err != nil {
-			return nil, "", err
+		if err := f.SetCellStr(sheetName, col+"2", example[i]); err != nil {
+			return nil, err
 		}
 	}
-	last := columnName(len(templateColumns)-1) + "1"
-	if err := f.SetCellStyle(sheet, "A1", last, bold); err != nil {
-		return nil, "", err
+	last := sheet.ColumnName(len(templateColumns)-1) + "1"
+	if err := f.SetCellStyle(sheetName, "A1", last, bold); err != nil {
+		return nil, err
 	}
-	if err := f.SetPanes(sheet, &excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
-		return nil, "", err
+	if err := f.SetPanes(sheetName, &excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+		return nil, err
 	}
 	dv := excelize.NewDataValidation(true)
-	levelCol := columnName(len(templateColumns) - 1)
-	dv.Sqref = fmt.Sprintf("%s2:%s%d", levelCol, levelCol, maxSheetRows)
+	levelCol := sheet.ColumnName(len(templateColumns) - 1)
+	dv.Sqref = fmt.Sprintf("%s2:%s%d", levelCol, levelCol, excelize.TotalRows)
 	if err := dv.SetDropList(levelChoicesIn(lang)); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if lang == LangZH {
 		dv.SetError(excelize.DataValidationErrorStyleStop, "等级", "请从列表中选择：普通、白银、黄金、铂金、钻石")
 	} else {
 		dv.SetError(excelize.DataValidationErrorStyleStop, "level", "choose from the list: normal, silver, gold, platinum, diamond")
 	}
-	if err := f.AddDataValidation(sheet, dv); err != nil {
-		return nil, "", err
+	if err := f.AddDataValidation(sheetName, dv); err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	if _, err := f.WriteTo(&b); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return b.Bytes(), name, nil
+	return b.Bytes(), nil
 }

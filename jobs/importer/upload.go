@@ -11,6 +11,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -24,11 +25,11 @@ import (
 type Uploads struct {
 	store  *store.Store
 	files  storage.Store
-	limits Limits
+	limits sheet.Limits
 }
 
 // NewUploads returns the import's submit side.
-func NewUploads(st *store.Store, fs storage.Store, limits Limits) *Uploads {
+func NewUploads(st *store.Store, fs storage.Store, limits sheet.Limits) *Uploads {
 	return &Uploads{store: st, files: fs, limits: limits}
 }
 
@@ -36,7 +37,7 @@ func NewUploads(st *store.Store, fs storage.Store, limits Limits) *Uploads {
 // accepted.
 type Received struct {
 	Filename string // as uploaded, cleaned for display
-	Format   Format
+	Format   sheet.Format
 	Size     int64
 	SHA256   string
 	key      string // under storage.Incoming until accepted or discarded
@@ -64,9 +65,9 @@ func (r *Received) Discard() {
 // than one byte past the limit, and leaves nothing stored. A read error of body is returned
 // as it is. ctx bounds the upload (the request's).
 func (u *Uploads) Receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*Received, error) {
-	format, err := FormatOf(filename)
+	format, err := sheet.FormatOf(filename)
 	if err != nil {
-		return nil, err
+		return nil, fileProblem(err)
 	}
 	var id [16]byte
 	rand.Read(id[:]) //nolint:errcheck // never fails
@@ -120,7 +121,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 type Submit struct {
 	Mode  string // ModeUpsert or ModeInsert
 	Sheet string // empty: the first sheet, or the only one whose header names the columns
-	// Encoding of a CSV: empty or auto, utf-8, gb18030 (see ParseEncoding).
+	// Encoding of a CSV: empty or auto, utf-8, gb18030 (see sheet.ParseEncoding).
 	Encoding string
 	// Lang of the error report and first_errors: "zh" or "en" (see Lang).
 	Lang string
@@ -142,13 +143,13 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 	if o.Mode != ModeUpsert && o.Mode != ModeInsert {
 		return jobs.Submission{}, problem(Invalid, "bad_mode", "mode must be upsert or insert")
 	}
-	enc, err := ParseEncoding(o.Encoding)
+	enc, err := sheet.ParseEncoding(o.Encoding)
 	if err != nil {
-		return jobs.Submission{}, err
+		return jobs.Submission{}, fileProblem(err)
 	}
-	ins, err := u.inspect(ctx, r.key, Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc})
+	ins, err := u.inspect(ctx, r.key, sheet.Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc})
 	if err != nil {
-		return jobs.Submission{}, err
+		return jobs.Submission{}, fileProblem(err)
 	}
 	// The format is what the content is: an .xls renamed .xlsx is read as the .xls it is.
 	rel := storage.Uploads + "/" + r.SHA256 + "." + string(ins.Format)
@@ -167,9 +168,9 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 	p := Params{Upload: rel, Format: ins.Format, Mode: o.Mode, Sheet: ins.Sheet,
 		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang))}
 	key := fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, o.Mode, ins.Sheet)
-	if ins.Encoding == EncodingGB18030 {
-		p.Encoding = EncodingGB18030
-		key += ":" + string(EncodingGB18030)
+	if ins.Encoding == sheet.EncodingGB18030 {
+		p.Encoding = sheet.EncodingGB18030
+		key += ":" + string(sheet.EncodingGB18030)
 	}
 	params, err := json.Marshal(p)
 	if err != nil {
@@ -180,22 +181,22 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 
 // inspect runs the submit checks on a stored upload, reading it where it is (ranged reads
 // on s3). A read that fails in the store is an error of its own, not a damaged file.
-func (u *Uploads) inspect(ctx context.Context, key string, c Choice) (Inspection, error) {
+func (u *Uploads) inspect(ctx context.Context, key string, c sheet.Choice) (sheet.Inspection, error) {
 	stored, err := u.files.Open(ctx, key)
 	if err != nil {
-		return Inspection{}, fmt.Errorf("read the upload: %w", err)
+		return sheet.Inspection{}, fmt.Errorf("read the upload: %w", err)
 	}
 	obj := &watchedObject{Object: stored}
 	defer obj.Close()
-	ins, err := inspectChoice(obj, obj.Size(), c, u.limits, countAuto)
+	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: u.limits, Count: sheet.CountAuto, IsHeader: isHeader})
 	if err != nil {
 		obj.mu.Lock()
 		fault := obj.err
 		obj.mu.Unlock()
 		if fault != nil {
-			return Inspection{}, fmt.Errorf("read the upload: %w", fault)
+			return sheet.Inspection{}, fmt.Errorf("read the upload: %w", fault)
 		}
-		return Inspection{}, err
+		return sheet.Inspection{}, err
 	}
 	return ins, nil
 }

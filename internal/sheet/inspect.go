@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"archive/zip"
@@ -7,106 +7,15 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// Format is the kind of file being imported.
-type Format string
-
-// Formats the import reads.
-const (
-	XLSX Format = "xlsx"
-	CSV  Format = "csv"
-	XLS  Format = "xls" // Excel 97–2003 (BIFF8)
-)
-
-// FileProblem is why an uploaded file cannot be imported, in words for its uploader.
-type FileProblem struct {
-	Kind    ProblemKind
-	Code    string
-	Message string
-}
-
-// ProblemKind sorts file problems into the HTTP answers they get.
-type ProblemKind int
-
-// Kinds of file problems.
-const (
-	// Unsupported: not a spreadsheet we read (415).
-	Unsupported ProblemKind = iota
-	// Invalid: a spreadsheet, but damaged or unusable as it is (422).
-	Invalid
-	// TooLarge: over a size limit (413).
-	TooLarge
-)
-
-func (p *FileProblem) Error() string { return p.Message }
-
-func problem(kind ProblemKind, code, format string, args ...any) *FileProblem {
-	return &FileProblem{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// Inspection is what the cheap checks learned about a file.
-type Inspection struct {
-	Format Format
-	// Sheet is the sheet to import (xlsx); the requested one, or the first.
-	Sheet string
-	// Sheets lists every sheet in workbook order (xlsx).
-	Sheets []string
-	// Rows is the number of data rows as the person who made the file counts them: the rows
-	// below the header (taken to be row 1) down to the last one that is not blank. A trailing
-	// newline or blank lines at the end are not rows. For an .xlsx it is counted from the
-	// sheet (see inspect) or read from its declared dimension; for a CSV it is counted.
-	// 0 when unknown.
-	Rows int
-	// Counted says Rows was counted from the data, not taken from a declaration.
-	Counted bool
-	// Encoding is the text encoding a CSV is read in (auto resolved).
-	Encoding Encoding
-}
-
-// Choice is what the uploader chose about a file: its format (by its name), the sheet (empty:
-// the first sheet, or the one sheet whose header names the columns) and, for a CSV, the text
-// encoding (empty: auto).
-type Choice struct {
-	Format   Format
-	Sheet    string
-	Encoding Encoding
-}
-
 var (
 	zipMagic = []byte("PK\x03\x04")
 	oleMagic = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
-)
-
-// FormatOf picks the format from an uploaded file's name.
-func FormatOf(filename string) (Format, error) {
-	switch strings.ToLower(path.Ext(filename)) {
-	case ".xlsx":
-		return XLSX, nil
-	case ".csv":
-		return CSV, nil
-	case ".xls":
-		return XLS, nil
-	}
-	return "", problem(Unsupported, "unsupported_format", "only .xlsx, .xls and .csv files can be imported; %q is none of them", filename)
-}
-
-// countMode says whether inspect counts a worksheet's rows or may trust its declared size.
-type countMode int
-
-const (
-	// countAuto: count when the declaration is missing, or the sheet is small enough that
-	// counting is cheap, or it declares implausibly few rows for its size (submit).
-	countAuto countMode = iota
-	// countAlways: always count (the worker, before its first batch).
-	countAlways
-	// countNever: trust the declaration (a resumed attempt, which committed rows already).
-	countNever
 )
 
 const (
@@ -116,45 +25,16 @@ const (
 	plausibleRowBytes = 16 << 10
 )
 
-// Inspect does the checks that are cheap enough for submit: the file is what its name says,
-// a sane zip that is not a bomb (by its directory and by what its parts decompress to),
-// has the sheet asked for, no row too large to read, and is not over the row limit.
-func Inspect(p string, format Format, sheet string, lim Limits) (Inspection, error) {
-	return InspectChoice(p, Choice{Format: format, Sheet: sheet}, lim)
-}
-
-// InspectChoice is Inspect with every choice the uploader made.
-func InspectChoice(p string, c Choice, lim Limits) (Inspection, error) {
-	return inspectFile(p, c, lim, countAuto)
-}
-
-func inspect(p string, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	return inspectFile(p, Choice{Format: format, Sheet: sheet}, lim, mode)
-}
-
-func inspectFile(p string, c Choice, lim Limits, mode countMode) (Inspection, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return Inspection{}, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return Inspection{}, err
-	}
-	return inspectChoice(f, info.Size(), c, lim, mode)
-}
-
-// inspectReader inspects size bytes read from r.
-func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	return inspectChoice(r, size, Choice{Format: format, Sheet: sheet}, lim, mode)
-}
-
-func inspectChoice(r io.ReaderAt, size int64, c Choice, lim Limits, mode countMode) (Inspection, error) {
+// Inspect does the checks on the size bytes of r that are cheap enough for submit: the file
+// is what its name says, a sane zip that is not a bomb (by its directory and by what its
+// parts decompress to), has the sheet asked for (or picks one, see Choice), no row too large
+// to read, and is not over the row limit; a CSV is text in its encoding (auto picks one).
+// A file that fails them fails with an *Error.
+func Inspect(r io.ReaderAt, size int64, c Choice, o Options) (Inspection, error) {
 	format, sheet := c.Format, c.Sheet
-	lim = lim.withDefaults()
+	lim := o.Limits.WithDefaults()
 	if size == 0 {
-		return Inspection{}, problem(Invalid, "empty_file", "the file is empty")
+		return Inspection{}, problem(EmptyFile, "the file is empty")
 	}
 	head := make([]byte, 8)
 	n, _ := r.ReadAt(head, 0)
@@ -162,36 +42,36 @@ func inspectChoice(r io.ReaderAt, size int64, c Choice, lim Limits, mode countMo
 	switch {
 	case bytes.HasPrefix(head, oleMagic):
 		// An Excel 97–2003 workbook, whatever its name says (an .xls renamed .xlsx is common).
-		return inspectXLS(r, size, sheet, lim)
+		return inspectXLS(r, size, sheet, lim, o.IsHeader)
 	case bytes.HasPrefix(head, []byte("%PDF")):
-		return Inspection{}, problem(Unsupported, "unsupported_format", "this is a PDF, not a spreadsheet")
+		return Inspection{}, problem(UnsupportedFormat, "this is a PDF, not a spreadsheet")
 	}
 	if format == CSV {
 		if bytes.HasPrefix(head, zipMagic) {
-			return Inspection{}, problem(Unsupported, "unsupported_format", "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
+			return Inspection{}, problem(UnsupportedFormat, "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
 		}
-		return inspectCSV(r, size, c.Encoding, lim)
+		return inspectCSV(r, size, c.Encoding, lim, o.IsHeader)
 	}
 	if format == XLS && !bytes.HasPrefix(head, zipMagic) {
-		return Inspection{}, problem(Unsupported, "unsupported_format",
+		return Inspection{}, problem(UnsupportedFormat,
 			"this .xls is not an Excel workbook: it holds text (some systems export an HTML or tab-separated table named .xls); open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	if !bytes.HasPrefix(head, zipMagic) {
-		return Inspection{}, problem(Unsupported, "unsupported_format", "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
+		return Inspection{}, problem(UnsupportedFormat, "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
 	}
-	return inspectXLSX(r, size, sheet, lim, mode)
+	return inspectXLSX(r, size, sheet, lim, o.Count, o.IsHeader)
 }
 
 // inspectCSV checks that the file is text in its encoding (enc; auto picks one, see
 // EncodingAuto), counts its data rows (the last line that is not blank, less the header
 // line) and refuses a line longer than a row may be. Every pass streams the file.
-func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection, error) {
+func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader func([]string) bool) (Inspection, error) {
 	raw := func() io.Reader { return io.NewSectionReader(r, 0, size) }
 	switch enc {
 	case EncodingUTF8:
 		ins, bad, err := scanCSV(raw(), false, lim)
 		if err == nil && bad != nil {
-			err = problem(Invalid, "not_utf8",
+			err = problem(NotUTF8,
 				"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again",
 				bad.where())
 		}
@@ -200,7 +80,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection
 	case EncodingGB18030:
 		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
 		if err == nil && bad != nil {
-			err = problem(Invalid, "not_gb18030",
+			err = problem(NotGB18030,
 				"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
 				bad.where())
 		}
@@ -212,8 +92,8 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection
 		ins.Encoding = EncodingUTF8
 		return ins, err
 	}
-	tried := func(gb string) *FileProblem {
-		return problem(Invalid, "unknown_encoding",
+	tried := func(gb string) *Error {
+		return problem(UnknownEncoding,
 			"the CSV's text encoding could not be recognised (tried UTF-8: %s is not UTF-8; tried GB18030/GBK: %s). Save it from your spreadsheet program as \"CSV UTF-8\" or as .xlsx and upload again",
 			bad.where(), gb)
 	}
@@ -226,7 +106,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits) (Inspection
 		return ins, tried(gbad.where() + " holds bytes that are not GB18030")
 	case !stats.chinese():
 		return ins, tried("it decodes, but not as Chinese text: it looks like another encoding, such as Latin-1 or Windows-1252")
-	case !knownHeader(decoded(raw(), EncodingGB18030), lim):
+	case !knownHeader(decoded(raw(), EncodingGB18030), lim, isHeader):
 		return ins, tried("it decodes, but none of its first rows names the columns, e.g. code (客户编号), name (客户名称), phone (手机号)")
 	}
 	ins.Encoding = EncodingGB18030
@@ -254,7 +134,7 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 		}
 		chunk := data[:cut]
 		if bytes.IndexByte(chunk, 0) >= 0 {
-			return Inspection{}, nil, problem(Unsupported, "unsupported_format", "this is a binary file, not a CSV text file")
+			return Inspection{}, nil, problem(UnsupportedFormat, "this is a binary file, not a CSV text file")
 		}
 		if decoded {
 			if i := bytes.Index(chunk, []byte("\uFFFD")); i >= 0 {
@@ -298,13 +178,13 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil, nil
 }
 
-func lineTooLong(line int, lim Limits) *FileProblem {
-	return problem(Invalid, "row_too_large",
+func lineTooLong(line int, lim Limits) *Error {
+	return problem(RowTooLarge,
 		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sizeWords(lim.MaxRowBytes))
 }
 
-func tooManyRows(what string, rows int, lim Limits) *FileProblem {
-	return problem(Invalid, "too_many_rows", "%s has %s rows, over the limit of %s data rows; split it into smaller files",
+func tooManyRows(what string, rows int, lim Limits) *Error {
+	return problem(TooManyRows, "%s has %s rows, over the limit of %s data rows; split it into smaller files",
 		what, thousands(int64(rows)), thousands(int64(lim.MaxRows)))
 }
 
@@ -347,16 +227,70 @@ func firstInvalid(b []byte) int {
 
 // inspectXLSX checks a workbook. Every part it reads is counted against one budget of
 // MaxUncompressed decompressed bytes.
-func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode countMode) (Inspection, error) {
-	if err := checkZipDirectory(f, size, lim); err != nil {
+func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode CountMode, isHeader func([]string) bool) (Inspection, error) {
+	entries, err := workbookEntries(f, size, lim)
+	if err != nil {
 		return Inspection{}, err
+	}
+	b := newBudget(lim.MaxUncompressed)
+	sheets, err := workbookSheets(entries, b, lim)
+	if err != nil {
+		return Inspection{}, partProblem(err, lim, "the workbook's sheet list cannot be read")
+	}
+	if len(sheets) == 0 {
+		return Inspection{}, problem(NoSheets, "the workbook has no sheets")
+	}
+	names := make([]string, len(sheets))
+	for i, s := range sheets {
+		names[i] = s.name
+	}
+	chosen := sheets[0]
+	if sheet == "" && len(sheets) > 1 {
+		picked, err := pickSheet(names, func(n string) (source, error) { return newXLSXSource(f, size, n, lim, "") }, isHeader)
+		if err != nil {
+			return Inspection{}, err
+		}
+		sheet = picked
+	}
+	if sheet != "" {
+		found := false
+		for _, s := range sheets {
+			if s.name == sheet {
+				chosen, found = s, true
+				break
+			}
+		}
+		if !found {
+			return Inspection{}, problem(SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
+		}
+	}
+	ins := Inspection{Format: XLSX, Sheet: chosen.name, Sheets: names}
+	zf := entries[chosen.path]
+	if zf == nil {
+		return Inspection{}, problem(DamagedFile, "the sheet %q is listed but missing from the file", chosen.name)
+	}
+	if ins.Rows, ins.Counted, err = sheetRows(zf, b, lim, mode); err != nil {
+		return Inspection{}, err
+	}
+	if ins.Rows > lim.MaxRows {
+		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
+	}
+	return ins, nil
+}
+
+// workbookEntries opens the zip archive of a workbook, bounded before archive/zip reads its
+// directory (checkZipDirectory) and after (MaxEntries parts, declaring at most
+// MaxUncompressed bytes together), and returns its parts by name.
+func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
+	if err := checkZipDirectory(f, size, lim); err != nil {
+		return nil, err
 	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
-		return Inspection{}, problem(Invalid, "damaged_file", "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
+		return nil, problem(DamagedFile, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
-		return Inspection{}, tooManyParts(lim)
+		return nil, tooManyParts(lim)
 	}
 	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
 	// entries declaring 2^63 bytes each cannot add up to a few bytes.
@@ -372,104 +306,68 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode count
 	}
 	if total > uint64(lim.MaxUncompressed) {
 		if total >= 1<<60 {
-			return Inspection{}, problem(TooLarge, "too_large_uncompressed",
+			return nil, problem(TooLargeUncompressed,
 				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
 				sizeWords(lim.MaxUncompressed))
 		}
-		return Inspection{}, problem(TooLarge, "too_large_uncompressed",
+		return nil, problem(TooLargeUncompressed,
 			"the workbook expands to %s, over the limit of %s", sizeWords(int64(total)), sizeWords(lim.MaxUncompressed))
 	}
 	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
-		return Inspection{}, problem(Unsupported, "unsupported_format", "this zip archive is not an Excel workbook (no xl/workbook.xml)")
+		return nil, problem(UnsupportedFormat, "this zip archive is not an Excel workbook (no xl/workbook.xml)")
 	}
-	b := newBudget(lim.MaxUncompressed)
-	sheets, err := workbookSheets(entries, b, lim)
-	if err != nil {
-		return Inspection{}, partProblem(err, lim, "the workbook's sheet list cannot be read")
-	}
-	if len(sheets) == 0 {
-		return Inspection{}, problem(Invalid, "no_sheets", "the workbook has no sheets")
-	}
-	names := make([]string, len(sheets))
-	for i, s := range sheets {
-		names[i] = s.name
-	}
-	chosen := sheets[0]
-	if sheet == "" && len(sheets) > 1 {
-		picked, err := pickSheet(names, func(n string) (source, error) { return newXLSXSource(f, size, n, lim, "") })
-		if err != nil {
-			return Inspection{}, err
-		}
-		sheet = picked
-	}
-	if sheet != "" {
-		found := false
-		for _, s := range sheets {
-			if s.name == sheet {
-				chosen, found = s, true
-				break
-			}
-		}
-		if !found {
-			return Inspection{}, problem(Invalid, "sheet_not_found", "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
-		}
-	}
-	ins := Inspection{Format: XLSX, Sheet: chosen.name, Sheets: names}
-	zf := entries[chosen.path]
-	if zf == nil {
-		return Inspection{}, problem(Invalid, "damaged_file", "the sheet %q is listed but missing from the file", chosen.name)
-	}
+	return entries, nil
+}
+
+// sheetRows is the number of data rows of the worksheet in zf, and whether they were
+// counted rather than taken from its declared dimension (see CountMode).
+func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode) (rows int, counted bool, err error) {
 	declared := 0
-	if mode != countAlways {
+	if mode != CountAlways {
 		if declared, err = declaredRows(zf, b); err != nil {
-			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
+			return 0, false, partProblem(err, lim, "the sheet cannot be read")
 		}
 	}
-	count := mode == countAlways
-	if mode == countAuto {
+	count := mode == CountAlways
+	if mode == CountAuto {
 		size := zf.UncompressedSize64
 		// Some writers (excelize outside its stream writer) declare "A1" whatever the data;
 		// a hostile one declares two rows and holds a million.
 		count = declared <= 1 || size <= cheapCount || size/uint64(declared) > plausibleRowBytes
 	}
-	if count {
-		n, err := scanRows(zf, b, lim)
-		if err != nil {
-			return Inspection{}, partProblem(err, lim, "the sheet cannot be read")
-		}
-		ins.Rows, ins.Counted = max(n-1, 0), true
-	} else {
-		ins.Rows = max(declared-1, 0)
+	if !count {
+		return max(declared-1, 0), false, nil
 	}
-	if ins.Rows > lim.MaxRows {
-		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
+	n, err := scanRows(zf, b, lim)
+	if err != nil {
+		return 0, false, partProblem(err, lim, "the sheet cannot be read")
 	}
-	return ins, nil
+	return max(n-1, 0), true, nil
 }
 
-func tooManyParts(lim Limits) *FileProblem {
-	return problem(Invalid, "damaged_file", "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
+func tooManyParts(lim Limits) *Error {
+	return problem(DamagedFile, "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
 		thousands(int64(lim.MaxEntries)))
 }
 
-func overBudget(lim Limits) *FileProblem {
-	return problem(TooLarge, "too_large_uncompressed",
+func overBudget(lim Limits) *Error {
+	return problem(TooLargeUncompressed,
 		"the workbook expands to more than %s when unpacked, over the limit; it may be damaged or a zip bomb. Save it again from your spreadsheet program, or split it",
 		sizeWords(lim.MaxUncompressed))
 }
 
 // partProblem turns an error reading a workbook part into the file problem it means.
 func partProblem(err error, lim Limits, what string) error {
-	var fp *FileProblem
+	var fp *Error
 	switch {
 	case errors.As(err, &fp):
 		return fp
 	case errors.Is(err, errOverBudget):
 		return overBudget(lim)
 	case errors.Is(err, errSpan), errors.Is(err, errTagTooLong):
-		return problem(Invalid, "damaged_file", "%s: it holds an element larger than a spreadsheet writes, so the file is damaged or was not made by a spreadsheet program", what)
+		return problem(DamagedFile, "%s: it holds an element larger than a spreadsheet writes, so the file is damaged or was not made by a spreadsheet program", what)
 	}
-	return problem(Invalid, "damaged_file", "%s (%v); save it again from your spreadsheet program", what, err)
+	return problem(DamagedFile, "%s (%v); save it again from your spreadsheet program", what, err)
 }
 
 // sizeWords is a byte count for people: "8 MB", "1024 MB".
@@ -513,7 +411,7 @@ func workbookSheets(entries map[string]*zip.File, b *budget, lim Limits) ([]shee
 				return nil
 			}
 			if len(sheets) >= lim.MaxEntries {
-				return problem(Invalid, "damaged_file", "the workbook lists more than %s sheets", thousands(int64(lim.MaxEntries)))
+				return problem(DamagedFile, "the workbook lists more than %s sheets", thousands(int64(lim.MaxEntries)))
 			}
 			name, err := s.attrString("name", false)
 			if err != nil {
@@ -561,7 +459,7 @@ func readRels(zf *zip.File, b *budget, lim Limits) ([]rel, error) {
 				return nil
 			}
 			if len(rels) >= lim.MaxEntries {
-				return problem(Invalid, "damaged_file", "the workbook lists more than %s relationships", thousands(int64(lim.MaxEntries)))
+				return problem(DamagedFile, "the workbook lists more than %s relationships", thousands(int64(lim.MaxEntries)))
 			}
 			var r rel
 			var err error

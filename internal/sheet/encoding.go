@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"fmt"
@@ -16,7 +16,8 @@ type Encoding string
 // which GB18030 contains; "CSV UTF-8" is UTF-8 with a BOM.
 const (
 	// EncodingAuto: UTF-8 when the whole file is valid UTF-8, else GB18030 when the whole file
-	// decodes as GB18030, reads like Chinese text and its header names known columns.
+	// decodes as GB18030, reads like Chinese text and one of its first rows is a header
+	// (Options.IsHeader).
 	EncodingAuto    Encoding = "auto"
 	EncodingUTF8    Encoding = "utf-8"
 	EncodingGB18030 Encoding = "gb18030"
@@ -33,7 +34,7 @@ func ParseEncoding(s string) (Encoding, error) {
 	case "gb18030", "gbk", "gb2312", "cp936":
 		return EncodingGB18030, nil
 	}
-	return "", problem(Invalid, "bad_encoding", "encoding must be utf-8, gb18030 or auto, not %q", clip(s, 40))
+	return "", problem(BadEncoding, "encoding must be utf-8, gb18030 or auto, not %q", clip(s, 40))
 }
 
 // decoded is the UTF-8 text of a CSV stored in enc. GB18030 is transcoded while it is read,
@@ -95,20 +96,11 @@ func (g *gbStats) Write(p []byte) (int, error) {
 // hanzi of GBK's extension, a few per file).
 func (g *gbStats) chinese() bool { return g.common > 0 && g.other <= g.common }
 
-// knownHeader reports whether one of the first rows of a CSV names at least two known
-// columns, as the import's header search does (a title row above names at most one).
-func knownHeader(text io.Reader, lim Limits) bool {
-	src := newCSVSource(text, nil, lim)
-	for src.Next() {
-		n, cells := src.Row()
-		if n > headerSearchRows {
-			return false
-		}
-		if _, known, _ := mapHeader(cells); known >= 2 {
-			return true
-		}
-	}
-	return false
+// knownHeader reports whether one of the first HeaderSearchRows rows of a CSV is a header
+// (isHeader).
+func knownHeader(text io.Reader, lim Limits, isHeader func([]string) bool) bool {
+	ok, _ := headerMatches(newCSVSource(text, nil, lim), isHeader)
+	return ok
 }
 
 // encodingError is where a CSV stops being text in the encoding it was read as.

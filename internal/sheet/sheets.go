@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"fmt"
@@ -8,17 +8,20 @@ import (
 
 // Choosing the sheet. A workbook often has a cover or notes sheet first ("说明"), the data on
 // another. When the uploader names no sheet and the first one does not start with the column
-// names, the import takes the one sheet that does; when several do, it asks which.
+// names, Inspect takes the one sheet that does; when several do, it asks which.
 
-// headerMatches reports whether one of the first rows of src names the columns as the
-// import's header search does (two or more known column names).
-func headerMatches(src source) (bool, error) {
+// headerMatches reports whether one of the first HeaderSearchRows rows of src is a header
+// (isHeader, nil: none is).
+func headerMatches(src source, isHeader func([]string) bool) (bool, error) {
+	if isHeader == nil {
+		return false, nil
+	}
 	for src.Next() {
 		n, cells := src.Row()
-		if n > headerSearchRows {
+		if n > HeaderSearchRows {
 			return false, nil
 		}
-		if _, known, _ := mapHeader(cells); known >= 2 {
+		if isHeader(cells) {
 			return true, nil
 		}
 	}
@@ -28,14 +31,14 @@ func headerMatches(src source) (bool, error) {
 // pickSheet chooses among the sheets (in workbook order) when none was named: the first when
 // its header matches, else the only other one whose header does. open opens a sheet by name.
 // A first sheet that cannot be read is an error; another one that cannot is not a match.
-func pickSheet(names []string, open func(string) (source, error)) (string, error) {
+func pickSheet(names []string, open func(string) (source, error), isHeader func([]string) bool) (string, error) {
 	matches := func(name string) (bool, error) {
 		src, err := open(name)
 		if err != nil {
 			return false, err
 		}
 		defer src.Close()
-		return headerMatches(src)
+		return headerMatches(src, isHeader)
 	}
 	if len(names) < 2 {
 		return firstOf(names), nil
@@ -51,7 +54,7 @@ func pickSheet(names []string, open func(string) (source, error)) (string, error
 	}
 	switch len(hits) {
 	case 0:
-		return names[0], nil // the import reports the missing header
+		return names[0], nil // the reader of its rows reports the missing header
 	case 1:
 		return hits[0], nil
 	}
@@ -59,7 +62,7 @@ func pickSheet(names []string, open func(string) (source, error)) (string, error
 	for i, h := range hits {
 		quoted[i] = fmt.Sprintf("%q", h)
 	}
-	return "", problem(Invalid, "ambiguous_sheet",
+	return "", problem(AmbiguousSheet,
 		"the first sheet %q does not start with the column names, and several sheets do: %s; send the one to import in the sheet field",
 		names[0], strings.Join(quoted, ", "))
 }
@@ -73,7 +76,7 @@ func firstOf(names []string) string {
 
 // inspectXLS checks an .xls: it opens, has the sheet asked for (or picks one), every row of
 // that sheet reads, and the sheet is within the row limit.
-func inspectXLS(r io.ReaderAt, size int64, sheet string, lim Limits) (Inspection, error) {
+func inspectXLS(r io.ReaderAt, size int64, sheet string, lim Limits, isHeader func([]string) bool) (Inspection, error) {
 	bk, err := openXLSBook(r, size, lim, "", true)
 	if err != nil {
 		return Inspection{}, err
@@ -84,14 +87,14 @@ func inspectXLS(r io.ReaderAt, size int64, sheet string, lim Limits) (Inspection
 		names[i] = s.name
 	}
 	if len(names) == 0 {
-		return Inspection{}, problem(Invalid, "no_sheets", "the workbook has no worksheets")
+		return Inspection{}, problem(NoSheets, "the workbook has no worksheets")
 	}
 	if sheet == "" {
-		if sheet, err = pickSheet(names, func(n string) (source, error) { return bk.sheet(n, lim) }); err != nil {
+		if sheet, err = pickSheet(names, func(n string) (source, error) { return bk.sheet(n, lim) }, isHeader); err != nil {
 			return Inspection{}, err
 		}
 	} else if !contains(names, sheet) {
-		return Inspection{}, problem(Invalid, "sheet_not_found", "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
+		return Inspection{}, problem(SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
 	}
 	src, err := bk.sheet(sheet, lim)
 	if err != nil {
@@ -120,4 +123,14 @@ func contains(names []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// blank reports whether every cell of a row is empty after trimming.
+func blank(row []string) bool {
+	for _, c := range row {
+		if strings.TrimSpace(c) != "" {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"bufio"
@@ -81,12 +81,12 @@ func (s *csvSource) Next() bool {
 	}
 	ok, err := s.readRecord()
 	if err != nil {
-		var fp *FileProblem
+		var fp *Error
 		switch {
 		case errors.As(err, &fp):
 			s.err = fp
 		case errors.Is(err, errSpan):
-			s.err = problem(Invalid, "row_too_large",
+			s.err = problem(RowTooLarge,
 				"row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged or a quote (\") opened in that row is never closed",
 				s.n, sizeWords(s.lim.MaxRowBytes))
 		default:
@@ -124,42 +124,8 @@ func (s *csvSource) readRecord() (bool, error) {
 		s.field.reset()
 		endRecord := false
 		if ok && c == '"' {
-		quoted:
-			for {
-				if c, ok, err = s.next(); err != nil {
-					return false, err
-				}
-				if !ok {
-					endRecord = true
-					break
-				}
-				switch c {
-				case '"':
-					if c, ok, err = s.next(); err != nil {
-						return false, err
-					}
-					switch {
-					case !ok:
-						endRecord = true
-						break quoted
-					case c == '"':
-						s.field.writeByte('"')
-					case c == ',':
-						break quoted
-					case c == '\n':
-						s.line++
-						endRecord = true
-						break quoted
-					default: // a stray quote is text
-						s.field.writeByte('"')
-						s.field.writeByte(c)
-					}
-				case '\n':
-					s.line++
-					s.field.writeByte('\n')
-				default:
-					s.field.writeByte(c)
-				}
+			if endRecord, err = s.readQuoted(); err != nil {
+				return false, err
 			}
 		} else {
 			for ok && c != ',' && c != '\n' {
@@ -185,6 +151,45 @@ func (s *csvSource) readRecord() (bool, error) {
 		}
 		if c, ok, err = s.next(); err != nil { // the byte after the comma
 			return false, err
+		}
+	}
+}
+
+// readQuoted reads a quoted field after its opening quote, up to the comma or line end after
+// its closing quote, or the end of the input; endRecord says the record ends with it.
+func (s *csvSource) readQuoted() (endRecord bool, err error) {
+	for {
+		c, ok, err := s.next()
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return true, nil
+		}
+		switch c {
+		case '"':
+			if c, ok, err = s.next(); err != nil {
+				return false, err
+			}
+			switch {
+			case !ok:
+				return true, nil
+			case c == '"':
+				s.field.writeByte('"')
+			case c == ',':
+				return false, nil
+			case c == '\n':
+				s.line++
+				return true, nil
+			default: // a stray quote is text
+				s.field.writeByte('"')
+				s.field.writeByte(c)
+			}
+		case '\n':
+			s.line++
+			s.field.writeByte('\n')
+		default:
+			s.field.writeByte(c)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// xmlScanner is a small streaming XML tokenizer for the few SpreadsheetML parts the importer
+// xmlScanner is a small streaming XML tokenizer for the few SpreadsheetML parts the package
 // reads (worksheet, shared strings, workbook, relationships). Unlike encoding/xml it never
 // holds a whole token: text is handed to the caller piece by piece into a capped textBuf (or
 // skipped), a tag's attributes are kept only for the elements the caller asks for and only

@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"bufio"
@@ -53,8 +53,8 @@ const (
 )
 
 // xlsDamaged is the problem for a workbook stream that does not hold what BIFF8 says.
-func xlsDamaged(format string, args ...any) *FileProblem {
-	return problem(Invalid, "damaged_file", "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
+func xlsDamaged(format string, args ...any) *Error {
+	return problem(DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
 }
 
 // biffReader reads records from a workbook stream.
@@ -62,14 +62,13 @@ type biffReader struct {
 	r    *bufio.Reader
 	data [xlsMaxRecord]byte
 	// pending is a record read ahead and pushed back.
-	pending        bool
-	pendTyp        uint16
-	pendLen        int
-	offset, length int64 // where the stream's records start, and how many bytes it has
+	pending bool
+	pendTyp uint16
+	pendLen int
 }
 
-func newBIFFReader(r io.Reader, offset, length int64) *biffReader {
-	return &biffReader{r: bufio.NewReaderSize(r, 64<<10), offset: offset, length: length}
+func newBIFFReader(r io.Reader) *biffReader {
+	return &biffReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // next returns the next record; data is valid until the next call. io.EOF at the end.
@@ -92,7 +91,6 @@ func (b *biffReader) next() (uint16, []byte, error) {
 	if _, err := io.ReadFull(b.r, b.data[:n]); err != nil {
 		return 0, nil, xlsDamaged("the workbook stream ends inside a record")
 	}
-	b.offset += int64(4 + n)
 	b.pendTyp, b.pendLen = typ, n
 	return typ, b.data[:n], nil
 }
@@ -144,14 +142,14 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 	}
 	switch {
 	case encrypted:
-		return nil, problem(Unsupported, "unsupported_format", "this workbook is password-protected; open it, remove the password and save it again")
+		return nil, problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 	case book == nil:
-		return nil, problem(Unsupported, "unsupported_format", "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
+		return nil, problem(UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
 	case book.Size > size:
 		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sizeWords(book.Size))
 	}
 	bk := &xlsBook{stream: book}
-	br := newBIFFReader(book, 0, book.Size)
+	br := newBIFFReader(book)
 	if err := bk.readGlobals(br, lim, tmpDir, withStrings); err != nil {
 		bk.close()
 		return nil, err
@@ -183,7 +181,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		return xlsDamaged("the workbook stream does not start with a BOF record")
 	}
 	if v := binary.LittleEndian.Uint16(data); v != 0x0600 {
-		return problem(Unsupported, "unsupported_format",
+		return problem(UnsupportedFormat,
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
@@ -198,7 +196,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		case recEOF:
 			return nil
 		case recFilePass:
-			return problem(Unsupported, "unsupported_format", "this workbook is password-protected; open it, remove the password and save it again")
+			return problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 		case recBoundSheet:
 			if len(data) < 8 {
 				return xlsDamaged("a sheet entry is cut short")
@@ -407,7 +405,7 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
 	sst := &sharedStrings{}
@@ -491,7 +489,7 @@ type xlsRow struct {
 
 // newXLSSource reads sheet (empty: the first) of the .xls in the size bytes of r.
 func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsSource, error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	bk, err := openXLSBook(r, size, lim, tmpDir, true)
 	if err != nil {
 		return nil, err
@@ -507,7 +505,7 @@ func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir st
 // sheet opens the named worksheet (empty: the first) of an opened book.
 func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 	if len(bk.sheets) == 0 {
-		return nil, problem(Invalid, "no_sheets", "the workbook has no worksheets")
+		return nil, problem(NoSheets, "the workbook has no worksheets")
 	}
 	ref := bk.sheets[0]
 	if name != "" {
@@ -519,7 +517,7 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 			}
 		}
 		if !found {
-			return nil, problem(Invalid, "sheet_not_found", "the sheet %q is not in the workbook", name)
+			return nil, problem(SheetNotFound, "the sheet %q is not in the workbook", name)
 		}
 	}
 	if ref.offset < 0 || ref.offset >= bk.stream.Size {
@@ -528,13 +526,13 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 	if _, err := bk.stream.Seek(ref.offset, io.SeekStart); err != nil {
 		return nil, xlsDamaged("the sheet %q cannot be found in the workbook stream", ref.name)
 	}
-	br := newBIFFReader(bk.stream, ref.offset, bk.stream.Size)
+	br := newBIFFReader(bk.stream)
 	typ, data, err := br.next()
 	if err != nil || typ != recBOF || len(data) < 4 {
 		return nil, xlsDamaged("the sheet %q does not start where the workbook says", ref.name)
 	}
 	if dt := binary.LittleEndian.Uint16(data[2:]); dt != 0x0010 {
-		return nil, problem(Invalid, "sheet_not_found", "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
+		return nil, problem(SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
 	}
 	return &xlsSource{book: bk, br: br, lim: lim, text: textBuf{max: lim.MaxCellChars}, building: -1,
 		maxColumn: min(lim.MaxColumns, xlsMaxColumns)}, nil
@@ -574,91 +572,107 @@ func (s *xlsSource) readCell() error {
 	if err != nil {
 		return err
 	}
-	if typ == recEOF {
+	switch typ {
+	case recEOF:
 		s.finishRow()
 		s.done = true
 		return nil
+	case recMulRK:
+		return s.addMulRK(data)
 	}
-	if typ == recMulRK {
-		if len(data) < 6 || (len(data)-6)%6 != 0 {
-			return xlsDamaged("a MULRK record has %d bytes", len(data))
-		}
-		row, first := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
-		for i := 0; i*6+4+6 <= len(data); i++ {
-			v := rkValue(binary.LittleEndian.Uint32(data[4+i*6+2:]))
-			if err := s.add(row, first+i, v, false); err != nil {
-				return err
-			}
-		}
-		return nil
+	// A cell record starts with its row and column. They are kept now: a formula's text
+	// result is in the record after it, and reading that one reuses data's buffer.
+	var at [4]byte
+	copy(at[:], data)
+	v, cut, isCell, err := s.cellValue(typ, data)
+	if err != nil || !isCell {
+		return err
 	}
-	var v string
-	cut := false
+	return s.add(int(binary.LittleEndian.Uint16(at[:])), int(binary.LittleEndian.Uint16(at[2:])), v, cut)
+}
+
+// addMulRK adds the numbers of a MULRK record: one row, consecutive columns.
+func (s *xlsSource) addMulRK(data []byte) error {
+	if len(data) < 6 || (len(data)-6)%6 != 0 {
+		return xlsDamaged("a MULRK record has %d bytes", len(data))
+	}
+	row, first := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
+	for i := 0; i*6+4+6 <= len(data); i++ {
+		v := rkValue(binary.LittleEndian.Uint32(data[4+i*6+2:]))
+		if err := s.add(row, first+i, v, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellValue is the value of a cell record of type typ, and whether it was cut at
+// MaxCellChars; isCell is false for the records that hold no value.
+func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bool, err error) {
 	switch typ {
 	case recLabelSST:
 		if len(data) < 10 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
 		i := binary.LittleEndian.Uint32(data[6:])
 		if s.book.sst == nil || int64(i) >= int64(s.book.sst.count) {
-			return xlsDamaged("a cell refers to shared string %d, which does not exist", i)
+			return "", false, false, xlsDamaged("a cell refers to shared string %d, which does not exist", i)
 		}
-		if v, cut, err = s.book.sst.get(int(i)); err != nil {
-			return err
-		}
+		v, cut, err = s.book.sst.get(int(i))
+		return v, cut, err == nil, err
 	case recLabel, recRString:
 		if len(data) < 6 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
 		s.text.reset()
 		rs := newRecordStream(s.br, data[6:])
 		if err := rs.unicodeString(&s.text, false); err != nil {
 			if errors.Is(err, errShortRecord) {
-				return xlsDamaged("a text cell is cut short")
+				return "", false, false, xlsDamaged("a text cell is cut short")
 			}
-			return err
+			return "", false, false, err
 		}
-		v, cut = string(s.text.b), s.text.cut
+		return string(s.text.b), s.text.cut, true, nil
 	case recNumber:
 		if len(data) < 14 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(data[6:])))
+		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(data[6:]))), false, true, nil
 	case recRK:
 		if len(data) < 10 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = rkValue(binary.LittleEndian.Uint32(data[6:]))
+		return rkValue(binary.LittleEndian.Uint32(data[6:])), false, true, nil
 	case recBoolErr:
 		if len(data) < 8 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		v = boolErr(data[6], data[7] == 1)
+		return boolErr(data[6], data[7] == 1), false, true, nil
 	case recFormula:
 		if len(data) < 20 {
-			return xlsDamaged("a cell record is cut short")
+			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		res := data[6:14]
-		if res[6] != 0xFF || res[7] != 0xFF {
-			v = formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(res)))
-			break
-		}
-		switch res[0] {
-		case 0: // a string: in the STRING record that follows
-			row, col := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
-			if v, cut, err = s.formulaString(); err != nil {
-				return err
-			}
-			return s.add(row, col, v, cut)
-		case 1:
-			v = boolErr(res[2], false)
-		case 2:
-			v = boolErr(res[2], true)
-		}
-	default:
-		return nil // formats, blanks, row and column info, drawings: not values
+		return s.formulaResult(data[6:14])
 	}
-	return s.add(int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:])), v, cut)
+	return "", false, false, nil // formats, blanks, row and column info, drawings: not values
+}
+
+// formulaResult is the value a FORMULA record saved (res, its 8 result bytes): a number, a
+// boolean or an error, or a string in the STRING record that follows.
+func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err error) {
+	if res[6] != 0xFF || res[7] != 0xFF {
+		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(res))), false, true, nil
+	}
+	switch res[0] {
+	case 0: // a string: in the STRING record that follows
+		v, cut, err = s.formulaString()
+		return v, cut, err == nil, err
+	case 1:
+		return boolErr(res[2], false), false, true, nil
+	case 2:
+		return boolErr(res[2], true), false, true, nil
+	}
+	return "", false, true, nil
 }
 
 // formulaString reads the STRING record holding a formula's text result.
@@ -716,7 +730,7 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 	}
 	s.bBytes += int64(len(v))
 	if s.bBytes > s.lim.MaxRowBytes {
-		return problem(Invalid, "row_too_large", "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
+		return problem(RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
 			row+1, sizeWords(s.lim.MaxRowBytes))
 	}
 	for len(s.bCells) <= col {

@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 )
 
-// Limits bound what an upload may be and how much of it the importer holds at once. Every
+// Limits bound what a file may be and how much of it reading holds at once. Every
 // bound is enforced while the file is streamed, never after a value is already in memory, so
-// the memory an import uses does not depend on what the file contains. A zero field takes the
-// default named in its comment (see withDefaults).
+// the memory reading a file uses does not depend on what it contains. A zero field takes the
+// default named in its comment (see WithDefaults).
 type Limits struct {
 	// MaxUncompressed caps the bytes an .xlsx may expand to: the sizes its zip directory
 	// declares (checked at submit, with overflow-proof sums) and the bytes actually
@@ -37,10 +37,10 @@ type Limits struct {
 	MaxSharedStrings int
 }
 
-// withDefaults fills the zero fields of l from the configuration's defaults (import.*), their
+// WithDefaults fills the zero fields of l from the configuration's defaults (import.*), their
 // one home. Negative values are treated as zero: a limit can be raised or lowered, never
 // switched off.
-func (l Limits) withDefaults() Limits {
+func (l Limits) WithDefaults() Limits {
 	d := config.Default().Import
 	if l.MaxUncompressed <= 0 {
 		l.MaxUncompressed = d.MaxUncompressedBytes

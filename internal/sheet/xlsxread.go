@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"archive/zip"
@@ -26,7 +26,7 @@ const maxSheetRows = 1 << 20
 // written, booleans as 0/1. The differential test and FuzzXLSXReader check it against
 // excelize on files from several producers.
 type xlsxSource struct {
-	file  io.Closer // the file zr reads, when openXLSX opened it
+	file  io.Closer // the file zr reads, closed with the source
 	zr    *zip.Reader
 	sheet io.ReadCloser
 	sc    *xmlScanner
@@ -45,34 +45,15 @@ type xlsxSource struct {
 	err       error
 }
 
-func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s, err := newXLSXSource(f, info.Size(), sheet, lim, tmpDir)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s.file = f
-	return s, nil
-}
-
 // newXLSXSource reads the workbook in the size bytes of r.
 func newXLSXSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	if err := checkZipDirectory(r, size, lim); err != nil {
 		return nil, err
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return nil, problem(Invalid, "damaged_file", "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
+		return nil, problem(DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
@@ -105,7 +86,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 	}
 	zf := entries[strings.ToLower(target)]
 	if zf == nil {
-		return problem(Invalid, "sheet_not_found", "the sheet %q is not in the workbook", sheet)
+		return problem(SheetNotFound, "the sheet %q is not in the workbook", sheet)
 	}
 	sstEntry, err := sharedStringsEntry(byName, entries, b, s.lim)
 	if err != nil {
@@ -117,7 +98,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 		}
 	}
 	if s.sheet, err = zf.Open(); err != nil {
-		return problem(Invalid, "damaged_file", "the sheet cannot be read (%v)", err)
+		return problem(DamagedFile, "the sheet cannot be read (%v)", err)
 	}
 	s.sc = newXMLScanner(b.reader(s.sheet), zf.UncompressedSize64, func(local []byte) bool {
 		return len(local) == 1 && local[0] == 'c' || string(local) == "row"
@@ -175,18 +156,18 @@ func (s *xlsxSource) Next() bool {
 
 // rowProblem words an error met reading the row after row n-1.
 func (s *xlsxSource) rowProblem(n int, err error) error {
-	var fp *FileProblem
+	var fp *Error
 	switch {
 	case errors.As(err, &fp):
 		return fp
 	case errors.Is(err, errSpan):
-		return problem(Invalid, "row_too_large",
+		return problem(RowTooLarge,
 			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
 			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), thousands(int64(s.lim.MaxCellChars)))
 	case errors.Is(err, errOverBudget):
 		return overBudget(s.lim)
 	}
-	return problem(Invalid, "damaged_file", "the file is damaged near row %d (%v)", s.rowNo(n), err)
+	return problem(DamagedFile, "the file is damaged near row %d (%v)", s.rowNo(n), err)
 }
 
 // rowNo is the number of the row being read: the one read ahead, if its number is known.
@@ -270,7 +251,7 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 						return nil, nil, fmt.Errorf("bad cell reference %q", clip(string(r), 20))
 					}
 					if c-1 <= prev { // a sheet lists a row's cells left to right, once each
-						return nil, nil, fmt.Errorf("cell %s comes after column %s", clip(string(r), 20), columnName(prev))
+						return nil, nil, fmt.Errorf("cell %s comes after column %s", clip(string(r), 20), ColumnName(prev))
 					}
 					col = c - 1
 				}
@@ -415,10 +396,10 @@ func cellRef(b []byte) (col, row int, ok bool) {
 	return col, row, row >= 1
 }
 
-func tooManyColumns(row int, lim Limits) *FileProblem {
-	return problem(Invalid, "too_many_columns",
+func tooManyColumns(row int, lim Limits) *Error {
+	return problem(TooManyColumns,
 		"row %d has a value beyond column %s; a sheet has at most %s columns, so the file is damaged or was not made by a spreadsheet program",
-		row, columnName(lim.MaxColumns-1), thousands(int64(lim.MaxColumns)))
+		row, ColumnName(lim.MaxColumns-1), thousands(int64(lim.MaxColumns)))
 }
 
 // clip shortens s for a message.
@@ -482,31 +463,14 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 		sst.close()
 		return nil, err
 	}
-	add := func() error {
-		if sst.count >= lim.MaxSharedStrings {
-			return problem(Invalid, "damaged_file", "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
-		}
-		if err := checkText(text.b); err != nil {
-			return fmt.Errorf("shared string %d: %w", sst.count, err)
-		}
-		if text.cut {
-			if sst.long == nil {
-				sst.long = map[int]bool{}
-			}
-			sst.long[sst.count] = true
-		}
-		if bytes.Contains(text.b, []byte("_x")) {
-			text.b = append(text.b[:0], bstrDecode(string(text.b))...)
-		}
-		return sst.add(text.b, tmpDir)
-	}
+	add := func() error { return sst.addXML(&text, lim, tmpDir) }
 	for {
 		switch sc.Next() {
 		case tokEOF:
 			return sst, nil
 		case tokErr:
 			if errors.Is(sc.err, errSpan) {
-				return fail(problem(Invalid, "row_too_large",
+				return fail(problem(RowTooLarge,
 					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
 					sst.count, sizeWords(lim.MaxRowBytes), thousands(int64(lim.MaxCellChars))))
 			}
@@ -556,9 +520,30 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 	}
 }
 
+// addXML adds the text of one <si> of an .xlsx table: checked as XML text, its _xHHHH_
+// escapes decoded, remembered as cut when it was.
+func (s *sharedStrings) addXML(text *textBuf, lim Limits, tmpDir string) error {
+	if s.count >= lim.MaxSharedStrings {
+		return problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+	}
+	if err := checkText(text.b); err != nil {
+		return fmt.Errorf("shared string %d: %w", s.count, err)
+	}
+	if text.cut {
+		if s.long == nil {
+			s.long = map[int]bool{}
+		}
+		s.long[s.count] = true
+	}
+	if bytes.Contains(text.b, []byte("_x")) {
+		text.b = append(text.b[:0], bstrDecode(string(text.b))...)
+	}
+	return s.add(text.b, tmpDir)
+}
+
 func (s *sharedStrings) add(text []byte, tmpDir string) error {
 	if s.size+uint64(len(text)) > 1<<32-1 {
-		return problem(Invalid, "damaged_file", "the workbook's shared strings hold more than 4 GB of text")
+		return problem(DamagedFile, "the workbook's shared strings hold more than 4 GB of text")
 	}
 	if s.file == nil && s.size+uint64(len(text)) > spillAt {
 		f, err := os.CreateTemp(tmpDir, "sst-*")

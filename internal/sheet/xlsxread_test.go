@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"archive/zip"
@@ -45,7 +45,7 @@ func excelizeRows(t *testing.T, p, sheet string) map[int][]string {
 
 func ourRows(t *testing.T, p, sheet string) map[int][]string {
 	t.Helper()
-	ins, err := Inspect(p, XLSX, sheet, Limits{})
+	ins, err := inspectPath(p, XLSX, sheet, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package importer
+package sheet
 
 import (
 	"archive/zip"
@@ -57,7 +57,7 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 				return tooManyParts(lim)
 			}
 			if metaBytes > maxDirectoryBytes {
-				return problem(Invalid, "damaged_file", "the workbook's table of contents is larger than %s; the file is damaged", sizeWords(maxDirectoryBytes))
+				return problem(DamagedFile, "the workbook's table of contents is larger than %s; the file is damaged", sizeWords(maxDirectoryBytes))
 			}
 			i = p + 1
 		}
@@ -177,8 +177,8 @@ func isNameByte(c byte) bool {
 
 // rowTooLarge is the problem of a row whose XML is longer than MaxRowBytes; rows is how many
 // rows came before it.
-func rowTooLarge(rows int, lim Limits) *FileProblem {
-	return problem(Invalid, "row_too_large",
+func rowTooLarge(rows int, lim Limits) *Error {
+	return problem(RowTooLarge,
 		"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
 		rows, sizeWords(lim.MaxRowBytes), thousands(int64(lim.MaxCellChars)))
 }

@@ -1,0 +1,76 @@
+package sheet
+
+import (
+	"io"
+)
+
+// source streams a sheet's rows: the reader of each format implements it.
+type source interface {
+	Next() bool
+	Row() (int, []string)
+	Long() []int
+	Err() error
+	Close() error
+}
+
+var (
+	_ source = (*csvSource)(nil)
+	_ source = (*xlsxSource)(nil)
+	_ source = (*xlsSource)(nil)
+)
+
+// File is a stored file to read: a workbook is read through ReadAt, a CSV through Read.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+	Size() int64
+}
+
+// Reader streams a sheet's rows with their spreadsheet row numbers (header = 1). Memory
+// does not grow with the file: rows are read one at a time, and each is bounded by Limits.
+// Each row's cells slice is new, so callers may keep it.
+type Reader struct {
+	src source
+}
+
+// Open opens the sheet an Inspection chose in f for streaming: a workbook through random
+// access (ReadAt), a CSV in one sequential read in the encoding the Inspection resolved.
+// A workbook's shared strings too many to hold in memory go to an unlinked file in tmpDir.
+// The Reader closes f; on error the caller does.
+func Open(f File, ins Inspection, lim Limits, tmpDir string) (*Reader, error) {
+	switch ins.Format {
+	case CSV:
+		return &Reader{newCSVSource(decoded(f, ins.Encoding), f, lim.WithDefaults())}, nil
+	case XLS:
+		s, err := newXLSSource(f, f.Size(), ins.Sheet, lim, tmpDir)
+		if err != nil {
+			return nil, err
+		}
+		s.book.file = f
+		return &Reader{s}, nil
+	}
+	s, err := newXLSXSource(f, f.Size(), ins.Sheet, lim, tmpDir)
+	if err != nil {
+		return nil, err
+	}
+	s.file = f
+	return &Reader{s}, nil
+}
+
+// Next advances to the next row; false at the end or on error. Rows the sheet skips come
+// back empty, so row numbers stay the spreadsheet's.
+func (r *Reader) Next() bool { return r.src.Next() }
+
+// Row returns the current row's number and cells (raw values, not display formats).
+func (r *Reader) Row() (int, []string) { return r.src.Row() }
+
+// Long lists the columns (0-based, ascending) of the current row whose text was longer
+// than Limits.MaxCellChars: their cells hold only the first MaxCellChars characters.
+func (r *Reader) Long() []int { return r.src.Long() }
+
+// Err is the error that ended reading, nil at the end of the sheet.
+func (r *Reader) Err() error { return r.src.Err() }
+
+// Close closes the reader and the file it reads.
+func (r *Reader) Close() error { return r.src.Close() }

@@ -1,0 +1,52 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/taskcenter/taskcenter/internal/sheet"
+)
+
+// FileProblem is why an uploaded file cannot be imported, in words for its uploader.
+type FileProblem struct {
+	Kind    ProblemKind
+	Code    string
+	Message string
+}
+
+// ProblemKind sorts file problems into the HTTP answers they get.
+type ProblemKind int
+
+// Kinds of file problems.
+const (
+	// Unsupported: not a spreadsheet we read (415).
+	Unsupported ProblemKind = iota
+	// Invalid: a spreadsheet, but damaged or unusable as it is (422).
+	Invalid
+	// TooLarge: over a size limit (413).
+	TooLarge
+)
+
+func (p *FileProblem) Error() string { return p.Message }
+
+func problem(kind ProblemKind, code, format string, args ...any) *FileProblem {
+	return &FileProblem{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// fileProblem turns what the spreadsheet reader found wrong with a file (a *sheet.Error)
+// into the file problem the uploader is told, with its code and message; any other error is
+// returned as it is.
+func fileProblem(err error) error {
+	var se *sheet.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	kind := Invalid
+	switch se.Code {
+	case sheet.UnsupportedFormat:
+		kind = Unsupported
+	case sheet.TooLargeUncompressed:
+		kind = TooLarge
+	}
+	return &FileProblem{Kind: kind, Code: string(se.Code), Message: se.Message}
+}
