@@ -42,6 +42,16 @@ type Task struct {
 	task.View
 	Attempts []Attempt `json:"attempts,omitempty"`
 	Logs     []LogLine `json:"logs,omitempty"`
+	// Archived: retention moved the task to the archive; it is kept for the record only.
+	Archived bool `json:"archived,omitempty"`
+	// CancelledBy is who cancelled the task (or asked to) and when (Get only).
+	CancelledBy *CancelledBy `json:"cancelled_by,omitempty"`
+}
+
+// CancelledBy is who cancelled a task and when, from the audit trail.
+type CancelledBy struct {
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
 }
 
 // Terminal reports whether the task has ended.

@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file is the API side of the audit trail (issue 17) and of scope enforcement.
+// This file is the API side of the audit trail and of scope enforcement.
 //
 // Every route that changes something, and every download, has an audit action. The store's
 // transitions (submit, cancel, retry) and token functions write their row in the same

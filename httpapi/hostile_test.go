@@ -283,7 +283,7 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// The inputs issue 10 found answering 500, one by one.
+// The inputs an adversarial round found answering 500, one by one.
 func TestReportedInputsAnswerProblemsNamingTheParameter(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)

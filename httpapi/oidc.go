@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file signs browsers in with the company identity provider (issue 17): the
+// This file signs browsers in with the company identity provider: the
 // authorization code flow with PKCE, for the web page and the console.
 //
 //	GET /auth/login?next=/path   → the provider's sign-in page

@@ -1,4 +1,4 @@
-// Package httpapi is taskcenter's REST API (DESIGN §7): submit, list, inspect, cancel, retry
+// Package httpapi is taskcenter's REST API: submit, list, inspect, cancel, retry
 // and download, behind bearer tokens, with problem+json errors.
 package httpapi
 
@@ -64,7 +64,7 @@ type Deps struct {
 	Events EventLimits
 	// Web configures the end-user web page at / (web.go).
 	Web WebConfig
-	// Auth adds the ways in besides the config tokens, and tunes the audit trail (issue 17).
+	// Auth adds the ways in besides the config tokens, and tunes the audit trail.
 	Auth AuthDeps
 }
 

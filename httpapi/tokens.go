@@ -16,7 +16,7 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file holds the bearer credentials besides the config tokens (issue 17): API tokens
+// This file holds the bearer credentials besides the config tokens: API tokens
 // managed in the product, and JWTs from the company's identity provider.
 //
 //	POST   /api/v1/tokens       {name, scopes, expires_at?, owner?}  the token, shown once

@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file serves webhook subscriptions (issue 13):
+// This file serves webhook subscriptions:
 //
 //	POST   /api/v1/webhooks                                      subscribe a URL (secret shown once)
 //	GET    /api/v1/webhooks                                      the caller's subscriptions (admin: all, ?owner=)

@@ -1566,7 +1566,7 @@ func (m *rmModel) checkTask(mt *rmTask, c *rmRow, invoked []int, final bool) str
 	return ""
 }
 
-// rmCheckEvents checks a task's events against the state machine (DESIGN §3) and returns the
+// rmCheckEvents checks a task's events against the state machine (docs/design.md) and returns the
 // attempt the current generation started after (that of the last manual retry).
 func rmCheckEvents(evs []rmEvent, retries int) (genStart int, msg string) {
 	bad := func(i int, why string) (int, string) {

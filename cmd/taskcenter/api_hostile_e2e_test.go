@@ -66,7 +66,7 @@ func TestExpiredExportAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	}
 }
 
-// The inputs issue 10 found answering 500, sent over the wire to a running server, and odd
+// The inputs an adversarial round found answering 500, sent over the wire to a running server, and odd
 // but valid values carried through exports that run to the end.
 func TestHostileRequestsOverTheWire(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
-// Sign-in with the company's identity provider (issue 17), against a real OpenID provider
+// Sign-in with the company's identity provider, against a real OpenID provider
 // (mockoidc) running in the test process, and the real binary's run().
 
 // companyIdP is the provider (testenv.IdP) with what this binary's tests need of it.

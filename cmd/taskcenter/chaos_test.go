@@ -1,6 +1,6 @@
 package main
 
-// The fault-injection suite (issue 9, `make chaos`): real worker processes are SIGKILLed and
+// The fault-injection suite (`make chaos`): real worker processes are SIGKILLed and
 // SIGTERMed mid-import and mid-export, Redis is flushed and killed, Postgres is restarted,
 // and two workers die in turn under a backlog of mixed tasks. Each fault is a row of a
 // table — tasks affected, recovered, rows lost, rows duplicated, recovery time — printed

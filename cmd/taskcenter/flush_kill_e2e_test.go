@@ -1,6 +1,6 @@
 package main
 
-// Proves issue 15's "a process killed between acknowledging and flushing": a worker whose work is done and whose ending waits on the completer's flush is SIGKILLed before the flush commits; the task is recovered by another worker, not lost, not run twice.
+// Proves "a process killed between acknowledging and flushing": a worker whose work is done and whose ending waits on the completer's flush is SIGKILLed before the flush commits; the task is recovered by another worker, not lost, not run twice.
 
 import (
 	"encoding/json"

@@ -223,7 +223,7 @@ func procStatus(pid int, key string) (int64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", key, pid)
 }
 
-// Every hostile file from issue 10, against the real binary (api and worker in one
+// Every hostile file of the hostile-input round, against the real binary (api and worker in one
 // process): each is refused at submit or ends FAILED as bad input, with words a person
 // understands, no retry and no alert; a normal import beside them succeeds; the process
 // stays under 300 MB and keeps answering /healthz.

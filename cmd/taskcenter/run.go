@@ -436,8 +436,8 @@ func (p *process) startWorkers() error {
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
 		return err
 	}
-	// Webhooks (issue 13): fan the outbox out and deliver. Until the config has a webhooks
-	// section every setting is webhook.Config's default and no host is allowed.
+	// Webhooks: fan the outbox out and deliver (webhooks.*; with no allowed_hosts, no URL is
+	// allowed).
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	hooks := webhook.New(webhook.Config{PollInterval: cfg.Webhooks.PollInterval, Concurrency: cfg.Webhooks.Concurrency,
 		PerSubscription: cfg.Webhooks.PerSubscription, Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase,
@@ -469,7 +469,7 @@ func (p *process) startAPI() error {
 	// Error reports rendered in another language for one download live in scratch.
 	p.sweepScratch(nil)
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
-	// Identity (issue 17): the company identity provider, the trusted gateway, API tokens, audit.
+	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
 	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
 	identity := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
@@ -486,7 +486,7 @@ func (p *process) startAPI() error {
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
-		// Live event streams and the web page (issue 11).
+		// Live event streams and the web page.
 		Redis: p.rdb,
 		Web: httpapi.WebConfig{Disabled: !cfg.Web.Enabled, SessionTTL: cfg.Web.SessionTTL, LoginFailures: cfg.Web.LoginFailures,
 			LoginWindow: cfg.Web.LoginWindow, SessionKey: []byte(cfg.Web.SessionKey), ConsoleLink: map[bool]string{false: "-"}[cfg.Console.Enabled]},

@@ -71,7 +71,7 @@ func filesUnder(t *testing.T, dir string) []string {
 	return out
 }
 
-// Nodes without a shared disk (issue 14): one api process and two workers, each with its own
+// Nodes without a shared disk: one api process and two workers, each with its own
 // empty data dir, all on one S3 bucket. An .xlsx uploaded to the API is imported by the first
 // worker, which is SIGKILLed at about 40 %; the second takes over from the checkpoint, reading
 // the same object, and the counts are exact with no row written twice. An export's result is

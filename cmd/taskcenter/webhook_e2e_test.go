@@ -159,7 +159,7 @@ func (p *proc) subscribe(rcv *hookReceiver, events ...string) client.Webhook {
 	return hook
 }
 
-// Acceptance (issue 13): kill the receiver, finish 100 tasks, start it again: it receives
+// Kill the receiver, finish 100 tasks, start it again: it receives
 // exactly 100 distinct event ids, each validly signed.
 func TestWebhooksReceiverRestartGetsExactlyTheHundredEvents(t *testing.T) {
 	t.Parallel()

@@ -37,7 +37,7 @@ const leaseFloorSchema = `
 		started_at timestamptz NOT NULL, finished_at timestamptz, PRIMARY KEY (task_id, attempt));
 	TRUNCATE lease_floor_runs`
 
-// Floor kinds: lean is the six-column row above; runs adds the record issue 15 requires of
+// Floor kinds: lean is the six-column row above; runs adds the record taskcenter keeps of
 // every attempt (a run row inserted by the claim and closed by the ending, in the same
 // statements); model runs the same two grouped statements on taskcenter's own tables (the wide
 // tasks row with its indexes, task_runs, and an outbox event per transition in task_events),

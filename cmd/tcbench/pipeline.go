@@ -110,7 +110,7 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 	}, nil
 }
 
-// benchPipeline measures the no-op pipeline beside bare asynq in the same run (issue 15):
+// benchPipeline measures the no-op pipeline beside bare asynq in the same run:
 //   - bare asynq as its users run it: a client enqueues n no-op jobs from 16 goroutines, then a
 //     server with concurrency 32 drains them on the same Redis; its processed rate;
 //   - taskcenter end to end, HTTP submit → SUCCESS, with single submits (32 clients) and with

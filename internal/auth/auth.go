@@ -1,4 +1,4 @@
-// Package auth identifies API callers beyond the config tokens (issue 17): JWTs from the
+// Package auth identifies API callers beyond the config tokens: JWTs from the
 // company's identity provider and browser sign-in with it (OpenID Connect, through
 // github.com/coreos/go-oidc and golang.org/x/oauth2), the trusted gateway's headers, and the
 // hashing of API tokens and config tokens.

@@ -1,4 +1,4 @@
-// Package webhook delivers task events to the URLs users subscribe (issue 13). The events
+// Package webhook delivers task events to the URLs users subscribe. The events
 // come from the transactional outbox (task_events), which every state transition writes in
 // the statement that commits it, so no event exists for a change that did not commit and no
 // committed change lacks one. The Dispatcher runs in the worker role: it fans each event out

@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/taskcenter/taskcenter/client"
+	"github.com/taskcenter/taskcenter/httpapi"
+)
+
+// The client's types name exactly the fields the API's OpenAPI document gives each answer:
+// a field the document does not have would never be filled, and a property the client lacks
+// is one its users cannot see. (The end-to-end tests drive the client through a transport
+// that validates every exchange against the same document.)
+func TestTypesNameWhatTheDocumentDescribes(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := func(name string) *openapi3.Schema { return doc.Components.Schemas[name].Value }
+	items := func(s *openapi3.Schema, array string) *openapi3.Schema { return s.Properties[array].Value.Items.Value }
+	for _, c := range []struct {
+		name   string
+		schema *openapi3.Schema
+		value  any
+	}{
+		{"TaskDetail", schema("TaskDetail"), client.Task{}},
+		{"TaskDetail.attempts", items(schema("TaskDetail"), "attempts"), client.Attempt{}},
+		{"TaskDetail.logs", items(schema("TaskDetail"), "logs"), client.LogLine{}},
+		{"TaskDetail.cancelled_by", schema("TaskDetail").Properties["cancelled_by"].Value, client.CancelledBy{}},
+		{"SubmitResponse", schema("SubmitResponse"), client.Submitted{}},
+		{"TaskList", schema("TaskList"), client.Page{}},
+		{"Webhook", schema("Webhook"), client.Webhook{}},
+		{"Delivery", schema("Delivery"), client.Delivery{}},
+		{"Delivery.attempts", items(schema("Delivery"), "attempts"), client.DeliveryAttempt{}},
+		{"WebhookEvent", schema("WebhookEvent"), client.WebhookEvent{}},
+		{"Problem", schema("Problem"), client.Problem{}},
+		{"Problem.errors", items(schema("Problem"), "errors"), client.FieldError{}},
+	} {
+		fields := jsonNames(reflect.TypeOf(c.value))
+		for name := range fields {
+			if c.schema.Properties[name] == nil {
+				t.Errorf("%s: the client reads %q, which the document does not describe", c.name, name)
+			}
+		}
+		for name := range c.schema.Properties {
+			if !fields[name] {
+				t.Errorf("%s: the document describes %q, which the client does not read", c.name, name)
+			}
+		}
+	}
+}
+
+// jsonNames are the JSON names encoding/json decodes into a struct type, embedded structs
+// inlined.
+func jsonNames(typ reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			maps.Copy(out, jsonNames(f.Type))
+			continue
+		}
+		out[name] = true
+	}
+	return out
+}
