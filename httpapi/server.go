@@ -99,6 +99,9 @@ type Server struct {
 	uploads *uploadSlots
 	hub     *hub    // live event streams; nil without Redis
 	web     *webApp // the web page; nil when off
+	// origins refuses state-changing browser requests from other sites (cookie and gateway
+	// requests; a bearer token is not sent by a browser on its own).
+	origins *http.CrossOriginProtection
 }
 
 // Principal is the caller a credential identifies.
@@ -137,7 +140,8 @@ func New(d Deps) *Server {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
 	}
 	d.Body = d.Body.withDefaults()
-	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
+	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads),
+		origins: http.NewCrossOriginProtection()}
 	for _, t := range d.Tokens {
 		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
 			s.tokens[sum] = Principal{User: t.User, Role: t.Role, Via: "token"}

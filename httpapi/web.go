@@ -195,40 +195,15 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// sameOrigin reports whether a state-changing request comes from a page of this server:
-// its Origin header (else its Referer) names the host the request was sent to.
-func sameOrigin(r *http.Request) bool {
-	src := r.Header.Get("Origin")
-	if src == "" || src == "null" {
-		ref, err := url.Parse(r.Header.Get("Referer"))
-		if err != nil || ref.Host == "" {
-			return false
-		}
-		src = ref.Scheme + "://" + ref.Host
-	}
-	u, err := url.Parse(src)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	scheme := "http"
-	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
-		scheme = "https"
-	}
-	return strings.EqualFold(u.Host, r.Host) && u.Scheme == scheme
-}
+// crossSite reports whether a browser says a request comes from another site
+// (net/http.CrossOriginProtection: its Sec-Fetch-Site, else its Origin against the Host). A
+// request with neither header is not a browser's and is not refused here.
+func (s *Server) crossSite(r *http.Request) bool { return s.origins.Check(r) != nil }
 
-// crossSite reports whether a browser says the request comes from another site (a script,
-// curl or another service sends neither header).
-func crossSite(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return true
-	}
-	return (r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "") && !sameOrigin(r)
-}
-
-// csrfOK checks a cookie request that changes state: same origin and the session's token.
-func csrfOK(r *http.Request, d session.Data, formToken string) bool {
-	if !sameOrigin(r) || d.CSRF == "" {
+// csrfOK checks a cookie request that changes state: not from another site, and the
+// session's token.
+func (s *Server) csrfOK(r *http.Request, d session.Data, formToken string) bool {
+	if s.crossSite(r) || d.CSRF == "" {
 		return false
 	}
 	got := r.Header.Get("X-CSRF-Token")
@@ -252,7 +227,7 @@ func (s *Server) principal(r *http.Request) (Principal, error) {
 		return s.bearer(r.Context(), strings.TrimSpace(token))
 	}
 	if id, ok := s.Auth.Gateway.Identify(r); ok {
-		if !safeMethod(r.Method) && crossSite(r) {
+		if !safeMethod(r.Method) && s.crossSite(r) {
 			return Principal{}, problem(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
 		}
 		return identityPrincipal(id, "gateway"), nil
@@ -264,7 +239,7 @@ func (s *Server) principal(r *http.Request) (Principal, error) {
 	if !ok {
 		return Principal{}, unauthorized
 	}
-	if !safeMethod(r.Method) && !csrfOK(r, d, "") {
+	if !safeMethod(r.Method) && !s.csrfOK(r, d, "") {
 		return Principal{}, problem(http.StatusForbidden, "csrf_failed",
 			"this request came with the page's session cookie but not from the page (origin or CSRF token missing); reload the page and try again")
 	}
@@ -450,7 +425,7 @@ func (s *Server) webLogin(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
-	if !sameOrigin(r) {
+	if s.crossSite(r) {
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
@@ -489,7 +464,7 @@ func (s *Server) webLogout(rw http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.cookieSession(r)
-	if ok && !csrfOK(r, d, r.PostForm.Get("csrf")) {
+	if ok && !s.csrfOK(r, d, r.PostForm.Get("csrf")) {
 		s.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
