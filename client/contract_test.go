@@ -1,15 +1,14 @@
 package client_test
 
 import (
-	"maps"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/taskcenter/taskcenter/client"
 	"github.com/taskcenter/taskcenter/httpapi"
+	"github.com/taskcenter/taskcenter/internal/contracttest"
 )
 
 // The client's types name exactly the fields the API's OpenAPI document gives each answer:
@@ -42,36 +41,16 @@ func TestTypesNameWhatTheDocumentDescribes(t *testing.T) {
 		{"Problem", schema("Problem"), client.Problem{}},
 		{"Problem.errors", items(schema("Problem"), "errors"), client.FieldError{}},
 	} {
-		fields := jsonNames(reflect.TypeOf(c.value))
+		fields := contracttest.JSONFields(reflect.TypeOf(c.value))
 		for name := range fields {
 			if c.schema.Properties[name] == nil {
 				t.Errorf("%s: the client reads %q, which the document does not describe", c.name, name)
 			}
 		}
 		for name := range c.schema.Properties {
-			if !fields[name] {
+			if _, ok := fields[name]; !ok {
 				t.Errorf("%s: the document describes %q, which the client does not read", c.name, name)
 			}
 		}
 	}
-}
-
-// jsonNames are the JSON names encoding/json decodes into a struct type, embedded structs
-// inlined.
-func jsonNames(typ reflect.Type) map[string]bool {
-	out := map[string]bool{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if f.Anonymous && tag == "" {
-			maps.Copy(out, jsonNames(f.Type))
-			continue
-		}
-		out[name] = true
-	}
-	return out
 }

@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
-	"maps"
 	"net/http"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,19 +157,19 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Problem", named("Problem"), Problem{}},
 		{"Problem.errors", item("Problem", "errors"), FieldError{}},
 	} {
-		fields := jsonFields(reflect.TypeOf(c.value))
+		fields := contracttest.JSONFields(reflect.TypeOf(c.value))
 		for name, f := range fields {
 			prop := c.schema.Properties[name]
 			if prop == nil {
-				t.Errorf("%s: the server sends %q (%s), which the schema does not name", c.name, name, f.goName)
+				t.Errorf("%s: the server sends %q (%s), which the schema does not name", c.name, name, f.GoName)
 				continue
 			}
 			required := slices.Contains(c.schema.Required, name)
-			if required == f.omitempty {
+			if required == f.OmitEmpty {
 				t.Errorf("%s.%s: required %v, but the field is %s", c.name, name, required,
-					map[bool]string{true: "left out when empty", false: "always sent"}[f.omitempty])
+					map[bool]string{true: "left out when empty", false: "always sent"}[f.OmitEmpty])
 			}
-			if f.pointer && !f.omitempty && !prop.Value.Nullable {
+			if f.Pointer && !f.OmitEmpty && !prop.Value.Nullable {
 				t.Errorf("%s.%s: sent as null when unset, but the schema is not nullable", c.name, name)
 			}
 		}
@@ -184,32 +182,4 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 			t.Errorf("%s: not closed (additionalProperties: false)", c.name)
 		}
 	}
-}
-
-type jsonField struct {
-	goName             string
-	omitempty, pointer bool
-}
-
-// jsonFields lists the JSON fields encoding/json writes for a struct type, embedded structs
-// inlined.
-func jsonFields(typ reflect.Type) map[string]jsonField {
-	out := map[string]jsonField{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if f.Anonymous && tag == "" {
-			maps.Copy(out, jsonFields(f.Type))
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = jsonField{goName: f.Name, omitempty: strings.Contains(opts, "omitempty"), pointer: f.Type.Kind() == reflect.Pointer}
-	}
-	return out
 }

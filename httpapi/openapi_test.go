@@ -98,36 +98,14 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 // matching pattern.
 func codeConstants(t *testing.T, pattern, typeName string) map[string]bool {
 	t.Helper()
-	out := map[string]bool{}
-	names, err := filepath.Glob(pattern)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	out := stringsIn(t, []string{pattern}, func(n ast.Node) []ast.Expr {
+		if spec, ok := n.(*ast.ValueSpec); ok {
+			if id, ok := spec.Type.(*ast.Ident); ok && id.Name == typeName {
+				return spec.Values
+			}
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			spec, ok := n.(*ast.ValueSpec)
-			if !ok {
-				return true
-			}
-			if id, ok := spec.Type.(*ast.Ident); !ok || id.Name != typeName {
-				return true
-			}
-			for _, v := range spec.Values {
-				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					code, _ := strconv.Unquote(lit.Value)
-					out[code] = true
-				}
-			}
-			return true
-		})
-	}
+		return nil
+	})
 	if len(out) == 0 {
 		t.Fatalf("no %s constants in %s", typeName, pattern)
 	}
@@ -138,7 +116,30 @@ func codeConstants(t *testing.T, pattern, typeName string) map[string]bool {
 // the non-test Go files matching the patterns.
 func problemCodes(t *testing.T, constructors map[string]int, patterns ...string) map[string]bool {
 	t.Helper()
-	used := map[string]bool{}
+	return stringsIn(t, patterns, func(n ast.Node) []ast.Expr {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return nil
+		}
+		var fn string
+		switch f := call.Fun.(type) {
+		case *ast.Ident:
+			fn = f.Name
+		case *ast.SelectorExpr:
+			fn = f.Sel.Name
+		}
+		if i, ok := constructors[fn]; ok && i < len(call.Args) {
+			return call.Args[i : i+1]
+		}
+		return nil
+	})
+}
+
+// stringsIn collects the string literals that pick returns for the nodes of the non-test Go
+// files matching the patterns.
+func stringsIn(t *testing.T, patterns []string, pick func(ast.Node) []ast.Expr) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
 	fset := token.NewFileSet()
 	for _, pattern := range patterns {
 		names, err := filepath.Glob(pattern)
@@ -154,26 +155,15 @@ func problemCodes(t *testing.T, constructors map[string]int, patterns ...string)
 				t.Fatal(err)
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				var fn string
-				switch f := call.Fun.(type) {
-				case *ast.Ident:
-					fn = f.Name
-				case *ast.SelectorExpr:
-					fn = f.Sel.Name
-				}
-				if i, ok := constructors[fn]; ok && i < len(call.Args) {
-					if lit, ok := call.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						code, _ := strconv.Unquote(lit.Value)
-						used[code] = true
+				for _, e := range pick(n) {
+					if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						out[v] = true
 					}
 				}
 				return true
 			})
 		}
 	}
-	return used
+	return out
 }
