@@ -16,7 +16,6 @@ import (
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/taskview"
-	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -34,9 +33,6 @@ type ImportLimits struct {
 
 // multipartSlack is room for the multipart framing and the small form fields.
 const multipartSlack = 64 << 10
-
-// maxSheetName caps the sheet field: Excel's own limit for a sheet name.
-const maxSheetName = 31
 
 // submitImport answers POST /api/v1/imports (multipart: file, mode, sheet, encoding, lang).
 // It streams the upload to disk while hashing it, runs the cheap checks, stores the file
@@ -62,13 +58,12 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
+	// The uploader's choices are the import's to check (importer.Submit.Set), each as it
+	// arrives: a bad one is refused before a large file after it is read.
 	var (
-		mode      = importer.ModeUpsert
-		sheetName string
-		encoding  string
-		lang      = r.Header.Get("Accept-Language")
-		received  *importer.Received
-		notify    notifyRequest
+		choice   = importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")}
+		received *importer.Received
+		notify   notifyRequest
 	)
 	defer func() { received.Discard() }()
 	for {
@@ -79,7 +74,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		if err != nil {
 			return uploadError(err, limit)
 		}
-		switch part.FormName() {
+		switch name := part.FormName(); name {
 		case "file":
 			if received != nil {
 				return badRequest("invalid_upload", `send one "file" field`)
@@ -92,12 +87,6 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			case err != nil:
 				return uploadError(err, limit)
 			}
-		case "mode":
-			v, err := smallField(part, limit)
-			if err != nil {
-				return err
-			}
-			mode = strings.ToLower(v)
 		case "notify_url":
 			if notify.URL, err = smallField(part, limit); err != nil {
 				return err
@@ -106,33 +95,21 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 			if notify.Secret, err = smallField(part, limit); err != nil {
 				return err
 			}
-		case "encoding":
-			if encoding, err = smallField(part, limit); err != nil {
+		default:
+			if !importer.IsChoice(name) {
+				continue // a field the import does not read
+			}
+			v, err := smallField(part, limit)
+			if err != nil {
 				return err
 			}
-			if _, err := sheet.ParseEncoding(encoding); err != nil {
-				return problem(http.StatusUnprocessableEntity, "bad_encoding", err.Error()).
-					withErrors(FieldError{"encoding", "must be utf-8, gb18030 or auto"})
-			}
-		case "lang":
-			if lang, err = smallField(part, limit); err != nil {
+			if err := choice.Set(name, v); err != nil {
 				return err
-			}
-		case "sheet":
-			if sheetName, err = smallField(part, limit); err != nil {
-				return err
-			}
-			if msg := textcheck.Problem(sheetName, maxSheetName); msg != "" {
-				return problem(http.StatusUnprocessableEntity, "bad_sheet", "sheet "+msg).withErrors(FieldError{"sheet", msg})
 			}
 		}
 	}
 	if received == nil {
 		return badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
-	}
-	if mode != importer.ModeUpsert && mode != importer.ModeInsert {
-		return problem(http.StatusUnprocessableEntity, "bad_mode", "mode must be upsert or insert, not "+echo(mode)).
-			withErrors(FieldError{"mode", "must be upsert or insert"})
 	}
 	hook := notifyOf(notify.URL, notify.Secret)
 	if err := hook.check(r.Context(), s); err != nil {
@@ -140,7 +117,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	// The checks read the stored upload (ranged reads on s3): the request's time, not a
 	// query's.
-	sub, err := s.Uploads.Accept(r.Context(), received, p.User, importer.Submit{Mode: mode, Sheet: sheetName, Encoding: encoding, Lang: lang})
+	sub, err := s.Uploads.Accept(r.Context(), received, p.User, choice)
 	if err != nil {
 		return err
 	}

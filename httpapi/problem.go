@@ -83,7 +83,11 @@ func toProblem(err error) *Problem {
 	case errors.As(err, &file):
 		status := map[importer.ProblemKind]int{importer.Unsupported: http.StatusUnsupportedMediaType,
 			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge}[file.Kind]
-		return problem(status, file.Code, file.Message)
+		p := problem(status, file.Code, file.Message)
+		if file.Field != "" {
+			p.Errors = []FieldError{{file.Field, file.FieldMessage}}
+		}
+		return p
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem(http.StatusUnprocessableEntity, "unknown_type", err.Error())
 	case store.IsTimeout(err):

@@ -303,7 +303,7 @@ func normalizeJSON(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // echo quotes a value for an error message, shortened and printable.
-func echo(v string) string { return export.Echo(v) }
+func echo(v string) string { return textcheck.Echo(v) }
 
 // The cursor is "<created_at unix micros>:<id>" in unpadded base64url. decodeCursor accepts
 // exactly what encodeCursor writes for a real task: a time filters accept and an id ≥ 1.

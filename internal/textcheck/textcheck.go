@@ -23,3 +23,15 @@ func Problem(v string, max int) string {
 	}
 	return ""
 }
+
+// maxEcho is how many characters of a rejected value Echo quotes back.
+const maxEcho = 40
+
+// Echo quotes a rejected value for an error message, shortened and made printable.
+func Echo(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	if r := []rune(v); len(r) > maxEcho {
+		v = string(r[:maxEcho]) + "…"
+	}
+	return fmt.Sprintf("%q", v)
+}

@@ -23,3 +23,12 @@ func TestProblemNamesWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+func TestEchoShortensAndQuotes(t *testing.T) {
+	if got := Echo(strings.Repeat("x", 100) + "\xff"); len([]rune(got)) > maxEcho+3 || !strings.HasSuffix(got, `…"`) {
+		t.Errorf("Echo of a long value: %s", got)
+	}
+	if got := Echo("a\x00b"); got != `"a\x00b"` {
+		t.Errorf("Echo of a control character: %s", got)
+	}
+}

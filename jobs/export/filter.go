@@ -27,7 +27,6 @@ const (
 	maxFilterUnix = 253402300799 // 9999-12-31T23:59:59Z
 	timeRange     = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
 	levelChoices  = "normal, silver, gold, platinum or diamond"
-	maxEcho       = 40 // characters of a rejected value quoted back
 )
 
 // TimeInRange reports whether t is a time filters accept: from 1970-01-01 to the end of
@@ -99,22 +98,13 @@ func (c *filterCheck) err() error {
 	return &FilterError{Fields: c.fields}
 }
 
-// Echo quotes a rejected value for an error message, shortened and made printable.
-func Echo(v string) string {
-	v = strings.ToValidUTF8(v, "\uFFFD")
-	if r := []rune(v); len(r) > maxEcho {
-		v = string(r[:maxEcho]) + "…"
-	}
-	return fmt.Sprintf("%q", v)
-}
-
 // Validate checks a customer filter before a task is created for it, and again in the
 // worker: sizes, characters and the level enum.
 func (f CustomerFilter) Validate() error {
 	var c filterCheck
 	c.text("city", f.City, MaxFilterText)
 	if c.text("level", f.Level, MaxFilterText) && f.Level != "" && !customerLevels[f.Level] {
-		c.bad("level", "%s is not a level; use %s", Echo(f.Level), levelChoices)
+		c.bad("level", "%s is not a level; use %s", textcheck.Echo(f.Level), levelChoices)
 	}
 	c.text("code_prefix", f.CodePrefix, MaxCodePrefix)
 	return c.err()
@@ -129,7 +119,7 @@ func (f TaskFilter) Validate() error {
 	}
 	for _, s := range f.Statuses {
 		if !s.Valid() {
-			c.bad("status", "%s is not a task status", Echo(string(s)))
+			c.bad("status", "%s is not a task status", textcheck.Echo(string(s)))
 			break
 		}
 	}

@@ -65,7 +65,4 @@ func TestFilterBounds(t *testing.T) {
 	if err := (CustomerFilter{City: strings.Repeat("城", MaxFilterText), Level: "diamond", CodePrefix: strings.Repeat("C", MaxCodePrefix)}).Validate(); err != nil {
 		t.Errorf("filter at its limits: %v", err)
 	}
-	if got := Echo(strings.Repeat("x", 100) + "\xff"); len([]rune(got)) > maxEcho+3 || !strings.HasSuffix(got, `…"`) {
-		t.Errorf("Echo of a long value: %s", got)
-	}
 }

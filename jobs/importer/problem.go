@@ -12,6 +12,9 @@ type FileProblem struct {
 	Kind    ProblemKind
 	Code    string
 	Message string
+	// Field names the form field at fault when it is one of the uploader's choices (mode,
+	// sheet, encoding), with what a valid value is (FieldMessage).
+	Field, FieldMessage string
 }
 
 // ProblemKind sorts file problems into the HTTP answers they get.

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -127,6 +129,51 @@ type Submit struct {
 	Lang string
 }
 
+// maxSheetName caps the sheet field: Excel's own limit for a sheet name.
+const maxSheetName = 31
+
+// IsChoice reports whether a form field sent beside the file is one of the uploader's
+// choices (Submit.Set).
+func IsChoice(field string) bool {
+	switch field {
+	case "mode", "encoding", "sheet", "lang":
+		return true
+	}
+	return false
+}
+
+// Set records one of the uploader's choices (IsChoice), refusing a value that cannot be one
+// with the field named, as soon as it arrives. Other names are ignored.
+func (o *Submit) Set(field, value string) error {
+	switch field {
+	case "mode":
+		o.Mode = strings.ToLower(value)
+		return checkMode(o.Mode)
+	case "encoding":
+		o.Encoding = value
+		if _, err := sheet.ParseEncoding(value); err != nil {
+			return &FileProblem{Kind: Invalid, Code: "bad_encoding", Message: err.Error(),
+				Field: "encoding", FieldMessage: "must be utf-8, gb18030 or auto"}
+		}
+	case "sheet":
+		o.Sheet = value
+		if msg := textcheck.Problem(value, maxSheetName); msg != "" {
+			return &FileProblem{Kind: Invalid, Code: "bad_sheet", Message: "sheet " + msg, Field: "sheet", FieldMessage: msg}
+		}
+	case "lang":
+		o.Lang = value
+	}
+	return nil
+}
+
+func checkMode(mode string) error {
+	if mode != ModeUpsert && mode != ModeInsert {
+		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert or insert, not " + textcheck.Echo(mode),
+			Field: "mode", FieldMessage: "must be upsert or insert"}
+	}
+	return nil
+}
+
 // recordTimeout bounds the upload's record, written in the database.
 const recordTimeout = 5 * time.Second
 
@@ -140,8 +187,8 @@ const recordTimeout = 5 * time.Second
 // The language is not part of it: it only changes how the outcome reads.
 func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
-	if o.Mode != ModeUpsert && o.Mode != ModeInsert {
-		return jobs.Submission{}, problem(Invalid, "bad_mode", "mode must be upsert or insert")
+	if err := checkMode(o.Mode); err != nil {
+		return jobs.Submission{}, err
 	}
 	enc, err := sheet.ParseEncoding(o.Encoding)
 	if err != nil {
