@@ -187,15 +187,15 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	res.json(t, &sub)
 
 	b.run("open the page", chromedp.Navigate(base+"/tasks/"+sub.Task.ID), chromedp.WaitVisible(chromedp.CSS("#sso")))
-	b.run("sign in with the company account", chromedp.Click(chromedp.CSS("#sso")))
+	b.click("sign in with the company account", "#sso")
 	b.wait("back on the task, signed in as alice", `location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
 		document.querySelector(".who").innerText === "alice" && document.querySelector("#task-status").dataset.status === "PENDING"`, 20*time.Second)
-	b.run("cancel it", chromedp.Click(chromedp.CSS("#cancel")))
+	b.click("cancel it", "#cancel")
 	b.wait("cancelled by alice", `document.querySelector("#task-status").dataset.status === "CANCELLED" &&
 		!document.querySelector("#task-cancelled-by").hidden && document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice at ")`, 20*time.Second)
 	shot := b.screenshot("sso-cancelled-by")
 
-	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.click("sign out", "#signout")
 	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
 	b.run("the page again", chromedp.Navigate(base+"/"))
 	b.wait("signed out for good", `location.pathname === "/login"`, 10*time.Second)

@@ -1110,7 +1110,7 @@ func TestEverySurfaceTellsTheSameStory(t *testing.T) {
 		return d.Status == "CANCELLED" && d.Retry && strings.HasPrefix(d.By, "Cancelled by alice")
 	})
 	long.retryAt = time.Now()
-	if err := longTab.do(chromedp.Click(chromedp.CSS("#retry"))); err != nil {
+	if err := longTab.do(clickShown("#retry")); err != nil {
 		t.Fatalf("click retry: %v", err)
 	}
 	s.waitFor("the retry to be accepted", func() bool {

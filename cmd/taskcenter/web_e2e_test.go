@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 )
@@ -124,6 +128,72 @@ func (b *browserSession) wait(what, cond string, within time.Duration) {
 	}))
 }
 
+// clickPointJS is where a person would click the element sel, once it is there to be
+// clicked: shown, enabled, in the window (it is scrolled there), standing still (its box
+// the same as at the previous look) and not covered (the element at its middle is it or
+// inside it). Until then it is null.
+func clickPointJS(sel string) string {
+	q, _ := json.Marshal(sel)
+	return `(() => { const sel = ` + string(q) + `, e = document.querySelector(sel);
+		if (!e || e.disabled || !e.checkVisibility({visibilityProperty: true})) return null;
+		const r = e.getBoundingClientRect();
+		if (r.width === 0 || r.height === 0) return null;
+		if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) { e.scrollIntoView({block: "center", inline: "center"}); return null; }
+		const seen = (window.__clickBox ||= {}), box = [r.left, r.top, r.width, r.height].join(" ");
+		if (seen[sel] !== box) { seen[sel] = box; return null; }
+		const x = r.left + r.width / 2, y = r.top + r.height / 2, hit = document.elementFromPoint(x, y);
+		if (!hit || !e.contains(hit)) return null;
+		delete seen[sel];
+		return [x, y]; })()`
+}
+
+// clickPoint waits until the element sel can be clicked and returns where (see clickPointJS).
+// The element is looked up by its selector at each look, so a live update that changes the
+// page in between is no matter; the wait starts again when the page it watched is left for
+// another (a navigation still under way).
+func clickPoint(ctx context.Context, t *chromedp.Target, sel string) (x, y float64, err error) {
+	for {
+		pt, err := chromedp.Poll[[]float64](clickPointJS(sel), chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0))(ctx, t)
+		if browserSays(err, "Execution context was destroyed.", "Cannot find context with specified id") {
+			continue
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("wait for %s to be there to click: %w", sel, err)
+		}
+		if len(pt) != 2 {
+			return 0, 0, fmt.Errorf("the click point of %s is %v", sel, pt)
+		}
+		return pt[0], pt[1], nil
+	}
+}
+
+// clickShown clicks the element sel the way a person does: once it is there to be clicked
+// (see clickPointJS), with the browser's mouse at its middle. It holds no node of the page
+// between the look and the click, so an element replaced by a live update cannot make it
+// fail; it clicks the element the selector finds at the moment of the click.
+func clickShown(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		x, y, err := clickPoint(ctx, t, sel)
+		if err != nil {
+			return err
+		}
+		_, err = chromedp.MouseClickXY(x, y)(ctx, t)
+		return err
+	})
+}
+
+// browserSays tells whether err is the browser answering one of messages.
+func browserSays(err error, messages ...string) bool {
+	var e *cdproto.Error
+	return errors.As(err, &e) && slices.Contains(messages, e.Message)
+}
+
+// click clicks what a person would, failing the test when it cannot be clicked.
+func (b *browserSession) click(what, sel string) {
+	b.t.Helper()
+	b.run(what, clickShown(sel))
+}
+
 // eval evaluates js and returns its value.
 func eval[T any](b *browserSession, js string) T {
 	b.t.Helper()
@@ -135,7 +205,12 @@ func eval[T any](b *browserSession, js string) T {
 }
 
 func (b *browserSession) screenshot(name string) string {
-	time.Sleep(400 * time.Millisecond) // let the progress bar's transition end: a picture, not an assertion
+	// The picture once the page has stopped moving (the progress bar's width is a
+	// transition); a page that keeps moving is taken as it is after a few seconds.
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	chromedp.Run(ctx, chromedp.Poll[bool](`document.getAnimations().every(a => a.playState !== "running")`, //nolint:errcheck
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(4*time.Second)))
+	cancel()
 	buf, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		return "(no screenshot: " + err.Error() + ")"
@@ -203,7 +278,8 @@ func TestWebPageInChromium(t *testing.T) {
 	b.signIn(base, aliceToken)
 	b.run("open the import page", chromedp.Navigate(base+"/new/import"), chromedp.WaitVisible(chromedp.CSS("#file")))
 	messy, _ := filepath.Abs("../../testdata/imports/messy-openpyxl.xlsx")
-	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{messy}), chromedp.Click(chromedp.CSS("#import-submit")))
+	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{messy}))
+	b.click("upload it", "#import-submit")
 	b.wait("the answer in place", `(document.querySelector("#answer")||{}).dataset.status === "202"`, 15*time.Second)
 	var answer string
 	answer = evalInto(b, `document.querySelector("#answer").innerText`, answer)
@@ -237,15 +313,16 @@ func TestWebPageInChromium(t *testing.T) {
 	detailShot := b.screenshot("detail-1080p")
 
 	// The error report link downloads the report.
-	b.run("open the error report", chromedp.Click(chromedp.CSS("#error-report")))
+	b.click("open the error report", "#error-report")
 	isXLSX(t, b.download(".xlsx", seen))
 
 	// --- export and download ---------------------------------------------------------------
 	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
-	b.run("export the customers of 上海", chromedp.SendKeys(chromedp.CSS(`input[name="city"]`), "上海"), chromedp.Click(chromedp.CSS("#export-submit")))
+	b.run("type 上海", chromedp.SendKeys(chromedp.CSS(`input[name="city"]`), "上海"))
+	b.click("export the customers of 上海", "#export-submit")
 	b.wait("the export to finish", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "SUCCESS"
 		&& !!document.querySelector("#download")`, 60*time.Second)
-	b.run("download the result", chromedp.Click(chromedp.CSS("#download")))
+	b.click("download the result", "#download")
 	isXLSX(t, b.download(".xlsx", seen))
 
 	// Once the result has expired the page offers to export again (the download answers 410).
@@ -253,17 +330,20 @@ func TestWebPageInChromium(t *testing.T) {
 	e.exec(`UPDATE tasks SET result_expires_at = now() - interval '1 minute' WHERE task_no = ?`, exportID)
 	b.run("reload the expired export", chromedp.Reload())
 	b.wait("expired — export again", `!!document.querySelector("#export-again") && !document.querySelector("#download")`, 10*time.Second)
-	b.run("export again", chromedp.Click(chromedp.CSS("#export-again")))
+	b.click("export again", "#export-again")
 	b.wait("the new export to finish", `location.pathname !== "/tasks/`+exportID+`" && location.pathname.startsWith("/tasks/")
 		&& document.querySelector("#task-status").dataset.status === "SUCCESS" && !!document.querySelector("#download")`, 60*time.Second)
 
 	// --- cancel a running export, then retry it ------------------------------------------
 	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
-	b.run("export every customer", chromedp.Click(chromedp.CSS("#export-submit")))
+	b.click("export every customer", "#export-submit")
 	b.wait("the long export to run", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "RUNNING" && !!document.querySelector("#cancel")`, 60*time.Second)
-	b.run("cancel it", chromedp.Click(chromedp.CSS("#cancel")))
-	b.wait("CANCELLED, live", `document.querySelector("#task-status").dataset.status === "CANCELLED" && !!document.querySelector("#retry")`, 60*time.Second)
-	b.run("retry it", chromedp.Click(chromedp.CSS("#retry")))
+	b.click("cancel it", "#cancel")
+	// After the cancelled event the page reads the task again and says who cancelled it,
+	// above the buttons; a person clicks Retry once the page shows that.
+	b.wait("CANCELLED, live, and by whom", `document.querySelector("#task-status").innerText === "Cancelled" && !!document.querySelector("#retry")
+		&& document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice")`, 60*time.Second)
+	b.click("retry it", "#retry")
 	b.wait("the retry to run and finish", `document.querySelector("#task-status").dataset.status === "SUCCESS"`, 120*time.Second)
 	var attempts int
 	attempts = evalInto(b, `document.querySelectorAll("#timeline li").length`, attempts)
@@ -285,7 +365,7 @@ func TestWebPageInChromium(t *testing.T) {
 	b.run("back to 1080p", chromedp.EmulateViewport(1920, 1080))
 
 	// --- 中文 ------------------------------------------------------------------------------
-	b.run("switch to Chinese", chromedp.Click(chromedp.CSS("#lang-switch")))
+	b.click("switch to Chinese", "#lang-switch")
 	b.wait("the Chinese list", `document.documentElement.lang === "zh-CN" && document.querySelectorAll("#tasks tbody tr").length === 4`, 10*time.Second)
 	var chips string
 	chips = evalInto(b, `Array.from(document.querySelectorAll("#tasks .chip")).map(c => c.innerText).join(",")`, chips)
@@ -299,11 +379,11 @@ func TestWebPageInChromium(t *testing.T) {
 		t.Fatalf("Chinese rejected rows:\n%s", rejected)
 	}
 	zhShot := b.screenshot("detail-zh")
-	b.run("back to English", chromedp.Click(chromedp.CSS("#lang-switch")))
+	b.click("back to English", "#lang-switch")
 	b.wait("English", `document.documentElement.lang === "en"`, 10*time.Second)
 
 	// --- another user's task is "not found" ---------------------------------------------
-	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.click("sign out", "#signout")
 	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
 	b.signIn(base, bobToken)
 	b.run("open alice's task as bob", chromedp.Navigate(base+"/tasks/"+importID))
@@ -317,7 +397,7 @@ func TestWebPageInChromium(t *testing.T) {
 	b.wait("bob's empty list", `document.querySelector("#list-msg").innerText !== "" && document.querySelectorAll("#tasks tbody tr").length === 0`, 10*time.Second)
 
 	// --- an admin sees everyone's, with an owner column and the console link --------------
-	b.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	b.click("sign out", "#signout")
 	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
 	b.signIn(base, adminToken)
 	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 4 && !!document.querySelector("#console-link")

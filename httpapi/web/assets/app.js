@@ -39,6 +39,43 @@
   }
   function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); return e; }
 
+  // Live updates change the page in place: an element that stays is kept, and only what
+  // differs is written. A button that is replaced under the pointer loses the click that
+  // was in progress and the keyboard focus, and a node rewritten with the same text is
+  // announced again by a screen reader.
+  function setText(e, s) {
+    s = String(s);
+    if (e.nodeType === 3) { if (e.nodeValue !== s) e.nodeValue = s; } else if (e.textContent !== s) e.textContent = s;
+    return e;
+  }
+  // setAttr sets an attribute, or removes it when v is null or undefined.
+  function setAttr(e, k, v) {
+    if (v === null || v === undefined) { if (e.hasAttribute(k)) e.removeAttribute(k); } else if (e.getAttribute(k) !== String(v)) e.setAttribute(k, String(v));
+    return e;
+  }
+  function setClass(e, c) { if (e.className !== c) e.className = c; return e; }
+  function show(e, on) { if (e.hidden === !!on) e.hidden = !on; return e; }
+  // place puts child into parent right after prev (first when prev is null). A child that
+  // is there already is not moved: moving an element takes the focus away from it.
+  function place(parent, child, prev) {
+    var at = prev ? prev.nextSibling : parent.firstChild;
+    if (at !== child) parent.insertBefore(child, at);
+    return child;
+  }
+  function drop(e) { if (e && e.parentNode) e.parentNode.removeChild(e); }
+  // fillList makes parent's element children the n items of a list: fill(i, shown) updates
+  // the element shown for item i (null when there is none yet) and returns it, or returns
+  // a new one when the shown one cannot show the item; elements beyond n are removed.
+  function fillList(parent, n, fill) {
+    for (var i = 0; i < n; i++) {
+      var shown = parent.children[i] || null;
+      var e = fill(i, shown);
+      if (e === shown) continue;
+      if (shown) parent.replaceChild(e, shown); else parent.appendChild(e);
+    }
+    while (parent.children.length > n) parent.removeChild(parent.lastElementChild);
+  }
+
   // ---- the API ---------------------------------------------------------------------------
   function api(method, path, body) {
     var headers = { 'Accept': 'application/json' };
@@ -177,31 +214,35 @@
     if (v.status === 'SUCCESS' || v.status === 'PARTIAL_SUCCESS') return 100;
     return Math.max(0, Math.min(100, (v.progress && v.progress.percent) || 0));
   }
+  // progressBar, chip and counts make their widget, or update the one given in place.
   function progressBar(v, bar) {
     bar = bar || el('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100' },
       el('div', { class: 'bar' }), el('span', { class: 'pct' }));
     var pct = percent(v);
     bar.classList.toggle('done', pct === 100);
     bar.classList.toggle('bad', v.status === 'FAILED' || v.status === 'TIMEOUT' || v.status === 'CANCELLED');
-    bar.setAttribute('aria-valuenow', String(pct));
-    bar.setAttribute('aria-label', t('col.progress'));
-    $('.bar', bar).style.width = pct + '%';
+    setAttr(bar, 'aria-valuenow', pct);
+    setAttr(bar, 'aria-label', t('col.progress'));
+    var fill = $('.bar', bar);
+    if (fill.style.width !== pct + '%') fill.style.width = pct + '%';
     var p = v.progress || {};
-    $('.pct', bar).textContent = pct + '%' + (p.total ? ' · ' + p.current + '/' + p.total : '');
+    setText($('.pct', bar), pct + '%' + (p.total ? ' · ' + p.current + '/' + p.total : ''));
     return bar;
   }
   function chip(v, c) {
     c = c || el('span');
-    c.className = 'chip ' + v.status;
-    c.textContent = statusName(v.status) + (v.cancel_requested && !terminal(v.status) ? ' · ' + t('status.cancel_requested') : '');
-    c.setAttribute('data-status', v.status);
+    setClass(c, 'chip ' + v.status);
+    setText(c, statusName(v.status) + (v.cancel_requested && !terminal(v.status) ? ' · ' + t('status.cancel_requested') : ''));
+    setAttr(c, 'data-status', v.status);
     return c;
   }
-  function counts(v) {
+  function counts(v, box) {
     var c = v.counts || {};
-    return el('span', { class: 'counts' }, String(c.total || 0), ' / ',
-      el('span', { class: 'ok', text: String(c.success || 0) }), ' / ',
-      el('span', { class: 'bad', text: String(c.failed || 0) }));
+    box = box || el('span', { class: 'counts' }, '', ' / ', el('span', { class: 'ok' }), ' / ', el('span', { class: 'bad' }));
+    setText(box.firstChild, c.total || 0);
+    setText($('.ok', box), c.success || 0);
+    setText($('.bad', box), c.failed || 0);
+    return box;
   }
 
   // ---- live events -----------------------------------------------------------------------
@@ -267,32 +308,54 @@
       return true;
     }
 
-    function cells(v) {
-      var link = el('a', { href: '/tasks/' + encodeURIComponent(v.id), class: 'title', text: title(v) });
-      var out = [
-        el('td', { 'data-label': t('col.task') }, link, el('span', { class: 'sub' }, typeName(v.type) + ' · ', el('span', { class: 'mono', text: v.id }))),
-      ];
-      if (boot.admin) out.push(el('td', { 'data-label': t('col.owner'), text: v.owner }));
-      out.push(el('td', { 'data-label': t('col.status') }, chip(v)));
-      out.push(el('td', { 'data-label': t('col.progress') }, progressBar(v)));
-      out.push(el('td', { 'data-label': t('col.counts') }, counts(v)));
-      out.push(el('td', { 'data-label': t('col.age'), class: 'age', title: when(v.created_at), text: age(v.created_at) }));
-      out.push(el('td', { 'data-label': t('col.duration'), class: 'duration', text: duration(v) }));
-      return out;
+    // row makes a task's row once, keeping the parts a live update changes.
+    function row(v) {
+      var r = { view: null };
+      r.link = el('a', { class: 'title' });
+      r.type = document.createTextNode('');
+      r.chip = chip(v);
+      r.bar = progressBar(v);
+      r.counts = counts(v);
+      r.age = el('td', { 'data-label': t('col.age'), class: 'age' });
+      r.duration = el('td', { 'data-label': t('col.duration'), class: 'duration' });
+      r.tr = el('tr', { 'data-id': v.id },
+        el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', text: v.id }))));
+      if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner') }));
+      r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip));
+      r.tr.appendChild(el('td', { 'data-label': t('col.progress') }, r.bar));
+      r.tr.appendChild(el('td', { 'data-label': t('col.counts') }, r.counts));
+      r.tr.appendChild(r.age);
+      r.tr.appendChild(r.duration);
+      return r;
+    }
+    // update shows v in its row (made when the task has none yet) and returns the row; an
+    // older view arriving late is ignored unless fresh says it is the server's answer now.
+    function update(v, fresh) {
+      var r = rows[v.id];
+      if (!fresh && r && r.view && Date.parse(r.view.updated_at) > Date.parse(v.updated_at) && r.view.status !== v.status && terminal(r.view.status)) {
+        return r;
+      }
+      if (!r) r = rows[v.id] = row(v);
+      r.view = v;
+      setAttr(r.link, 'href', '/tasks/' + encodeURIComponent(v.id));
+      setText(r.link, title(v));
+      setText(r.type, typeName(v.type) + ' · ');
+      if (r.owner) setText(r.owner, v.owner);
+      chip(v, r.chip);
+      progressBar(v, r.bar);
+      counts(v, r.counts);
+      setAttr(r.age, 'title', when(v.created_at));
+      setText(r.age, age(v.created_at));
+      setText(r.duration, duration(v));
+      setAttr(r.tr, 'data-status', v.status);
+      return r;
     }
     function put(v, prepend) {
-      var r = rows[v.id];
-      if (r && r.view && Date.parse(r.view.updated_at) > Date.parse(v.updated_at) && r.view.status !== v.status && terminal(r.view.status)) {
-        return; // an older view arriving late
+      var isNew = !rows[v.id];
+      var r = update(v, false);
+      if (isNew) {
+        if (prepend && tbody.firstChild) tbody.insertBefore(r.tr, tbody.firstChild); else tbody.appendChild(r.tr);
       }
-      var tr = r ? r.tr : el('tr', { 'data-id': v.id });
-      clear(tr);
-      cells(v).forEach(function (c) { tr.appendChild(c); });
-      tr.setAttribute('data-status', v.status);
-      if (!r) {
-        if (prepend && tbody.firstChild) tbody.insertBefore(tr, tbody.firstChild); else tbody.appendChild(tr);
-      }
-      rows[v.id] = { tr: tr, view: v };
     }
     function load() {
       var q = filters();
@@ -304,11 +367,16 @@
       if (!tbody.firstChild) msg.textContent = t('list.loading');
       return api('GET', '/api/v1/tasks?' + q.toString()).then(function (r) {
         if (!r.ok) { msg.textContent = problemText(r); return; }
-        clear(tbody);
-        rows = {};
-        r.data.items.forEach(function (v) { put(v, false); });
+        // The page's tasks in the answer's order: the rows shown already are kept (and
+        // moved only when their place changed), the others made, the rest removed.
+        var keep = {}, prev = null;
+        r.data.items.forEach(function (v) {
+          keep[v.id] = true;
+          prev = place(tbody, update(v, true).tr, prev);
+        });
+        Object.keys(rows).forEach(function (id) { if (!keep[id]) { drop(rows[id].tr); delete rows[id]; } });
         next = r.data.next_cursor || '';
-        msg.textContent = r.data.items.length ? '' : t('list.empty');
+        setText(msg, r.data.items.length ? '' : t('list.empty'));
         $('#next').disabled = !next;
         $('#prev').disabled = stack.length === 0 && !cursor;
       });
@@ -331,7 +399,7 @@
     }
     function setLive(on) {
       live.classList.toggle('on', on);
-      live.textContent = on ? t('list.live') : '';
+      setText(live, on ? t('list.live') : '');
     }
     function poll() {
       if (polling) return;
@@ -350,8 +418,8 @@
     setInterval(function () {
       Object.keys(rows).forEach(function (id) {
         var r = rows[id];
-        $('.age', r.tr).textContent = age(r.view.created_at);
-        $('.duration', r.tr).textContent = duration(r.view);
+        setText(r.age, age(r.view.created_at));
+        setText(r.duration, duration(r.view));
       });
     }, 5000);
   }
@@ -374,73 +442,125 @@
       msg.className = 'msg error';
       msg.setAttribute('data-state', 'not-found');
     }
-    function fact(dl, k, v) {
-      if (v === undefined || v === null || v === '') return;
-      dl.appendChild(el('dt', { text: k }));
-      dl.appendChild(typeof v === 'string' ? el('dd', { text: v }) : el('dd', null, v));
+    var facts = {}; // key → {dt, dd}: each fact's pair, made once
+    // renderFacts shows the facts that have a value, in their order, each in its own pair.
+    function renderFacts(v) {
+      var dl = $('#task-facts'), p = v.params || {}, prev = null;
+      [
+        ['owner', t('col.owner'), boot.admin ? v.owner : ''],
+        ['file', t('detail.file'), p.filename],
+        ['mode', t('detail.mode'), p.mode && (has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode)],
+        ['filter', t('detail.filter'), p.filter && Object.keys(p.filter).length ? JSON.stringify(p.filter) : ''],
+        ['counts', t('detail.counts'), v],
+        ['created', t('detail.created'), when(v.created_at)],
+        ['started', t('detail.started'), when(v.started_at)],
+        ['finished', t('detail.finished'), when(v.finished_at)],
+        ['duration', t('col.duration'), duration(v)]
+      ].forEach(function (f) {
+        var key = f[0], value = f[2], pair = facts[key];
+        if (value === undefined || value === null || value === '') {
+          if (pair) { drop(pair.dt); drop(pair.dd); delete facts[key]; }
+          return;
+        }
+        if (!pair) pair = facts[key] = { dt: el('dt'), dd: key === 'counts' ? el('dd', null, counts(v)) : el('dd') };
+        setText(pair.dt, f[1]);
+        if (key === 'counts') counts(v, pair.dd.firstChild); else setText(pair.dd, value);
+        place(dl, pair.dt, prev);
+        prev = place(dl, pair.dd, pair.dt);
+      });
     }
     function renderHead(v) {
       view = v;
-      box.hidden = false;
-      msg.textContent = '';
-      $('#task-title').textContent = title(v);
-      document.title = title(v) + ' · taskcenter';
+      show(box, true);
+      setText(msg, '');
+      setText($('#task-title'), title(v));
+      if (document.title !== title(v) + ' · taskcenter') document.title = title(v) + ' · taskcenter';
       chip(v, $('#task-status'));
-      $('#task-id').textContent = v.id + ' · ' + typeName(v.type);
+      setText($('#task-id'), v.id + ' · ' + typeName(v.type));
       progressBar(v, $('#task-progress'));
-      var dl = clear($('#task-facts'));
-      if (boot.admin) fact(dl, t('col.owner'), v.owner);
-      var p = v.params || {};
-      if (p.filename) fact(dl, t('detail.file'), p.filename);
-      if (p.mode) fact(dl, t('detail.mode'), has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode);
-      if (p.filter && Object.keys(p.filter).length) fact(dl, t('detail.filter'), JSON.stringify(p.filter));
-      fact(dl, t('detail.counts'), counts(v));
-      fact(dl, t('detail.created'), when(v.created_at));
-      fact(dl, t('detail.started'), when(v.started_at));
-      fact(dl, t('detail.finished'), when(v.finished_at));
-      fact(dl, t('col.duration'), duration(v));
+      renderFacts(v);
       var err = $('#task-error');
-      err.hidden = !v.error;
-      err.textContent = v.error ? t('detail.error') + ': ' + taskError(v) : '';
+      show(err, !!v.error);
+      setText(err, v.error ? t('detail.error') + ': ' + taskError(v) : '');
       renderCancelledBy(v, v.status);
       renderActions(v);
       var fe = (v.result && v.result.first_errors) || [];
-      $('#rejected').hidden = fe.length === 0;
-      var ul = clear($('#rejected-rows'));
-      fe.forEach(function (m) { ul.appendChild(el('li', { text: trRow(m), title: m })); });
+      show($('#rejected'), fe.length > 0);
+      fillList($('#rejected-rows'), fe.length, function (i, li) {
+        li = li || el('li');
+        setText(li, trRow(fe[i]));
+        setAttr(li, 'title', fe[i]);
+        return li;
+      });
     }
     // renderCancelledBy says who cancelled the task (or asked to), from the detail's audit;
     // status is the one the page shows.
     function renderCancelledBy(v, status) {
       if (!('cancelled_by' in v) && v.cancel_requested) return; // live updates carry no audit: keep what the detail said
       var by = $('#task-cancelled-by'), c = v.cancelled_by;
-      by.hidden = !c;
-      by.textContent = c ? t(status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
-        .replace('{who}', c.actor).replace('{at}', when(c.at)) : '';
+      show(by, !!c);
+      setText(by, c ? t(status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
+        .replace('{who}', c.actor).replace('{at}', when(c.at)) : '');
+    }
+    // attemptItem shows an attempt in the timeline's item li, made when li is null or is
+    // the "no attempts" line.
+    function attemptItem(a, li) {
+      if (!li || !li._attempt) {
+        li = el('li');
+        li._attempt = { strong: el('strong'), trigger: document.createTextNode(''), chip: el('span'), hint: el('div', { class: 'hint' }), error: null };
+        li.appendChild(li._attempt.strong);
+        li.appendChild(document.createTextNode(' · '));
+        li.appendChild(li._attempt.trigger);
+        li.appendChild(document.createTextNode(' · '));
+        li.appendChild(li._attempt.chip);
+        li.appendChild(li._attempt.hint);
+      }
+      var p = li._attempt;
+      setText(p.strong, t('detail.attempt') + ' ' + a.attempt);
+      setText(p.trigger, has('trigger.' + a.trigger) ? t('trigger.' + a.trigger) : a.trigger);
+      setClass(p.chip, 'chip ' + a.status);
+      setText(p.chip, statusName(a.status));
+      setText(p.hint, t('detail.worker') + ': ' + (a.worker || '—') + ' · ' + t('detail.start') + ': ' + when(a.started_at) +
+        ' · ' + t('detail.end') + ': ' + when(a.finished_at));
+      if (a.error) {
+        p.error = p.error || li.appendChild(el('div', { class: 'error' }));
+        setText(p.error, trRow(a.error));
+      } else if (p.error) {
+        drop(p.error);
+        p.error = null;
+      }
+      return li;
     }
     function renderMore(v) {
-      var tl = clear($('#timeline'));
-      $('#attempts').hidden = false;
-      if (!v.attempts || !v.attempts.length) tl.appendChild(el('li', { text: t('detail.no_attempts') }));
-      (v.attempts || []).forEach(function (a) {
-        tl.appendChild(el('li', null,
-          el('strong', { text: t('detail.attempt') + ' ' + a.attempt }), ' · ',
-          has('trigger.' + a.trigger) ? t('trigger.' + a.trigger) : a.trigger, ' · ',
-          el('span', { class: 'chip ' + a.status, text: statusName(a.status) }),
-          el('div', { class: 'hint' }, t('detail.worker') + ': ' + (a.worker || '—') + ' · ' + t('detail.start') + ': ' + when(a.started_at) +
-            ' · ' + t('detail.end') + ': ' + when(a.finished_at)),
-          a.error ? el('div', { class: 'error', text: trRow(a.error) }) : null));
-      });
-      var logs = clear($('#log-lines'));
-      $('#logs').hidden = !(v.logs && v.logs.length);
-      (v.logs || []).forEach(function (l) {
-        logs.appendChild(el('li', { class: 'lvl-' + l.level }, when(l.at) + ' [' + l.level + '] ' + l.message));
+      var attempts = v.attempts || [];
+      show($('#attempts'), true);
+      if (!attempts.length) {
+        fillList($('#timeline'), 1, function (i, li) {
+          if (li && !li._attempt) return setText(li, t('detail.no_attempts'));
+          return el('li', { text: t('detail.no_attempts') });
+        });
+      } else {
+        fillList($('#timeline'), attempts.length, function (i, li) { return attemptItem(attempts[i], li); });
+      }
+      var logs = v.logs || [];
+      show($('#logs'), logs.length > 0);
+      fillList($('#log-lines'), logs.length, function (i, li) {
+        var l = logs[i];
+        li = li || el('li');
+        setClass(li, 'lvl-' + l.level);
+        setText(li, when(l.at) + ' [' + l.level + '] ' + l.message);
+        return li;
       });
     }
+    var busy = false; // an action's POST is under way: the action buttons stay disabled
+    var links = {};   // the links the action controls act on: the latest view's
+    var againOffered = false; // the result answered 410: the export can be run again
     function post(url, then) {
-      actionMsg.textContent = '';
+      setText(actionMsg, '');
+      busy = true;
       Array.prototype.forEach.call($('#task-actions').querySelectorAll('button'), function (b) { b.disabled = true; });
       api('POST', url).then(function (r) {
+        busy = false;
         if (!r.ok) { actionMsg.textContent = problemText(r); load(); return; }
         if (then) then(r);
         load().then(startStream);
@@ -453,19 +573,19 @@
         location.href = '/tasks/' + encodeURIComponent(r.data.task.id);
       });
     }
-    function download(href, label, cls) {
-      var a = el('a', { class: 'button ' + (cls || ''), href: href, download: '', text: label });
+    // download makes a link to a file; renderActions sets (and updates) its href.
+    function download(label, cls) {
+      var a = el('a', { class: 'button ' + (cls || ''), download: '', text: label });
       a.addEventListener('click', function (e) {
         // Check first: an expired file answers 410, and the page says so instead of
         // navigating to an error.
         if (a.getAttribute('data-checked') === '1') { a.removeAttribute('data-checked'); return; }
         e.preventDefault();
-        api('HEAD', href).then(function (r) {
+        api('HEAD', a.getAttribute('href')).then(function (r) {
           if (r.status === 410) {
             actionMsg.textContent = t('action.expired');
-            if (view && view.type.indexOf('export:') === 0) {
-              $('#task-actions').appendChild(el('button', { type: 'button', id: 'export-again', text: t('action.export_again'), onclick: function () { exportAgain(view); } }));
-            }
+            againOffered = true;
+            if (view) renderActions(view);
             return;
           }
           if (!r.ok) { actionMsg.textContent = problemText(r); return; }
@@ -475,30 +595,44 @@
       });
       return a;
     }
-    var actionsKey = '';
+    // The action controls, in their order: each is made the first time it is offered, kept
+    // (and updated) while it is, and removed once it is not. The handlers act on the links
+    // of the latest view, so a control that stays never needs to be made again.
+    var actions = [
+      { id: 'cancel', offered: function (v, l) { return !!l.cancel; }, make: function () {
+        return el('button', { type: 'button', id: 'cancel', class: 'danger', text: t('action.cancel'), onclick: function () {
+          post(links.cancel, function (r) { if (r.data && r.data.status === 'RUNNING') actionMsg.textContent = t('action.cancel_requested'); });
+        } });
+      } },
+      { id: 'retry', offered: function (v, l) { return !!l.retry; }, make: function () {
+        return el('button', { type: 'button', id: 'retry', class: 'primary', text: t('action.retry'), onclick: function () { post(links.retry); } });
+      } },
+      { id: 'download', href: 'result', offered: function (v, l) { return !!l.result; }, make: function () {
+        var a = download(t('action.download'), 'primary');
+        a.id = 'download';
+        return a;
+      } },
+      { id: 'error-report', href: 'error_report', offered: function (v, l) { return !!l.error_report; }, make: function () {
+        var a = download(t('action.error_report'));
+        a.id = 'error-report';
+        return a;
+      } },
+      { id: 'export-again', offered: function (v) {
+        return v.type.indexOf('export:') === 0 && (againOffered || !!(v.result && v.result.expired));
+      }, make: function () {
+        return el('button', { type: 'button', id: 'export-again', text: t('action.export_again'), onclick: function () { if (view) exportAgain(view); } });
+      } }
+    ];
     function renderActions(v) {
-      // Only when the available actions change: a progress tick must not take the focus
-      // (or a click) away from a button.
-      var key = JSON.stringify([v.links, v.status, v.result && v.result.expired]);
-      if (key === actionsKey) return;
-      actionsKey = key;
-      var box = clear($('#task-actions'));
-      var l = v.links || {};
-      if (l.cancel) box.appendChild(el('button', { type: 'button', id: 'cancel', class: 'danger', text: t('action.cancel'), onclick: function () {
-        post(l.cancel, function (r) { if (r.data && r.data.status === 'RUNNING') actionMsg.textContent = t('action.cancel_requested'); });
-      } }));
-      if (l.retry) box.appendChild(el('button', { type: 'button', id: 'retry', class: 'primary', text: t('action.retry'), onclick: function () { post(l.retry); } }));
-      if (l.result) box.appendChild(download(l.result, t('action.download'), 'primary'));
-      if (l.error_report) {
-        var er = download(l.error_report, t('action.error_report'));
-        er.id = 'error-report';
-        box.appendChild(er);
-      }
-      if (v.result && v.result.expired && v.type.indexOf('export:') === 0) {
-        box.appendChild(el('button', { type: 'button', id: 'export-again', text: t('action.export_again'), onclick: function () { exportAgain(v); } }));
-      }
-      var dl = box.querySelector('a[href$="/result"]');
-      if (dl) dl.id = 'download';
+      var box = $('#task-actions'), prev = null;
+      links = v.links || {};
+      actions.forEach(function (c) {
+        if (!c.offered(v, links)) { drop(c.el); c.el = null; return; }
+        var e = c.el = c.el || c.make();
+        if (c.href) setAttr(e, 'href', links[c.href]);
+        if (e.tagName === 'BUTTON' && e.disabled !== busy) e.disabled = busy;
+        prev = place(box, e, prev);
+      });
     }
     // load reads the task; head false leaves status, counts and progress to the live stream,
     // whose events are newer than an answer that may have been read before them: a page must
