@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -105,18 +106,18 @@ func lastEventID(r *http.Request) (int64, error) {
 }
 
 // openStream subscribes to the hub and starts the response; the caller must unsubscribe.
-func (s *Server) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*subscriber, int64, *sseWriter, error) {
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
 	if s.hub == nil {
 		return nil, 0, nil, problem(http.StatusServiceUnavailable, "streams_unavailable", "live events are not available on this server; poll GET /api/v1/tasks/{id}")
 	}
-	sub, safe, err := s.hub.subscribe(r.Context(), p.User, match)
+	sub, safe, err := s.hub.Subscribe(r.Context(), p.User, match)
 	switch {
-	case errors.Is(err, errTooManyStreams):
+	case errors.Is(err, live.ErrTooManyStreams):
 		pr := problem(http.StatusTooManyRequests, "too_many_streams",
-			fmt.Sprintf("you already have %d live event streams open on this server; close one (or poll) and try again", s.hub.limits.MaxPerUser))
-		pr.retryAfter = int(s.hub.limits.Retry.Seconds())
+			fmt.Sprintf("you already have %d live event streams open on this server; close one (or poll) and try again", s.hub.Limits().MaxPerUser))
+		pr.retryAfter = int(s.hub.Limits().Retry.Seconds())
 		return nil, 0, nil, pr
-	case errors.Is(err, errHubClosed):
+	case errors.Is(err, live.ErrClosed):
 		pr := problem(http.StatusServiceUnavailable, "streams_unavailable", "the server is shutting down; reconnect shortly")
 		pr.retryAfter = 1
 		return nil, 0, nil, pr
@@ -128,8 +129,8 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, p Principal,
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, ctl: http.NewResponseController(w), timeout: s.hub.limits.WriteTimeout}
-	fmt.Fprintf(&sw.buf, "retry: %d\n\n", s.hub.limits.Retry.Milliseconds())
+	sw := &sseWriter{w: w, ctl: http.NewResponseController(w), timeout: s.hub.Limits().WriteTimeout}
+	fmt.Fprintf(&sw.buf, "retry: %d\n\n", s.hub.Limits().Retry.Milliseconds())
 	return sub, safe, sw, nil
 }
 
@@ -165,7 +166,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, p Principal)
 	if err != nil {
 		return err
 	}
-	defer s.hub.unsubscribe(sub)
+	defer s.hub.Unsubscribe(sub)
 	st := &taskStream{s: s, sw: sw, scope: p.Scope(), task: t, cursor: after}
 
 	if after < 0 {
@@ -196,20 +197,20 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 // follow relays the hub's messages to one stream until it ends, sending keep-alives.
-func (s *Server) follow(ctx context.Context, sub *subscriber, sw *sseWriter, handle func(context.Context, hubMessage) (bool, error)) error {
-	keepAlive := time.NewTicker(s.hub.limits.KeepAlive)
+func (s *Server) follow(ctx context.Context, sub *live.Subscriber, sw *sseWriter, handle func(context.Context, live.Message) (bool, error)) error {
+	keepAlive := time.NewTicker(s.hub.Limits().KeepAlive)
 	defer keepAlive.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-sub.gone:
+		case <-sub.Gone():
 			return nil // dropped (too far behind) or shutting down: the client resumes
 		case <-keepAlive.C:
 			if err := sw.comment("keep-alive"); err != nil {
 				return nil
 			}
-		case m := <-sub.ch:
+		case m := <-sub.Messages():
 			done, err := handle(ctx, m)
 			if err != nil || done {
 				return nil
@@ -285,18 +286,18 @@ func (st *taskStream) status(ctx context.Context, e *store.Event, latest bool) (
 }
 
 // handle relays one hub message.
-func (st *taskStream) handle(ctx context.Context, m hubMessage) (bool, error) {
+func (st *taskStream) handle(ctx context.Context, m live.Message) (bool, error) {
 	switch {
-	case m.event != nil:
-		if m.event.ID <= st.cursor {
+	case m.Event != nil:
+		if m.Event.ID <= st.cursor {
 			return false, nil
 		}
-		return st.status(ctx, m.event, true)
-	case m.progress != nil:
-		if st.view.Status != store.StatusRunning || m.progress.Progress.Current < st.view.Progress.Current {
+		return st.status(ctx, m.Event, true)
+	case m.Progress != nil:
+		if st.view.Status != store.StatusRunning || m.Progress.Progress.Current < st.view.Progress.Current {
 			return false, nil
 		}
-		st.view = withProgress(st.view, m.progress)
+		st.view = withProgress(st.view, m.Progress)
 		return false, st.sw.event("progress", st.cursor, StreamView{TaskView: st.view})
 	}
 	return false, nil
@@ -342,7 +343,7 @@ func (s *Server) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal
 	if err != nil {
 		return err
 	}
-	defer s.hub.unsubscribe(sub)
+	defer s.hub.Unsubscribe(sub)
 	ss := &scopeStream{s: s, sw: sw, scope: scope, views: map[string]TaskView{}, cursor: safe}
 	if after < 0 {
 		// Tell the browser where it is current from without sending an event, so that a
@@ -418,15 +419,15 @@ func (ss *scopeStream) status(ctx context.Context, e *store.Event) error {
 	return ss.sw.event("status", e.ID, StreamView{TaskView: v, Event: eventView(e)})
 }
 
-func (ss *scopeStream) handle(ctx context.Context, m hubMessage) (bool, error) {
+func (ss *scopeStream) handle(ctx context.Context, m live.Message) (bool, error) {
 	switch {
-	case m.event != nil:
-		if m.event.ID <= ss.cursor {
+	case m.Event != nil:
+		if m.Event.ID <= ss.cursor {
 			return false, nil
 		}
-		return false, ss.status(ctx, m.event)
-	case m.progress != nil:
-		n := m.progress
+		return false, ss.status(ctx, m.Event)
+	case m.Progress != nil:
+		n := m.Progress
 		v, ok := ss.views[n.TaskNo]
 		if !ok {
 			t, err := ss.s.Store.Get(ctx, n.TaskNo, ss.scope)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -32,7 +33,7 @@ type streamEnv struct {
 	server *httptest.Server
 }
 
-func newStreamAPI(t *testing.T, limits EventLimits) *streamEnv {
+func newStreamAPI(t *testing.T, limits live.Limits) *streamEnv {
 	t.Helper()
 	rd := testenv.NewRedis(t)
 	name := "sse-test-" + strings.ToLower(rand.Text()[:10])
@@ -240,7 +241,7 @@ func eventIDs(t *testing.T, st *store.Store, task *store.Task) []int64 {
 
 func TestTaskStreamDeliversStatusAndProgressInOrderThenEnds(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Poll: time.Hour}) // only pub/sub wake-ups: no poll to hide a missing one
+	s := newStreamAPI(t, live.Limits{Poll: time.Hour}) // only pub/sub wake-ups: no poll to hide a missing one
 	task := s.submit(t, aliceToken)
 	c := s.open(t, "/api/v1/tasks/"+task.TaskNo+"/events", aliceToken)
 
@@ -282,7 +283,7 @@ func TestTaskStreamDeliversStatusAndProgressInOrderThenEnds(t *testing.T) {
 
 func TestTaskStreamResumesFromLastEventIDWithoutGaps(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Poll: 100 * time.Millisecond})
+	s := newStreamAPI(t, live.Limits{Poll: 100 * time.Millisecond})
 	task := s.submit(t, aliceToken)
 	lease := s.start(t, task)
 	submitted := eventIDs(t, s.st, task)[0]
@@ -332,7 +333,7 @@ func TestTaskStreamResumesFromLastEventIDWithoutGaps(t *testing.T) {
 
 func TestScopeStreamCarriesOnlyTheCallersTasks(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Poll: 200 * time.Millisecond})
+	s := newStreamAPI(t, live.Limits{Poll: 200 * time.Millisecond})
 	bob := s.open(t, "/api/v1/events", bobToken)
 	first, _ := bob.next(5 * time.Second)
 	if first.Kind != "" || first.ID == "" {
@@ -408,7 +409,7 @@ func (c *sseClient) any() (sseEvent, StreamView) {
 
 func TestOneRedisSubscriptionServesEveryStream(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Poll: time.Hour})
+	s := newStreamAPI(t, live.Limits{Poll: time.Hour})
 	task := s.submit(t, aliceToken)
 	s.start(t, task)
 	const n = 12
@@ -451,14 +452,14 @@ func TestOneRedisSubscriptionServesEveryStream(t *testing.T) {
 			t.Fatalf("client %d: %+v", i, v.Progress)
 		}
 	}
-	if got := s.srv.hub.streams(); got != n {
+	if got := s.srv.hub.Streams(); got != n {
 		t.Fatalf("hub has %d streams, want %d", got, n)
 	}
 }
 
 func TestStreamSendsKeepAlives(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{KeepAlive: 100 * time.Millisecond})
+	s := newStreamAPI(t, live.Limits{KeepAlive: 100 * time.Millisecond})
 	c := s.open(t, "/api/v1/events", aliceToken)
 	deadline := time.After(5 * time.Second)
 	for {
@@ -475,7 +476,7 @@ func TestStreamSendsKeepAlives(t *testing.T) {
 
 func TestStreamsPerUserAreBounded(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{MaxPerUser: 2})
+	s := newStreamAPI(t, live.Limits{MaxPerUser: 2})
 	a1 := s.open(t, "/api/v1/events", aliceToken)
 	s.open(t, "/api/v1/events", aliceToken)
 	_, res := s.tryOpen(t, "/api/v1/events", aliceToken)
@@ -502,7 +503,7 @@ func TestStreamsPerUserAreBounded(t *testing.T) {
 // A client that never reads is dropped; the others get every event meanwhile.
 func TestAClientThatNeverReadsDoesNotHoldUpOthers(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Buffer: 64, WriteTimeout: 300 * time.Millisecond, Poll: time.Hour})
+	s := newStreamAPI(t, live.Limits{Buffer: 64, WriteTimeout: 300 * time.Millisecond, Poll: time.Hour})
 	task := s.submit(t, aliceToken)
 	s.start(t, task)
 	good := s.open(t, "/api/v1/tasks/"+task.TaskNo+"/events", aliceToken)
@@ -518,7 +519,7 @@ func TestAClientThatNeverReadsDoesNotHoldUpOthers(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /api/v1/tasks/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", task.TaskNo, aliceToken)
-	testenv.Eventually(t, 5*time.Second, "both streams to register", func() bool { return s.srv.hub.streams() == 2 })
+	testenv.Eventually(t, 5*time.Second, "both streams to register", func() bool { return s.srv.hub.Streams() == 2 })
 
 	ctx := context.Background()
 	// Publish in bursts until the stuck client is dropped (its socket buffers fill first);
@@ -551,7 +552,7 @@ func TestAClientThatNeverReadsDoesNotHoldUpOthers(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 	const limit = 40_000
 	sent := 0
-	for sent < limit && s.srv.hub.streams() > 1 {
+	for sent < limit && s.srv.hub.Streams() > 1 {
 		for range 20 { // under the stream buffer: a reading client keeps up with a burst
 			sent++
 			n := jobs.Notice{Kind: jobs.NoticeProgress, TaskNo: task.TaskNo, Owner: task.Owner,
@@ -568,12 +569,12 @@ func TestAClientThatNeverReadsDoesNotHoldUpOthers(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the reading client got %d of %d events (streams %d)", n, sent, s.srv.hub.streams())
+				t.Fatalf("the reading client got %d of %d events (streams %d)", n, sent, s.srv.hub.Streams())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if s.srv.hub.streams() != 1 {
+	if s.srv.hub.Streams() != 1 {
 		t.Fatalf("the stuck client was not dropped after %d events", sent)
 	}
 	t.Logf("the stuck client was dropped after %d events; the reading client got all %d", sent, got)
@@ -581,7 +582,7 @@ func TestAClientThatNeverReadsDoesNotHoldUpOthers(t *testing.T) {
 
 func TestCancelAndRetryAnnounceTheChange(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{Poll: time.Hour}) // a wake-up must come from the announcement
+	s := newStreamAPI(t, live.Limits{Poll: time.Hour}) // a wake-up must come from the announcement
 	task := s.submit(t, aliceToken)
 	c := s.open(t, "/api/v1/tasks/"+task.TaskNo+"/events", aliceToken)
 	c.expect("status", store.StatusPending)
@@ -608,7 +609,7 @@ func TestCancelAndRetryAnnounceTheChange(t *testing.T) {
 
 func TestCloseEndsEveryStream(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	c := s.open(t, "/api/v1/events", aliceToken)
 	c.next(5 * time.Second)
 	s.srv.Close()
@@ -623,7 +624,7 @@ func TestCloseEndsEveryStream(t *testing.T) {
 // counts (a page once showed 700 rows counted beside 850 read).
 func TestGetShowsLiveProgressWithTheCountsOfTheSameBatch(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	task := s.submit(t, aliceToken)
 	s.start(t, task)
 	live := Counts{Total: 850, Success: 830, Failed: 20}

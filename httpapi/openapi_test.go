@@ -75,6 +75,15 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	// The spreadsheet readers' codes (internal/sheet's Code constants), which an upload's
 	// problems answer with.
 	maps.Copy(used, codeConstants(t, "../internal/sheet/*.go", "Code"))
+	// And the import's own refusals of the uploader's choices (FileProblem{Code: …}).
+	maps.Copy(used, stringsIn(t, []string{"../jobs/importer/*.go"}, func(n ast.Node) []ast.Expr {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Code" {
+				return []ast.Expr{kv.Value}
+			}
+		}
+		return nil
+	}))
 	// A task type's refusal of its parameters at submit answers 422 with its code
 	// (jobs.BadInput); the same call in a handler's Run is a task's error code instead, so
 	// these codes need not all be listed, but a listed code must be written somewhere.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -61,7 +62,7 @@ type Deps struct {
 	// web page's sessions. Without it both are off and the API answers polls only.
 	Redis redis.UniversalClient
 	// Events tunes the live event streams (events.go).
-	Events EventLimits
+	Events live.Limits
 	// Web configures the end-user web page at / (web.go).
 	Web WebConfig
 	// Auth adds the ways in besides the config tokens, and tunes the audit trail.
@@ -97,8 +98,8 @@ type Server struct {
 	Deps
 	tokens  map[[32]byte]Principal
 	uploads *uploadSlots
-	hub     *hub    // live event streams; nil without Redis
-	web     *webApp // the web page; nil when off
+	hub     *live.Hub // live event streams; nil without Redis
+	web     *webApp   // the web page; nil when off
 	// origins refuses state-changing browser requests from other sites (cookie and gateway
 	// requests; a bearer token is not sent by a browser on its own).
 	origins *http.CrossOriginProtection
@@ -154,7 +155,7 @@ func New(d Deps) *Server {
 		s.Auth.TokenMaxTTL = max(def.Auth.APITokens.MaxTTL, s.Auth.TokenDefaultTTL)
 	}
 	if d.Redis != nil {
-		s.hub = newHub(d.Redis, d.Store, d.Events, d.Logger)
+		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
 			w, err := newWebApp(d.Redis, d)
 			if err != nil {
@@ -170,7 +171,7 @@ func New(d Deps) *Server {
 // the HTTP server shuts down (streams are long requests that a drain would wait for).
 func (s *Server) Close() {
 	if s.hub != nil {
-		s.hub.close()
+		s.hub.Close()
 	}
 }
 

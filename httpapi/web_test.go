@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskcenter/taskcenter/httpapi/live"
 )
 
 const pageOrigin = "http://api.test"
@@ -39,7 +41,7 @@ func (s *streamEnv) session(token string) (cookie, csrf string) {
 
 func TestWebSignInSetsAStrictHttpOnlySignedSessionCookie(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	if rec := s.signIn("not-a-token-at-all-000"); rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "not valid") {
 		t.Fatalf("a wrong token: %d", rec.Code)
 	}
@@ -75,7 +77,7 @@ func TestWebSignInSetsAStrictHttpOnlySignedSessionCookie(t *testing.T) {
 
 func TestCookieSessionsActAsTheUserAndStateChangesNeedCSRF(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	bobTask := s.submit(t, bobToken)
 	cookie, csrf := s.session(aliceToken)
 
@@ -140,7 +142,7 @@ func TestCookieSessionsActAsTheUserAndStateChangesNeedCSRF(t *testing.T) {
 
 func TestWebSignInIsThrottledPerAddress(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	for range 5 {
 		s.signIn("wrong-token-00000000000")
 	}
@@ -151,7 +153,7 @@ func TestWebSignInIsThrottledPerAddress(t *testing.T) {
 
 func TestThePageSpeaksTheBrowsersLanguageAndLoadsNothingFromElsewhere(t *testing.T) {
 	t.Parallel()
-	s := newStreamAPI(t, EventLimits{})
+	s := newStreamAPI(t, live.Limits{})
 	cookie, _ := s.session(aliceToken)
 	for lang, want := range map[string]string{"zh-CN,zh;q=0.9,en;q=0.8": "我的任务", "en-US,en;q=0.9,zh;q=0.5": "My tasks", "fr-FR": "My tasks"} {
 		rec := s.call("GET", "/", "", nil, "Cookie", cookie, "Accept-Language", lang)

@@ -25,6 +25,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/httpapi"
+	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
@@ -490,7 +491,7 @@ func (p *process) startAPI() error {
 		Redis: p.rdb,
 		Web: httpapi.WebConfig{Disabled: !cfg.Web.Enabled, SessionTTL: cfg.Web.SessionTTL, LoginFailures: cfg.Web.LoginFailures,
 			LoginWindow: cfg.Web.LoginWindow, SessionKey: []byte(cfg.Web.SessionKey), ConsoleLink: map[bool]string{false: "-"}[cfg.Console.Enabled]},
-		Events: httpapi.EventLimits{MaxPerUser: cfg.Events.MaxStreamsPerUser, KeepAlive: cfg.Events.KeepAlive, Poll: cfg.Events.PollInterval,
+		Events: live.Limits{MaxPerUser: cfg.Events.MaxStreamsPerUser, KeepAlive: cfg.Events.KeepAlive, Poll: cfg.Events.PollInterval,
 			Retry: cfg.Events.Retry, Buffer: cfg.Events.Buffer, WriteTimeout: cfg.Events.WriteTimeout},
 	})
 	p.stopping = append(p.stopping, api.Close) // ends the streams, so the HTTP drain does not wait for them

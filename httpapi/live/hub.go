@@ -1,4 +1,7 @@
-package httpapi
+// Package live is the process's one follower of task events: a Redis subscription to the
+// workers' notices and a reader of the outbox (task_events), fanned out in order to the
+// process's live event streams (the SSE handlers of httpapi subscribe here).
+package live
 
 import (
 	"cmp"
@@ -16,8 +19,8 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// EventLimits tune the live event streams (GET /api/v1/events, GET /api/v1/tasks/{id}/events).
-type EventLimits struct {
+// Limits tune the live event streams (GET /api/v1/events, GET /api/v1/tasks/{id}/events).
+type Limits struct {
 	// MaxPerUser is how many streams one user may hold open on one API process; more answer
 	// 429. Default 20 (a browser keeps about one per open page).
 	MaxPerUser int
@@ -38,8 +41,8 @@ type EventLimits struct {
 	WriteTimeout time.Duration
 }
 
-// withDefaults fills what l leaves at zero from the configuration's defaults, their one home.
-func (l EventLimits) withDefaults() EventLimits {
+// WithDefaults fills what l leaves at zero from the configuration's defaults, their one home.
+func (l Limits) WithDefaults() Limits {
 	d := config.Default().Events
 	l.MaxPerUser = cmp.Or(max(l.MaxPerUser, 0), d.MaxStreamsPerUser)
 	l.KeepAlive = cmp.Or(max(l.KeepAlive, 0), d.KeepAlive)
@@ -56,7 +59,7 @@ func (l EventLimits) withDefaults() EventLimits {
 // statement and is skipped.
 const gapWait = 2 * time.Second
 
-// hub is the process's one Redis subscription to jobs.EventsChannel and its one reader of
+// Hub is the process's one Redis subscription to jobs.EventsChannel and its one reader of
 // the outbox (task_events), fanning both out to the process's streams.
 //
 // Progress notices go straight to the streams that may see the task. A "changed" notice
@@ -68,14 +71,14 @@ const gapWait = 2 * time.Second
 // no duplicate.
 //
 // The hub starts with the first stream and runs until Close.
-type hub struct {
+type Hub struct {
 	rdb    redis.UniversalClient
 	store  *store.Store
-	limits EventLimits
+	limits Limits
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	clients map[*subscriber]struct{}
+	clients map[*Subscriber]struct{}
 	perUser map[string]int
 	safe    int64
 	started bool
@@ -87,44 +90,46 @@ type hub struct {
 	ready   chan struct{} // closed once subscribed and the outbox position is known
 }
 
-// subscriber is one stream's registration.
-type subscriber struct {
+// Subscriber is one stream's registration.
+type Subscriber struct {
 	user  string
 	match func(owner, taskNo string) bool
-	ch    chan hubMessage
+	ch    chan Message
 	// gone is closed when the hub drops the stream (too far behind, or shutting down).
 	gone chan struct{}
 }
 
-// hubMessage is a committed event or a progress notice.
-type hubMessage struct {
-	event    *store.Event
-	progress *jobs.Notice
+// Message is a committed event or a progress notice.
+type Message struct {
+	Event    *store.Event
+	Progress *jobs.Notice
 }
 
+// Why Subscribe refuses a stream.
 var (
-	errTooManyStreams = errors.New("too many streams")
-	errHubClosed      = errors.New("the server is shutting down")
+	ErrTooManyStreams = errors.New("too many streams")
+	ErrClosed         = errors.New("the server is shutting down")
 )
 
-func newHub(rdb redis.UniversalClient, st *store.Store, limits EventLimits, logger *slog.Logger) *hub {
-	return &hub{rdb: rdb, store: st, limits: limits.withDefaults(), logger: logger,
-		clients: map[*subscriber]struct{}{}, perUser: map[string]int{},
+// NewHub returns the hub of one process; it starts with the first stream.
+func NewHub(rdb redis.UniversalClient, st *store.Store, limits Limits, logger *slog.Logger) *Hub {
+	return &Hub{rdb: rdb, store: st, limits: limits.WithDefaults(), logger: logger,
+		clients: map[*Subscriber]struct{}{}, perUser: map[string]int{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}), ready: make(chan struct{})}
 }
 
-// subscribe registers a stream of user's seeing the tasks match accepts. It returns the
+// Subscribe registers a stream of user's seeing the tasks match accepts. It returns the
 // outbox position the stream is current from: the stream replays events up to it from the
 // outbox itself and gets later ones from the hub.
-func (h *hub) subscribe(ctx context.Context, user string, match func(owner, taskNo string) bool) (*subscriber, int64, error) {
+func (h *Hub) Subscribe(ctx context.Context, user string, match func(owner, taskNo string) bool) (*Subscriber, int64, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, 0, errHubClosed
+		return nil, 0, ErrClosed
 	}
 	if h.perUser[user] >= h.limits.MaxPerUser {
 		h.mu.Unlock()
-		return nil, 0, errTooManyStreams
+		return nil, 0, ErrTooManyStreams
 	}
 	h.perUser[user]++ // held while waiting for the hub to start: the limit counts it
 	if !h.started {
@@ -139,20 +144,20 @@ func (h *hub) subscribe(ctx context.Context, user string, match func(owner, task
 		return nil, 0, ctx.Err()
 	case <-h.done:
 		h.release(user)
-		return nil, 0, errHubClosed
+		return nil, 0, ErrClosed
 	}
-	sub := &subscriber{user: user, match: match, ch: make(chan hubMessage, h.limits.Buffer), gone: make(chan struct{})}
+	sub := &Subscriber{user: user, match: match, ch: make(chan Message, h.limits.Buffer), gone: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		h.perUser[user]--
-		return nil, 0, errHubClosed
+		return nil, 0, ErrClosed
 	}
 	h.clients[sub] = struct{}{}
 	return sub, h.safe, nil
 }
 
-func (h *hub) release(user string) {
+func (h *Hub) release(user string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.perUser[user]--
@@ -161,8 +166,8 @@ func (h *hub) release(user string) {
 	}
 }
 
-// unsubscribe ends a stream's registration (a no-op when the hub dropped it already).
-func (h *hub) unsubscribe(sub *subscriber) {
+// Unsubscribe ends a stream's registration (a no-op when the hub dropped it already).
+func (h *Hub) Unsubscribe(sub *Subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.clients[sub]; ok {
@@ -170,7 +175,7 @@ func (h *hub) unsubscribe(sub *subscriber) {
 	}
 }
 
-func (h *hub) dropLocked(sub *subscriber) {
+func (h *Hub) dropLocked(sub *Subscriber) {
 	delete(h.clients, sub)
 	close(sub.gone)
 	h.perUser[sub.user]--
@@ -179,8 +184,8 @@ func (h *hub) dropLocked(sub *subscriber) {
 	}
 }
 
-// streams is how many streams are registered (tests and metrics).
-func (h *hub) streams() int {
+// Streams is how many streams are registered (tests and metrics).
+func (h *Hub) Streams() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.clients)
@@ -188,7 +193,7 @@ func (h *hub) streams() int {
 
 // dispatchLocked hands m to every stream that may see it. A stream whose buffer is full
 // is dropped rather than waited for: one client that does not read never holds up others.
-func (h *hub) dispatchLocked(owner, taskNo string, m hubMessage) {
+func (h *Hub) dispatchLocked(owner, taskNo string, m Message) {
 	for sub := range h.clients {
 		if !sub.match(owner, taskNo) {
 			continue
@@ -202,8 +207,8 @@ func (h *hub) dispatchLocked(owner, taskNo string, m hubMessage) {
 	}
 }
 
-// close stops the hub and ends every stream; it waits for the hub's goroutine.
-func (h *hub) close() {
+// Close stops the hub and ends every stream; it waits for the hub's goroutine.
+func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -222,7 +227,7 @@ func (h *hub) close() {
 }
 
 // run subscribes to the events channel, then follows it and the outbox until close.
-func (h *hub) run() {
+func (h *Hub) run() {
 	defer close(h.stopped)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -283,7 +288,7 @@ func (h *hub) run() {
 			case jobs.NoticeProgress:
 				if n.Progress != nil {
 					h.mu.Lock()
-					h.dispatchLocked(n.Owner, n.TaskNo, hubMessage{progress: &n})
+					h.dispatchLocked(n.Owner, n.TaskNo, Message{Progress: &n})
 					h.mu.Unlock()
 				}
 			case jobs.NoticeChanged:
@@ -306,7 +311,7 @@ type holeTracker struct {
 }
 
 // readOutbox hands newly committed events to the streams, in id order, advancing safe.
-func (h *hub) readOutbox(ctx context.Context, hole *holeTracker) {
+func (h *Hub) readOutbox(ctx context.Context, hole *holeTracker) {
 	for {
 		h.mu.Lock()
 		from := h.safe
@@ -336,7 +341,7 @@ func (h *hub) readOutbox(ctx context.Context, hole *holeTracker) {
 				}
 			}
 			h.safe = e.ID
-			h.dispatchLocked(e.Owner, e.TaskNo, hubMessage{event: e})
+			h.dispatchLocked(e.Owner, e.TaskNo, Message{Event: e})
 		}
 		h.mu.Unlock()
 		if stuck {
@@ -354,3 +359,12 @@ func (h *hub) readOutbox(ctx context.Context, hole *holeTracker) {
 		}
 	}
 }
+
+// Limits returns the limits the hub applies (defaults filled in).
+func (h *Hub) Limits() Limits { return h.limits }
+
+// Messages delivers the stream's events and progress notices.
+func (s *Subscriber) Messages() <-chan Message { return s.ch }
+
+// Gone is closed when the hub drops the stream (too far behind, or shutting down).
+func (s *Subscriber) Gone() <-chan struct{} { return s.gone }
