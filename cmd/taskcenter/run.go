@@ -226,31 +226,11 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.logger = logger.With("worker", p.workerID)
 	p.logger.Info("starting taskcenter", "roles", roles.String())
-	var err error
-	dbOpts := store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns, Pooler: cfg.Database.Pooler != "",
-		IdleInTransactionTimeout: cfg.Database.IdleInTransactionTimeout, LockTimeout: cfg.Database.LockTimeout}
-	if p.db, err = store.Open(cfg.Database.URL, dbOpts); err != nil {
-		return err
-	}
-	defer p.db.Close()
-	// Migrations get a pool of their own without the session limits: replicas starting
-	// together queue on the migration lock, and a migration may wait for a table lock, longer
-	// than a lock_timeout meant for task rows allows.
-	migrateDB, err := store.Open(cmp.Or(cfg.Database.MigrateURL, cfg.Database.URL),
-		store.OpenOptions{MaxOpenConns: 2, Pooler: cfg.Database.MigrateURL == "" && cfg.Database.Pooler != ""})
+	closeDB, err := p.openDatabase(ctx)
 	if err != nil {
 		return err
 	}
-	defer migrateDB.Close()
-	if err := waitForDatabase(ctx, migrateDB, p.logger); err != nil {
-		return fmt.Errorf("prepare database: %w", err)
-	}
-	lctx, cancel := context.WithTimeout(ctx, cfg.Database.QueryTimeout)
-	err = store.CheckSessionLimits(lctx, p.db, dbOpts)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("database session limits: %w", err)
-	}
+	defer closeDB()
 	rdb, ok := cfg.Redis.ConnOpt().MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return errors.New("redis: unsupported connection options")
@@ -271,8 +251,51 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	defer p.board.Close()   // after every role has stopped: publishes what is queued
 	defer p.creator.Close() // after every role has stopped submitting
 	defer p.alerter.Close(5 * time.Second)
+	p.startProbes(ctx)
+	if err := p.startRoles(roles); err != nil {
+		return err
+	}
+	return p.runUntilStopped(ctx)
+}
+
+// openDatabase opens the task database's pool, migrates the schema through a pool of its
+// own, and checks the session limits reached the server; it returns what closes the pool.
+func (p *process) openDatabase(ctx context.Context) (func(), error) {
+	cfg := p.cfg
+	dbOpts := store.OpenOptions{MaxOpenConns: cfg.Database.MaxOpenConns, Pooler: cfg.Database.Pooler != "",
+		IdleInTransactionTimeout: cfg.Database.IdleInTransactionTimeout, LockTimeout: cfg.Database.LockTimeout}
+	db, err := store.Open(cfg.Database.URL, dbOpts)
+	if err != nil {
+		return nil, err
+	}
+	p.db = db
+	// Migrations get a pool of their own without the session limits: replicas starting
+	// together queue on the migration lock, and a migration may wait for a table lock, longer
+	// than a lock_timeout meant for task rows allows.
+	migrateDB, err := store.Open(cmp.Or(cfg.Database.MigrateURL, cfg.Database.URL),
+		store.OpenOptions{MaxOpenConns: 2, Pooler: cfg.Database.MigrateURL == "" && cfg.Database.Pooler != ""})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	defer migrateDB.Close()
+	if err := waitForDatabase(ctx, migrateDB, p.logger); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("prepare database: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, cfg.Database.QueryTimeout)
+	err = store.CheckSessionLimits(lctx, db, dbOpts)
+	cancel()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database session limits: %w", err)
+	}
+	return func() { db.Close() }, nil
+}
+
+// startProbes follows Redis and Postgres for the outage trackers until the process stops.
+func (p *process) startProbes(ctx context.Context) {
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopProbes()
 	p.wg.Go(func() {
 		p.redisDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return p.rdb.Ping(ctx).Err() })
 	})
@@ -280,7 +303,11 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) })
 	})
 	p.stopping = append(p.stopping, stopProbes)
+}
 
+// startRoles starts the workers, the API (or, without it, metrics alone) and the scheduler
+// the process runs.
+func (p *process) startRoles(roles roleSet) error {
 	if roles.worker {
 		if err := p.startWorkers(); err != nil {
 			return err
@@ -291,17 +318,20 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 		if err := p.startAPI(); err != nil {
 			return err
 		}
-	case cfg.Metrics.Addr != "":
-		if err := p.listen("metrics", cfg.Metrics.Addr, p.metricsOnly()); err != nil {
+	case p.cfg.Metrics.Addr != "":
+		if err := p.listen("metrics", p.cfg.Metrics.Addr, p.metricsOnly()); err != nil {
 			return err
 		}
 	}
 	if roles.scheduler {
-		if err := p.startScheduler(); err != nil {
-			return err
-		}
+		return p.startScheduler()
 	}
+	return nil
+}
 
+// runUntilStopped waits for a shutdown or a component's failure, then stops every role at
+// once (HTTP drains while workers finish their batches) and waits for them.
+func (p *process) runUntilStopped(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -309,7 +339,6 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	case runErr = <-p.errs:
 		p.logger.Error("a component failed; shutting down", "err", runErr)
 	}
-	// Stop every role at once: HTTP drains while workers finish their batches.
 	var stopWG sync.WaitGroup
 	for _, stop := range p.stopping {
 		stopWG.Go(stop)
