@@ -172,51 +172,13 @@ func jsonErrorText(err error) string {
 // unseen), NUL characters, numbers beyond float64, nesting deeper than maxJSONDepth.
 // prefix names the document in field paths ("filter").
 func checkJSON(doc []byte, prefix string) error {
-	type frame struct {
-		object  bool
-		wantKey bool
-		keys    map[string]bool
-		path    string
-		key     string
-		index   int
-	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	var stack []*frame
-	done := false
-	valuePath := func() string {
-		if len(stack) == 0 {
-			return prefix
-		}
-		top := stack[len(stack)-1]
-		if top.object {
-			return joinPath(top.path, top.key)
-		}
-		return fmt.Sprintf("%s[%d]", top.path, top.index)
-	}
-	complete := func() {
-		if len(stack) == 0 {
-			done = true
-			return
-		}
-		top := stack[len(stack)-1]
-		if top.object {
-			top.wantKey = true
-		} else {
-			top.index++
-		}
-	}
-	bad := func(path, msg string) error {
-		field := path
-		if field == "" {
-			field = "body"
-		}
-		return invalid("invalid_body", "the request body is not valid: "+field+" "+msg, FieldError{field, msg})
-	}
+	c := &jsonCheck{prefix: prefix}
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
-			if !done {
+			if !c.done {
 				return badRequest("invalid_body", "the request body is not valid: the JSON ends early")
 			}
 			return nil
@@ -224,51 +186,114 @@ func checkJSON(doc []byte, prefix string) error {
 		if err != nil {
 			return badRequest("invalid_body", "the request body is not valid JSON: %s", jsonErrorText(err))
 		}
-		if done {
+		if c.done {
 			return badRequest("invalid_body", "the request body has data after the JSON value; send one JSON object")
 		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-			top := stack[n-1]
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:n-1]
-				complete()
-				continue
-			}
-			key, _ := tok.(string)
-			if strings.IndexByte(key, 0) >= 0 {
-				return bad(joinPath(top.path, echo(key)), "has a NUL character in its name")
-			}
-			folded := foldKey(key)
-			if top.keys[folded] {
-				return bad(joinPath(top.path, key), "appears twice; send each key once")
-			}
-			top.keys[folded] = true
-			top.key, top.wantKey = key, false
-			continue
+		if err := c.token(tok); err != nil {
+			return err
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(stack) >= maxJSONDepth {
-					return bad(valuePath(), fmt.Sprintf("is nested deeper than %d levels", maxJSONDepth))
-				}
-				stack = append(stack, &frame{object: t == '{', wantKey: t == '{', keys: map[string]bool{}, path: valuePath()})
-				continue
-			default: // ']' ('}' is handled with the keys)
-				stack = stack[:len(stack)-1]
-			}
-		case string:
-			if strings.IndexByte(t, 0) >= 0 {
-				return bad(valuePath(), "must not contain a NUL character")
-			}
-		case json.Number:
-			if f, err := strconv.ParseFloat(string(t), 64); err != nil || math.IsInf(f, 0) {
-				return bad(valuePath(), "is a number out of range")
-			}
-		}
-		complete()
 	}
+}
+
+// jsonCheck is checkJSON's walk: the open objects and arrays, and where it is in each.
+type jsonCheck struct {
+	prefix string
+	stack  []*jsonFrame
+	done   bool // the top-level value is complete
+}
+
+// jsonFrame is one open object or array.
+type jsonFrame struct {
+	object  bool
+	wantKey bool
+	keys    map[string]bool
+	path    string
+	key     string
+	index   int
+}
+
+// token checks one token of the document.
+func (c *jsonCheck) token(tok json.Token) error {
+	if n := len(c.stack); n > 0 && c.stack[n-1].object && c.stack[n-1].wantKey {
+		return c.key(c.stack[n-1], tok)
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{', '[':
+			if len(c.stack) >= maxJSONDepth {
+				return c.bad(c.valuePath(), fmt.Sprintf("is nested deeper than %d levels", maxJSONDepth))
+			}
+			c.stack = append(c.stack, &jsonFrame{object: t == '{', wantKey: t == '{', keys: map[string]bool{}, path: c.valuePath()})
+			return nil
+		default: // ']' ('}' is handled with the keys)
+			c.stack = c.stack[:len(c.stack)-1]
+		}
+	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			return c.bad(c.valuePath(), "must not contain a NUL character")
+		}
+	case json.Number:
+		if f, err := strconv.ParseFloat(string(t), 64); err != nil || math.IsInf(f, 0) {
+			return c.bad(c.valuePath(), "is a number out of range")
+		}
+	}
+	c.complete()
+	return nil
+}
+
+// key checks an object's key (or its closing brace).
+func (c *jsonCheck) key(top *jsonFrame, tok json.Token) error {
+	if d, ok := tok.(json.Delim); ok && d == '}' {
+		c.stack = c.stack[:len(c.stack)-1]
+		c.complete()
+		return nil
+	}
+	key, _ := tok.(string)
+	if strings.IndexByte(key, 0) >= 0 {
+		return c.bad(joinPath(top.path, echo(key)), "has a NUL character in its name")
+	}
+	folded := foldKey(key)
+	if top.keys[folded] {
+		return c.bad(joinPath(top.path, key), "appears twice; send each key once")
+	}
+	top.keys[folded] = true
+	top.key, top.wantKey = key, false
+	return nil
+}
+
+// valuePath is the field path of the value being read.
+func (c *jsonCheck) valuePath() string {
+	if len(c.stack) == 0 {
+		return c.prefix
+	}
+	top := c.stack[len(c.stack)-1]
+	if top.object {
+		return joinPath(top.path, top.key)
+	}
+	return fmt.Sprintf("%s[%d]", top.path, top.index)
+}
+
+// complete records that a value has ended.
+func (c *jsonCheck) complete() {
+	if len(c.stack) == 0 {
+		c.done = true
+		return
+	}
+	top := c.stack[len(c.stack)-1]
+	if top.object {
+		top.wantKey = true
+	} else {
+		top.index++
+	}
+}
+
+func (c *jsonCheck) bad(path, msg string) error {
+	field := path
+	if field == "" {
+		field = "body"
+	}
+	return invalid("invalid_body", "the request body is not valid: "+field+" "+msg, FieldError{field, msg})
 }
 
 func joinPath(parent, key string) string {
