@@ -118,34 +118,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		errs = append(errs, FieldError{"owner", msg})
 	}
-	var scopes []string
-	for _, sc := range req.Scopes {
-		if !slices.Contains(auth.AllScopes, sc) {
-			errs = append(errs, FieldError{"scopes", fmt.Sprintf("%s is not a scope; use %s", echo(sc), strings.Join(auth.AllScopes, ", "))})
-			continue
-		}
-		if !slices.Contains(scopes, sc) {
-			scopes = append(scopes, sc)
-		}
-	}
-	if len(req.Scopes) == 0 {
-		errs = append(errs, FieldError{"scopes", "name at least one of " + strings.Join(auth.AllScopes, ", ")})
-	}
-	now := time.Now()
-	expires := now.Add(s.Auth.TokenDefaultTTL)
-	if req.ExpiresAt != "" {
-		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
-		switch {
-		case err != nil:
-			errs = append(errs, FieldError{"expires_at", "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"})
-		case !t.After(now):
-			errs = append(errs, FieldError{"expires_at", "must be in the future"})
-		case t.After(now.Add(s.Auth.TokenMaxTTL)):
-			errs = append(errs, FieldError{"expires_at", fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.Auth.TokenMaxTTL)})
-		default:
-			expires = t
-		}
-	}
+	scopes, scopeErrs := tokenScopes(req.Scopes)
+	expires, expiryErrs := s.tokenExpiry(req.ExpiresAt, time.Now())
+	errs = append(append(errs, scopeErrs...), expiryErrs...)
 	if len(errs) > 0 {
 		return problem(http.StatusUnprocessableEntity, "invalid_token_request", "the token request has invalid fields").withErrors(errs...)
 	}
@@ -173,6 +148,43 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, v)
 	return nil
+}
+
+// tokenScopes reads a token request's scopes: each known, each once, at least one.
+func tokenScopes(asked []string) ([]string, []FieldError) {
+	var scopes []string
+	var errs []FieldError
+	for _, sc := range asked {
+		if !slices.Contains(auth.AllScopes, sc) {
+			errs = append(errs, FieldError{"scopes", fmt.Sprintf("%s is not a scope; use %s", echo(sc), strings.Join(auth.AllScopes, ", "))})
+			continue
+		}
+		if !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	if len(asked) == 0 {
+		errs = append(errs, FieldError{"scopes", "name at least one of " + strings.Join(auth.AllScopes, ", ")})
+	}
+	return scopes, errs
+}
+
+// tokenExpiry reads a token request's expires_at: default the configured lifetime, at most
+// the configured maximum, in the future.
+func (s *Server) tokenExpiry(asked string, now time.Time) (time.Time, []FieldError) {
+	if asked == "" {
+		return now.Add(s.Auth.TokenDefaultTTL), nil
+	}
+	t, err := time.Parse(time.RFC3339, asked)
+	switch {
+	case err != nil:
+		return time.Time{}, []FieldError{{"expires_at", "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"}}
+	case !t.After(now):
+		return time.Time{}, []FieldError{{"expires_at", "must be in the future"}}
+	case t.After(now.Add(s.Auth.TokenMaxTTL)):
+		return time.Time{}, []FieldError{{"expires_at", fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.Auth.TokenMaxTTL)}}
+	}
+	return t, nil
 }
 
 // listTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
