@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path"
@@ -58,66 +59,18 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
-	// The uploader's choices are the import's to check (importer.Submit.Set), each as it
-	// arrives: a bad one is refused before a large file after it is read.
-	var (
-		choice   = importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")}
-		received *importer.Received
-		notify   notifyRequest
-	)
-	defer func() { received.Discard() }()
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return uploadError(err, limit)
-		}
-		switch name := part.FormName(); name {
-		case "file":
-			if received != nil {
-				return badRequest("invalid_upload", `send one "file" field`)
-			}
-			received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
-			var fp *importer.FileProblem
-			switch {
-			case errors.As(err, &fp):
-				return err
-			case err != nil:
-				return uploadError(err, limit)
-			}
-		case "notify_url":
-			if notify.URL, err = smallField(part, limit); err != nil {
-				return err
-			}
-		case "notify_secret":
-			if notify.Secret, err = smallField(part, limit); err != nil {
-				return err
-			}
-		default:
-			if !importer.IsChoice(name) {
-				continue // a field the import does not read
-			}
-			v, err := smallField(part, limit)
-			if err != nil {
-				return err
-			}
-			if err := choice.Set(name, v); err != nil {
-				return err
-			}
-		}
+	form, err := s.readImportForm(r, mr, limit)
+	defer func() { form.received.Discard() }()
+	if err != nil {
+		return err
 	}
-	if received == nil {
-		return badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
-	}
-	hook := notifyOf(notify.URL, notify.Secret)
+	hook := notifyOf(form.notify.URL, form.notify.Secret)
 	if err := hook.check(r.Context(), s); err != nil {
 		return err
 	}
 	// The checks read the stored upload (ranged reads on s3): the request's time, not a
 	// query's.
-	sub, err := s.Uploads.Accept(r.Context(), received, p.User, choice)
+	sub, err := s.Uploads.Accept(r.Context(), form.received, p.User, form.choice)
 	if err != nil {
 		return err
 	}
@@ -131,6 +84,68 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 		}
 	}
 	return s.submit(w, r.WithContext(ctx), sub, hook)
+}
+
+// importForm is an import's multipart form as read: the received file, the uploader's
+// choices and the notification asked for.
+type importForm struct {
+	received *importer.Received
+	choice   importer.Submit
+	notify   notifyRequest
+}
+
+// readImportForm reads the form's parts in the order sent: the file is streamed to storage
+// as it arrives, and the uploader's choices are the import's to check (importer.Submit.Set),
+// each as it arrives, so a bad one is refused before a large file after it is read. The
+// received file is the caller's to discard, also on an error.
+func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int64) (importForm, error) {
+	f := importForm{choice: importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")}}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return f, uploadError(err, limit)
+		}
+		switch name := part.FormName(); name {
+		case "file":
+			if f.received != nil {
+				return f, badRequest("invalid_upload", `send one "file" field`)
+			}
+			f.received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
+			var fp *importer.FileProblem
+			switch {
+			case errors.As(err, &fp):
+				return f, err
+			case err != nil:
+				return f, uploadError(err, limit)
+			}
+		case "notify_url":
+			if f.notify.URL, err = smallField(part, limit); err != nil {
+				return f, err
+			}
+		case "notify_secret":
+			if f.notify.Secret, err = smallField(part, limit); err != nil {
+				return f, err
+			}
+		default:
+			if !importer.IsChoice(name) {
+				continue // a field the import does not read
+			}
+			v, err := smallField(part, limit)
+			if err != nil {
+				return f, err
+			}
+			if err := f.choice.Set(name, v); err != nil {
+				return f, err
+			}
+		}
+	}
+	if f.received == nil {
+		return f, badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
+	}
+	return f, nil
 }
 
 func tooLarge(limit int64) *Problem {
