@@ -37,12 +37,12 @@ const (
 )
 
 // mountSignIn adds the provider sign-in routes when browser sign-in is configured.
-func (s *Server) mountSignIn(mux *http.ServeMux) {
-	if !s.Auth.OIDC.BrowserSignIn() {
+func (w *webApp) mountSignIn(mux *http.ServeMux) {
+	if !w.api.Auth.OIDC.BrowserSignIn() {
 		return
 	}
-	mux.HandleFunc("GET /auth/login", s.ssoBegin)
-	mux.HandleFunc("GET /auth/callback", s.ssoCallback)
+	mux.HandleFunc("GET /auth/login", w.ssoBegin)
+	mux.HandleFunc("GET /auth/callback", w.ssoCallback)
 }
 
 // baseURL is the scheme and host the browser used.
@@ -59,12 +59,11 @@ func secureCookie(r *http.Request) bool {
 }
 
 // ssoBegin answers GET /auth/login: off to the provider.
-func (s *Server) ssoBegin(rw http.ResponseWriter, r *http.Request) {
-	w := s.web
+func (w *webApp) ssoBegin(rw http.ResponseWriter, r *http.Request) {
 	next := nextPath(r.URL.Query().Get("next"))
-	authURL, si, err := s.Auth.OIDC.Begin(r.Context(), baseURL(r)+"/auth/callback", next)
+	authURL, si, err := w.api.Auth.OIDC.Begin(r.Context(), baseURL(r)+"/auth/callback", next)
 	if err != nil {
-		s.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
+		w.api.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Next: next, Error: w.dict[w.lang(rw, r)]["login.sso_unavailable"]})
 		return
 	}
@@ -72,7 +71,7 @@ func (s *Server) ssoBegin(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := w.rdb.Set(ctx, signInPrefix+stateKey(si.State), raw, signInTTL).Err(); err != nil {
-		s.Logger.Error("browser sign-in could not be stored", "err", err)
+		w.api.Logger.Error("browser sign-in could not be stored", "err", err)
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Next: next, Error: w.dict[w.lang(rw, r)]["login.unavailable"]})
 		return
 	}
@@ -90,8 +89,7 @@ func stateKey(state string) string {
 
 // ssoCallback answers GET /auth/callback?code=&state=: the session, or the sign-in page
 // saying what went wrong.
-func (s *Server) ssoCallback(rw http.ResponseWriter, r *http.Request) {
-	w := s.web
+func (w *webApp) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
 	addr := session.ClientAddr(r)
@@ -99,11 +97,11 @@ func (s *Server) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	fail := func(status int, detail, message string) {
 		if status == http.StatusUnauthorized {
 			if err := w.throttle.Failed(r.Context(), addr); err != nil {
-				s.Logger.Warn("web sign-in throttle unavailable", "err", err)
+				w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
 			}
 		}
-		s.Logger.Warn("browser sign-in failed", "client", addr, "reason", detail)
-		s.auditSignIn(r, "", "oidc", outcomeOf(status), status, detail)
+		w.api.Logger.Warn("browser sign-in failed", "client", addr, "reason", detail)
+		w.api.auditSignIn(r, "", "oidc", outcomeOf(status), status, detail)
 		w.render(rw, r, status, "login", pageData{Lang: lang, Error: message})
 	}
 	if blocked, err := w.throttle.Blocked(r.Context(), addr); err == nil && blocked {
@@ -129,19 +127,19 @@ func (s *Server) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 		fail(http.StatusForbidden, "the sign-in expired or was used already", dict["login.sso_expired"])
 		return
 	}
-	id, idToken, err := s.Auth.OIDC.Finish(r.Context(), si, q.Get("code"))
+	id, idToken, err := w.api.Auth.OIDC.Finish(r.Context(), si, q.Get("code"))
 	var te *auth.TokenError
 	switch {
 	case errors.As(err, &te):
 		fail(http.StatusUnauthorized, te.Reason, dict["login.sso_failed"])
 		return
 	case err != nil:
-		s.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
+		w.api.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
 		fail(http.StatusServiceUnavailable, "the identity provider could not be reached", dict["login.sso_unavailable"])
 		return
 	}
 	p := identityPrincipal(id, "oidc")
-	if !s.openWebSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", si.Next) {
+	if !w.openSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", si.Next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Error: dict["login.unavailable"]})
 	}
 }
@@ -149,19 +147,18 @@ func (s *Server) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 // openWebSession starts a web session for d (a CSRF token is added), sets its cookie, records
 // the sign-in and sends the browser to next. It reports false (after logging) when the
 // session could not be stored.
-func (s *Server) openWebSession(rw http.ResponseWriter, r *http.Request, d session.Data, via, next string) bool {
-	w := s.web
+func (w *webApp) openSession(rw http.ResponseWriter, r *http.Request, d session.Data, via, next string) bool {
 	d.CSRF = session.RandomToken()
 	id, err := w.sessions.Create(r.Context(), d)
 	if err != nil {
-		s.Logger.Error("web sign-in could not store the session", "err", err)
-		s.auditSignIn(r, d.User, via, store.AuditError, http.StatusServiceUnavailable, "the session could not be stored")
+		w.api.Logger.Error("web sign-in could not store the session", "err", err)
+		w.api.auditSignIn(r, d.User, via, store.AuditError, http.StatusServiceUnavailable, "the session could not be stored")
 		return false
 	}
 	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: w.sessions.Cookie(id), Path: "/",
 		MaxAge: int(w.sessions.TTL() / time.Second), HttpOnly: true, Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
-	s.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
-	s.auditSignIn(r, d.User, via, store.AuditSuccess, http.StatusSeeOther, "")
+	w.api.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
+	w.api.auditSignIn(r, d.User, via, store.AuditSuccess, http.StatusSeeOther, "")
 	if next != "" {
 		http.Redirect(rw, r, next, http.StatusSeeOther)
 	}
@@ -170,21 +167,21 @@ func (s *Server) openWebSession(rw http.ResponseWriter, r *http.Request, d sessi
 
 // gatewaySession opens a web session for the user the trusted gateway names, so the page
 // works behind the gateway with its usual cookie and CSRF token.
-func (s *Server) gatewaySession(rw http.ResponseWriter, r *http.Request) (Principal, session.Data, bool) {
-	id, ok := s.Auth.Gateway.Identify(r)
+func (w *webApp) gatewaySession(rw http.ResponseWriter, r *http.Request) (Principal, session.Data, bool) {
+	id, ok := w.api.Auth.Gateway.Identify(r)
 	if !ok {
 		return Principal{}, session.Data{}, false
 	}
 	p := identityPrincipal(id, "gateway")
 	d := session.Data{User: p.User, Role: string(p.Role), Token: "gateway", Via: "gateway", CSRF: session.RandomToken()}
-	sid, err := s.web.sessions.Create(r.Context(), d)
+	sid, err := w.sessions.Create(r.Context(), d)
 	if err != nil {
-		s.Logger.Error("gateway sign-in could not store the session", "err", err)
+		w.api.Logger.Error("gateway sign-in could not store the session", "err", err)
 		return Principal{}, session.Data{}, false
 	}
-	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: s.web.sessions.Cookie(sid), Path: "/",
-		MaxAge: int(s.web.sessions.TTL() / time.Second), HttpOnly: true, Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
-	s.auditSignIn(r, p.User, "gateway", store.AuditSuccess, http.StatusOK, "")
+	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: w.sessions.Cookie(sid), Path: "/",
+		MaxAge: int(w.sessions.TTL() / time.Second), HttpOnly: true, Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
+	w.api.auditSignIn(r, p.User, "gateway", store.AuditSuccess, http.StatusOK, "")
 	p.Via = "session"
 	return p, d, true
 }
@@ -192,21 +189,20 @@ func (s *Server) gatewaySession(rw http.ResponseWriter, r *http.Request) (Princi
 // endWebSession ends the request's web session on every replica, records the sign-out, and
 // returns where to send the browser: the sign-in page, or the provider's sign-out page
 // (RP-initiated logout) for a session it opened, when it offers one.
-func (s *Server) endWebSession(rw http.ResponseWriter, r *http.Request) (string, error) {
-	w := s.web
+func (w *webApp) endSession(rw http.ResponseWriter, r *http.Request) (string, error) {
 	next := "/login"
 	if ck, err := r.Cookie(webSessionCookie); err == nil {
 		if id, valid := w.sessions.ID(ck.Value); valid {
 			d, live, _ := w.sessions.Get(r.Context(), id)
 			if err := w.sessions.Delete(r.Context(), id); err != nil {
-				s.Logger.Error("web sign-out could not end the session", "err", err)
+				w.api.Logger.Error("web sign-out could not end the session", "err", err)
 				return "", err
 			}
 			if live {
-				s.record(r.Context(), store.AuditEvent{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
-					Status: http.StatusSeeOther, ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())})
-				if d.Via == "oidc" && s.Auth.OIDC != nil {
-					if u := s.Auth.OIDC.EndSessionURL(r.Context(), d.IDToken, baseURL(r)+"/login"); u != "" {
+				w.api.record(r.Context(), store.AuditEvent{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
+					Status: http.StatusSeeOther, ClientAddr: w.api.clientAddr(r), RequestID: requestID(r.Context())})
+				if d.Via == "oidc" && w.api.Auth.OIDC != nil {
+					if u := w.api.Auth.OIDC.EndSessionURL(r.Context(), d.IDToken, baseURL(r)+"/login"); u != "" {
 						next = u
 					}
 				}
@@ -257,5 +253,5 @@ func (s *Server) ConsoleSignOut(rw http.ResponseWriter, r *http.Request) (string
 	if _, _, ok := s.web.cookieSession(r); !ok {
 		return "", nil
 	}
-	return s.endWebSession(rw, r)
+	return s.web.endSession(rw, r)
 }

@@ -161,6 +161,7 @@ func New(d Deps) *Server {
 			if err != nil {
 				panic("httpapi: the embedded web page is broken: " + err.Error()) // caught by every test
 			}
+			w.api = s
 			s.web = w
 		}
 	}
@@ -247,7 +248,9 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
-	s.mountWeb(mux)
+	if s.web != nil {
+		s.web.mount(mux)
+	}
 	for _, m := range mounts {
 		mux.Handle(m.Pattern, m.Handler)
 	}

@@ -70,6 +70,7 @@ const (
 
 // webApp is the page's state: sessions, templates, assets.
 type webApp struct {
+	api      *Server // the API's credentials, audit trail and logger
 	cfg      WebConfig
 	sso      bool // browser sign-in with the identity provider (oidc.go)
 	rdb      redis.UniversalClient
@@ -337,16 +338,12 @@ func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, pag
 }
 
 // mountWeb adds the page's routes to mux.
-func (s *Server) mountWeb(mux *http.ServeMux) {
-	if s.web == nil {
-		return
-	}
-	w := s.web
+func (w *webApp) mount(mux *http.ServeMux) {
 	page := func(name string) http.HandlerFunc {
 		return func(rw http.ResponseWriter, r *http.Request) {
 			p, d, ok := w.cookieSession(r)
 			if !ok {
-				p, d, ok = s.gatewaySession(rw, r)
+				p, d, ok = w.gatewaySession(rw, r)
 			}
 			if !ok {
 				next := r.URL.Path
@@ -382,10 +379,10 @@ func (s *Server) mountWeb(mux *http.ServeMux) {
 	mux.HandleFunc("GET /tasks/{id}", page("detail"))
 	mux.HandleFunc("GET /new/import", page("import"))
 	mux.HandleFunc("GET /new/export", page("export"))
-	mux.HandleFunc("GET /login", s.webLoginPage)
-	mux.HandleFunc("POST /login", s.webLogin)
-	mux.HandleFunc("POST /logout", s.webLogout)
-	s.mountSignIn(mux)
+	mux.HandleFunc("GET /login", w.loginPage)
+	mux.HandleFunc("POST /login", w.login)
+	mux.HandleFunc("POST /logout", w.logout)
+	w.mountSignIn(mux)
 	assets := http.FileServerFS(w.assets)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("v") == w.version {
@@ -405,16 +402,15 @@ func nextPath(v string) string {
 	return path.Clean(v)
 }
 
-func (s *Server) webLoginPage(rw http.ResponseWriter, r *http.Request) {
+func (w *webApp) loginPage(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("lang") {
-		s.web.lang(rw, r)
+		w.lang(rw, r)
 	}
-	s.web.render(rw, r, http.StatusOK, "login", pageData{Next: nextPath(r.URL.Query().Get("next"))})
+	w.render(rw, r, http.StatusOK, "login", pageData{Next: nextPath(r.URL.Query().Get("next"))})
 }
 
 // webLogin answers POST /login (form: token, next): a session for the token's user.
-func (s *Server) webLogin(rw http.ResponseWriter, r *http.Request) {
-	w := s.web
+func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
 	addr := session.ClientAddr(r)
@@ -425,12 +421,12 @@ func (s *Server) webLogin(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
-	if s.crossSite(r) {
+	if w.api.crossSite(r) {
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
 	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
-		s.Logger.Warn("web sign-in throttle unavailable", "err", err)
+		w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
 	} else if blocked {
 		secs := w.throttle.Wait(r.Context(), addr)
 		rw.Header().Set("Retry-After", fmt.Sprint(secs))
@@ -442,35 +438,34 @@ func (s *Server) webLogin(rw http.ResponseWriter, r *http.Request) {
 	// API token pasted here would outlive its own expiry in the session.
 	p, ok := Principal{}, false
 	if token != "" {
-		p, ok = s.configToken(token)
+		p, ok = w.api.configToken(token)
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
-			s.Logger.Warn("web sign-in throttle unavailable", "err", err)
+			w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
-		s.Logger.Warn("web sign-in failed", "client", addr)
-		s.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
+		w.api.Logger.Warn("web sign-in failed", "client", addr)
+		w.api.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}
-	if !s.openWebSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
+	if !w.openSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
 	}
 }
 
 // webLogout answers POST /logout (form: csrf): the session ends on every replica.
-func (s *Server) webLogout(rw http.ResponseWriter, r *http.Request) {
-	w := s.web
+func (w *webApp) logout(rw http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.cookieSession(r)
-	if ok && !s.csrfOK(r, d, r.PostForm.Get("csrf")) {
-		s.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+	if ok && !w.api.csrfOK(r, d, r.PostForm.Get("csrf")) {
+		w.api.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
-	next, err := s.endWebSession(rw, r)
+	next, err := w.endSession(rw, r)
 	if err != nil {
-		s.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
+		w.api.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return
 	}
 	http.Redirect(rw, r, next, http.StatusSeeOther)
