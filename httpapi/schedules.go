@@ -47,7 +47,7 @@ func scheduleView(sc *store.Schedule) ScheduleView {
 
 // createSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
 // the params are checked now, exactly as a submit of the type would check them.
-func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Type     string          `json:"type"`
 		Params   json.RawMessage `json:"params"`
@@ -109,7 +109,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p Princi
 }
 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
-func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
 	owner := r.URL.Query().Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
@@ -132,7 +132,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p Princip
 }
 
 // getSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
-func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
 	sc, err := s.scheduleOf(r, p)
 	if err != nil {
 		return err
@@ -150,15 +150,15 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p Principal
 }
 
 // pauseSchedule and resumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
-func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
 	return s.setPaused(w, r, p, true)
 }
 
-func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
 	return s.setPaused(w, r, p, false)
 }
 
-func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, p Principal, paused bool) error {
+func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p Principal, paused bool) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, p Principal, 
 }
 
 // deleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
-func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p Princi
 	return nil
 }
 
-func (s *Server) scheduleOf(r *http.Request, p Principal) (*store.Schedule, error) {
+func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedule, error) {
 	id, err := scheduleID(r)
 	if err != nil {
 		return nil, err
@@ -199,3 +199,6 @@ func scheduleID(r *http.Request) (string, error) {
 	}
 	return id, nil
 }
+
+// scheduleRoutes are the handlers of /api/v1/schedules (a small type over the server, one per resource).
+type scheduleRoutes struct{ *Server }

@@ -195,32 +195,38 @@ func apiRoutes() []route {
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
 		{"GET /api/v1/types", (*Server).listTypes, false},
 		{"POST /api/v1/tasks:batch", (*Server).submitBatch, false},
-		{"POST /api/v1/schedules", (*Server).createSchedule, false},
-		{"GET /api/v1/schedules", (*Server).listSchedules, false},
-		{"GET /api/v1/schedules/{id}", (*Server).getSchedule, false},
-		{"POST /api/v1/schedules/{id}/pause", (*Server).pauseSchedule, false},
-		{"POST /api/v1/schedules/{id}/resume", (*Server).resumeSchedule, false},
-		{"DELETE /api/v1/schedules/{id}", (*Server).deleteSchedule, false},
+		{"POST /api/v1/schedules", routeOf(scheduleRoutes.createSchedule), false},
+		{"GET /api/v1/schedules", routeOf(scheduleRoutes.listSchedules), false},
+		{"GET /api/v1/schedules/{id}", routeOf(scheduleRoutes.getSchedule), false},
+		{"POST /api/v1/schedules/{id}/pause", routeOf(scheduleRoutes.pauseSchedule), false},
+		{"POST /api/v1/schedules/{id}/resume", routeOf(scheduleRoutes.resumeSchedule), false},
+		{"DELETE /api/v1/schedules/{id}", routeOf(scheduleRoutes.deleteSchedule), false},
 		{"GET /api/v1/stats", (*Server).stats, false},
 		{"GET /api/v1/tasks/{id}", (*Server).getTask, false},
 		{"POST /api/v1/tasks/{id}/cancel", (*Server).cancelTask, false},
 		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},
 		{"GET /api/v1/tasks/{id}/result", (*Server).downloadResult, false},
 		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
-		{"POST /api/v1/webhooks", (*Server).createWebhook, false},
-		{"GET /api/v1/webhooks", (*Server).listWebhooks, false},
-		{"GET /api/v1/webhooks/{id}", (*Server).getWebhook, false},
-		{"DELETE /api/v1/webhooks/{id}", (*Server).deleteWebhook, false},
-		{"GET /api/v1/webhooks/{id}/deliveries", (*Server).listDeliveries, false},
-		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", (*Server).redeliver, false},
+		{"POST /api/v1/webhooks", routeOf(webhookRoutes.createWebhook), false},
+		{"GET /api/v1/webhooks", routeOf(webhookRoutes.listWebhooks), false},
+		{"GET /api/v1/webhooks/{id}", routeOf(webhookRoutes.getWebhook), false},
+		{"DELETE /api/v1/webhooks/{id}", routeOf(webhookRoutes.deleteWebhook), false},
+		{"GET /api/v1/webhooks/{id}/deliveries", routeOf(webhookRoutes.listDeliveries), false},
+		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", routeOf(webhookRoutes.redeliver), false},
 		// Streams are long: like uploads they run without the query timeout (events.go).
 		{"GET /api/v1/tasks/{id}/events", (*Server).taskEvents, true},
 		{"GET /api/v1/events", (*Server).scopeEvents, true},
-		{"POST /api/v1/tokens", (*Server).createToken, false},
-		{"GET /api/v1/tokens", (*Server).listTokens, false},
-		{"DELETE /api/v1/tokens/{id}", (*Server).revokeToken, false},
+		{"POST /api/v1/tokens", routeOf(tokenRoutes.createToken), false},
+		{"GET /api/v1/tokens", routeOf(tokenRoutes.listTokens), false},
+		{"DELETE /api/v1/tokens/{id}", routeOf(tokenRoutes.revokeToken), false},
 		{"GET /api/v1/audit", (*Server).listAudit, false},
 	}
+}
+
+// routeOf adapts a handler of a resource's small type over the server (webhookRoutes,
+// scheduleRoutes, tokenRoutes) to the route table.
+func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, Principal) error) func(*Server, http.ResponseWriter, *http.Request, Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error { return h(T{s}, w, r, p) }
 }
 
 // Routes lists every method and path pattern the server answers, API and operational.

@@ -93,7 +93,7 @@ func tokenView(t *store.APIToken) TokenView {
 // createToken answers POST /api/v1/tokens {name, scopes, expires_at?, owner?}. A user creates
 // tokens for themself with at most the scopes they hold; an admin (with the admin scope) for
 // anyone, and only an admin grants the admin scope.
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Name      string   `json:"name"`
 		Scopes    []string `json:"scopes"`
@@ -171,7 +171,7 @@ func tokenScopes(asked []string) ([]string, []FieldError) {
 
 // tokenExpiry reads a token request's expires_at: default the configured lifetime, at most
 // the configured maximum, in the future.
-func (s *Server) tokenExpiry(asked string, now time.Time) (time.Time, []FieldError) {
+func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []FieldError) {
 	if asked == "" {
 		return now.Add(s.Auth.TokenDefaultTTL), nil
 	}
@@ -188,7 +188,7 @@ func (s *Server) tokenExpiry(asked string, now time.Time) (time.Time, []FieldErr
 }
 
 // listTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
 	owner, err := ownerQuery(r.URL.Query(), p, "tokens")
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p Principal)
 
 // revokeToken answers DELETE /api/v1/tokens/{id}: the token stops working at once, on every
 // replica (each request looks it up).
-func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return invalid("invalid_id", "the token id in the path is not valid: it "+msg, FieldError{"id", msg})
@@ -224,3 +224,6 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p Principal
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// tokenRoutes are the handlers of /api/v1/tokens (a small type over the server, one per resource).
+type tokenRoutes struct{ *Server }

@@ -82,7 +82,7 @@ type webhookRequest struct {
 	Owner  string   `json:"owner"`
 }
 
-func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req webhookRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -184,7 +184,7 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 }
 
 // subscription resolves the {id} path parameter to a subscription the caller may see.
-func (s *Server) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
+func (s webhookRoutes) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
 		return nil, invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, FieldError{"id", msg})
@@ -196,7 +196,7 @@ func (s *Server) subscription(r *http.Request, p Principal) (*store.Subscription
 	return sub, err
 }
 
-func (s *Server) taskNoOf(ctx context.Context, sub *store.Subscription) string {
+func (s webhookRoutes) taskNoOf(ctx context.Context, sub *store.Subscription) string {
 	if sub.TaskID == nil {
 		return ""
 	}
@@ -206,7 +206,7 @@ func (s *Server) taskNoOf(ctx context.Context, sub *store.Subscription) string {
 	return ""
 }
 
-func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
 	owner, err := ownerQuery(r.URL.Query(), p, "webhooks")
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p Principa
 	return nil
 }
 
-func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p Principal)
 	return nil
 }
 
-func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p Princip
 	return nil
 }
 
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryV
 	return v
 }
 
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -391,3 +391,6 @@ func notifyOf(url, secret string) *notifyRequest {
 	}
 	return &notifyRequest{URL: url, Secret: secret}
 }
+
+// webhookRoutes are the handlers of /api/v1/webhooks: subscriptions and their deliveries (a small type over the server, one per resource).
+type webhookRoutes struct{ *Server }
