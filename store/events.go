@@ -8,8 +8,8 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// This file is the transactional outbox (task_events): the INSERT every transition in
-// transitions.go makes in the same statement as the change it records, and the readers.
+// This file is the transactional outbox (task_events): the INSERT every transition (the
+// tasks_*.go files) makes in the same statement as the change it records, and the readers.
 
 // eventName names a transition's event from the status it left the task in: the names come
 // from internal/task, the one table every surface uses.

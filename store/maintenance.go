@@ -11,8 +11,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
-// the one status change cleanup makes (TIMEOUT) is TimeoutStale in transitions.go.
+// This file holds the cleanup's reads and bookkeeping, and the record of a failed hand-off to
+// asynq that the orphan rescue reads. None of it changes a task's status: the one status
+// change cleanup makes (TIMEOUT) is TimeoutStale in tasks_end.go.
 
 // ClaimCleanupSlot records that worker runs the cleanup round of slot. It returns false when
 // another replica already has: the guard that makes each slot run once.
@@ -106,6 +107,15 @@ const sqlTakeOrphans = `
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
+// MarkEnqueueFailed records that handing a waiting task to asynq failed, so the rescuer
+// picks it up at its next round instead of after the grace period.
+func (s *Store) MarkEnqueueFailed(ctx context.Context, taskID int64, attempt int) error {
+	_, err := exec(ctx, s.db.DB,
+		`UPDATE tasks SET enqueued_at = NULL WHERE id = $1 AND attempt = $2 AND status IN ('PENDING', 'RETRY_WAIT', 'RUNNING')`,
+		taskID, attempt)
+	return err
+}
+
 // ExpiredResults returns up to limit tasks whose result files (an export's result, an
 // import's error report) are past their expiry and still on record.
 func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
@@ -191,31 +201,6 @@ func (s *Store) ResultRefs(ctx context.Context, taskNos []string) (map[string]Re
 		out[r.TaskNo] = r
 	}
 	return out, nil
-}
-
-// ConditionHolds records that an alert condition holds. It returns the time it started and
-// fire=true exactly once per episode: the first call after it has held for at least hold.
-func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
-	if _, err := exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
-		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
-	}
-	var fired []time.Time
-	err = all(ctx, s.db, s.db.DB, &fired, `UPDATE alert_conditions SET fired_at = now()
-		WHERE key = $1 AND fired_at IS NULL AND active_since <= now() - make_interval(secs => $2) RETURNING active_since`,
-		key, hold.Seconds())
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("fire alert condition: %w", err)
-	}
-	if len(fired) == 1 {
-		return fired[0], true, nil
-	}
-	return time.Time{}, false, nil
-}
-
-// ConditionCleared forgets an alert condition, so its next episode alerts again.
-func (s *Store) ConditionCleared(ctx context.Context, key string) error {
-	_, err := exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
-	return err
 }
 
 // The cleanup's reads, as constants so CleanupPlans explains exactly what runs.

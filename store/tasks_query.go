@@ -149,23 +149,6 @@ func (s *Store) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry
 	return logs, nil
 }
 
-// AppendLog adds a line to a task's narrative on behalf of a running attempt. It is fenced
-// like every other write of the attempt: a superseded attempt's line is not written, and
-// ErrFenced says so.
-func (s *Store) AppendLog(ctx context.Context, l Lease, level, message string) error {
-	n, err := exec(ctx, s.db.DB, `
-		INSERT INTO task_logs (task_id, attempt, level, message)
-		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
-		l.TaskID, l.Attempt, level, message)
-	if err != nil {
-		return fmt.Errorf("append log to %s: %w", l, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("append log to %s: %w", l, ErrFenced)
-	}
-	return nil
-}
-
 // Waiting counts a queue's PENDING and RETRY_WAIT tasks, stopping at upTo: admission control
 // only needs to know whether the backlog is over its limit.
 func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error) {
