@@ -86,17 +86,23 @@ func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []Custome
 	if len(written) == len(rows) {
 		return nil, nil
 	}
+	return unwrittenCustomers(ctx, tx, taskID, cols.code, written)
+}
+
+// unwrittenCustomers says why each of codes that is not in written was not written: an earlier
+// row of the import taskID wrote it, or it was in the table before.
+func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, written []string) (map[string]Conflict, error) {
 	done := make(map[string]bool, len(written))
 	for _, c := range written {
 		done[c] = true
 	}
 	var missing []string
-	for _, c := range cols.code {
+	for _, c := range codes {
 		if !done[c] {
 			missing = append(missing, c)
 		}
 	}
-	res, err = tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
+	res, err := tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
 		cached([]any{missing})...)
 	if err != nil {
 		return nil, fmt.Errorf("explain unwritten customers: %w", err)

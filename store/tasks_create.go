@@ -85,38 +85,7 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		}
 	}
 	var rows []Task
-	err := all(ctx, s.db, s.db.DB, &rows, `
-		WITH v AS (
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-			                     $16::bigint[], $17::bigint[], $18::bigint[], $19::text[], $20::text[], $21::text[], $22::text[],
-			                     $23::text[]) WITH ORDINALITY
-			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
-			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms,
-			     sub_no, sub_url, sub_events, sub_secret, sub_by, ord)
-		), t AS (
-			-- A task submitted with its subscription is bound to it from the start (see
-			-- CreateTaskSubscription): its events are left for the dispatcher.
-			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
-			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms,
-			                   webhook_bound)
-			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
-			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms, sub_url <> ''
-			FROM v ORDER BY ord
-			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
-			RETURNING *
-		), sub AS (
-			INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, task_id, created_by)
-			SELECT v.sub_no, t.owner, v.sub_url, string_to_array(v.sub_events, ','), v.sub_secret, t.id, v.sub_by
-			FROM t JOIN v ON v.task_no = t.task_no WHERE v.sub_url <> ''
-		), ev AS (
-			`+insertEvents(eventName, `owner`, `t`)+`
-		), au AS (
-			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
-			SELECT v.actor, v.via, 'task.submit', t.task_no, 'success', v.client_addr, v.audit_request_id
-			FROM t JOIN v ON v.task_no = t.task_no WHERE v.actor <> ''
-		)
-		SELECT `+taskColumns+` FROM t`,
+	err := all(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
 		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
 		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys)
 	if err != nil {
@@ -151,3 +120,38 @@ func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	}
 	return out, nil
 }
+
+// sqlCreateTasks inserts the tasks of the arrays $1 to $23 (see CreateMany), each with its
+// subscription, events row and audit row, and returns the tasks inserted.
+var sqlCreateTasks = `
+		WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
+			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+			                     $16::bigint[], $17::bigint[], $18::bigint[], $19::text[], $20::text[], $21::text[], $22::text[],
+			                     $23::text[]) WITH ORDINALITY
+			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
+			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms,
+			     sub_no, sub_url, sub_events, sub_secret, sub_by, ord)
+		), t AS (
+			-- A task submitted with its subscription is bound to it from the start (see
+			-- CreateTaskSubscription): its events are left for the dispatcher.
+			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
+			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms,
+			                   webhook_bound)
+			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
+			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms, sub_url <> ''
+			FROM v ORDER BY ord
+			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
+			RETURNING *
+		), sub AS (
+			INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, task_id, created_by)
+			SELECT v.sub_no, t.owner, v.sub_url, string_to_array(v.sub_events, ','), v.sub_secret, t.id, v.sub_by
+			FROM t JOIN v ON v.task_no = t.task_no WHERE v.sub_url <> ''
+		), ev AS (
+			` + insertEvents(eventName, `owner`, `t`) + `
+		), au AS (
+			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
+			SELECT v.actor, v.via, 'task.submit', t.task_no, 'success', v.client_addr, v.audit_request_id
+			FROM t JOIN v ON v.task_no = t.task_no WHERE v.actor <> ''
+		)
+		SELECT ` + taskColumns + ` FROM t`

@@ -193,7 +193,22 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 		levels[i], logs[i] = cmp.Or(e.level, "info"), e.log
 	}
 	var rows []Task
-	err := all(ctx, s.db, s.db.DB, &rows, `
+	err := all(ctx, s.db, s.db.DB, &rows, sqlEndAttempts,
+		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
+		alert, needCancel, runStatus, runErrors, levels, logs, outcome, hasCounts, totals, successes, failures)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*Task, len(rows))
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, nil
+}
+
+// sqlEndAttempts writes the endings of the arrays $1 to $24 (see endAttempts), each fenced by
+// its lease, and returns the tasks that ended.
+var sqlEndAttempts = `
 		WITH v AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[], $3::bool[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bool[],
 			                     $9::float8[], $10::bool[], $11::text[], $12::bool[], $13::timestamptz[], $14::bool[], $15::bool[],
@@ -237,20 +252,9 @@ func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*T
 			       CASE WHEN cancel_won THEN 'cancelled as requested; the attempt was ending: ' || log ELSE log END
 			FROM t WHERE log <> ''
 		), ev AS (
-			`+insertEvents(eventName, `worker`, `t`)+`
+			` + insertEvents(eventName, `worker`, `t`) + `
 		)
-		SELECT `+taskColumns+` FROM t`,
-		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
-		alert, needCancel, runStatus, runErrors, levels, logs, outcome, hasCounts, totals, successes, failures)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]*Task, len(rows))
-	for i := range rows {
-		out[rows[i].ID] = &rows[i]
-	}
-	return out, nil
-}
+		SELECT ` + taskColumns + ` FROM t`
 
 // TimeoutStale is the cleanup's transition: RUNNING tasks whose heartbeat is older than
 // their type's timeout_seconds → TIMEOUT (CANCELLED when a cancel was requested), at most
