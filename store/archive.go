@@ -13,9 +13,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file is the archive (seed 004 §7.1): retention moves finished tasks into archive tables
-// and daily aggregates instead of deleting them, lookups by id fall back to it, and the stats
-// API reads the aggregates.
+// This file is the archive: retention moves finished tasks into archive tables and daily
+// aggregates instead of deleting them, lookups by id fall back to it, and the stats API reads
+// the aggregates.
 
 // DurationBuckets are the upper bounds, in seconds, of the duration histogram kept per day;
 // the last bucket holds everything longer.

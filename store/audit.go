@@ -10,8 +10,8 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file is the audit trail (issue 17): who did what to which object, when, from where,
-// through which request, and how it ended.
+// This file is the audit trail: who did what to which object, when, from where, through
+// which request, and how it ended.
 //
 // A change that commits records its row in the same statement as the change: the task
 // transitions (submit, cancel, retry) add an INSERT INTO audit_events to their CTE when the

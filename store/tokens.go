@@ -10,9 +10,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file keeps the API tokens users manage in the product (issue 17). Only a token's
-// SHA-256 is stored: the token itself is shown once, when it is created. Creating and revoking
-// write their audit row in the same statement as the change.
+// This file keeps the API tokens users manage in the product. Only a token's SHA-256 is
+// stored: the token itself is shown once, when it is created. Creating and revoking write
+// their audit row in the same statement as the change.
 
 // APIToken is a token for a service or a script, acting as its owner within its scopes.
 type APIToken struct {
