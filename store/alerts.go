@@ -13,7 +13,7 @@ import (
 
 // ClaimAlert records that the failure alert of a task is being sent, and returns the task
 // when this caller is the one to send it: at most one caller ever gets it.
-func (s *Store) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
+func (s *Alerts) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
 	task := new(Task)
 	err := one(ctx, s.db, s.db.DB, task, `
 		UPDATE tasks SET alerted_at = now()
@@ -31,7 +31,7 @@ func (s *Store) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
 // ClaimDueAlerts claims up to limit failure alerts that became due more than olderThan ago
 // and were never sent (the process that failed the task died before sending). The caller
 // sends them.
-func (s *Store) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, limit int) ([]Task, error) {
+func (s *Alerts) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
 	err := all(ctx, s.db, s.db.DB, &tasks, `
 		UPDATE tasks SET alerted_at = now()
@@ -45,7 +45,7 @@ func (s *Store) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, lim
 
 // ConditionHolds records that an alert condition holds. It returns the time it started and
 // fire=true exactly once per episode: the first call after it has held for at least hold.
-func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
+func (s *Alerts) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
 	if _, err := exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
 		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
 	}
@@ -63,7 +63,7 @@ func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Durati
 }
 
 // ConditionCleared forgets an alert condition, so its next episode alerts again.
-func (s *Store) ConditionCleared(ctx context.Context, key string) error {
+func (s *Alerts) ConditionCleared(ctx context.Context, key string) error {
 	_, err := exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
 	return err
 }

@@ -196,7 +196,7 @@ func escapeLike(s string) string {
 // CustomerExportPlans returns Postgres' plan for the count and the first page of a customer
 // export under each kind of filter, so a test or a benchmark can check that an index serves
 // each one. Nothing is executed.
-func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
+func (s *Customers) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for name, q := range map[string]CustomerQuery{
 		"city": {City: "Hangzhou"}, "level": {Level: "gold"}, "code_prefix": {CodePrefix: "C0001"},
@@ -211,7 +211,7 @@ func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, err
 			if kind == "count" {
 				args = args[:len(args)-2]
 			}
-			plan, err := s.explain(ctx, query, args...)
+			plan, err := explain(ctx, s.db, query, args...)
 			if err != nil {
 				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
 			}

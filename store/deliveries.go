@@ -111,7 +111,7 @@ type fanMatch struct {
 // ClaimDeliveries holds it back until the earlier event is fanned out. An event whose
 // transaction has not committed is not visible, and one that rolled back never will be.
 // It returns how many events it took and how many deliveries it created.
-func (s *Store) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
+func (s *Webhooks) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var evs []sequencedEvent
 		if err := all(ctx, s.db, tx.Tx, &evs, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
@@ -196,7 +196,7 @@ type Outgoing struct {
 // on its row lock and the second, re-checking state and due_at, skips it. The claim is an
 // UPDATE that waits rather than FOR UPDATE SKIP LOCKED on purpose: a claim skipping rows
 // another holds would take the subscription's next ones and could pass its cap.
-func (s *Store) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
 	var out []Outgoing
 	err := all(ctx, s.db, s.db.DB, &out, `
 		WITH busy AS (
@@ -252,7 +252,7 @@ type AttemptResult struct {
 // which keeps them out of the claims' scan of due deliveries while the receiver is down. When
 // this one is delivered or dead, the next one, if it never ran, is due at once (it may have
 // been moved past now when this one was redelivered early).
-func (s *Store) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResult) (*Delivery, bool, error) {
+func (s *Webhooks) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResult) (*Delivery, bool, error) {
 	state := DeliveryPending
 	switch {
 	case r.Delivered:
@@ -311,7 +311,7 @@ type DeliveryFilter struct {
 }
 
 // Deliveries returns a subscription's deliveries, newest first.
-func (s *Store) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) ([]Delivery, error) {
+func (s *Webhooks) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) ([]Delivery, error) {
 	var out []Delivery
 	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE subscription_id = $1 AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3) ORDER BY id DESC LIMIT $4`,
@@ -323,7 +323,7 @@ func (s *Store) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) (
 }
 
 // DeliveryAttempts returns the attempts of the given deliveries, oldest first per delivery.
-func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (map[int64][]DeliveryAttempt, error) {
+func (s *Webhooks) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (map[int64][]DeliveryAttempt, error) {
 	var rows []DeliveryAttempt
 	err := all(ctx, s.db, s.db.DB, &rows, `SELECT `+attemptColumns+` FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, id`,
 		deliveryIDs)
@@ -340,7 +340,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (map[
 // Redeliver queues a delivery of the subscription again, at once and with a fresh retry
 // window, whatever its state (a receiver that lost a delivered event asks again). It keeps its
 // event id and body. An attempt in flight finishes as it would have.
-func (s *Store) Redeliver(ctx context.Context, subID int64, deliveryNo string) (*Delivery, error) {
+func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string) (*Delivery, error) {
 	out := new(Delivery)
 	err := one(ctx, s.db, s.db.DB, out, `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
 			due_at = CASE WHEN state = 'sending' AND due_at > now() THEN due_at ELSE now() END, window_start = now(), updated_at = now()
@@ -356,7 +356,7 @@ func (s *Store) Redeliver(ctx context.Context, subID int64, deliveryNo string) (
 
 // PruneDeliveries deletes up to limit finished deliveries (delivered or dead) last touched
 // more than age ago, with their attempts, and returns how many it deleted.
-func (s *Store) PruneDeliveries(ctx context.Context, age time.Duration, limit int) (int, error) {
+func (s *Webhooks) PruneDeliveries(ctx context.Context, age time.Duration, limit int) (int, error) {
 	n, err := exec(ctx, s.db.DB, `DELETE FROM webhook_deliveries WHERE id IN (
 		SELECT id FROM webhook_deliveries WHERE state IN ('delivered', 'dead') AND updated_at < now() - make_interval(secs => $1)
 		ORDER BY updated_at LIMIT $2)`, age.Seconds(), limit)

@@ -66,7 +66,7 @@ func (e *ClaimEndedError) Error() string {
 // ends CANCELLED, and when its retries are used up (a task that keeps killing its workers)
 // it ends FAILED with an alert due; both answer *ClaimEndedError. So retry_count never
 // exceeds max_retry.
-func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+func (s *Attempts) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	return s.claim(ctx, s.db.DB, taskID, worker, takeoverAfter)
 }
 
@@ -75,7 +75,7 @@ func (s *Store) Claim(ctx context.Context, taskID int64, worker string, takeover
 // answer is *NotClaimableError with OwnerAtCap set (the task waits; no retry is spent). The
 // count and the claim run under a per-(queue, owner) advisory lock, so concurrent claimers
 // cannot overshoot the cap. maxRunning <= 0 is Claim.
-func (s *Store) ClaimCapped(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration, maxRunning int) (*Claimed, error) {
+func (s *Attempts) ClaimCapped(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration, maxRunning int) (*Claimed, error) {
 	if maxRunning <= 0 {
 		return s.Claim(ctx, taskID, worker, takeoverAfter)
 	}
@@ -130,7 +130,7 @@ func (s *Store) ClaimCapped(ctx context.Context, taskID int64, worker string, ta
 	return claimed, refused
 }
 
-func (s *Store) claim(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+func (s *Attempts) claim(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	res, err := s.claimMany(ctx, q, []int64{taskID}, worker, takeoverAfter)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ type ClaimResult struct {
 
 // ClaimMany claims many tasks for worker in one statement (one transaction, one fsync): the
 // claim batcher's flush. Each task follows Claim's rules on its own; ids must be distinct.
-func (s *Store) ClaimMany(ctx context.Context, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+func (s *Attempts) ClaimMany(ctx context.Context, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
 	return s.claimMany(ctx, s.db.DB, ids, worker, takeoverAfter)
 }
 
@@ -217,7 +217,7 @@ var sqlClaim = `
 		UNION ALL
 		SELECT ` + taskColumns + `, prev_status, trigger FROM ended`
 
-func (s *Store) claimMany(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+func (s *Attempts) claimMany(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
 	var rows []struct {
 		Task
 		PrevStatus Status `bun:"prev_status"` // the status the claim left

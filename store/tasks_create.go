@@ -35,7 +35,7 @@ type NewTask struct {
 
 // Create inserts a PENDING task: (new) → PENDING. When a task with the same owner, type and
 // biz key exists, it returns that one and created=false instead.
-func (s *Store) Create(ctx context.Context, nt NewTask) (task *Task, created bool, err error) {
+func (s *Tasks) Create(ctx context.Context, nt NewTask) (task *Task, created bool, err error) {
 	res, err := s.CreateMany(ctx, []NewTask{nt})
 	if err != nil {
 		return nil, false, err
@@ -55,7 +55,7 @@ type Created struct {
 // events row; for a task whose owner, type and biz key already exist (in the table, or earlier
 // in the same batch) it returns the existing task and Created=false. Results are in the order
 // of nts.
-func (s *Store) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error) {
+func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error) {
 	n := len(nts)
 	var (
 		nos, types, owners, queues, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

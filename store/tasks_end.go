@@ -39,13 +39,13 @@ type Outcome struct {
 // Succeed ends the attempt with the outcome of its finished work: RUNNING → SUCCESS,
 // PARTIAL_SUCCESS, or FAILED (every row rejected), with its result. A cancel requested after
 // the work was done does not undo it: the task ends by its real outcome, and the log says so.
-func (s *Store) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) {
+func (s *Attempts) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) {
 	return s.endAttempt(ctx, l, SuccessEnding(l, o).e)
 }
 
 // Fail ends the attempt and the task on bad input: RUNNING → FAILED (CANCELLED when a cancel
 // was requested). No alert: the submitter's input is at fault, not the system.
-func (s *Store) Fail(ctx context.Context, l Lease, code, message string) (*Task, error) {
+func (s *Attempts) Fail(ctx context.Context, l Lease, code, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "fail", to: StatusFailed, cancelWins: true, errorCode: code,
 		errorMessage: message, runError: message, level: "error", log: "failed: " + message})
 }
@@ -53,14 +53,14 @@ func (s *Store) Fail(ctx context.Context, l Lease, code, message string) (*Task,
 // GiveUp ends the attempt and the task when its retries are used up: RUNNING → FAILED, with
 // an alert due (CANCELLED, and no alert, when a cancel was requested). The alert is recorded
 // on the row and sent by whoever claims it (ClaimAlert), so it goes out exactly once.
-func (s *Store) GiveUp(ctx context.Context, l Lease, code, message string) (*Task, error) {
+func (s *Attempts) GiveUp(ctx context.Context, l Lease, code, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "give up", to: StatusFailed, cancelWins: true, errorCode: code,
 		errorMessage: message, runError: message, alert: true, level: "error", log: "failed: " + message})
 }
 
 // RetryLater ends the attempt on a transient error: RUNNING → RETRY_WAIT, due after delay
 // (CANCELLED when a cancel was requested).
-func (s *Store) RetryLater(ctx context.Context, l Lease, code, message string, delay time.Duration) (*Task, error) {
+func (s *Attempts) RetryLater(ctx context.Context, l Lease, code, message string, delay time.Duration) (*Task, error) {
 	secs := delay.Seconds()
 	return s.endAttempt(ctx, l, ending{op: "schedule a retry of", to: StatusRetryWait, cancelWins: true, errorCode: code,
 		errorMessage: message, retryDelta: 1, retryInSecs: &secs, runError: message, level: "warn",
@@ -70,7 +70,7 @@ func (s *Store) RetryLater(ctx context.Context, l Lease, code, message string, d
 // Release hands an interrupted attempt back without spending a retry: RUNNING → RETRY_WAIT,
 // due at once (CANCELLED when a cancel was requested). Used at shutdown; the next attempt
 // resumes from the checkpoint.
-func (s *Store) Release(ctx context.Context, l Lease, reason string) (*Task, error) {
+func (s *Attempts) Release(ctx context.Context, l Lease, reason string) (*Task, error) {
 	now := 0.0
 	return s.endAttempt(ctx, l, ending{op: "release", to: StatusRetryWait, runStatus: "INTERRUPTED", cancelWins: true,
 		errorCode: errCodeInterrupted, errorMessage: reason, retryInSecs: &now, runError: reason, level: "warn",
@@ -78,13 +78,13 @@ func (s *Store) Release(ctx context.Context, l Lease, reason string) (*Task, err
 }
 
 // Cancelled ends an attempt whose cancel was requested: RUNNING → CANCELLED.
-func (s *Store) Cancelled(ctx context.Context, l Lease) (*Task, error) {
+func (s *Attempts) Cancelled(ctx context.Context, l Lease) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "cancel", to: StatusCancelled, needCancel: true, log: "cancelled while running"})
 }
 
 // TimedOut ends an attempt that ran past its type's max runtime or stalled: RUNNING → TIMEOUT
 // (CANCELLED when a cancel was requested).
-func (s *Store) TimedOut(ctx context.Context, l Lease, message string) (*Task, error) {
+func (s *Attempts) TimedOut(ctx context.Context, l Lease, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "time out", to: StatusTimeout, cancelWins: true, errorCode: "timeout",
 		errorMessage: message, runError: message, level: "error", log: "timed out: " + message})
 }
@@ -113,7 +113,7 @@ type ending struct {
 
 // endAttempt moves a RUNNING task owned by l to e.to (or CANCELLED, see ending.cancelWins),
 // closes the attempt's run and logs it, in one statement.
-func (s *Store) endAttempt(ctx context.Context, l Lease, e ending) (*Task, error) {
+func (s *Attempts) endAttempt(ctx context.Context, l Lease, e ending) (*Task, error) {
 	ended, err := s.endAttempts(ctx, []Ending{{Lease: l, e: e}})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", e.op, l, err)
@@ -148,11 +148,11 @@ func SuccessEnding(l Lease, o Outcome) Ending {
 // EndAttempts writes many attempts' endings in one statement (one transaction, one fsync): the
 // completer's flush. Each row is fenced on its own lease; the returned map holds the rows that
 // ended, and an ending missing from it was fenced (its attempt no longer owns the task).
-func (s *Store) EndAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
+func (s *Attempts) EndAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
 	return s.endAttempts(ctx, endings)
 }
 
-func (s *Store) endAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
+func (s *Attempts) endAttempts(ctx context.Context, endings []Ending) (map[int64]*Task, error) {
 	for _, en := range endings {
 		if en.e.invalid != nil {
 			return nil, en.e.invalid
@@ -260,7 +260,7 @@ var sqlEndAttempts = `
 // their type's timeout_seconds → TIMEOUT (CANCELLED when a cancel was requested), at most
 // limit of them. Their worker is gone (or cut off); if it comes back, its fenced writes change
 // nothing.
-func (s *Store) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
+func (s *Attempts) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
 	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTimeoutStale, limit); err != nil {
 		return nil, fmt.Errorf("time out stale tasks: %w", err)

@@ -50,7 +50,7 @@ func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 }
 
 // Items returns a task's rejected rows in row order, after row afterRow.
-func (s *Store) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
+func (s *Tasks) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
 	var items []Item
 	err := all(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
 		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)

@@ -15,7 +15,7 @@ import (
 
 // Heartbeat proves the attempt is alive. It returns whether a cancel was requested, or
 // ErrFenced when the attempt no longer owns the task.
-func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, err error) {
+func (s *Attempts) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, err error) {
 	err = one(ctx, s.db, s.db.DB, &cancelRequested,
 		`UPDATE tasks SET heartbeat_at = now() WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' RETURNING cancel_requested`,
 		l.TaskID, l.Attempt)
@@ -25,7 +25,7 @@ func (s *Store) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, e
 // HeartbeatMany proves many attempts alive in one statement (a process's running attempts,
 // once per interval). It returns, for each attempt that still owns its task, whether a cancel
 // was requested; an attempt missing from the result is fenced.
-func (s *Store) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64]bool, error) {
+func (s *Attempts) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64]bool, error) {
 	ids := make([]int64, len(leases))
 	attempts := make([]int32, len(leases))
 	for i, l := range leases {
@@ -52,7 +52,7 @@ func (s *Store) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64]bo
 
 // Progress records progress and a heartbeat for the attempt. Progress never goes down: a
 // retried attempt that starts over keeps the high-water mark until it passes it.
-func (s *Store) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {
+func (s *Attempts) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {
 	err = one(ctx, s.db, s.db.DB, &cancelRequested, `
 		UPDATE tasks SET progress_current = GREATEST(progress_current, $1::bigint), progress_total = $2, heartbeat_at = now(), updated_at = now()
 		WHERE id = $3 AND attempt = $4 AND status = 'RUNNING' RETURNING cancel_requested`,
@@ -74,7 +74,7 @@ type Batch struct {
 // heartbeat, all fenced by the lease. It first locks the task row if, and only if, the lease
 // still owns it: a superseded attempt writes nothing, and a takeover waits for the batch.
 // write returns the Batch it committed, so the counts are what the write actually did.
-func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context.Context, tx bun.Tx) (Batch, error)) (cancelRequested bool, err error) {
+func (s *Attempts) CommitBatch(ctx context.Context, l Lease, write func(ctx context.Context, tx bun.Tx) (Batch, error)) (cancelRequested bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		err := one(ctx, s.db, tx.Tx, &cancelRequested,
 			`SELECT cancel_requested FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' FOR UPDATE`,
@@ -100,7 +100,7 @@ func (s *Store) CommitBatch(ctx context.Context, l Lease, write func(ctx context
 // AppendLog adds a line to a task's narrative on behalf of a running attempt. It is fenced
 // like every other write of the attempt: a superseded attempt's line is not written, and
 // ErrFenced says so.
-func (s *Store) AppendLog(ctx context.Context, l Lease, level, message string) error {
+func (s *Attempts) AppendLog(ctx context.Context, l Lease, level, message string) error {
 	n, err := exec(ctx, s.db.DB, `
 		INSERT INTO task_logs (task_id, attempt, level, message)
 		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,

@@ -24,13 +24,13 @@ type CancelResult struct {
 
 // Cancel is the cancel API: PENDING or RETRY_WAIT → CANCELLED at once; RUNNING → cancel
 // requested. who is recorded in the task log. A terminal task answers *ConflictError.
-func (s *Store) Cancel(ctx context.Context, taskNo string, scope Scope) (*CancelResult, error) {
+func (s *Tasks) Cancel(ctx context.Context, taskNo string, scope Scope) (*CancelResult, error) {
 	return s.CancelBy(ctx, taskNo, scope, scope.Owner)
 }
 
 // CancelBy is Cancel with the actor named separately from the scope (the console acts with
 // admin scope on behalf of an operator).
-func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who string) (*CancelResult, error) {
+func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who string) (*CancelResult, error) {
 	var row struct {
 		Task
 		PrevStatus Status `bun:"prev_status"`
@@ -71,7 +71,7 @@ func (s *Store) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 // Retry is the retry API: FAILED, TIMEOUT or CANCELLED → PENDING as a new attempt
 // generation. The attempt counter is kept (earlier runs stay on record), the automatic
 // retry budget starts again, and the checkpoint is kept so an import resumes.
-func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
+func (s *Tasks) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	for try := 0; ; try++ {
 		task, err := s.retry(ctx, taskNo, scope)
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -89,7 +89,7 @@ func (s *Store) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 }
 
 // retry is one try of Retry; sql.ErrNoRows when the task was not in a retryable status.
-func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
+func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	row := new(Task)
 	err := one(ctx, s.db, s.db.DB, row, `
 		WITH t AS (
@@ -121,7 +121,7 @@ func (s *Store) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // ExpediteRetry makes a RETRY_WAIT task due now instead of at its back-off time (the
 // console's "run now" on a scheduled retry). who is recorded in the task log. A task in any
 // other status answers *ConflictError.
-func (s *Store) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
+func (s *Tasks) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
 	task := new(Task)
 	err := one(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
@@ -142,7 +142,7 @@ func (s *Store) ExpediteRetry(ctx context.Context, taskNo string, who string) (*
 }
 
 // refusal explains a refused API transition: not found, or a conflict with the status.
-func (s *Store) refusal(ctx context.Context, taskNo string, scope Scope, op string) error {
+func (s *Tasks) refusal(ctx context.Context, taskNo string, scope Scope, op string) error {
 	t, err := s.Get(ctx, taskNo, scope)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func prefixed(alias, columns string) string {
 func newNo(prefix string) string { return prefix + strings.ToLower(rand.Text()) }
 
 // CreateSubscription stores a user's subscription. It hears of events committed from now on.
-func (s *Store) CreateSubscription(ctx context.Context, ns NewSubscription) (*Subscription, error) {
+func (s *Webhooks) CreateSubscription(ctx context.Context, ns NewSubscription) (*Subscription, error) {
 	sub := new(Subscription)
 	err := one(ctx, s.db, s.db.DB, sub, `INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, created_by)
 		VALUES ($1, $2, $3, $4::text[], $5, $6) RETURNING `+subscriptionColumns,
@@ -84,7 +84,7 @@ func (s *Store) CreateSubscription(ctx context.Context, ns NewSubscription) (*Su
 // subscription (see insertEvents). A delivery exists at most once per (subscription, event),
 // whoever creates it. When the task already has a subscription for the
 // URL, that one is returned with created=false (an idempotent resubmit).
-func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns NewSubscription, payload PayloadFunc) (sub *Subscription, created bool, err error) {
+func (s *Webhooks) CreateTaskSubscription(ctx context.Context, taskID int64, ns NewSubscription, payload PayloadFunc) (sub *Subscription, created bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var locked int64
 		if err := one(ctx, s.db, tx.Tx, &locked, `UPDATE tasks SET webhook_bound = true WHERE id = $1 RETURNING id`, taskID); err != nil {
@@ -136,7 +136,7 @@ func (s *Store) CreateTaskSubscription(ctx context.Context, taskID int64, ns New
 	return sub, created, nil
 }
 
-func (s *Store) getByID(ctx context.Context, q querier, id int64) (*Task, error) {
+func (s *Webhooks) getByID(ctx context.Context, q querier, id int64) (*Task, error) {
 	t := new(Task)
 	if err := one(ctx, s.db, q, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id); err != nil {
 		if isNoRows(err) {
@@ -148,7 +148,7 @@ func (s *Store) getByID(ctx context.Context, q querier, id int64) (*Task, error)
 }
 
 // GetSubscription returns a subscription by its public id, if scope may see it.
-func (s *Store) GetSubscription(ctx context.Context, subNo string, scope Scope) (*Subscription, error) {
+func (s *Webhooks) GetSubscription(ctx context.Context, subNo string, scope Scope) (*Subscription, error) {
 	sub := new(Subscription)
 	err := one(ctx, s.db, s.db.DB, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`,
 		subNo, scope.Admin, scope.Owner)
@@ -163,7 +163,7 @@ func (s *Store) GetSubscription(ctx context.Context, subNo string, scope Scope) 
 
 // ListSubscriptions returns the user subscriptions (not the task-bound ones) scope may see,
 // newest first: an admin sees all, or one owner's when owner is given.
-func (s *Store) ListSubscriptions(ctx context.Context, scope Scope, owner string, limit int) ([]Subscription, error) {
+func (s *Webhooks) ListSubscriptions(ctx context.Context, scope Scope, owner string, limit int) ([]Subscription, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
@@ -177,7 +177,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, scope Scope, owner string
 }
 
 // DeleteSubscription deletes a subscription and its deliveries: nothing more is sent to it.
-func (s *Store) DeleteSubscription(ctx context.Context, subNo string, scope Scope) error {
+func (s *Webhooks) DeleteSubscription(ctx context.Context, subNo string, scope Scope) error {
 	n, err := exec(ctx, s.db.DB, `DELETE FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`, subNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete webhook subscription: %w", err)
