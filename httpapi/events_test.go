@@ -208,7 +208,7 @@ func (s *streamEnv) submit(t *testing.T, token string) *store.Task {
 func (s *streamEnv) start(t *testing.T, task *store.Task) store.Lease {
 	t.Helper()
 	ctx := context.Background()
-	c, err := s.st.Claim(ctx, task.ID, "test-worker", time.Minute)
+	c, err := s.st.ClaimTask(ctx, task.ID, "test-worker", time.Minute)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}

@@ -173,7 +173,7 @@ func (e *apiEnv) finishedExport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	claimed, err := e.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	claimed, err := e.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	var leases []store.Lease
 	for range 40 {
 		task := f.task()
-		cl, err := f.st.Claim(ctx, task.ID, "w", time.Minute)
+		cl, err := f.st.ClaimTask(ctx, task.ID, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 	defer c.Close()
 	var leases []store.Lease
 	for range 6 {
-		cl, err := f.st.Claim(ctx, f.task().ID, "w", time.Minute)
+		cl, err := f.st.ClaimTask(ctx, f.task().ID, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -266,11 +266,11 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 func (rt *Runtime) claim(ctx context.Context, id int64, maxRunning int) (*store.Claimed, error) {
 	switch {
 	case maxRunning > 0:
-		return rt.store.ClaimCapped(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, maxRunning)
+		return rt.store.ClaimTaskCapped(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, maxRunning)
 	case rt.claims != nil:
 		return rt.claims.Claim(ctx, id)
 	default:
-		return rt.store.Claim(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
+		return rt.store.ClaimTask(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
 	}
 }
 

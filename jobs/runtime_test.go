@@ -246,7 +246,7 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	rt := f.runtime(handlerFunc(func(context.Context, *Run) (Result, error) { return Result{}, nil }), "w1")
 	task := f.task()
-	c, err := f.st.Claim(context.Background(), task.ID, "w1", time.Minute)
+	c, err := f.st.ClaimTask(context.Background(), task.ID, "w1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	}
 	// A write fenced on its first try is somebody else's ending: still refused.
 	other := f.task()
-	c2, _ := f.st.Claim(context.Background(), other.ID, "w1", time.Minute)
+	c2, _ := f.st.ClaimTask(context.Background(), other.ID, "w1", time.Minute)
 	if _, err := f.st.TimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	task := f.task()
-	if _, err := f.st.Claim(context.Background(), task.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(context.Background(), task.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	dead, _ := f.files.CreateTemp(storage.AttemptPrefix(task.TaskNo, 1), ".xlsx")

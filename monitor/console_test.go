@@ -277,7 +277,7 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 		t.Helper()
 		task := pending()
 		job := jobs.JobID(task.TaskNo, task.Attempt)
-		if _, err := st.Claim(ctx, task.ID, "w1", time.Minute); err != nil {
+		if _, err := st.ClaimTask(ctx, task.ID, "w1", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		return task, job

@@ -67,7 +67,7 @@ func BenchmarkHotPath(b *testing.B) {
 		wg.Go(func() {
 			for chunk := range next {
 				t0 := time.Now()
-				res, err := s.ClaimMany(ctx, chunk, "bench-worker", time.Minute)
+				res, err := s.ClaimTasks(ctx, chunk, "bench-worker", time.Minute)
 				claimNs.Add(int64(time.Since(t0)))
 				if err != nil {
 					b.Error(err)

@@ -369,7 +369,7 @@ func (m *model) workerStep(wk *mWorker) action {
 }
 
 func (m *model) claim(ctx context.Context, wk *mWorker, mt *mTask) {
-	c, err := m.w.st.Claim(ctx, mt.id, wk.name, modelTakeover)
+	c, err := m.w.st.ClaimTask(ctx, mt.id, wk.name, modelTakeover)
 	var nc *store.NotClaimableError
 	var ended *store.ClaimEndedError
 	switch {

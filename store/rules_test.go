@@ -48,7 +48,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 			if row.NextRetryAt != nil || row.FinishedAt == nil || row.AlertDueAt != nil || row.RetryCount != 0 {
 				t.Fatalf("a cancelled task must not be scheduled, alerted or charged a retry: %+v", row)
 			}
-			if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+			if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 				t.Fatal("a cancelled task was claimed again")
 			}
 			runs, _ := f.s.Runs(ctx, task.ID)
@@ -120,7 +120,7 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		default:
 			t.Fatalf("round %d: ending %s, cancel err %v", i, ended.Status, cancelErr)
 		}
-		if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+		if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 			t.Fatalf("round %d: a cancelled task was claimed", i)
 		}
 	}
@@ -343,7 +343,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	}
 	f.claim(task, "dies") // the third takeover: retry_count 3 = max_retry
 	f.staleHeartbeat(task.ID)
-	_, err := f.s.Claim(ctx, task.ID, "w", takeover)
+	_, err := f.s.ClaimTask(ctx, task.ID, "w", takeover)
 	var ended *store.ClaimEndedError
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusFailed || ended.Task.AlertDueAt == nil {
 		t.Fatalf("claim over a worn-out task = %v", err)
@@ -365,7 +365,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(cancelled.ID)
-	_, err = f.s.Claim(ctx, cancelled.ID, "w", takeover)
+	_, err = f.s.ClaimTask(ctx, cancelled.ID, "w", takeover)
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {
 		t.Fatalf("claim over a cancelled dead task = %v", err)
 	}
@@ -373,7 +373,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 
 // Fair share: however many workers race to claim one owner's waiting tasks, no more than the
 // cap run at once; the others wait (no retry spent) and another owner's task is claimable.
-func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
+func TestClaimTaskCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
@@ -386,7 +386,7 @@ func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	claimed, atCap := 0, 0
 	for i := range 16 {
 		wg.Go(func() {
-			_, err := f.s.ClaimCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
+			_, err := f.s.ClaimTaskCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
 			var nc *store.NotClaimableError
 			mu.Lock()
 			defer mu.Unlock()
@@ -416,7 +416,7 @@ func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.ClaimCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
+	if _, err := f.s.ClaimTaskCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
 		t.Fatalf("another owner's task at alice's cap: %v", err)
 	}
 	top, err := f.s.TopWaitingOwners(ctx, 10)

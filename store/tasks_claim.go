@@ -56,7 +56,7 @@ func (e *ClaimEndedError) Error() string {
 	return fmt.Sprintf("the task's worker is gone and the task ended %s instead of being taken over", e.Task.Status)
 }
 
-// Claim gives worker the task: PENDING or due RETRY_WAIT → RUNNING, or RUNNING whose
+// ClaimTask gives worker the task: PENDING or due RETRY_WAIT → RUNNING, or RUNNING whose
 // heartbeat is older than takeoverAfter → RUNNING (takeover, which spends one retry). The
 // attempt number goes up by one; it is the lease every later write of this execution must
 // carry. Exactly one of any number of concurrent claimers wins; the others get
@@ -66,18 +66,18 @@ func (e *ClaimEndedError) Error() string {
 // ends CANCELLED, and when its retries are used up (a task that keeps killing its workers)
 // it ends FAILED with an alert due; both answer *ClaimEndedError. So retry_count never
 // exceeds max_retry.
-func (s *Attempts) Claim(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
-	return s.claim(ctx, s.db.DB, taskID, worker, takeoverAfter)
+func (s *Attempts) ClaimTask(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+	return s.claimTask(ctx, s.db.DB, taskID, worker, takeoverAfter)
 }
 
-// ClaimCapped is Claim under a fair-share cap: when the task's owner already has
+// ClaimTaskCapped is ClaimTask under a fair-share cap: when the task's owner already has
 // maxRunning RUNNING tasks in the task's queue, a waiting task is not claimed and the
 // answer is *NotClaimableError with OwnerAtCap set (the task waits; no retry is spent). The
 // count and the claim run under a per-(queue, owner) advisory lock, so concurrent claimers
-// cannot overshoot the cap. maxRunning <= 0 is Claim.
-func (s *Attempts) ClaimCapped(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration, maxRunning int) (*Claimed, error) {
+// cannot overshoot the cap. maxRunning <= 0 is ClaimTask.
+func (s *Attempts) ClaimTaskCapped(ctx context.Context, taskID int64, worker string, takeoverAfter time.Duration, maxRunning int) (*Claimed, error) {
 	if maxRunning <= 0 {
-		return s.Claim(ctx, taskID, worker, takeoverAfter)
+		return s.ClaimTask(ctx, taskID, worker, takeoverAfter)
 	}
 	var (
 		claimed *Claimed
@@ -113,7 +113,7 @@ func (s *Attempts) ClaimCapped(ctx context.Context, taskID int64, worker string,
 				return nil
 			}
 		}
-		claimed, err = s.claim(ctx, tx.Tx, taskID, worker, takeoverAfter)
+		claimed, err = s.claimTask(ctx, tx.Tx, taskID, worker, takeoverAfter)
 		var (
 			ended *ClaimEndedError
 			nc    *NotClaimableError
@@ -130,8 +130,8 @@ func (s *Attempts) ClaimCapped(ctx context.Context, taskID int64, worker string,
 	return claimed, refused
 }
 
-func (s *Attempts) claim(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
-	res, err := s.claimMany(ctx, q, []int64{taskID}, worker, takeoverAfter)
+func (s *Attempts) claimTask(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+	res, err := s.claimTasks(ctx, q, []int64{taskID}, worker, takeoverAfter)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +139,17 @@ func (s *Attempts) claim(ctx context.Context, q querier, taskID int64, worker st
 	return r.Claimed, r.Err
 }
 
-// ClaimResult is one task's answer from ClaimMany: a claim, or why not (*NotClaimableError,
+// ClaimResult is one task's answer from ClaimTasks: a claim, or why not (*NotClaimableError,
 // *ClaimEndedError, ErrNotFound).
 type ClaimResult struct {
 	Claimed *Claimed
 	Err     error
 }
 
-// ClaimMany claims many tasks for worker in one statement (one transaction, one fsync): the
-// claim batcher's flush. Each task follows Claim's rules on its own; ids must be distinct.
-func (s *Attempts) ClaimMany(ctx context.Context, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
-	return s.claimMany(ctx, s.db.DB, ids, worker, takeoverAfter)
+// ClaimTasks claims many tasks for worker in one statement (one transaction, one fsync): the
+// claim batcher's flush. Each task follows ClaimTask's rules on its own; ids must be distinct.
+func (s *Attempts) ClaimTasks(ctx context.Context, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+	return s.claimTasks(ctx, s.db.DB, ids, worker, takeoverAfter)
 }
 
 // sqlClaim claims the tasks $1 for worker $2, taking over heartbeats older than $3 seconds.
@@ -217,7 +217,7 @@ var sqlClaim = `
 		UNION ALL
 		SELECT ` + taskColumns + `, prev_status, trigger FROM ended`
 
-func (s *Attempts) claimMany(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+func (s *Attempts) claimTasks(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
 	var rows []struct {
 		Task
 		PrevStatus Status `bun:"prev_status"` // the status the claim left

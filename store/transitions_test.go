@@ -47,7 +47,7 @@ func (f *fixture) task() *store.Task {
 // claim claims a task and fails the test if it could not.
 func (f *fixture) claim(task *store.Task, worker string) store.Lease {
 	f.t.Helper()
-	c, err := f.s.Claim(context.Background(), task.ID, worker, takeover)
+	c, err := f.s.ClaimTask(context.Background(), task.ID, worker, takeover)
 	if err != nil {
 		f.t.Fatalf("claim by %s: %v", worker, err)
 	}
@@ -133,7 +133,7 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					w := fmt.Sprintf("w%d", i)
-					_, err := f.s.Claim(context.Background(), task.ID, w, takeover)
+					_, err := f.s.ClaimTask(context.Background(), task.ID, w, takeover)
 					var nc *store.NotClaimableError
 					switch {
 					case err == nil:
@@ -177,24 +177,24 @@ func TestClaimRefusesLiveRunningAndNotYetDue(t *testing.T) {
 
 	running := f.task()
 	f.claim(running, "w1")
-	_, err := f.s.Claim(ctx, running.ID, "w2", takeover)
+	_, err := f.s.ClaimTask(ctx, running.ID, "w2", takeover)
 	var nc *store.NotClaimableError
 	if !errors.As(err, &nc) || nc.Status != store.StatusRunning || nc.RetryIn <= 0 || nc.RetryIn > takeover {
 		t.Fatalf("claim of a live RUNNING task: %v, want busy with RetryIn within the takeover window", err)
 	}
 
 	waiting, _ := f.inStatus(store.StatusRetryWait)
-	_, err = f.s.Claim(ctx, waiting.ID, "w2", takeover)
+	_, err = f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if !errors.As(err, &nc) || nc.Status != store.StatusRetryWait || nc.RetryIn < 50*time.Minute {
 		t.Fatalf("claim before next_retry_at: %v, want not due for about an hour", err)
 	}
 	f.exec("UPDATE tasks SET next_retry_at = now() - interval '1 second' WHERE id = ?", waiting.ID)
-	c, err := f.s.Claim(ctx, waiting.ID, "w2", takeover)
+	c, err := f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if err != nil || c.Trigger != "retry" || c.Lease.Attempt != 2 {
 		t.Fatalf("claim when due: %+v %v, want attempt 2 triggered by retry", c, err)
 	}
 
-	if _, err := f.s.Claim(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.s.ClaimTask(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("claim of a missing task: %v", err)
 	}
 }
@@ -221,7 +221,7 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 	}
 	ops := []op{
 		{"claim", []store.Status{store.StatusPending}, func(task *store.Task, _ store.Lease) error {
-			_, err := f.s.Claim(ctx, task.ID, "w9", takeover)
+			_, err := f.s.ClaimTask(ctx, task.ID, "w9", takeover)
 			return err
 		}},
 		{"heartbeat", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
@@ -307,7 +307,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(task.ID)
-	c, err := f.s.Claim(ctx, task.ID, "rescuer", takeover)
+	c, err := f.s.ClaimTask(ctx, task.ID, "rescuer", takeover)
 	if err != nil || c.Trigger != "takeover" || c.Lease.Attempt != 2 {
 		t.Fatalf("takeover: %+v %v", c, err)
 	}
@@ -371,7 +371,7 @@ func TestTerminalStaysTerminal(t *testing.T) {
 			}
 			f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 day' WHERE id = ?", task.ID)
 			var nc *store.NotClaimableError
-			if _, err := f.s.Claim(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
+			if _, err := f.s.ClaimTask(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
 				t.Fatalf("claim of a %s task: %v, want refused for good", st, err)
 			}
 			for _, err := range []error{
@@ -445,7 +445,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if err != nil || retried.Status != store.StatusPending || retried.ErrorMessage != "" || retried.Attempt != l.Attempt {
 			t.Fatalf("retry: %+v %v", retried, err)
 		}
-		c, err := f.s.Claim(ctx, task.ID, "w2", takeover)
+		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Lease.Attempt != 2 || c.Trigger != "manual_retry" {
 			t.Fatalf("claim after retry: %+v %v", c, err)
 		}
@@ -462,7 +462,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if err != nil || rel.Status != store.StatusRetryWait || rel.RetryCount != 0 {
 			t.Fatalf("release: %+v %v", rel, err)
 		}
-		c, err := f.s.Claim(ctx, task.ID, "w2", takeover)
+		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Trigger != "resume" {
 			t.Fatalf("claim after release: %+v %v", c, err)
 		}

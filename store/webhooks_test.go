@@ -376,7 +376,7 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			c, err := f.s.Claim(ctx, task.ID, "w1", time.Minute)
+			c, err := f.s.ClaimTask(ctx, task.ID, "w1", time.Minute)
 			if err != nil {
 				runErr = err
 				return

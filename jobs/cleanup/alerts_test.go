@@ -35,7 +35,7 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 	f.t.Helper()
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -147,11 +147,11 @@ func (f *fixture) takenOver() *store.Task {
 	f.t.Helper()
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, tk.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, tk.ID, "killed", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
-	if _, err := f.st.Claim(ctx, tk.ID, "w2", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, tk.ID, "w2", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	return tk

@@ -43,7 +43,7 @@ func TestRoundExpiresImportErrorReports(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func (f *fixture) finish(owner string) *store.Task {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := f.st.Claim(ctx, task.ID, "w1", time.Minute)
+	c, err := f.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
