@@ -219,7 +219,7 @@ func (s *streamEnv) start(t *testing.T, task *store.Task) store.Lease {
 func (s *streamEnv) succeed(t *testing.T, task *store.Task, l store.Lease, status store.Status) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.st.Succeed(ctx, l, store.Outcome{Status: status, Result: json.RawMessage(`{}`)}); err != nil {
+	if _, err := s.st.EndFinished(ctx, l, store.Outcome{Status: status, Result: json.RawMessage(`{}`)}); err != nil {
 		t.Fatalf("succeed: %v", err)
 	}
 	s.board.Changed(ctx, task.TaskNo, task.Owner) //nolint:errcheck

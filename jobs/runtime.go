@@ -177,7 +177,7 @@ func (rt *Runtime) Close() { rt.beats.close() }
 
 // Wait blocks until every attempt this runtime started has written how it ended, or until
 // timeout. asynq stops waiting for handlers after its shutdown timeout; without this the
-// process could exit between a handler returning and its terminal write (a Release cut off).
+// process could exit between a handler returning and its terminal write (an EndInterrupted cut off).
 // It reports whether everything finished.
 func (rt *Runtime) Wait(timeout time.Duration) bool { return within(timeout, rt.inflight.Wait) }
 

@@ -253,7 +253,7 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	tries := 0
 	got, err := rt.persist(context.Background(), c.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
 		tries++
-		row, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"file":"results/x.xlsx"}`)})
+		row, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"file":"results/x.xlsx"}`)})
 		if tries == 1 && err == nil {
 			return nil, io.ErrUnexpectedEOF // committed, but the reply never arrived
 		}
@@ -265,11 +265,11 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	// A write fenced on its first try is somebody else's ending: still refused.
 	other := f.task()
 	c2, _ := f.st.ClaimTask(context.Background(), other.ID, "w1", time.Minute)
-	if _, err := f.st.TimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
+	if _, err := f.st.EndTimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = rt.persist(context.Background(), c2.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
-		return f.st.Succeed(ctx, c2.Lease, store.Outcome{Status: store.StatusSuccess})
+		return f.st.EndFinished(ctx, c2.Lease, store.Outcome{Status: store.StatusSuccess})
 	})
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("persist over a timed-out task = %v, want fenced", err)

@@ -290,7 +290,7 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waiting, err := st.RetryLater(ctx, store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: claimed.Attempt}, "transient", "try later", time.Hour)
+		waiting, err := st.EndRetryWait(ctx, store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: claimed.Attempt}, "transient", "try later", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

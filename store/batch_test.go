@@ -48,7 +48,7 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 	f.staleHeartbeat(taken.ID)
 	f.claim(taken, "w2") // the zombie's lease is superseded
 	ok := store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":1}`)}
-	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.SuccessEnding(l1, ok), store.SuccessEnding(zombie, ok), store.SuccessEnding(l2, ok)})
+	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.FinishedEnding(l1, ok), store.FinishedEnding(zombie, ok), store.FinishedEnding(l2, ok)})
 	if err != nil {
 		t.Fatal(err)
 	}

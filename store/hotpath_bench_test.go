@@ -80,7 +80,7 @@ func BenchmarkHotPath(b *testing.B) {
 						b.Errorf("task %d not claimed: %v", id, res[id].Err)
 						return
 					}
-					endings = append(endings, store.SuccessEnding(c.Lease, store.Outcome{Status: store.StatusSuccess}))
+					endings = append(endings, store.FinishedEnding(c.Lease, store.Outcome{Status: store.StatusSuccess}))
 				}
 				t1 := time.Now()
 				ended, err := s.EndAttempts(ctx, endings)

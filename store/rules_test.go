@@ -20,14 +20,14 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 	ctx := context.Background()
 	endings := map[string]func(f *fixture, l store.Lease) (*store.Task, error){
 		"transient error": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.RetryLater(ctx, l, "transient", "db blip", time.Second)
+			return f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Second)
 		},
-		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Release(ctx, l, "shutdown") },
-		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Fail(ctx, l, "bad", "broken") },
+		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndInterrupted(ctx, l, "shutdown") },
+		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndFailed(ctx, l, "bad", "broken") },
 		"retries exhausted": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+			return f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 		},
-		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.TimedOut(ctx, l, "stalled") },
+		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndTimedOut(ctx, l, "stalled") },
 	}
 	for name, end := range endings {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess})
+		got, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
 		if err != nil || got.Status != store.StatusSuccess {
 			t.Fatalf("succeed: %v %v", got, err)
 		}
@@ -98,9 +98,9 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		var endErr, cancelErr error
 		wg.Go(func() {
 			if i%2 == 0 {
-				ended, endErr = f.s.RetryLater(ctx, l, "transient", "blip", time.Millisecond)
+				ended, endErr = f.s.EndRetryWait(ctx, l, "transient", "blip", time.Millisecond)
 			} else {
-				ended, endErr = f.s.Release(ctx, l, "shutdown")
+				ended, endErr = f.s.EndInterrupted(ctx, l, "shutdown")
 			}
 		})
 		wg.Go(func() { _, cancelErr = f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}) })
@@ -155,7 +155,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	task, l := f.inStatus(store.StatusRunning)
-	failed, err := f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+	failed, err := f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 	if err != nil || failed.AlertDueAt == nil {
 		t.Fatalf("give up: %+v %v", failed, err)
 	}
@@ -196,7 +196,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	}
 	// Bad input fails without an alert.
 	task2, l2 := f.inStatus(store.StatusRunning)
-	if _, err := f.s.Fail(ctx, l2, "bad", "broken"); err != nil {
+	if _, err := f.s.EndFailed(ctx, l2, "bad", "broken"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := f.s.ClaimAlert(ctx, task2.ID); got != nil {
@@ -274,7 +274,7 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 	if err := f.s.AppendLog(ctx, l, "info", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
+	done, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
 	if err != nil || done.Status != store.StatusSuccess {
 		t.Fatalf("succeed: %v", err)
 	}

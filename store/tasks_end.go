@@ -20,7 +20,7 @@ import (
 //   - a finished attempt's work that completed stays what it is: success is recorded even
 //     when the cancel arrived after the last batch.
 
-// errCodeInterrupted marks a RETRY_WAIT left by Release, so the next claim is a resume.
+// errCodeInterrupted marks a RETRY_WAIT left by EndInterrupted, so the next claim is a resume.
 const errCodeInterrupted = "interrupted"
 
 // Outcome is how an attempt whose work ran to the end turned out (see task.Outcome).
@@ -36,55 +36,55 @@ type Outcome struct {
 	Message string // for the task log
 }
 
-// Succeed ends the attempt with the outcome of its finished work: RUNNING → SUCCESS,
+// EndFinished ends the attempt with the outcome of its finished work: RUNNING → SUCCESS,
 // PARTIAL_SUCCESS, or FAILED (every row rejected), with its result. A cancel requested after
 // the work was done does not undo it: the task ends by its real outcome, and the log says so.
-func (s *Attempts) Succeed(ctx context.Context, l Lease, o Outcome) (*Task, error) {
-	return s.endAttempt(ctx, l, SuccessEnding(l, o).e)
+func (s *Attempts) EndFinished(ctx context.Context, l Lease, o Outcome) (*Task, error) {
+	return s.endAttempt(ctx, l, FinishedEnding(l, o).e)
 }
 
-// Fail ends the attempt and the task on bad input: RUNNING → FAILED (CANCELLED when a cancel
-// was requested). No alert: the submitter's input is at fault, not the system.
-func (s *Attempts) Fail(ctx context.Context, l Lease, code, message string) (*Task, error) {
+// EndFailed ends the attempt and the task on bad input: RUNNING → FAILED (CANCELLED when a
+// cancel was requested). No alert: the submitter's input is at fault, not the system.
+func (s *Attempts) EndFailed(ctx context.Context, l Lease, code, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "fail", to: StatusFailed, cancelWins: true, errorCode: code,
 		errorMessage: message, runError: message, level: "error", log: "failed: " + message})
 }
 
-// GiveUp ends the attempt and the task when its retries are used up: RUNNING → FAILED, with
+// EndGaveUp ends the attempt and the task when its retries are used up: RUNNING → FAILED, with
 // an alert due (CANCELLED, and no alert, when a cancel was requested). The alert is recorded
 // on the row and sent by whoever claims it (ClaimAlert), so it goes out exactly once.
-func (s *Attempts) GiveUp(ctx context.Context, l Lease, code, message string) (*Task, error) {
+func (s *Attempts) EndGaveUp(ctx context.Context, l Lease, code, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "give up", to: StatusFailed, cancelWins: true, errorCode: code,
 		errorMessage: message, runError: message, alert: true, level: "error", log: "failed: " + message})
 }
 
-// RetryLater ends the attempt on a transient error: RUNNING → RETRY_WAIT, due after delay
+// EndRetryWait ends the attempt on a transient error: RUNNING → RETRY_WAIT, due after delay
 // (CANCELLED when a cancel was requested).
-func (s *Attempts) RetryLater(ctx context.Context, l Lease, code, message string, delay time.Duration) (*Task, error) {
+func (s *Attempts) EndRetryWait(ctx context.Context, l Lease, code, message string, delay time.Duration) (*Task, error) {
 	secs := delay.Seconds()
 	return s.endAttempt(ctx, l, ending{op: "schedule a retry of", to: StatusRetryWait, cancelWins: true, errorCode: code,
 		errorMessage: message, retryDelta: 1, retryInSecs: &secs, runError: message, level: "warn",
 		log: fmt.Sprintf("attempt failed, retrying in %s: %s", delay.Round(time.Second), message)})
 }
 
-// Release hands an interrupted attempt back without spending a retry: RUNNING → RETRY_WAIT,
-// due at once (CANCELLED when a cancel was requested). Used at shutdown; the next attempt
-// resumes from the checkpoint.
-func (s *Attempts) Release(ctx context.Context, l Lease, reason string) (*Task, error) {
+// EndInterrupted hands an interrupted attempt back without spending a retry: RUNNING →
+// RETRY_WAIT, due at once (CANCELLED when a cancel was requested). Used at shutdown; the next
+// attempt resumes from the checkpoint.
+func (s *Attempts) EndInterrupted(ctx context.Context, l Lease, reason string) (*Task, error) {
 	now := 0.0
 	return s.endAttempt(ctx, l, ending{op: "release", to: StatusRetryWait, runStatus: "INTERRUPTED", cancelWins: true,
 		errorCode: errCodeInterrupted, errorMessage: reason, retryInSecs: &now, runError: reason, level: "warn",
 		log: "interrupted, will resume: " + reason})
 }
 
-// Cancelled ends an attempt whose cancel was requested: RUNNING → CANCELLED.
-func (s *Attempts) Cancelled(ctx context.Context, l Lease) (*Task, error) {
+// EndCancelled ends an attempt whose cancel was requested: RUNNING → CANCELLED.
+func (s *Attempts) EndCancelled(ctx context.Context, l Lease) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "cancel", to: StatusCancelled, needCancel: true, log: "cancelled while running"})
 }
 
-// TimedOut ends an attempt that ran past its type's max runtime or stalled: RUNNING → TIMEOUT
-// (CANCELLED when a cancel was requested).
-func (s *Attempts) TimedOut(ctx context.Context, l Lease, message string) (*Task, error) {
+// EndTimedOut ends an attempt that ran past its type's max runtime or stalled: RUNNING →
+// TIMEOUT (CANCELLED when a cancel was requested).
+func (s *Attempts) EndTimedOut(ctx context.Context, l Lease, message string) (*Task, error) {
 	return s.endAttempt(ctx, l, ending{op: "time out", to: StatusTimeout, cancelWins: true, errorCode: "timeout",
 		errorMessage: message, runError: message, level: "error", log: "timed out: " + message})
 }
@@ -130,9 +130,9 @@ type Ending struct {
 	e     ending
 }
 
-// SuccessEnding is the ending Succeed writes, for EndAttempts. An outcome that is not one of
-// finished work (see Outcome) makes the write fail without writing anything.
-func SuccessEnding(l Lease, o Outcome) Ending {
+// FinishedEnding is the ending EndFinished writes, for EndAttempts. An outcome that is not one
+// of finished work (see Outcome) makes the write fail without writing anything.
+func FinishedEnding(l Lease, o Outcome) Ending {
 	e := ending{op: "succeed", to: o.Status, outcome: true, result: nullJSON(o.Result), resultExpiresAt: o.ResultExpiresAt,
 		counts: o.Counts, log: o.Message}
 	switch {

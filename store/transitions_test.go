@@ -96,13 +96,13 @@ func (f *fixture) inStatus(st store.Status) (*store.Task, store.Lease) {
 	switch st {
 	case store.StatusRunning:
 	case store.StatusRetryWait:
-		_, err = f.s.RetryLater(ctx, l, "transient", "db blip", time.Hour)
+		_, err = f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Hour)
 	case store.StatusSuccess, store.StatusPartialSuccess:
-		_, err = f.s.Succeed(ctx, l, store.Outcome{Status: st})
+		_, err = f.s.EndFinished(ctx, l, store.Outcome{Status: st})
 	case store.StatusFailed:
-		_, err = f.s.Fail(ctx, l, "bad_input", "broken")
+		_, err = f.s.EndFailed(ctx, l, "bad_input", "broken")
 	case store.StatusTimeout:
-		_, err = f.s.TimedOut(ctx, l, "too long")
+		_, err = f.s.EndTimedOut(ctx, l, "too long")
 	default:
 		f.t.Fatalf("no route to %s", st)
 	}
@@ -239,23 +239,23 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 			return err
 		}},
 		{"succeed", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Succeed(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
+			_, err := f.s.EndFinished(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
 			return err
 		}},
 		{"fail", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Fail(ctx, lease(task, l), "x", "y")
+			_, err := f.s.EndFailed(ctx, lease(task, l), "x", "y")
 			return err
 		}},
 		{"retry later", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.RetryLater(ctx, lease(task, l), "x", "y", time.Second)
+			_, err := f.s.EndRetryWait(ctx, lease(task, l), "x", "y", time.Second)
 			return err
 		}},
 		{"release", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Release(ctx, lease(task, l), "shutdown")
+			_, err := f.s.EndInterrupted(ctx, lease(task, l), "shutdown")
 			return err
 		}},
 		{"time out", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.TimedOut(ctx, lease(task, l), "slow")
+			_, err := f.s.EndTimedOut(ctx, lease(task, l), "slow")
 			return err
 		}},
 		{"cancel (API)", []store.Status{store.StatusPending, store.StatusRetryWait, store.StatusRunning}, func(task *store.Task, _ store.Lease) error {
@@ -320,12 +320,12 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		"heartbeat": func() error { _, err := f.s.Heartbeat(ctx, zombie); return err },
 		"progress":  func() error { _, err := f.s.Progress(ctx, zombie, 99, 100); return err },
 		"succeed": func() error {
-			_, err := f.s.Succeed(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
+			_, err := f.s.EndFinished(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
 			return err
 		},
-		"fail":        func() error { _, err := f.s.Fail(ctx, zombie, "x", "zombie says no"); return err },
-		"retry later": func() error { _, err := f.s.RetryLater(ctx, zombie, "x", "y", time.Second); return err },
-		"release":     func() error { _, err := f.s.Release(ctx, zombie, "bye"); return err },
+		"fail":        func() error { _, err := f.s.EndFailed(ctx, zombie, "x", "zombie says no"); return err },
+		"retry later": func() error { _, err := f.s.EndRetryWait(ctx, zombie, "x", "y", time.Second); return err },
+		"release":     func() error { _, err := f.s.EndInterrupted(ctx, zombie, "bye"); return err },
 		"commit batch": func() error {
 			_, err := f.s.CommitBatch(ctx, zombie, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
 				_, err := tx.ExecContext(ctx, "INSERT INTO customers (code, name, phone) VALUES ('Z1', 'zombie', '13800138000')")
@@ -354,7 +354,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		t.Fatalf("runs = %+v (err %v), want attempt 1 SUPERSEDED and attempt 2 RUNNING by takeover", runs, err)
 	}
 	// The rightful owner still finishes.
-	if _, err := f.s.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -375,9 +375,12 @@ func TestTerminalStaysTerminal(t *testing.T) {
 				t.Fatalf("claim of a %s task: %v, want refused for good", st, err)
 			}
 			for _, err := range []error{
-				func() error { _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); return err }(),
-				func() error { _, err := f.s.Fail(ctx, l, "x", "y"); return err }(),
-				func() error { _, err := f.s.TimedOut(ctx, l, "y"); return err }(),
+				func() error {
+					_, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
+					return err
+				}(),
+				func() error { _, err := f.s.EndFailed(ctx, l, "x", "y"); return err }(),
+				func() error { _, err := f.s.EndTimedOut(ctx, l, "y"); return err }(),
 			} {
 				if !errors.Is(err, store.ErrFenced) {
 					t.Fatalf("worker write to a %s task: %v, want ErrFenced", st, err)
@@ -410,7 +413,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if req, err := f.s.Heartbeat(ctx, l); err != nil || !req {
 			t.Fatalf("heartbeat after cancel: requested=%v err=%v", req, err)
 		}
-		if _, err := f.s.Cancelled(ctx, l); err != nil {
+		if _, err := f.s.EndCancelled(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.get(task.ID); got.Status != store.StatusCancelled || got.FinishedAt == nil {
@@ -421,7 +424,7 @@ func TestCancelAndRetry(t *testing.T) {
 	t.Run("a worker cannot mark cancelled without a request", func(t *testing.T) {
 		task := f.task()
 		l := f.claim(task, "w1")
-		if _, err := f.s.Cancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
+		if _, err := f.s.EndCancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
 			t.Fatalf("cancelled without request: %v", err)
 		}
 	})
@@ -458,7 +461,7 @@ func TestCancelAndRetry(t *testing.T) {
 	t.Run("release keeps the retry budget and resumes", func(t *testing.T) {
 		task := f.task()
 		l := f.claim(task, "w1")
-		rel, err := f.s.Release(ctx, l, "shutting down")
+		rel, err := f.s.EndInterrupted(ctx, l, "shutting down")
 		if err != nil || rel.Status != store.StatusRetryWait || rel.RetryCount != 0 {
 			t.Fatalf("release: %+v %v", rel, err)
 		}
@@ -524,7 +527,7 @@ func TestRetryRacingTheCancelledEndingIsNeverRefusedForARetryableStatus(t *testi
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
-			if _, err := f.s.Cancelled(ctx, lease); err != nil {
+			if _, err := f.s.EndCancelled(ctx, lease); err != nil {
 				t.Error(err)
 			}
 		})

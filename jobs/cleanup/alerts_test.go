@@ -39,7 +39,7 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.st.GiveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
+	if _, err := f.st.EndGaveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
 		t.Fatal(err)
 	}
 	alerts := &failureAlerts{}

@@ -127,7 +127,7 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
 		f.t.Fatal(err)
 	}

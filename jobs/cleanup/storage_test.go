@@ -55,7 +55,7 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	expiredKey := storage.ResultKey(expired.TaskNo, 1, "", ".xlsx")
 	put(expiredKey)
 	past := time.Now().Add(-time.Minute)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
 		Result: json.RawMessage(`{"file":"` + expiredKey + `"}`)}); err != nil {
 		t.Fatal(err)
 	}

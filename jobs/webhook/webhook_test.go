@@ -127,7 +127,7 @@ func (f *fixture) finish(owner string) *store.Task {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		f.t.Fatal(err)
 	}
 	return task
