@@ -209,7 +209,7 @@ func (s *streamEnv) submit(t *testing.T, token string) *store.Task {
 func (s *streamEnv) start(t *testing.T, task *store.Task) store.Lease {
 	t.Helper()
 	ctx := context.Background()
-	c, err := s.st.Claim(ctx, task.ID, "test-worker", time.Minute)
+	c, err := s.st.ClaimTask(ctx, task.ID, "test-worker", time.Minute)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -220,7 +220,7 @@ func (s *streamEnv) start(t *testing.T, task *store.Task) store.Lease {
 func (s *streamEnv) succeed(t *testing.T, task *store.Task, l store.Lease, status store.Status) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.st.Succeed(ctx, l, store.Outcome{Status: status, Result: json.RawMessage(`{}`)}); err != nil {
+	if _, err := s.st.EndFinished(ctx, l, store.Outcome{Status: status, Result: json.RawMessage(`{}`)}); err != nil {
 		t.Fatalf("succeed: %v", err)
 	}
 	s.board.Changed(ctx, task.TaskNo, task.Owner) //nolint:errcheck

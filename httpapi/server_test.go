@@ -173,14 +173,14 @@ func (e *apiEnv) finishedExport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	claimed, err := e.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	rel := storage.Results + "/" + task.TaskNo + ".xlsx"
 	e.put(rel, "PK fake xlsx")
 	result, _ := json.Marshal(export.ResultData{File: rel, Name: "customers.xlsx", Rows: 3, Size: 12, ContentType: export.ContentTypeXLSX})
-	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusSuccess, Result: result, ResultExpiresAt: expires})
+	done, err := e.st.EndFinished(ctx, claimed.Lease, store.Outcome{Status: store.StatusSuccess, Result: result, ResultExpiresAt: expires})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -196,14 +196,14 @@ func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	claimed, err := e.st.Claim(ctx, task.ID, "w1", time.Minute)
+	claimed, err := e.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	rel := storage.Results + "/" + task.TaskNo + "-errors.xlsx"
 	e.put(rel, "PK fake report")
 	result := json.RawMessage(`{"summary":{"total":3,"success":2,"failed":1},"error_report":"` + rel + `","error_report_name":"errors.xlsx"}`)
-	done, err := e.st.Succeed(ctx, claimed.Lease, store.Outcome{Status: store.StatusPartialSuccess, Result: result, ResultExpiresAt: expires})
+	done, err := e.st.EndFinished(ctx, claimed.Lease, store.Outcome{Status: store.StatusPartialSuccess, Result: result, ResultExpiresAt: expires})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func NewClaimBatcher(st *store.Store, worker string, takeoverAfter time.Duration
 }
 
 // Claim claims one task with whatever other claims are in flight; the answer is exactly
-// store.Claim's.
+// store.ClaimTask's.
 func (c *ClaimBatcher) Claim(ctx context.Context, id int64) (*store.Claimed, error) {
 	r := &claimReq{id: id, done: make(chan struct{})}
 	if err := c.b.Submit(ctx, r, r.done); err != nil {
@@ -169,7 +169,7 @@ func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
 		byID[r.id] = append(byID[r.id], r)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	res, err := c.store.ClaimMany(cctx, ids, c.worker, c.takeoverAfter)
+	res, err := c.store.ClaimTasks(cctx, ids, c.worker, c.takeoverAfter)
 	cancel()
 	for id, reqs := range byID {
 		for i, r := range reqs {

@@ -25,7 +25,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	var leases []store.Lease
 	for range 40 {
 		task := f.task()
-		cl, err := f.st.Claim(ctx, task.ID, "w", time.Minute)
+		cl, err := f.st.ClaimTask(ctx, task.ID, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	errs := make([]error, len(leases))
 	for i, l := range leases {
 		wg.Go(func() {
-			row, err := c.End(ctx, store.SuccessEnding(l, store.Outcome{Status: store.StatusSuccess}))
+			row, err := c.End(ctx, store.FinishedEnding(l, store.Outcome{Status: store.StatusSuccess}))
 			if err == nil && (row.ID != l.TaskID || row.Status != store.StatusSuccess) {
 				err = errors.New("answered with another task's row")
 			}
@@ -75,7 +75,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 	defer c.Close()
 	var leases []store.Lease
 	for range 6 {
-		cl, err := f.st.Claim(ctx, f.task().ID, "w", time.Minute)
+		cl, err := f.st.ClaimTask(ctx, f.task().ID, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 		wg.Go(func() {
 			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			_, err := c.End(ectx, store.SuccessEnding(l, store.Outcome{Status: store.StatusSuccess}))
+			_, err := c.End(ectx, store.FinishedEnding(l, store.Outcome{Status: store.StatusSuccess}))
 			failed[i] = err != nil
 		})
 	}
@@ -102,7 +102,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 		t.Fatalf("%d of 6 rows still RUNNING", n)
 	}
 	proxy.Restore()
-	if _, err := c.End(ctx, store.SuccessEnding(leases[0], store.Outcome{Status: store.StatusSuccess})); err != nil {
+	if _, err := c.End(ctx, store.FinishedEnding(leases[0], store.Outcome{Status: store.StatusSuccess})); err != nil {
 		t.Fatalf("after the outage: %v", err)
 	}
 }

@@ -49,12 +49,12 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 		}
 		outcome := store.Outcome{Status: status, ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage, Counts: res.Counts,
 			Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
-		ending := store.SuccessEnding(l, outcome)
+		ending := store.FinishedEnding(l, outcome)
 		task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
 			if rt.complete != nil {
 				return rt.complete.End(ctx, ending)
 			}
-			return rt.store.Succeed(ctx, l, outcome)
+			return rt.store.EndFinished(ctx, l, outcome)
 		})
 		if err != nil {
 			log.Error("could not record success; the result is discarded", "err", err)
@@ -66,7 +66,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 
 	case errors.Is(runErr, ErrCancelRequested):
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.Cancelled(ctx, l)
+			return rt.store.EndCancelled(ctx, l)
 		})
 		if err != nil {
 			log.Error("could not record cancellation", "err", err)
@@ -81,7 +81,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 			msg = stalled.Error()
 		}
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusTimeout, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.TimedOut(ctx, l, msg)
+			return rt.store.EndTimedOut(ctx, l, msg)
 		})
 		if err != nil {
 			log.Error("could not record timeout", "err", err)
@@ -98,7 +98,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 			reason = "worker lost its queue lease"
 		}
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.Release(ctx, l, reason)
+			return rt.store.EndInterrupted(ctx, l, reason)
 		})
 		if err != nil {
 			log.Error("could not hand the task back; it will be taken over after the heartbeat window", "err", err)
@@ -114,7 +114,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 
 	case bad != nil:
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.Fail(ctx, l, bad.Code, bad.Message)
+			return rt.store.EndFailed(ctx, l, bad.Code, bad.Message)
 		})
 		if err != nil {
 			log.Error("could not record failure", "err", err)
@@ -130,7 +130,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
 		log.Warn("attempt failed; will retry", "err", runErr, "retry", run.Task.RetryCount+1, "of", policy.MaxRetry, "in", delay)
 		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.RetryLater(ctx, l, "transient", public, delay)
+			return rt.store.EndRetryWait(ctx, l, "transient", public, delay)
 		})
 		if err != nil {
 			log.Error("could not schedule the retry; the task will be taken over after the heartbeat window", "err", err)
@@ -146,7 +146,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
 	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
 	task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-		return rt.store.GiveUp(ctx, l, "retries_exhausted", msg)
+		return rt.store.EndGaveUp(ctx, l, "retries_exhausted", msg)
 	})
 	if err != nil {
 		log.Error("could not record failure", "err", err)

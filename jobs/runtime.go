@@ -177,7 +177,7 @@ func (rt *Runtime) Close() { rt.beats.close() }
 
 // Wait blocks until every attempt this runtime started has written how it ended, or until
 // timeout. asynq stops waiting for handlers after its shutdown timeout; without this the
-// process could exit between a handler returning and its terminal write (a Release cut off).
+// process could exit between a handler returning and its terminal write (an EndInterrupted cut off).
 // It reports whether everything finished.
 func (rt *Runtime) Wait(timeout time.Duration) bool { return within(timeout, rt.inflight.Wait) }
 
@@ -266,11 +266,11 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 func (rt *Runtime) claim(ctx context.Context, id int64, maxRunning int) (*store.Claimed, error) {
 	switch {
 	case maxRunning > 0:
-		return rt.store.ClaimCapped(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, maxRunning)
+		return rt.store.ClaimTaskCapped(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter, maxRunning)
 	case rt.claims != nil:
 		return rt.claims.Claim(ctx, id)
 	default:
-		return rt.store.Claim(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
+		return rt.store.ClaimTask(ctx, id, rt.cfg.WorkerID, rt.cfg.TakeoverAfter)
 	}
 }
 

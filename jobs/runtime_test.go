@@ -246,14 +246,14 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	rt := f.runtime(handlerFunc(func(context.Context, *Run) (Result, error) { return Result{}, nil }), "w1")
 	task := f.task()
-	c, err := f.st.Claim(context.Background(), task.ID, "w1", time.Minute)
+	c, err := f.st.ClaimTask(context.Background(), task.ID, "w1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tries := 0
 	got, err := rt.persist(context.Background(), c.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
 		tries++
-		row, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"file":"results/x.xlsx"}`)})
+		row, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"file":"results/x.xlsx"}`)})
 		if tries == 1 && err == nil {
 			return nil, io.ErrUnexpectedEOF // committed, but the reply never arrived
 		}
@@ -264,12 +264,12 @@ func TestAmbiguousCommitKeepsTheCommittedResult(t *testing.T) {
 	}
 	// A write fenced on its first try is somebody else's ending: still refused.
 	other := f.task()
-	c2, _ := f.st.Claim(context.Background(), other.ID, "w1", time.Minute)
-	if _, err := f.st.TimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
+	c2, _ := f.st.ClaimTask(context.Background(), other.ID, "w1", time.Minute)
+	if _, err := f.st.EndTimedOut(context.Background(), c2.Lease, "cleanup got there first"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = rt.persist(context.Background(), c2.Lease, []store.Status{store.StatusSuccess}, func(ctx context.Context) (*store.Task, error) {
-		return f.st.Succeed(ctx, c2.Lease, store.Outcome{Status: store.StatusSuccess})
+		return f.st.EndFinished(ctx, c2.Lease, store.Outcome{Status: store.StatusSuccess})
 	})
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("persist over a timed-out task = %v, want fenced", err)
@@ -282,7 +282,7 @@ func TestTakeoverRemovesTheDeadAttemptsTempFiles(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	task := f.task()
-	if _, err := f.st.Claim(context.Background(), task.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(context.Background(), task.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	dead, _ := f.files.CreateTemp(storage.AttemptPrefix(task.TaskNo, 1), ".xlsx")

@@ -277,7 +277,7 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 		t.Helper()
 		task := pending()
 		job := jobs.JobID(task.TaskNo, task.Attempt)
-		if _, err := st.Claim(ctx, task.ID, "w1", time.Minute); err != nil {
+		if _, err := st.ClaimTask(ctx, task.ID, "w1", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		return task, job
@@ -290,7 +290,7 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waiting, err := st.RetryLater(ctx, store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: claimed.Attempt}, "transient", "try later", time.Hour)
+		waiting, err := st.EndRetryWait(ctx, store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: claimed.Attempt}, "transient", "try later", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file is the archive (seed 004 §7.1): retention moves finished tasks into archive tables
-// and daily aggregates instead of deleting them, lookups by id fall back to it, and the stats
-// API reads the aggregates.
+// This file is the archive: retention moves finished tasks into archive tables and daily
+// aggregates instead of deleting them, lookups by id fall back to it, and the stats API reads
+// the aggregates.
 
 // DurationBuckets are the upper bounds, in seconds, of the duration histogram kept per day;
 // the last bucket holds everything longer.
@@ -45,7 +45,7 @@ func histogramAgg() string {
 // ArchiveTasks moves terminal tasks, with their runs, logs and rejected rows, into the
 // archive and folds them into the daily aggregates, in one transaction. It returns how many
 // tasks it moved; a task that is not terminal (retried meanwhile) stays.
-func (s *Store) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
+func (s *Archive) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -104,7 +104,7 @@ func (s *Store) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 
 // PurgeArchive deletes archived tasks (with their runs, logs and rejected rows) archived
 // longer than age ago, at most limit of them. The daily aggregates stay.
-func (s *Store) PurgeArchive(ctx context.Context, age time.Duration, limit int) (int, error) {
+func (s *Archive) PurgeArchive(ctx context.Context, age time.Duration, limit int) (int, error) {
 	var n int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var ids []int64
@@ -139,7 +139,7 @@ func deleteTaskRows(ctx context.Context, tx bun.Tx, ids []int64, tables ...strin
 }
 
 // GetArchived returns an archived task by its public number, if scope may see it.
-func (s *Store) GetArchived(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
+func (s *Archive) GetArchived(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	t := new(Task)
 	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks_archive WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
@@ -153,14 +153,14 @@ func (s *Store) GetArchived(ctx context.Context, taskNo string, scope Scope) (*T
 }
 
 // ArchivedRuns and ArchivedLogs are Runs and RecentLogs for an archived task.
-func (s *Store) ArchivedRuns(ctx context.Context, taskID int64) ([]Run, error) {
+func (s *Archive) ArchivedRuns(ctx context.Context, taskID int64) ([]Run, error) {
 	var runs []Run
 	err := all(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs_archive WHERE task_id = $1 ORDER BY attempt`, taskID)
 	return runs, err
 }
 
 // ArchivedLogs returns the newest n log lines of an archived task, oldest first.
-func (s *Store) ArchivedLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
+func (s *Archive) ArchivedLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
 	var logs []LogEntry
 	err := all(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs_archive WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
 	slices.Reverse(logs)
@@ -195,7 +195,7 @@ var StatsDimensions = []string{"day", "type", "status", "owner"}
 // Stats aggregates finished tasks, archived and live, by day (UTC), type, status and owner.
 // A user sees their own tasks; an admin everyone's. Durations are read from the histogram
 // (DurationBuckets): a percentile is its bucket's upper bound.
-func (s *Store) Stats(ctx context.Context, f StatsFilter, scope Scope) ([]StatsRow, error) {
+func (s *Archive) Stats(ctx context.Context, f StatsFilter, scope Scope) ([]StatsRow, error) {
 	for _, g := range f.GroupBy {
 		if !slices.Contains(StatsDimensions, g) {
 			return nil, fmt.Errorf("stats: unknown dimension %q", g)

@@ -10,8 +10,8 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file is the audit trail (issue 17): who did what to which object, when, from where,
-// through which request, and how it ended.
+// This file is the audit trail: who did what to which object, when, from where, through
+// which request, and how it ended.
 //
 // A change that commits records its row in the same statement as the change: the task
 // transitions (submit, cancel, retry) add an INSERT INTO audit_events to their CTE when the
@@ -115,7 +115,7 @@ func audited(ctx context.Context, n int) {
 
 // RecordAudit writes one audit row on its own (a refusal, a download, a sign-in, a change
 // whose statement lives elsewhere).
-func (s *Store) RecordAudit(ctx context.Context, e AuditEvent) error {
+func (s *AuditTrail) RecordAudit(ctx context.Context, e AuditEvent) error {
 	_, err := exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		e.Actor, e.Via, e.Action, e.Target, e.Outcome, e.Status, e.Detail, e.ClientAddr, e.RequestID)
@@ -139,7 +139,7 @@ type AuditFilter struct {
 }
 
 // ListAudit returns audit rows newest first, and the cursor of the next page (0: none).
-func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, int64, error) {
+func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, int64, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -183,7 +183,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, int
 }
 
 // LastAudit returns the newest successful audit row of action on target, or nil.
-func (s *Store) LastAudit(ctx context.Context, target, action string) (*AuditEvent, error) {
+func (s *AuditTrail) LastAudit(ctx context.Context, target, action string) (*AuditEvent, error) {
 	var out []AuditEvent
 	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events
 		WHERE target = $1 AND action = $2 AND outcome = 'success' ORDER BY id DESC LIMIT 1`, target, action)
@@ -197,7 +197,7 @@ func (s *Store) LastAudit(ctx context.Context, target, action string) (*AuditEve
 }
 
 // PruneAudit deletes audit rows older than age, at most limit of them, and returns how many.
-func (s *Store) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
+func (s *AuditTrail) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
 	n, err := exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
 		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {

@@ -10,13 +10,13 @@ import (
 
 // A batch of claims follows the single claim's rules row by row: waiting tasks are claimed,
 // a live running one is refused with its takeover window, a missing one is not found.
-func TestClaimManyAnswersEachTask(t *testing.T) {
+func TestClaimTasksAnswersEachTask(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	a, b := f.task(), f.task()
 	busy, _ := f.inStatus(store.StatusRunning)
-	res, err := f.s.ClaimMany(ctx, []int64{a.ID, b.ID, busy.ID, 999999}, "w9", takeover)
+	res, err := f.s.ClaimTasks(ctx, []int64{a.ID, b.ID, busy.ID, 999999}, "w9", takeover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 	f.staleHeartbeat(taken.ID)
 	f.claim(taken, "w2") // the zombie's lease is superseded
 	ok := store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":1}`)}
-	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.SuccessEnding(l1, ok), store.SuccessEnding(zombie, ok), store.SuccessEnding(l2, ok)})
+	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.FinishedEnding(l1, ok), store.FinishedEnding(zombie, ok), store.FinishedEnding(l2, ok)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -87,17 +86,23 @@ func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []Custome
 	if len(written) == len(rows) {
 		return nil, nil
 	}
+	return unwrittenCustomers(ctx, tx, taskID, cols.code, written)
+}
+
+// unwrittenCustomers says why each of codes that is not in written was not written: an earlier
+// row of the import taskID wrote it, or it was in the table before.
+func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, written []string) (map[string]Conflict, error) {
 	done := make(map[string]bool, len(written))
 	for _, c := range written {
 		done[c] = true
 	}
 	var missing []string
-	for _, c := range cols.code {
+	for _, c := range codes {
 		if !done[c] {
 			missing = append(missing, c)
 		}
 	}
-	res, err = tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
+	res, err := tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
 		cached([]any{missing})...)
 	if err != nil {
 		return nil, fmt.Errorf("explain unwritten customers: %w", err)
@@ -128,57 +133,6 @@ func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []Custome
 		}
 	}
 	return out, nil
-}
-
-// Item is one rejected row of an import.
-type Item struct {
-	bun.BaseModel `bun:"table:task_items"`
-
-	ID        int64           `bun:"id,pk,autoincrement"`
-	TaskID    int64           `bun:"task_id"`
-	Row       int             `bun:"row_no"`
-	Field     string          `bun:"field"`   // the fields at fault, comma-separated
-	Message   string          `bun:"message"` // "phone: must be 11 digits starting with 1; email: …"
-	Raw       json.RawMessage `bun:"raw,type:jsonb"`
-	CreatedAt time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
-}
-
-// InsertItems records rejected rows inside tx, as one statement with array parameters.
-func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
-	if len(items) == 0 {
-		return nil
-	}
-	taskIDs := make([]int64, len(items))
-	rowNos := make([]int32, len(items))
-	fields := make([]string, len(items))
-	messages := make([]string, len(items))
-	raws := make([]string, len(items))
-	for i, it := range items {
-		taskIDs[i], rowNos[i], fields[i], messages[i] = it.TaskID, int32(it.Row), it.Field, it.Message
-		raws[i] = string(it.Raw)
-		if len(it.Raw) == 0 {
-			raws[i] = "[]"
-		}
-	}
-	_, err := exec(ctx, tx.Tx, `
-		INSERT INTO task_items (task_id, row_no, field, message, raw)
-		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::jsonb[])`,
-		taskIDs, rowNos, fields, messages, raws)
-	if err != nil {
-		return fmt.Errorf("record rejected rows: %w", err)
-	}
-	return nil
-}
-
-// Items returns a task's rejected rows in row order, after row afterRow.
-func (s *Store) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
-	var items []Item
-	err := all(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
-		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list rejected rows: %w", err)
-	}
-	return items, nil
 }
 
 // CustomerQuery narrows a customer export; empty fields match everything.
@@ -242,7 +196,7 @@ func escapeLike(s string) string {
 // CustomerExportPlans returns Postgres' plan for the count and the first page of a customer
 // export under each kind of filter, so a test or a benchmark can check that an index serves
 // each one. Nothing is executed.
-func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
+func (s *Customers) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for name, q := range map[string]CustomerQuery{
 		"city": {City: "Hangzhou"}, "level": {Level: "gold"}, "code_prefix": {CodePrefix: "C0001"},
@@ -257,7 +211,7 @@ func (s *Store) CustomerExportPlans(ctx context.Context) (map[string]string, err
 			if kind == "count" {
 				args = args[:len(args)-2]
 			}
-			plan, err := s.explain(ctx, query, args...)
+			plan, err := explain(ctx, s.db, query, args...)
 			if err != nil {
 				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// This file is the transactional outbox (task_events): the INSERT every transition in
-// transitions.go makes in the same statement as the change it records, and the readers.
+// This file is the transactional outbox (task_events): the INSERT every transition (the
+// tasks_*.go files) makes in the same statement as the change it records, and the readers.
 
 // eventName names a transition's event from the status it left the task in: the names come
 // from internal/task, the one table every surface uses.
@@ -32,7 +32,7 @@ func insertEvents(event, actor, from string) string {
 
 // EventsAfter returns up to limit events with id > after, oldest first: the feed webhook
 // dispatchers and live streams follow.
-func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+func (s *Outbox) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
 	var out []Event
 	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
@@ -42,7 +42,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Even
 }
 
 // TaskEvents returns a task's events with id > after, oldest first, if scope may see the task.
-func (s *Store) TaskEvents(ctx context.Context, taskID int64, after int64, limit int) ([]Event, error) {
+func (s *Outbox) TaskEvents(ctx context.Context, taskID int64, after int64, limit int) ([]Event, error) {
 	var out []Event
 	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
 		taskID, after, limit)
@@ -54,7 +54,7 @@ func (s *Store) TaskEvents(ctx context.Context, taskID int64, after int64, limit
 
 // ScopeEvents returns the events of tasks scope may see (owner, when given, narrows an
 // admin's view) with id > after, oldest first.
-func (s *Store) ScopeEvents(ctx context.Context, scope Scope, owner string, after int64, limit int) ([]Event, error) {
+func (s *Outbox) ScopeEvents(ctx context.Context, scope Scope, owner string, after int64, limit int) ([]Event, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
@@ -68,14 +68,14 @@ func (s *Store) ScopeEvents(ctx context.Context, scope Scope, owner string, afte
 }
 
 // LastEventID is the newest event's id (0 when there is none): where a new follower starts.
-func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+func (s *Outbox) LastEventID(ctx context.Context) (int64, error) {
 	var id int64
 	err := one(ctx, s.db, s.db.DB, &id, `SELECT COALESCE(max(id), 0) FROM task_events`)
 	return id, err
 }
 
 // PruneEvents deletes events older than age, at most limit of them, and returns how many.
-func (s *Store) PruneEvents(ctx context.Context, age time.Duration, limit int) (int, error) {
+func (s *Outbox) PruneEvents(ctx context.Context, age time.Duration, limit int) (int, error) {
 	n, err := exec(ctx, s.db.DB, `DELETE FROM task_events WHERE id IN (
 		SELECT id FROM task_events WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {

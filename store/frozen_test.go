@@ -42,7 +42,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			frozen := store.New(frozenDB)
 
 			task := f.task()
-			c, err := frozen.Claim(ctx, task.ID, "frozen", takeover)
+			c, err := frozen.ClaimTask(ctx, task.ID, "frozen", takeover)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			// Without the limit this claim waits on the row until its own deadline.
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			taken, err := f.s.Claim(cctx, task.ID, "rescuer", takeover)
+			taken, err := f.s.ClaimTask(cctx, task.ID, "rescuer", takeover)
 			if err != nil {
 				t.Fatalf("takeover of the frozen worker's task: %v", err)
 			}

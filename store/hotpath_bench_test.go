@@ -67,7 +67,7 @@ func BenchmarkHotPath(b *testing.B) {
 		wg.Go(func() {
 			for chunk := range next {
 				t0 := time.Now()
-				res, err := s.ClaimMany(ctx, chunk, "bench-worker", time.Minute)
+				res, err := s.ClaimTasks(ctx, chunk, "bench-worker", time.Minute)
 				claimNs.Add(int64(time.Since(t0)))
 				if err != nil {
 					b.Error(err)
@@ -80,7 +80,7 @@ func BenchmarkHotPath(b *testing.B) {
 						b.Errorf("task %d not claimed: %v", id, res[id].Err)
 						return
 					}
-					endings = append(endings, store.SuccessEnding(c.Lease, store.Outcome{Status: store.StatusSuccess}))
+					endings = append(endings, store.FinishedEnding(c.Lease, store.Outcome{Status: store.StatusSuccess}))
 				}
 				t1 := time.Now()
 				ended, err := s.EndAttempts(ctx, endings)

@@ -11,12 +11,13 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file holds the cleanup's reads and bookkeeping. None of it changes a task's status:
-// the one status change cleanup makes (TIMEOUT) is TimeoutStale in transitions.go.
+// This file holds the cleanup's reads and bookkeeping, and the record of a failed hand-off to
+// asynq that the orphan rescue reads. None of it changes a task's status: the one status
+// change cleanup makes (TIMEOUT) is TimeoutStale in tasks_end.go.
 
 // ClaimCleanupSlot records that worker runs the cleanup round of slot. It returns false when
 // another replica already has: the guard that makes each slot run once.
-func (s *Store) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker string) (bool, error) {
+func (s *Maintenance) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker string) (bool, error) {
 	n, err := exec(ctx, s.db.DB, `INSERT INTO cleanup_rounds (slot, worker) VALUES ($1, $2) ON CONFLICT (slot) DO NOTHING`,
 		slot.UTC(), worker)
 	if err != nil {
@@ -26,7 +27,7 @@ func (s *Store) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker str
 }
 
 // FinishCleanupRound stores a round's report, and forgets rounds older than a week.
-func (s *Store) FinishCleanupRound(ctx context.Context, slot time.Time, report any) error {
+func (s *Maintenance) FinishCleanupRound(ctx context.Context, slot time.Time, report any) error {
 	b, err := json.Marshal(report)
 	if err != nil {
 		return err
@@ -50,7 +51,7 @@ type CleanupRound struct {
 }
 
 // CleanupRounds lists recorded rounds, oldest first.
-func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
+func (s *Maintenance) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 	var rounds []CleanupRound
 	err := all(ctx, s.db, s.db.DB, &rounds, `SELECT `+roundColumns+` FROM cleanup_rounds ORDER BY slot`)
 	return rounds, err
@@ -63,7 +64,7 @@ func (s *Store) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 // judged by the heartbeat, not by when the task was submitted: a worker killed mid-task is
 // re-delivered about takeoverAfter plus one cleanup interval after its last heartbeat. The
 // cleanup round takes these first, before any other work.
-func (s *Store) TakeSilent(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
+func (s *Maintenance) TakeSilent(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
 	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find silent running tasks: %w", err)
@@ -75,7 +76,7 @@ func (s *Store) TakeSilent(ctx context.Context, grace, takeoverAfter time.Durati
 // (a failed enqueue, a process that died between commit and enqueue, or a Redis that lost its
 // data), and stamps their enqueued_at so the next rounds skip them for grace. Enqueueing is
 // idempotent, so a task asynq still holds is not delivered twice.
-func (s *Store) TakeOrphans(ctx context.Context, grace time.Duration, limit int) ([]Task, error) {
+func (s *Maintenance) TakeOrphans(ctx context.Context, grace time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
 	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find orphans: %w", err)
@@ -106,9 +107,18 @@ const sqlTakeOrphans = `
 		)
 		SELECT ` + taskColumns + ` FROM t`
 
+// MarkEnqueueFailed records that handing a waiting task to asynq failed, so the rescuer
+// picks it up at its next round instead of after the grace period.
+func (s *Maintenance) MarkEnqueueFailed(ctx context.Context, taskID int64, attempt int) error {
+	_, err := exec(ctx, s.db.DB,
+		`UPDATE tasks SET enqueued_at = NULL WHERE id = $1 AND attempt = $2 AND status IN ('PENDING', 'RETRY_WAIT', 'RUNNING')`,
+		taskID, attempt)
+	return err
+}
+
 // ExpiredResults returns up to limit tasks whose result files (an export's result, an
 // import's error report) are past their expiry and still on record.
-func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
+func (s *Maintenance) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
 	if err := all(ctx, s.db, s.db.DB, &tasks, sqlExpiredResults, limit); err != nil {
 		return nil, fmt.Errorf("find expired results: %w", err)
@@ -118,7 +128,7 @@ func (s *Store) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
 
 // ForgetResultFiles removes the file references of expired results, keeping the rest of
 // the result (rows, summary) and the task, marked expired so downloads answer 410.
-func (s *Store) ForgetResultFiles(ctx context.Context, ids []int64) error {
+func (s *Maintenance) ForgetResultFiles(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -128,7 +138,7 @@ func (s *Store) ForgetResultFiles(ctx context.Context, ids []int64) error {
 }
 
 // PastRetention returns up to limit terminal tasks that finished before the cut-off.
-func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
+func (s *Maintenance) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
 	if err := all(ctx, s.db, s.db.DB, &tasks, sqlPastRetention, retention.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find tasks past retention: %w", err)
@@ -138,7 +148,7 @@ func (s *Store) PastRetention(ctx context.Context, retention time.Duration, limi
 
 // LiveUploads returns which of the given upload paths a PENDING, RETRY_WAIT or RUNNING task
 // still needs.
-func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {
+func (s *Maintenance) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {
 	var live []string
 	if err := all(ctx, s.db, s.db.DB, &live, sqlLiveUploads, paths); err != nil {
 		return nil, fmt.Errorf("find live uploads: %w", err)
@@ -152,7 +162,7 @@ func (s *Store) LiveUploads(ctx context.Context, paths []string) (map[string]boo
 
 // RunningAttempts returns, for those of the given task numbers that are RUNNING, the attempt
 // that runs them: the only attempt whose temp files are still being written.
-func (s *Store) RunningAttempts(ctx context.Context, taskNos []string) (map[string]int, error) {
+func (s *Maintenance) RunningAttempts(ctx context.Context, taskNos []string) (map[string]int, error) {
 	var running []struct {
 		TaskNo  string `bun:"task_no"`
 		Attempt int    `bun:"attempt"`
@@ -179,7 +189,7 @@ type ResultRef struct {
 }
 
 // ResultRefs returns the result references of the given tasks that exist.
-func (s *Store) ResultRefs(ctx context.Context, taskNos []string) (map[string]ResultRef, error) {
+func (s *Maintenance) ResultRefs(ctx context.Context, taskNos []string) (map[string]ResultRef, error) {
 	var refs []ResultRef
 	err := all(ctx, s.db, s.db.DB, &refs, `SELECT task_no, status, attempt, COALESCE(result ->> 'file', '') AS file,
 		COALESCE(result ->> 'error_report', '') AS error_report FROM tasks WHERE task_no = ANY($1::text[])`, taskNos)
@@ -191,31 +201,6 @@ func (s *Store) ResultRefs(ctx context.Context, taskNos []string) (map[string]Re
 		out[r.TaskNo] = r
 	}
 	return out, nil
-}
-
-// ConditionHolds records that an alert condition holds. It returns the time it started and
-// fire=true exactly once per episode: the first call after it has held for at least hold.
-func (s *Store) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
-	if _, err := exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
-		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
-	}
-	var fired []time.Time
-	err = all(ctx, s.db, s.db.DB, &fired, `UPDATE alert_conditions SET fired_at = now()
-		WHERE key = $1 AND fired_at IS NULL AND active_since <= now() - make_interval(secs => $2) RETURNING active_since`,
-		key, hold.Seconds())
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("fire alert condition: %w", err)
-	}
-	if len(fired) == 1 {
-		return fired[0], true, nil
-	}
-	return time.Time{}, false, nil
-}
-
-// ConditionCleared forgets an alert condition, so its next episode alerts again.
-func (s *Store) ConditionCleared(ctx context.Context, key string) error {
-	_, err := exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
-	return err
 }
 
 // The cleanup's reads, as constants so CleanupPlans explains exactly what runs.
@@ -238,8 +223,8 @@ const (
 
 // explain returns Postgres' plan for query with args, without running it. EXPLAIN with
 // parameters needs their types from the extended protocol: the statement is described first.
-func (s *Store) explain(ctx context.Context, query string, args ...any) (string, error) {
-	rows, err := s.db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
+func explain(ctx context.Context, db *bun.DB, query string, args ...any) (string, error) {
+	rows, err := db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
 	if err != nil {
 		return "", err
 	}
@@ -257,7 +242,7 @@ func (s *Store) explain(ctx context.Context, query string, args ...any) (string,
 
 // CleanupPlans returns Postgres' plan for each query a cleanup round runs over tasks, so a
 // benchmark can check every step is served by an index. Nothing is executed.
-func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retention time.Duration, limit int) (map[string]string, error) {
+func (s *Maintenance) CleanupPlans(ctx context.Context, grace, takeoverAfter, retention time.Duration, limit int) (map[string]string, error) {
 	steps := []struct {
 		name string
 		sql  string
@@ -274,7 +259,7 @@ func (s *Store) CleanupPlans(ctx context.Context, grace, takeoverAfter, retentio
 	}
 	out := map[string]string{}
 	for _, st := range steps {
-		plan, err := s.explain(ctx, st.sql, st.args...)
+		plan, err := explain(ctx, s.db, st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("explain %s: %w", st.name, err)
 		}

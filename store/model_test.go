@@ -355,11 +355,11 @@ func (m *model) workerStep(wk *mWorker) action {
 		return action{name: wk.name + " hits a transient error", run: func(ctx context.Context) { m.transient(ctx, wk) }}
 	case r < 67:
 		return action{name: wk.name + " fails on bad input", run: func(ctx context.Context) {
-			m.end(ctx, wk, "fail", func(l store.Lease) (*store.Task, error) { return m.w.st.Fail(ctx, l, "bad", "broken file") })
+			m.end(ctx, wk, "fail", func(l store.Lease) (*store.Task, error) { return m.w.st.EndFailed(ctx, l, "bad", "broken file") })
 		}}
 	case r < 73:
 		return action{name: wk.name + " hands its task back", run: func(ctx context.Context) {
-			m.end(ctx, wk, "release", func(l store.Lease) (*store.Task, error) { return m.w.st.Release(ctx, l, "shutdown") })
+			m.end(ctx, wk, "release", func(l store.Lease) (*store.Task, error) { return m.w.st.EndInterrupted(ctx, l, "shutdown") })
 		}}
 	case r < 80:
 		return action{name: wk.name + " crashes", run: func(ctx context.Context) { m.crash(wk) }}
@@ -369,7 +369,7 @@ func (m *model) workerStep(wk *mWorker) action {
 }
 
 func (m *model) claim(ctx context.Context, wk *mWorker, mt *mTask) {
-	c, err := m.w.st.Claim(ctx, mt.id, wk.name, modelTakeover)
+	c, err := m.w.st.ClaimTask(ctx, mt.id, wk.name, modelTakeover)
 	var nc *store.NotClaimableError
 	var ended *store.ClaimEndedError
 	switch {
@@ -436,7 +436,7 @@ func (m *model) heartbeat(ctx context.Context, wk *mWorker) {
 		return
 	}
 	if cancelled {
-		m.end(ctx, wk, "cancelled", func(l store.Lease) (*store.Task, error) { return m.w.st.Cancelled(ctx, l) })
+		m.end(ctx, wk, "cancelled", func(l store.Lease) (*store.Task, error) { return m.w.st.EndCancelled(ctx, l) })
 	}
 }
 
@@ -484,7 +484,7 @@ func (m *model) batch(ctx context.Context, wk *mWorker) {
 			m.finish(ctx, wk) // the work is done: the cancel came too late
 			return
 		}
-		m.end(ctx, wk, "cancelled", func(l store.Lease) (*store.Task, error) { return m.w.st.Cancelled(ctx, l) })
+		m.end(ctx, wk, "cancelled", func(l store.Lease) (*store.Task, error) { return m.w.st.EndCancelled(ctx, l) })
 	}
 }
 
@@ -523,7 +523,7 @@ func (m *model) finish(ctx context.Context, wk *mWorker) {
 	}
 	exp := time.Now().Add(time.Duration(30+m.intn(120)) * time.Second)
 	result, _ := json.Marshal(map[string]any{key: rel})
-	_, err = m.w.st.Succeed(ctx, l, store.Outcome{Status: status, Result: result, ResultExpiresAt: &exp})
+	_, err = m.w.st.EndFinished(ctx, l, store.Outcome{Status: status, Result: result, ResultExpiresAt: &exp})
 	if errors.Is(err, store.ErrFenced) {
 		m.w.files.Delete(ctx, rel) //nolint:errcheck // the runtime discards a superseded attempt's result
 	}
@@ -541,13 +541,13 @@ func (m *model) transient(ctx context.Context, wk *mWorker) {
 	}
 	if row.RetryCount < row.MaxRetry {
 		m.end(ctx, wk, "retry later", func(l store.Lease) (*store.Task, error) {
-			return m.w.st.RetryLater(ctx, l, "transient", "blip", time.Duration(m.intn(20))*time.Second)
+			return m.w.st.EndRetryWait(ctx, l, "transient", "blip", time.Duration(m.intn(20))*time.Second)
 		})
 		return
 	}
 	mt := wk.task
 	if m.end(ctx, wk, "give up", func(l store.Lease) (*store.Task, error) {
-		return m.w.st.GiveUp(ctx, l, "retries_exhausted", "gave up")
+		return m.w.st.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 	}) {
 		m.sendAlert(ctx, mt)
 	}

@@ -20,14 +20,14 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 	ctx := context.Background()
 	endings := map[string]func(f *fixture, l store.Lease) (*store.Task, error){
 		"transient error": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.RetryLater(ctx, l, "transient", "db blip", time.Second)
+			return f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Second)
 		},
-		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Release(ctx, l, "shutdown") },
-		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.Fail(ctx, l, "bad", "broken") },
+		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndInterrupted(ctx, l, "shutdown") },
+		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndFailed(ctx, l, "bad", "broken") },
 		"retries exhausted": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+			return f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 		},
-		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.TimedOut(ctx, l, "stalled") },
+		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndTimedOut(ctx, l, "stalled") },
 	}
 	for name, end := range endings {
 		t.Run(name, func(t *testing.T) {
@@ -48,7 +48,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 			if row.NextRetryAt != nil || row.FinishedAt == nil || row.AlertDueAt != nil || row.RetryCount != 0 {
 				t.Fatalf("a cancelled task must not be scheduled, alerted or charged a retry: %+v", row)
 			}
-			if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+			if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 				t.Fatal("a cancelled task was claimed again")
 			}
 			runs, _ := f.s.Runs(ctx, task.ID)
@@ -64,7 +64,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess})
+		got, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
 		if err != nil || got.Status != store.StatusSuccess {
 			t.Fatalf("succeed: %v %v", got, err)
 		}
@@ -98,9 +98,9 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		var endErr, cancelErr error
 		wg.Go(func() {
 			if i%2 == 0 {
-				ended, endErr = f.s.RetryLater(ctx, l, "transient", "blip", time.Millisecond)
+				ended, endErr = f.s.EndRetryWait(ctx, l, "transient", "blip", time.Millisecond)
 			} else {
-				ended, endErr = f.s.Release(ctx, l, "shutdown")
+				ended, endErr = f.s.EndInterrupted(ctx, l, "shutdown")
 			}
 		})
 		wg.Go(func() { _, cancelErr = f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}) })
@@ -120,7 +120,7 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		default:
 			t.Fatalf("round %d: ending %s, cancel err %v", i, ended.Status, cancelErr)
 		}
-		if _, err := f.s.Claim(ctx, task.ID, "w2", takeover); err == nil {
+		if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 			t.Fatalf("round %d: a cancelled task was claimed", i)
 		}
 	}
@@ -155,7 +155,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	task, l := f.inStatus(store.StatusRunning)
-	failed, err := f.s.GiveUp(ctx, l, "retries_exhausted", "gave up")
+	failed, err := f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 	if err != nil || failed.AlertDueAt == nil {
 		t.Fatalf("give up: %+v %v", failed, err)
 	}
@@ -196,7 +196,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	}
 	// Bad input fails without an alert.
 	task2, l2 := f.inStatus(store.StatusRunning)
-	if _, err := f.s.Fail(ctx, l2, "bad", "broken"); err != nil {
+	if _, err := f.s.EndFailed(ctx, l2, "bad", "broken"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := f.s.ClaimAlert(ctx, task2.ID); got != nil {
@@ -274,7 +274,7 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 	if err := f.s.AppendLog(ctx, l, "info", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
+	done, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
 	if err != nil || done.Status != store.StatusSuccess {
 		t.Fatalf("succeed: %v", err)
 	}
@@ -343,7 +343,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	}
 	f.claim(task, "dies") // the third takeover: retry_count 3 = max_retry
 	f.staleHeartbeat(task.ID)
-	_, err := f.s.Claim(ctx, task.ID, "w", takeover)
+	_, err := f.s.ClaimTask(ctx, task.ID, "w", takeover)
 	var ended *store.ClaimEndedError
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusFailed || ended.Task.AlertDueAt == nil {
 		t.Fatalf("claim over a worn-out task = %v", err)
@@ -365,7 +365,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(cancelled.ID)
-	_, err = f.s.Claim(ctx, cancelled.ID, "w", takeover)
+	_, err = f.s.ClaimTask(ctx, cancelled.ID, "w", takeover)
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {
 		t.Fatalf("claim over a cancelled dead task = %v", err)
 	}
@@ -373,7 +373,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 
 // Fair share: however many workers race to claim one owner's waiting tasks, no more than the
 // cap run at once; the others wait (no retry spent) and another owner's task is claimable.
-func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
+func TestClaimTaskCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
@@ -386,7 +386,7 @@ func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	claimed, atCap := 0, 0
 	for i := range 16 {
 		wg.Go(func() {
-			_, err := f.s.ClaimCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
+			_, err := f.s.ClaimTaskCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
 			var nc *store.NotClaimableError
 			mu.Lock()
 			defer mu.Unlock()
@@ -416,7 +416,7 @@ func TestClaimCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.ClaimCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
+	if _, err := f.s.ClaimTaskCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
 		t.Fatalf("another owner's task at alice's cap: %v", err)
 	}
 	top, err := f.s.TopWaitingOwners(ctx, 10)

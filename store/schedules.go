@@ -49,7 +49,7 @@ type NewSchedule struct {
 }
 
 // CreateSchedule stores a new schedule.
-func (s *Store) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedule, error) {
+func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedule, error) {
 	params := string(ns.Params)
 	if params == "" {
 		params = "{}"
@@ -65,7 +65,7 @@ func (s *Store) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedule, 
 }
 
 // GetSchedule returns a schedule by its public number, if scope may see it.
-func (s *Store) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
+func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
 	sc := new(Schedule)
 	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
 		scheduleNo, scope.Admin, scope.Owner)
@@ -79,7 +79,7 @@ func (s *Store) GetSchedule(ctx context.Context, scheduleNo string, scope Scope)
 }
 
 // GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
-func (s *Store) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
+func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
 	sc := new(Schedule)
 	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -93,7 +93,7 @@ func (s *Store) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error
 
 // ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
 // first.
-func (s *Store) ListSchedules(ctx context.Context, scope Scope, owner string) ([]Schedule, error) {
+func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string) ([]Schedule, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
@@ -106,7 +106,7 @@ func (s *Store) ListSchedules(ctx context.Context, scope Scope, owner string) ([
 }
 
 // PauseSchedule pauses or resumes a schedule.
-func (s *Store) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
+func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
 	sc := new(Schedule)
 	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
 		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
@@ -121,7 +121,7 @@ func (s *Store) PauseSchedule(ctx context.Context, scheduleNo string, scope Scop
 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
 // nothing.
-func (s *Store) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
+func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
 	n, err := exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
@@ -133,7 +133,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, scheduleNo string, scope Sco
 }
 
 // ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
-func (s *Store) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
+func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 	var out []Schedule
 	if err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
 		return nil, fmt.Errorf("list active schedules: %w", err)
@@ -143,7 +143,7 @@ func (s *Store) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 
 // RecordFire records what a schedule's fire for slot did, once per slot: it returns false
 // when the slot was already recorded (another scheduler's fire got there first).
-func (s *Store) RecordFire(ctx context.Context, scheduleID int64, slot time.Time, taskNo, outcome string) (bool, error) {
+func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.Time, taskNo, outcome string) (bool, error) {
 	n, err := exec(ctx, s.db.DB, `
 		WITH f AS (
 			INSERT INTO schedule_fires (schedule_id, slot, task_no, outcome) VALUES ($1, $2, NULLIF($3, ''), $4)
@@ -167,7 +167,7 @@ type ScheduleFire struct {
 }
 
 // ScheduleFires returns a schedule's latest fires, newest first.
-func (s *Store) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
+func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
 	var out []ScheduleFire
 	err := all(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
 		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)

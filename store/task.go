@@ -1,6 +1,3 @@
-// Package store is taskcenter's source of truth in Postgres: the task rows, their runs, logs
-// and failed items, and the customers the import writes. Every task state transition lives
-// in transitions.go as one conditional UPDATE; nothing else in the code base changes status.
 package store
 
 import (

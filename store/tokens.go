@@ -10,9 +10,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// This file keeps the API tokens users manage in the product (issue 17). Only a token's
-// SHA-256 is stored: the token itself is shown once, when it is created. Creating and revoking
-// write their audit row in the same statement as the change.
+// This file keeps the API tokens users manage in the product. Only a token's SHA-256 is
+// stored: the token itself is shown once, when it is created. Creating and revoking write
+// their audit row in the same statement as the change.
 
 // APIToken is a token for a service or a script, acting as its owner within its scopes.
 type APIToken struct {
@@ -54,7 +54,7 @@ type NewAPIToken struct {
 
 // CreateAPIToken stores a token (and, with an audit in ctx, its token.create audit row in the
 // same statement).
-func (s *Store) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken, error) {
+func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken, error) {
 	tok := new(APIToken)
 	err := one(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (
@@ -78,7 +78,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken, 
 
 // APITokenByHash returns the live token (not revoked, not expired) with this hash, and notes
 // its use (at most once a minute, so a busy script does not write on every request).
-func (s *Store) APITokenByHash(ctx context.Context, hash string) (*APIToken, error) {
+func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, error) {
 	tok := new(APIToken)
 	err := one(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens
 		WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()`, hash)
@@ -99,7 +99,7 @@ func (s *Store) APITokenByHash(ctx context.Context, hash string) (*APIToken, err
 
 // ListAPITokens returns the tokens scope may see (owner, when given, narrows an admin's
 // view), newest first, revoked ones included.
-func (s *Store) ListAPITokens(ctx context.Context, scope Scope, owner string) ([]APIToken, error) {
+func (s *Tokens) ListAPITokens(ctx context.Context, scope Scope, owner string) ([]APIToken, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
@@ -114,7 +114,7 @@ func (s *Store) ListAPITokens(ctx context.Context, scope Scope, owner string) ([
 
 // RevokeAPIToken ends a token at once (and, with an audit in ctx, writes its token.revoke
 // audit row in the same statement). Revoking a revoked token changes nothing and answers it.
-func (s *Store) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope, by string) (*APIToken, error) {
+func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope, by string) (*APIToken, error) {
 	tok := new(APIToken)
 	err := one(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (

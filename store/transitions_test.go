@@ -47,7 +47,7 @@ func (f *fixture) task() *store.Task {
 // claim claims a task and fails the test if it could not.
 func (f *fixture) claim(task *store.Task, worker string) store.Lease {
 	f.t.Helper()
-	c, err := f.s.Claim(context.Background(), task.ID, worker, takeover)
+	c, err := f.s.ClaimTask(context.Background(), task.ID, worker, takeover)
 	if err != nil {
 		f.t.Fatalf("claim by %s: %v", worker, err)
 	}
@@ -96,13 +96,13 @@ func (f *fixture) inStatus(st store.Status) (*store.Task, store.Lease) {
 	switch st {
 	case store.StatusRunning:
 	case store.StatusRetryWait:
-		_, err = f.s.RetryLater(ctx, l, "transient", "db blip", time.Hour)
+		_, err = f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Hour)
 	case store.StatusSuccess, store.StatusPartialSuccess:
-		_, err = f.s.Succeed(ctx, l, store.Outcome{Status: st})
+		_, err = f.s.EndFinished(ctx, l, store.Outcome{Status: st})
 	case store.StatusFailed:
-		_, err = f.s.Fail(ctx, l, "bad_input", "broken")
+		_, err = f.s.EndFailed(ctx, l, "bad_input", "broken")
 	case store.StatusTimeout:
-		_, err = f.s.TimedOut(ctx, l, "too long")
+		_, err = f.s.EndTimedOut(ctx, l, "too long")
 	default:
 		f.t.Fatalf("no route to %s", st)
 	}
@@ -133,7 +133,7 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					w := fmt.Sprintf("w%d", i)
-					_, err := f.s.Claim(context.Background(), task.ID, w, takeover)
+					_, err := f.s.ClaimTask(context.Background(), task.ID, w, takeover)
 					var nc *store.NotClaimableError
 					switch {
 					case err == nil:
@@ -177,24 +177,24 @@ func TestClaimRefusesLiveRunningAndNotYetDue(t *testing.T) {
 
 	running := f.task()
 	f.claim(running, "w1")
-	_, err := f.s.Claim(ctx, running.ID, "w2", takeover)
+	_, err := f.s.ClaimTask(ctx, running.ID, "w2", takeover)
 	var nc *store.NotClaimableError
 	if !errors.As(err, &nc) || nc.Status != store.StatusRunning || nc.RetryIn <= 0 || nc.RetryIn > takeover {
 		t.Fatalf("claim of a live RUNNING task: %v, want busy with RetryIn within the takeover window", err)
 	}
 
 	waiting, _ := f.inStatus(store.StatusRetryWait)
-	_, err = f.s.Claim(ctx, waiting.ID, "w2", takeover)
+	_, err = f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if !errors.As(err, &nc) || nc.Status != store.StatusRetryWait || nc.RetryIn < 50*time.Minute {
 		t.Fatalf("claim before next_retry_at: %v, want not due for about an hour", err)
 	}
 	f.exec("UPDATE tasks SET next_retry_at = now() - interval '1 second' WHERE id = ?", waiting.ID)
-	c, err := f.s.Claim(ctx, waiting.ID, "w2", takeover)
+	c, err := f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if err != nil || c.Trigger != "retry" || c.Lease.Attempt != 2 {
 		t.Fatalf("claim when due: %+v %v, want attempt 2 triggered by retry", c, err)
 	}
 
-	if _, err := f.s.Claim(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.s.ClaimTask(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("claim of a missing task: %v", err)
 	}
 }
@@ -221,7 +221,7 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 	}
 	ops := []op{
 		{"claim", []store.Status{store.StatusPending}, func(task *store.Task, _ store.Lease) error {
-			_, err := f.s.Claim(ctx, task.ID, "w9", takeover)
+			_, err := f.s.ClaimTask(ctx, task.ID, "w9", takeover)
 			return err
 		}},
 		{"heartbeat", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
@@ -239,23 +239,23 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 			return err
 		}},
 		{"succeed", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Succeed(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
+			_, err := f.s.EndFinished(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
 			return err
 		}},
 		{"fail", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Fail(ctx, lease(task, l), "x", "y")
+			_, err := f.s.EndFailed(ctx, lease(task, l), "x", "y")
 			return err
 		}},
 		{"retry later", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.RetryLater(ctx, lease(task, l), "x", "y", time.Second)
+			_, err := f.s.EndRetryWait(ctx, lease(task, l), "x", "y", time.Second)
 			return err
 		}},
 		{"release", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Release(ctx, lease(task, l), "shutdown")
+			_, err := f.s.EndInterrupted(ctx, lease(task, l), "shutdown")
 			return err
 		}},
 		{"time out", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.TimedOut(ctx, lease(task, l), "slow")
+			_, err := f.s.EndTimedOut(ctx, lease(task, l), "slow")
 			return err
 		}},
 		{"cancel (API)", []store.Status{store.StatusPending, store.StatusRetryWait, store.StatusRunning}, func(task *store.Task, _ store.Lease) error {
@@ -307,7 +307,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(task.ID)
-	c, err := f.s.Claim(ctx, task.ID, "rescuer", takeover)
+	c, err := f.s.ClaimTask(ctx, task.ID, "rescuer", takeover)
 	if err != nil || c.Trigger != "takeover" || c.Lease.Attempt != 2 {
 		t.Fatalf("takeover: %+v %v", c, err)
 	}
@@ -320,12 +320,12 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		"heartbeat": func() error { _, err := f.s.Heartbeat(ctx, zombie); return err },
 		"progress":  func() error { _, err := f.s.Progress(ctx, zombie, 99, 100); return err },
 		"succeed": func() error {
-			_, err := f.s.Succeed(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
+			_, err := f.s.EndFinished(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
 			return err
 		},
-		"fail":        func() error { _, err := f.s.Fail(ctx, zombie, "x", "zombie says no"); return err },
-		"retry later": func() error { _, err := f.s.RetryLater(ctx, zombie, "x", "y", time.Second); return err },
-		"release":     func() error { _, err := f.s.Release(ctx, zombie, "bye"); return err },
+		"fail":        func() error { _, err := f.s.EndFailed(ctx, zombie, "x", "zombie says no"); return err },
+		"retry later": func() error { _, err := f.s.EndRetryWait(ctx, zombie, "x", "y", time.Second); return err },
+		"release":     func() error { _, err := f.s.EndInterrupted(ctx, zombie, "bye"); return err },
 		"commit batch": func() error {
 			_, err := f.s.CommitBatch(ctx, zombie, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
 				_, err := tx.ExecContext(ctx, "INSERT INTO customers (code, name, phone) VALUES ('Z1', 'zombie', '13800138000')")
@@ -354,7 +354,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		t.Fatalf("runs = %+v (err %v), want attempt 1 SUPERSEDED and attempt 2 RUNNING by takeover", runs, err)
 	}
 	// The rightful owner still finishes.
-	if _, err := f.s.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -371,13 +371,16 @@ func TestTerminalStaysTerminal(t *testing.T) {
 			}
 			f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 day' WHERE id = ?", task.ID)
 			var nc *store.NotClaimableError
-			if _, err := f.s.Claim(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
+			if _, err := f.s.ClaimTask(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
 				t.Fatalf("claim of a %s task: %v, want refused for good", st, err)
 			}
 			for _, err := range []error{
-				func() error { _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); return err }(),
-				func() error { _, err := f.s.Fail(ctx, l, "x", "y"); return err }(),
-				func() error { _, err := f.s.TimedOut(ctx, l, "y"); return err }(),
+				func() error {
+					_, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
+					return err
+				}(),
+				func() error { _, err := f.s.EndFailed(ctx, l, "x", "y"); return err }(),
+				func() error { _, err := f.s.EndTimedOut(ctx, l, "y"); return err }(),
 			} {
 				if !errors.Is(err, store.ErrFenced) {
 					t.Fatalf("worker write to a %s task: %v, want ErrFenced", st, err)
@@ -410,7 +413,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if req, err := f.s.Heartbeat(ctx, l); err != nil || !req {
 			t.Fatalf("heartbeat after cancel: requested=%v err=%v", req, err)
 		}
-		if _, err := f.s.Cancelled(ctx, l); err != nil {
+		if _, err := f.s.EndCancelled(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.get(task.ID); got.Status != store.StatusCancelled || got.FinishedAt == nil {
@@ -421,7 +424,7 @@ func TestCancelAndRetry(t *testing.T) {
 	t.Run("a worker cannot mark cancelled without a request", func(t *testing.T) {
 		task := f.task()
 		l := f.claim(task, "w1")
-		if _, err := f.s.Cancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
+		if _, err := f.s.EndCancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
 			t.Fatalf("cancelled without request: %v", err)
 		}
 	})
@@ -445,7 +448,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if err != nil || retried.Status != store.StatusPending || retried.ErrorMessage != "" || retried.Attempt != l.Attempt {
 			t.Fatalf("retry: %+v %v", retried, err)
 		}
-		c, err := f.s.Claim(ctx, task.ID, "w2", takeover)
+		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Lease.Attempt != 2 || c.Trigger != "manual_retry" {
 			t.Fatalf("claim after retry: %+v %v", c, err)
 		}
@@ -458,11 +461,11 @@ func TestCancelAndRetry(t *testing.T) {
 	t.Run("release keeps the retry budget and resumes", func(t *testing.T) {
 		task := f.task()
 		l := f.claim(task, "w1")
-		rel, err := f.s.Release(ctx, l, "shutting down")
+		rel, err := f.s.EndInterrupted(ctx, l, "shutting down")
 		if err != nil || rel.Status != store.StatusRetryWait || rel.RetryCount != 0 {
 			t.Fatalf("release: %+v %v", rel, err)
 		}
-		c, err := f.s.Claim(ctx, task.ID, "w2", takeover)
+		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Trigger != "resume" {
 			t.Fatalf("claim after release: %+v %v", c, err)
 		}
@@ -524,7 +527,7 @@ func TestRetryRacingTheCancelledEndingIsNeverRefusedForARetryableStatus(t *testi
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
-			if _, err := f.s.Cancelled(ctx, lease); err != nil {
+			if _, err := f.s.EndCancelled(ctx, lease); err != nil {
 				t.Error(err)
 			}
 		})

@@ -10,7 +10,7 @@ import (
 
 // RecordUpload records that an upload was accepted (or accepted again: the same content
 // re-uploaded), which keeps its file for the upload TTL from now.
-func (s *Store) RecordUpload(ctx context.Context, path, sha256 string, size int64) error {
+func (s *Uploads) RecordUpload(ctx context.Context, path, sha256 string, size int64) error {
 	_, err := exec(ctx, s.db.DB, `INSERT INTO uploads (path, sha256, size) VALUES ($1, $2, $3)
 		ON CONFLICT (path) DO UPDATE SET last_at = now()`, path, sha256, size)
 	if err != nil {
@@ -23,7 +23,7 @@ func (s *Store) RecordUpload(ctx context.Context, path, sha256 string, size int6
 // RETRY_WAIT or RUNNING task needs: remove deletes each file while its record is locked, so an
 // upload of the same content accepted meanwhile (RecordUpload waits for the lock) keeps the
 // file it commits after. It returns how many it deleted.
-func (s *Store) SweepUploads(ctx context.Context, ttl time.Duration, limit int, remove func(path string) error) (int, error) {
+func (s *Uploads) SweepUploads(ctx context.Context, ttl time.Duration, limit int, remove func(path string) error) (int, error) {
 	n := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var paths []string
@@ -58,7 +58,7 @@ func (s *Store) SweepUploads(ctx context.Context, ttl time.Duration, limit int, 
 }
 
 // RecordedUploads returns which of the given paths have a record.
-func (s *Store) RecordedUploads(ctx context.Context, paths []string) (map[string]bool, error) {
+func (s *Uploads) RecordedUploads(ctx context.Context, paths []string) (map[string]bool, error) {
 	var rec []string
 	if err := all(ctx, s.db, s.db.DB, &rec, `SELECT path FROM uploads WHERE path = ANY($1::text[])`, paths); err != nil {
 		return nil, fmt.Errorf("find upload records: %w", err)

@@ -64,7 +64,7 @@ func (f *fixture) deliveredEvents(sub *store.Subscription) []string {
 func (f *fixture) succeed(task *store.Task) {
 	f.t.Helper()
 	l := f.claim(task, "w1")
-	if _, err := f.s.Succeed(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -140,7 +140,7 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	f.fanOutAll()
@@ -222,7 +222,7 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	f.fanOutAll()
@@ -376,12 +376,12 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			c, err := f.s.Claim(ctx, task.ID, "w1", time.Minute)
+			c, err := f.s.ClaimTask(ctx, task.ID, "w1", time.Minute)
 			if err != nil {
 				runErr = err
 				return
 			}
-			_, runErr = f.s.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess})
+			_, runErr = f.s.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess})
 		})
 		close(start)
 		wg.Wait()
@@ -440,7 +440,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	names := map[string]string{a.TaskNo: "A", b.TaskNo: "B"}
 	// A: submitted (not heard of), started, retry scheduled, started, succeeded.
 	l := f.claim(a, "w1")
-	if _, err := f.s.RetryLater(ctx, l, "transient", "db blip", 0); err != nil {
+	if _, err := f.s.EndRetryWait(ctx, l, "transient", "db blip", 0); err != nil {
 		t.Fatal(err)
 	}
 	f.succeed(a)
@@ -545,7 +545,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	f.fanOutAll()
 	out = claim("C task.started")
 	record(out[0], failed(time.Now().Add(time.Hour)))
-	if _, err := f.s.Succeed(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.fanOutAll(); got != 1 {

@@ -54,7 +54,7 @@ func benchSSE(ctx context.Context, b *bench) (Figure, error) {
 	if err != nil {
 		return Figure{}, err
 	}
-	if _, err := st.Claim(ctx, task.ID, "tcbench", time.Minute); err != nil {
+	if _, err := st.ClaimTask(ctx, task.ID, "tcbench", time.Minute); err != nil {
 		return Figure{}, fmt.Errorf("claim: %w", err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: b.redisAddr, DB: b.redisDB})

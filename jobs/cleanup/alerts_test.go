@@ -35,11 +35,11 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.st.GiveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
+	if _, err := f.st.EndGaveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
 		t.Fatal(err)
 	}
 	alerts := &failureAlerts{}

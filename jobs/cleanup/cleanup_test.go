@@ -120,14 +120,14 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 	f.t.Helper()
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -147,11 +147,11 @@ func (f *fixture) takenOver() *store.Task {
 	f.t.Helper()
 	ctx := context.Background()
 	tk := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, tk.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, tk.ID, "killed", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
-	if _, err := f.st.Claim(ctx, tk.ID, "w2", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, tk.ID, "w2", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	return tk

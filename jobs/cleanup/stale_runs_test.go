@@ -15,14 +15,14 @@ func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	dead := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, dead.ID, "gone", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, dead.ID, "gone", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	partial := f.file(storage.ScratchDir+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '11 minutes' WHERE id = ?", dead.ID)
 
 	slow := f.task(`{}`) // silent, but within its timeout: left to a takeover
-	if _, err := f.st.Claim(ctx, slow.ID, "slow", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, slow.ID, "slow", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '5 minutes', enqueued_at = now() - interval '1 hour' WHERE id = ?", slow.ID)

@@ -48,14 +48,14 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 
 	// An export whose result has expired.
 	expired := f.task(`{}`)
-	c, err := f.st.Claim(ctx, expired.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(ctx, expired.ID, "w", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expiredKey := storage.ResultKey(expired.TaskNo, 1, "", ".xlsx")
 	put(expiredKey)
 	past := time.Now().Add(-time.Minute)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
 		Result: json.RawMessage(`{"file":"` + expiredKey + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +66,13 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	put(storage.Incoming + "/abandoned.xlsx")
 	// Results: a dead attempt's (the task moved on), a running attempt's, a foreign object.
 	moved := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, moved.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, moved.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	deadKey := storage.ResultKey(moved.TaskNo, 1, "", ".xlsx")
 	put(deadKey)
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
-	if _, err := f.st.Claim(ctx, moved.ID, "w2", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, moved.ID, "w2", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	liveKey := storage.ResultKey(moved.TaskNo, 2, "-errors", ".xlsx")

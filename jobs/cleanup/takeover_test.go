@@ -17,7 +17,7 @@ func TestSilentRunningTaskIsRedeliveredByHeartbeatNotBySubmitTime(t *testing.T) 
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	task := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, task.ID, "killed", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(ctx, task.ID, "killed", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)

@@ -178,7 +178,7 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 	var live string
 	w.im.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
 		// Another worker takes the task over (attempt 2) and writes its report.
-		c, err := w.st.Claim(ctx, run.Lease.TaskID, "other", 0)
+		c, err := w.st.ClaimTask(ctx, run.Lease.TaskID, "other", 0)
 		if err != nil {
 			t.Errorf("takeover: %v", err)
 			return

@@ -123,11 +123,11 @@ func (f *fixture) finish(owner string) *store.Task {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := f.st.Claim(ctx, task.ID, "w1", time.Minute)
+	c, err := f.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		f.t.Fatal(err)
 	}
 	return task

@@ -11,7 +11,7 @@ import (
 )
 
 // Get returns a task by its public number, if scope may see it.
-func (s *Store) Get(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
+func (s *Tasks) Get(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	t := new(Task)
 	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
@@ -25,7 +25,7 @@ func (s *Store) Get(ctx context.Context, taskNo string, scope Scope) (*Task, err
 }
 
 // GetByID returns a task by its internal id.
-func (s *Store) GetByID(ctx context.Context, id int64) (*Task, error) {
+func (s *Tasks) GetByID(ctx context.Context, id int64) (*Task, error) {
 	t := new(Task)
 	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -56,7 +56,7 @@ type Cursor struct {
 }
 
 // List returns tasks newest first, and the cursor of the next page when there is one.
-func (s *Store) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *Cursor, error) {
+func (s *Tasks) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *Cursor, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -128,7 +128,7 @@ func TaskPage(ctx context.Context, tx bun.Tx, db *bun.DB, f ListFilter, scope Sc
 }
 
 // Runs returns every attempt of a task, oldest first.
-func (s *Store) Runs(ctx context.Context, taskID int64) ([]Run, error) {
+func (s *Tasks) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 	var runs []Run
 	if err := all(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID); err != nil {
 		return nil, fmt.Errorf("list runs of task %d: %w", taskID, err)
@@ -137,7 +137,7 @@ func (s *Store) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 }
 
 // RecentLogs returns the newest n log lines of a task, oldest first.
-func (s *Store) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
+func (s *Tasks) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
 	var logs []LogEntry
 	err := all(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
 	if err != nil {
@@ -149,26 +149,9 @@ func (s *Store) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry
 	return logs, nil
 }
 
-// AppendLog adds a line to a task's narrative on behalf of a running attempt. It is fenced
-// like every other write of the attempt: a superseded attempt's line is not written, and
-// ErrFenced says so.
-func (s *Store) AppendLog(ctx context.Context, l Lease, level, message string) error {
-	n, err := exec(ctx, s.db.DB, `
-		INSERT INTO task_logs (task_id, attempt, level, message)
-		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
-		l.TaskID, l.Attempt, level, message)
-	if err != nil {
-		return fmt.Errorf("append log to %s: %w", l, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("append log to %s: %w", l, ErrFenced)
-	}
-	return nil
-}
-
 // Waiting counts a queue's PENDING and RETRY_WAIT tasks, stopping at upTo: admission control
 // only needs to know whether the backlog is over its limit.
-func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error) {
+func (s *Tasks) Waiting(ctx context.Context, queue string, upTo int) (int, error) {
 	var n int
 	err := one(ctx, s.db, s.db.DB, &n,
 		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $2) w`,
@@ -180,7 +163,7 @@ func (s *Store) Waiting(ctx context.Context, queue string, upTo int) (int, error
 }
 
 // FindByKey returns the owner's task of a type with the given idempotency key.
-func (s *Store) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
+func (s *Tasks) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
 	t := new(Task)
 	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
 		owner, taskType, bizKey)
@@ -194,7 +177,7 @@ func (s *Store) FindByKey(ctx context.Context, owner, taskType, bizKey string) (
 }
 
 // WaitingByQueue counts PENDING and RETRY_WAIT tasks per queue (metrics, backlog alerts).
-func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
+func (s *Tasks) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 	var rows []struct {
 		Queue string `bun:"queue"`
 		N     int    `bun:"n"`
@@ -210,7 +193,7 @@ func (s *Store) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 }
 
 // OwnerWaiting counts an owner's PENDING and RETRY_WAIT tasks in a queue, stopping at upTo.
-func (s *Store) OwnerWaiting(ctx context.Context, queue, owner string, upTo int) (int, error) {
+func (s *Tasks) OwnerWaiting(ctx context.Context, queue, owner string, upTo int) (int, error) {
 	var n int
 	err := one(ctx, s.db, s.db.DB, &n,
 		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND owner = $2 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $3) w`,
@@ -229,7 +212,7 @@ type OwnerBacklog struct {
 }
 
 // TopWaitingOwners returns, per queue, the limit owners with the most waiting tasks (metrics).
-func (s *Store) TopWaitingOwners(ctx context.Context, limit int) ([]OwnerBacklog, error) {
+func (s *Tasks) TopWaitingOwners(ctx context.Context, limit int) ([]OwnerBacklog, error) {
 	var out []OwnerBacklog
 	err := all(ctx, s.db, s.db.DB, &out, `
 		SELECT queue, owner, waiting FROM (

@@ -1,0 +1,367 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// This file holds the webhook deliveries. Events come from the transactional outbox
+// (task_events): FanOut turns each committed event into one delivery per matching
+// subscription, exactly once, by marking the event it has fanned out.
+
+// Delivery is one event for one subscription, tried until the receiver answers 2xx.
+type Delivery struct {
+	bun.BaseModel `bun:"table:webhook_deliveries"`
+
+	ID             int64           `bun:"id,pk,autoincrement"`
+	DeliveryNo     string          `bun:"delivery_no"`
+	SubscriptionID int64           `bun:"subscription_id"`
+	EventID        int64           `bun:"event_id"`
+	Event          string          `bun:"event"`
+	TaskNo         string          `bun:"task_no"`
+	Payload        json.RawMessage `bun:"payload,type:jsonb"`
+	State          DeliveryState   `bun:"state"`
+	Attempts       int             `bun:"attempts"`
+	DueAt          time.Time       `bun:"due_at"`
+	WindowStart    time.Time       `bun:"window_start"`
+	LastStatus     *int            `bun:"last_status"`
+	LastError      string          `bun:"last_error,nullzero"`
+	DeliveredAt    *time.Time      `bun:"delivered_at"`
+	CreatedAt      time.Time       `bun:"created_at"`
+	UpdatedAt      time.Time       `bun:"updated_at"`
+}
+
+// DeliveryAttempt is one try of a delivery.
+type DeliveryAttempt struct {
+	bun.BaseModel `bun:"table:webhook_attempts"`
+
+	ID         int64     `bun:"id,pk,autoincrement"`
+	DeliveryID int64     `bun:"delivery_id"`
+	Attempt    int       `bun:"attempt"`
+	StatusCode *int      `bun:"status_code"`
+	LatencyMS  int       `bun:"latency_ms"`
+	Error      string    `bun:"error,nullzero"`
+	CreatedAt  time.Time `bun:"created_at"`
+}
+
+// DeliveryState is where a delivery stands.
+type DeliveryState string
+
+// Delivery states.
+const (
+	DeliveryPending   DeliveryState = "pending"   // waiting for its next attempt (due_at)
+	DeliverySending   DeliveryState = "sending"   // an attempt is under way; due_at is its lease
+	DeliveryDelivered DeliveryState = "delivered" // the receiver answered 2xx
+	DeliveryDead      DeliveryState = "dead"      // retries ran out; an alert was raised
+)
+
+const (
+	deliveryColumns = `id, delivery_no, subscription_id, event_id, event, task_no, payload, state, attempts, due_at,
+		window_start, last_status, last_error, delivered_at, created_at, updated_at`
+	attemptColumns = `id, delivery_id, attempt, status_code, latency_ms, error, created_at`
+)
+
+type newDelivery struct {
+	sub     int64
+	event   Event
+	payload json.RawMessage
+}
+
+// insertDeliveries creates deliveries, skipping any (subscription, event) that has one. A
+// delivery behind a pending earlier one of its subscription and task cannot go before that
+// one's next attempt, so it is due then rather than now: held-back deliveries stay out of the
+// claim's scan of due ones while a receiver is down (ClaimDeliveries still checks the order).
+func insertDeliveries(ctx context.Context, q querier, rows []newDelivery) (int64, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	nos := make([]string, len(rows))
+	subs := make([]int64, len(rows))
+	events := make([]int64, len(rows))
+	names := make([]string, len(rows))
+	tasks := make([]string, len(rows))
+	payloads := make([]string, len(rows))
+	for i, r := range rows {
+		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = newNo("dlv_"), r.sub, r.event.ID, r.event.Event, r.event.TaskNo, string(r.payload)
+	}
+	return exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload, due_at)
+		SELECT no, sub, ev, name, task, payload::jsonb,
+		       GREATEST(now(), (SELECT max(p.due_at) FROM webhook_deliveries p
+		                        WHERE p.subscription_id = u.sub AND p.task_no = u.task AND p.event_id < u.ev AND p.state = 'pending'))
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS u(no, sub, ev, name, task, payload)
+		ON CONFLICT (subscription_id, event_id) DO NOTHING`, nos, subs, events, names, tasks, payloads)
+}
+
+// fanMatch is an event a subscription wants.
+type fanMatch struct {
+	EventID int64 `bun:"event_id"`
+	SubID   int64 `bun:"sub_id"`
+}
+
+// FanOut takes up to limit committed events no dispatcher has fanned out yet, creates one
+// delivery per subscription that wants each, and marks the events, in one transaction.
+// Concurrent dispatchers take disjoint events (FOR UPDATE SKIP LOCKED), so one task's
+// events may be fanned out by two of them and a later event's delivery may commit first:
+// ClaimDeliveries holds it back until the earlier event is fanned out. An event whose
+// transaction has not committed is not visible, and one that rolled back never will be.
+// It returns how many events it took and how many deliveries it created.
+func (s *Webhooks) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var evs []sequencedEvent
+		if err := all(ctx, s.db, tx.Tx, &evs, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
+			FROM task_events e WHERE e.webhooks_at IS NULL
+			ORDER BY e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED`, limit); err != nil {
+			return err
+		}
+		events = len(evs)
+		if len(evs) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(evs))
+		byID := map[int64]sequencedEvent{}
+		for i, ev := range evs {
+			ids[i] = ev.ID
+			byID[ev.ID] = ev
+		}
+		var matches []fanMatch
+		if err := all(ctx, s.db, tx.Tx, &matches, `SELECT e.id AS event_id, w.id AS sub_id
+			FROM task_events e JOIN webhook_subscriptions w ON e.event = ANY(w.events)
+			 AND ((w.task_id IS NULL AND w.owner = e.owner) OR w.task_id = e.task_id)
+			WHERE e.id = ANY($1::bigint[]) ORDER BY e.id, w.id`, ids); err != nil {
+			return err
+		}
+		tasks := map[int64]*Task{}
+		var rows []newDelivery
+		for _, m := range matches {
+			ev := byID[m.EventID]
+			task, ok := tasks[ev.TaskID]
+			if !ok {
+				var err error
+				if task, err = s.getByID(ctx, tx.Tx, ev.TaskID); err != nil {
+					return err
+				}
+				tasks[ev.TaskID] = task
+			}
+			body, err := payload(ev.Event, ev.Sequence, task)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, newDelivery{sub: m.SubID, event: ev.Event, payload: body})
+		}
+		n, err := insertDeliveries(ctx, tx.Tx, rows)
+		if err != nil {
+			return err
+		}
+		deliveries = int(n)
+		_, err = exec(ctx, tx.Tx, `UPDATE task_events SET webhooks_at = now() WHERE id = ANY($1::bigint[])`, ids)
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("fan out task events: %w", err)
+	}
+	return events, deliveries, nil
+}
+
+// Outgoing is a claimed delivery with what sending it needs.
+type Outgoing struct {
+	Delivery
+	URL    string `bun:"url"`
+	Secret string `bun:"secret"`
+	Owner  string `bun:"owner"`
+	SubNo  string `bun:"sub_no"`
+}
+
+// ClaimDeliveries takes up to limit deliveries that are due (pending past their due time, or
+// sending past their lease: a dispatcher died mid-attempt) and leases them for lease: their
+// state becomes sending and their attempt count goes up by one, which fences the result
+// write. A subscription gets at most perSubscription attempts in flight at once, and one at
+// its cap is passed over, so a slow receiver holds only its own deliveries back.
+//
+// Per subscription and task, deliveries go in the order of their events: one is eligible only
+// when no earlier-event delivery of its subscription and task is unfinished (pending or
+// sending, in flight or waiting for a retry: the next one waits until it is delivered or dead)
+// and no earlier event of its task still waits for the fan-out (FanOut). So a task has at most
+// one attempt in flight per subscription, while other tasks' deliveries to the same
+// subscription go on in parallel. Both checks read the statement's snapshot, which is safe
+// because what lets a delivery go (an earlier one delivered or dead, an earlier event fanned
+// out together with its deliveries) never changes back except by Redeliver: a concurrent
+// claim or result write that has not committed, and so still holds its row locked, leaves the
+// earlier delivery unfinished in this snapshot. Two claims that pick the same delivery meet
+// on its row lock and the second, re-checking state and due_at, skips it. The claim is an
+// UPDATE that waits rather than FOR UPDATE SKIP LOCKED on purpose: a claim skipping rows
+// another holds would take the subscription's next ones and could pass its cap.
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
+	var out []Outgoing
+	err := all(ctx, s.db, s.db.DB, &out, `
+		WITH busy AS (
+			SELECT subscription_id, count(*) AS n FROM webhook_deliveries
+			WHERE state = 'sending' AND due_at > now() GROUP BY subscription_id
+		), due AS (
+			SELECT d.id, d.subscription_id, d.due_at FROM webhook_deliveries d
+			WHERE d.state IN ('pending', 'sending') AND d.due_at <= now()
+			  AND d.subscription_id NOT IN (SELECT subscription_id FROM busy WHERE n >= $2)
+			  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+			                  WHERE p.subscription_id = d.subscription_id AND p.task_no = d.task_no
+			                    AND p.event_id < d.event_id AND p.state IN ('pending', 'sending'))
+			  AND NOT EXISTS (SELECT 1 FROM task_events e
+			                  WHERE e.task_no = d.task_no AND e.id < d.event_id AND e.webhooks_at IS NULL)
+			ORDER BY d.due_at LIMIT $1 * 4
+		), ranked AS (
+			SELECT due.id, due.due_at, row_number() OVER (PARTITION BY due.subscription_id ORDER BY due.due_at, due.id) + COALESCE(busy.n, 0) AS slot
+			FROM due LEFT JOIN busy USING (subscription_id)
+		), picked AS (
+			SELECT id FROM ranked WHERE slot <= $2 ORDER BY due_at, id LIMIT $1
+		), claimed AS (
+			UPDATE webhook_deliveries d SET state = 'sending', attempts = d.attempts + 1,
+				due_at = now() + make_interval(secs => $3), updated_at = now()
+			FROM picked WHERE d.id = picked.id AND d.state IN ('pending', 'sending') AND d.due_at <= now()
+			RETURNING `+prefixed("d.", deliveryColumns)+`
+		)
+		SELECT c.id, c.delivery_no, c.subscription_id, c.event_id, c.event, c.task_no, c.payload, c.state, c.attempts, c.due_at,
+			c.window_start, c.last_status, c.last_error, c.delivered_at, c.created_at, c.updated_at, w.url, w.secret, w.owner, w.sub_no
+		FROM claimed c JOIN webhook_subscriptions w ON w.id = c.subscription_id ORDER BY c.due_at`,
+		limit, perSubscription, lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// AttemptResult is how one attempt went.
+type AttemptResult struct {
+	StatusCode int // 0: no HTTP answer
+	Latency    time.Duration
+	Error      string // empty on success
+	Delivered  bool
+	// NextAt is when to try again after a failure; zero gives up (the delivery is dead).
+	NextAt time.Time
+}
+
+// RecordAttempt writes an attempt's outcome, fenced by the attempt number the claim gave:
+// a dispatcher whose lease lapsed and whose delivery was claimed again writes nothing and
+// gets false. It returns the delivery as it is now.
+//
+// The later deliveries of the same subscription and task wait for this one (ClaimDeliveries),
+// so after a failure none of them is due before its next attempt: their due_at moves there,
+// which keeps them out of the claims' scan of due deliveries while the receiver is down. When
+// this one is delivered or dead, the next one, if it never ran, is due at once (it may have
+// been moved past now when this one was redelivered early).
+func (s *Webhooks) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResult) (*Delivery, bool, error) {
+	state := DeliveryPending
+	switch {
+	case r.Delivered:
+		state = DeliveryDelivered
+	case r.NextAt.IsZero():
+		state = DeliveryDead
+	}
+	var status *int
+	if r.StatusCode != 0 {
+		status = &r.StatusCode
+	}
+	var next *time.Time
+	if !r.NextAt.IsZero() {
+		next = &r.NextAt
+	}
+	out := new(Delivery)
+	err := one(ctx, s.db, s.db.DB, out, `
+		WITH d AS (
+			UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = NULLIF($5, ''),
+				due_at = COALESCE($6, due_at), delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END,
+				updated_at = now()
+			WHERE id = $1 AND attempts = $2 AND state = 'sending'
+			RETURNING `+deliveryColumns+`
+		), a AS (
+			INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
+			SELECT id, attempts, $4, $7, NULLIF($5, '') FROM d
+		), later AS (
+			UPDATE webhook_deliveries l SET due_at = d.due_at
+			FROM d WHERE d.state = 'pending' AND l.subscription_id = d.subscription_id AND l.task_no = d.task_no
+			  AND l.event_id > d.event_id AND l.state = 'pending' AND l.due_at < d.due_at
+		), next AS (
+			UPDATE webhook_deliveries l SET due_at = now()
+			FROM d WHERE d.state IN ('delivered', 'dead') AND l.id = (
+				SELECT n.id FROM webhook_deliveries n
+				WHERE n.subscription_id = d.subscription_id AND n.task_no = d.task_no AND n.event_id > d.event_id
+				  AND n.state IN ('pending', 'sending')
+				ORDER BY n.event_id LIMIT 1)
+			  AND l.state = 'pending' AND l.attempts = 0 AND l.due_at > now()
+		)
+		SELECT `+deliveryColumns+` FROM d`,
+		d.ID, d.Attempts, string(state), status, r.Error, next, int(r.Latency.Milliseconds()))
+	if isNoRows(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("record webhook attempt: %w", err)
+	}
+	return out, true, nil
+}
+
+// DeliveryFilter narrows a subscription's deliveries.
+type DeliveryFilter struct {
+	State  DeliveryState // empty: any
+	Before int64         // cursor: deliveries with a smaller id
+	Limit  int
+}
+
+// Deliveries returns a subscription's deliveries, newest first.
+func (s *Webhooks) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) ([]Delivery, error) {
+	var out []Delivery
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+		WHERE subscription_id = $1 AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3) ORDER BY id DESC LIMIT $4`,
+		subID, string(f.State), f.Before, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryAttempts returns the attempts of the given deliveries, oldest first per delivery.
+func (s *Webhooks) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (map[int64][]DeliveryAttempt, error) {
+	var rows []DeliveryAttempt
+	err := all(ctx, s.db, s.db.DB, &rows, `SELECT `+attemptColumns+` FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, id`,
+		deliveryIDs)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook attempts: %w", err)
+	}
+	out := map[int64][]DeliveryAttempt{}
+	for _, a := range rows {
+		out[a.DeliveryID] = append(out[a.DeliveryID], a)
+	}
+	return out, nil
+}
+
+// Redeliver queues a delivery of the subscription again, at once and with a fresh retry
+// window, whatever its state (a receiver that lost a delivered event asks again). It keeps its
+// event id and body. An attempt in flight finishes as it would have.
+func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string) (*Delivery, error) {
+	out := new(Delivery)
+	err := one(ctx, s.db, s.db.DB, out, `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
+			due_at = CASE WHEN state = 'sending' AND due_at > now() THEN due_at ELSE now() END, window_start = now(), updated_at = now()
+		WHERE subscription_id = $1 AND delivery_no = $2 RETURNING `+deliveryColumns, subID, deliveryNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrDeliveryNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redeliver webhook: %w", err)
+	}
+	return out, nil
+}
+
+// PruneDeliveries deletes up to limit finished deliveries (delivered or dead) last touched
+// more than age ago, with their attempts, and returns how many it deleted.
+func (s *Webhooks) PruneDeliveries(ctx context.Context, age time.Duration, limit int) (int, error) {
+	n, err := exec(ctx, s.db.DB, `DELETE FROM webhook_deliveries WHERE id IN (
+		SELECT id FROM webhook_deliveries WHERE state IN ('delivered', 'dead') AND updated_at < now() - make_interval(secs => $1)
+		ORDER BY updated_at LIMIT $2)`, age.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune webhook deliveries: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,98 @@
+// Package store is taskcenter's source of truth in Postgres: the task rows, their runs, logs
+// and failed items, and the customers the import writes. Every task state transition is one
+// conditional UPDATE in a tasks_*.go file; nothing else in the code base changes status. Each
+// names the statuses it may leave, and running attempts are fenced by their lease
+// (`AND attempt = $n`), so a transition either happens exactly once or changes nothing. The
+// attempt's task_runs row and a task_logs line are written in the same statement.
+//
+// Store embeds one type per kind of record; each lives in the files named here:
+//   - Tasks: submit (tasks_create.go), reads of tasks, their runs and logs (tasks_query.go),
+//     a user's actions on a task: cancel, retry, run now (tasks_user.go), and an import's
+//     rejected rows (tasks_items.go).
+//   - Attempts: a worker's claim and takeover (tasks_claim.go), a running attempt's
+//     heartbeats, progress, batches and log lines (tasks_run.go), and the endings of an
+//     attempt (tasks_end.go).
+//   - Alerts: failure alerts and alert conditions (alerts.go).
+//   - Maintenance: the cleanup's reads and bookkeeping (maintenance.go).
+//   - Outbox: the task_events outbox (events.go).
+//   - Webhooks: subscriptions (webhooks.go), the fan-out and the deliveries (deliveries.go).
+//   - Schedules (schedules.go), Tokens (tokens.go), AuditTrail (audit.go), Uploads
+//     (uploads.go).
+//   - Archive: the archive and the stats (archive.go).
+//   - Customers: what the import writes and the exports and reports read (customers.go,
+//     reports.go).
+//
+// task.go holds the task models, db.go opens and migrates the database, sql.go runs statements.
+package store
+
+import "github.com/uptrace/bun"
+
+// Store is the database as the rest of taskcenter sees it: one value that embeds a type per
+// kind of record, each over the same pool, so a caller writes st.CreateSubscription(...) and
+// the statement lives with its entity.
+type Store struct {
+	*Tasks
+	*Attempts
+	*Alerts
+	*Maintenance
+	*Outbox
+	*Webhooks
+	*Schedules
+	*Tokens
+	*AuditTrail
+	*Uploads
+	*Archive
+	*Customers
+}
+
+// New returns a Store over db.
+func New(db *bun.DB) *Store {
+	return &Store{
+		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
+		Outbox: &Outbox{db: db}, Webhooks: &Webhooks{db: db}, Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
+		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db}, Customers: &Customers{db: db},
+	}
+}
+
+// Tasks submits tasks (tasks_create.go), reads them with their runs, logs and rejected rows
+// (tasks_query.go, tasks_items.go), and carries out a user's actions on them: cancel, retry,
+// run now (tasks_user.go).
+type Tasks struct{ db *bun.DB }
+
+// Attempts is a worker's side of a task, one attempt at a time: the claim and the takeover
+// (tasks_claim.go), the running attempt's heartbeats, progress, batches and log lines
+// (tasks_run.go), and the attempt's ending (tasks_end.go).
+type Attempts struct{ db *bun.DB }
+
+// Alerts records failure alerts and alert conditions so each goes out once (alerts.go).
+type Alerts struct{ db *bun.DB }
+
+// Maintenance is the cleanup's reads and bookkeeping (maintenance.go).
+type Maintenance struct{ db *bun.DB }
+
+// Outbox reads the task_events outbox the transitions write (events.go).
+type Outbox struct{ db *bun.DB }
+
+// Webhooks keeps the webhook subscriptions (webhooks.go), fans events out to them and
+// tracks each delivery (deliveries.go).
+type Webhooks struct{ db *bun.DB }
+
+// Schedules keeps users' recurring tasks and their fires (schedules.go).
+type Schedules struct{ db *bun.DB }
+
+// Tokens keeps the API tokens (tokens.go).
+type Tokens struct{ db *bun.DB }
+
+// AuditTrail writes and reads the audit trail (audit.go).
+type AuditTrail struct{ db *bun.DB }
+
+// Uploads records accepted uploads and sweeps the unused ones (uploads.go).
+type Uploads struct{ db *bun.DB }
+
+// Archive moves finished tasks out of the live tables, reads them back, and aggregates the
+// stats (archive.go).
+type Archive struct{ db *bun.DB }
+
+// Customers explains the customer export's queries (customers.go); the import, the export
+// and the reports reach the customers inside their own transactions, through functions.
+type Customers struct{ db *bun.DB }

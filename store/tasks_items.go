@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Item is one rejected row of an import.
+type Item struct {
+	bun.BaseModel `bun:"table:task_items"`
+
+	ID        int64           `bun:"id,pk,autoincrement"`
+	TaskID    int64           `bun:"task_id"`
+	Row       int             `bun:"row_no"`
+	Field     string          `bun:"field"`   // the fields at fault, comma-separated
+	Message   string          `bun:"message"` // "phone: must be 11 digits starting with 1; email: …"
+	Raw       json.RawMessage `bun:"raw,type:jsonb"`
+	CreatedAt time.Time       `bun:"created_at,nullzero,notnull,default:now()"`
+}
+
+// InsertItems records rejected rows inside tx, as one statement with array parameters.
+func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	taskIDs := make([]int64, len(items))
+	rowNos := make([]int32, len(items))
+	fields := make([]string, len(items))
+	messages := make([]string, len(items))
+	raws := make([]string, len(items))
+	for i, it := range items {
+		taskIDs[i], rowNos[i], fields[i], messages[i] = it.TaskID, int32(it.Row), it.Field, it.Message
+		raws[i] = string(it.Raw)
+		if len(it.Raw) == 0 {
+			raws[i] = "[]"
+		}
+	}
+	_, err := exec(ctx, tx.Tx, `
+		INSERT INTO task_items (task_id, row_no, field, message, raw)
+		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::jsonb[])`,
+		taskIDs, rowNos, fields, messages, raws)
+	if err != nil {
+		return fmt.Errorf("record rejected rows: %w", err)
+	}
+	return nil
+}
+
+// Items returns a task's rejected rows in row order, after row afterRow.
+func (s *Tasks) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
+	var items []Item
+	err := all(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
+		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list rejected rows: %w", err)
+	}
+	return items, nil
+}
