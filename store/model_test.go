@@ -1,6 +1,6 @@
 package store_test
 
-// The randomized model test of the task state machine (issue 9). A seeded generator drives
+// The randomized model test of the task state machine. A seeded generator drives
 // actors against real Postgres and Redis: workers that claim, heartbeat, write import batches,
 // finish with a result file, hit transient errors, run out of retries, hand tasks back, crash
 // (drop their lease mid-task, leaving partial files) and stall; users that cancel and retry at

@@ -199,7 +199,7 @@ func TestClaimRefusesLiveRunningAndNotYetDue(t *testing.T) {
 	}
 }
 
-// Every transition, tried from every status: only the arrows of DESIGN §3 may succeed.
+// Every transition, tried from every status: only the arrows of the state machine (docs/design.md) may succeed.
 func TestForbiddenTransitionsAreRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
