@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/taskview"
 )
 
 // maxBatch caps one batch submit.

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/taskview"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
 )
 

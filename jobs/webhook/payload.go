@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/task"
-	"github.com/taskcenter/taskcenter/internal/taskview"
+	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
 )
 
