@@ -205,7 +205,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 				continue
 			}
 			if len(bk.sheets) >= lim.MaxEntries {
-				return xlsDamaged("it lists more than %s sheets", thousands(int64(lim.MaxEntries)))
+				return xlsDamaged("it lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
 			}
 			name, err := shortString(data[6:])
 			if err != nil {
@@ -405,7 +405,7 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
 	sst := &sharedStrings{}
@@ -713,7 +713,7 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 		return tooManyColumns(row+1, s.lim)
 	}
 	if row >= xlsMaxRows {
-		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, thousands(xlsMaxRows))
+		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, Thousands(xlsMaxRows))
 	}
 	if row < s.building {
 		return xlsDamaged("a cell of row %d comes after row %d", row+1, s.building+1)

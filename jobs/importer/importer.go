@@ -271,7 +271,7 @@ type errRowLimit struct {
 
 func (e *errRowLimit) Error() string {
 	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
-		thousands(int64(e.lastRow)), thousands(int64(e.limit)))
+		sheet.Thousands(int64(e.lastRow)), sheet.Thousands(int64(e.limit)))
 }
 
 func isRowLimit(err error) bool {
