@@ -98,6 +98,16 @@ func (b *biffReader) next() (uint16, []byte, error) {
 // unread pushes the record last returned back.
 func (b *biffReader) unread() { b.pending = true }
 
+// nextIn is next for a record that must come before the end of part ("the sheet"): a
+// stream that ends first is a damaged file.
+func (b *biffReader) nextIn(part string) (uint16, []byte, error) {
+	typ, data, err := b.next()
+	if errors.Is(err, io.EOF) {
+		return 0, nil, xlsDamaged("%s has no end", part)
+	}
+	return typ, data, err
+}
+
 // xlsSheetRef is a worksheet listed in the workbook globals.
 type xlsSheetRef struct {
 	name   string
@@ -185,10 +195,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
-		typ, data, err := br.next()
-		if errors.Is(err, io.EOF) {
-			return xlsDamaged("the workbook globals have no end")
-		}
+		typ, data, err := br.nextIn("the workbook globals")
 		if err != nil {
 			return err
 		}
@@ -441,12 +448,9 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	// Whatever the table's CONTINUE records still hold is not read.
 	for {
-		typ, _, err := br.next()
+		typ, _, err := br.nextIn("the workbook globals")
 		if err != nil {
 			sst.close()
-			if errors.Is(err, io.EOF) {
-				return nil, xlsDamaged("the workbook globals have no end")
-			}
 			return nil, err
 		}
 		if typ != recContinue {
@@ -565,10 +569,7 @@ func (s *xlsSource) Next() bool {
 
 // readCell reads records up to the next cell value (or the end of the sheet) and adds it.
 func (s *xlsSource) readCell() error {
-	typ, data, err := s.br.next()
-	if errors.Is(err, io.EOF) {
-		return xlsDamaged("the sheet has no end")
-	}
+	typ, data, err := s.br.nextIn("the sheet")
 	if err != nil {
 		return err
 	}
@@ -678,11 +679,8 @@ func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err e
 // formulaString reads the STRING record holding a formula's text result.
 func (s *xlsSource) formulaString() (string, bool, error) {
 	for {
-		typ, data, err := s.br.next()
+		typ, data, err := s.br.nextIn("the sheet")
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", false, xlsDamaged("the sheet has no end")
-			}
 			return "", false, err
 		}
 		switch typ {
