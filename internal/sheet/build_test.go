@@ -174,16 +174,6 @@ func inspectReader(r io.ReaderAt, size int64, format Format, sheet string, lim L
 	return Inspect(r, size, Choice{Format: format, Sheet: sheet}, Options{Limits: lim, Count: mode, IsHeader: testHeader})
 }
 
-// fixture is a file of testdata/imports.
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../testdata/imports", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // openXLSX opens sheet of the workbook at p; the source closes the file.
 func openXLSX(p, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
 	f, err := os.Open(p)
