@@ -17,6 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -44,24 +45,17 @@ func newFixture(t *testing.T, batch int) *fixture {
 // newFixtureOn is newFixture on the given store, with ttl as the upload and temp TTLs.
 func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration) *fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
-	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), sc, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := asynq.NewClientFromRedisClient(rd.Client)
-	insp := asynq.NewInspectorFromRedisClient(rd.Client)
-	st := store.New(pg.DB)
+	w := jobstest.New(t, sc)
+	client := asynq.NewClientFromRedisClient(w.Redis)
+	insp := asynq.NewInspectorFromRedisClient(w.Redis)
 	sched, _ := cleanup.ParseSpec("* * * * *")
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	enq := jobs.NewEnqueuer(client, insp, nil)
 	seen := &reports{}
-	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, Observer: seen, Logger: logger})
-	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
+	c := cleanup.New(cfg, "test", cleanup.Deps{Store: w.Store, Enqueuer: enq, Files: w.Files, Observer: seen, Logger: logger})
+	return &fixture{t: t, st: w.Store, pg: w.PG, files: w.Files, root: w.Root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
 }
 
 func (f *fixture) task(params string) *store.Task {
