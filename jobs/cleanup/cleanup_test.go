@@ -109,19 +109,26 @@ func (f *fixture) file(rel string, age time.Duration) string {
 	return p
 }
 
-// succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
-func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
+// running makes a RUNNING task whose first attempt worker claimed, and returns the
+// attempt's lease.
+func (f *fixture) running(worker string) (*store.Task, store.Lease) {
 	f.t.Helper()
-	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.Claim(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.Claim(context.Background(), tk.ID, worker, time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return tk, c.Lease
+}
+
+// succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
+func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
+	f.t.Helper()
+	tk, lease := f.running("w")
 	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
-	if _, err := f.st.Succeed(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+	if _, err := f.st.Succeed(context.Background(), lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -139,13 +146,9 @@ func (f *fixture) cleanerWith(cfg cleanup.Config, d cleanup.Deps) *cleanup.Clean
 // 2 runs now, attempt 1 is dead.
 func (f *fixture) takenOver() *store.Task {
 	f.t.Helper()
-	ctx := context.Background()
-	tk := f.task(`{}`)
-	if _, err := f.st.Claim(ctx, tk.ID, "killed", time.Minute); err != nil {
-		f.t.Fatal(err)
-	}
+	tk, _ := f.running("killed")
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
-	if _, err := f.st.Claim(ctx, tk.ID, "w2", time.Minute); err != nil {
+	if _, err := f.st.Claim(context.Background(), tk.ID, "w2", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	return tk
