@@ -292,17 +292,27 @@ func (s *recordStream) more() (bool, error) {
 	return true, nil
 }
 
+// refill moves to the next CONTINUE record when the current one is used up: errShortRecord
+// when the record ends there.
+func (s *recordStream) refill() error {
+	if len(s.cur) > 0 {
+		return nil
+	}
+	ok, err := s.more()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errShortRecord
+	}
+	return nil
+}
+
 // read fills p, across CONTINUE records.
 func (s *recordStream) read(p []byte) error {
 	for len(p) > 0 {
-		if len(s.cur) == 0 {
-			ok, err := s.more()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errShortRecord
-			}
+		if err := s.refill(); err != nil {
+			return err
 		}
 		n := copy(p, s.cur)
 		s.cur, p = s.cur[n:], p[n:]
@@ -313,14 +323,8 @@ func (s *recordStream) read(p []byte) error {
 
 func (s *recordStream) skip(n int64) error {
 	for n > 0 {
-		if len(s.cur) == 0 {
-			ok, err := s.more()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errShortRecord
-			}
+		if err := s.refill(); err != nil {
+			return err
 		}
 		k := int(min(n, int64(len(s.cur))))
 		s.cur, n = s.cur[k:], n-int64(k)
