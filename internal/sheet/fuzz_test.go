@@ -259,7 +259,7 @@ func FuzzCSVReader(f *testing.F) {
 			return
 		}
 		for i, cells := range got {
-			if !blank(cells) && gotLines[i]-1 > ins.Rows {
+			if !Blank(cells) && gotLines[i]-1 > ins.Rows {
 				t.Fatalf("row %d is not blank but submit counted %d data rows", gotLines[i], ins.Rows)
 			}
 		}

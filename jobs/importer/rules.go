@@ -245,16 +245,6 @@ func (c *columns) text(row []string, f field, limit int, bad func(field, string)
 	return v
 }
 
-// blank reports whether every cell of a row is empty after trimming.
-func blank(row []string) bool {
-	for _, c := range row {
-		if strings.TrimSpace(c) != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // normalizePhone accepts a mainland mobile number written as digits (spaces and dashes and
 // a +86 prefix allowed), or as the number a numeric cell holds (13800138000, 1.3800138E10).
 func normalizePhone(raw string) (string, string) {
