@@ -1,6 +1,7 @@
-// Package sheettest gives tests the spreadsheets kept under testdata/imports: files that
-// spreadsheet programs and libraries wrote, and hostile ones, which the readers, the
-// importer and the end-to-end tests all read.
+// Package sheettest gives the readers', the importer's and the end-to-end tests their
+// spreadsheets: the files kept under testdata/imports (written by spreadsheet programs and
+// libraries, and hostile ones), and workbooks built by hand, byte by byte, to break a bound
+// (Zip).
 package sheettest
 
 import (
