@@ -125,13 +125,7 @@ func (c *Client) SubmitExport(ctx context.Context, e Export, opts SubmitOptions)
 	if len(e.Filter) > 0 {
 		body["filter"] = e.Filter
 	}
-	addNotify(body, opts)
-	var out Submitted
-	_, err := c.call(ctx, http.MethodPost, "/api/v1/exports", nil, body, &out, "Idempotency-Key", opts.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return c.submitJSON(ctx, "/api/v1/exports", body, opts)
 }
 
 // Submit submits a task of a type without its own endpoint (POST /api/v1/tasks).
@@ -140,22 +134,22 @@ func (c *Client) Submit(ctx context.Context, taskType string, params any, opts S
 	if params != nil {
 		body["params"] = params
 	}
-	addNotify(body, opts)
-	var out Submitted
-	_, err := c.call(ctx, http.MethodPost, "/api/v1/tasks", nil, body, &out, "Idempotency-Key", opts.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return c.submitJSON(ctx, "/api/v1/tasks", body, opts)
 }
 
-func addNotify(body map[string]any, opts SubmitOptions) {
+// submitJSON posts a submit's JSON body to path with what opts add to every submit.
+func (c *Client) submitJSON(ctx context.Context, path string, body map[string]any, opts SubmitOptions) (*Submitted, error) {
 	if opts.NotifyURL != "" {
 		body["notify_url"] = opts.NotifyURL
 	}
 	if opts.NotifySecret != "" {
 		body["notify_secret"] = opts.NotifySecret
 	}
+	var out Submitted
+	if _, err := c.call(ctx, http.MethodPost, path, nil, body, &out, "Idempotency-Key", opts.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Import is an import's options.

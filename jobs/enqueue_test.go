@@ -53,7 +53,7 @@ func TestRetryOfATaskCancelledWhileItsJobWasDeliveredRunsOnce(t *testing.T) {
 				ran.Add(1)
 				return Result{}, nil
 			}), "w1")
-			enq := NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+			enq := f.enqueuer()
 			ctx := context.Background()
 			task := f.task()
 			if err := enq.Enqueue(ctx, task); err != nil {
@@ -131,7 +131,7 @@ func TestCancelAndRetryRacedWithDeliveriesLeaveNoTaskBehind(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 		return Result{}, nil
 	}), "w1")
-	enq := NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+	enq := f.enqueuer()
 	f.serve(8, func(ctx context.Context, job *asynq.Task) error {
 		time.Sleep(time.Duration(rand.IntN(4)) * time.Millisecond)
 		return rt.ProcessTask(ctx, job)
@@ -206,7 +206,7 @@ func TestAWithdrawalAfterARacingRetryLeavesTheRetriedTaskAJob(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 0, RetryBase: time.Second, MaxRuntime: time.Hour})
 	ctx := context.Background()
-	enq := NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+	enq := f.enqueuer()
 	sub := NewSubmitter(f.st, enq, map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 0, TimeoutSeconds: 600}},
 		nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	task := f.task()

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -25,7 +23,7 @@ func TestFairShareKeepsOneUserFromStarvingOthers(t *testing.T) {
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, MaxRunningPerOwner: 1})
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sub := NewSubmitter(f.st, NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil),
+	sub := NewSubmitter(f.st, f.enqueuer(),
 		map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3, TimeoutSeconds: 600, Priority: PriorityDefault, MaxWaitingPerOwner: 100}},
 		nil, nil, logger, nil)
 
@@ -55,11 +53,7 @@ func TestFairShareKeepsOneUserFromStarvingOthers(t *testing.T) {
 		time.Sleep(taskTime)
 		return Result{}, nil
 	}), "w1")
-	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: 2, StrictPriority: true}}, time.Second, 10*time.Millisecond, logger, nil)
-	if err := w.Start(rt, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Shutdown()
+	defer f.workers(rt, 2).Shutdown()
 	testenv.Eventually(t, 10*time.Second, "alice's tasks to be running", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -863,13 +863,7 @@ func (m *rmModel) cancel(mt *rmTask, operator bool) {
 	} else {
 		res, err = m.w.st.Cancel(m.ctx, mt.no, store.Scope{Owner: mt.owner})
 	}
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
-		m.logf("  cancel of %s refused: %s", mt.no, conflict.Status)
-		return
-	}
-	if err != nil {
-		m.bugf("cancel %s: %v", mt.no, err)
+	if !m.accepted("cancel", mt, err) {
 		return
 	}
 	m.logf("  cancel of %s acknowledged at attempt %d (immediate %v)", mt.no, res.Task.Attempt, res.Immediate)
@@ -887,13 +881,7 @@ func (m *rmModel) retry(mt *rmTask, admin bool) {
 		scope = store.Scope{Admin: true}
 	}
 	t, err := m.w.st.Retry(m.ctx, mt.no, scope)
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
-		m.logf("  retry of %s refused: %s", mt.no, conflict.Status)
-		return
-	}
-	if err != nil {
-		m.bugf("retry %s: %v", mt.no, err)
+	if !m.accepted("retry", mt, err) {
 		return
 	}
 	m.mu.Lock()
@@ -901,6 +889,21 @@ func (m *rmModel) retry(mt *rmTask, admin bool) {
 	m.mu.Unlock()
 	m.logf("  retry of %s accepted at attempt %d", mt.no, t.Attempt)
 	m.sub.Enqueue(m.ctx, t)
+}
+
+// accepted reports whether the store took a user's action on mt. A conflict (the task's
+// state refuses the action) is logged, as the API would answer it; any other error is a bug.
+func (m *rmModel) accepted(action string, mt *rmTask, err error) bool {
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		m.logf("  %s of %s refused: %s", action, mt.no, conflict.Status)
+		return false
+	}
+	if err != nil {
+		m.bugf("%s %s: %v", action, mt.no, err)
+		return false
+	}
+	return true
 }
 
 // cancelRacingRetry runs a cancel and a retry of one task at the same moment.

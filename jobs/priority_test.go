@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
@@ -20,8 +18,7 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	client := asynq.NewClientFromRedisClient(f.rdb)
-	sub := NewSubmitter(f.st, NewEnqueuer(client, f.insp, nil), map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3,
+	sub := NewSubmitter(f.st, f.enqueuer(), map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3,
 		TimeoutSeconds: 600, Priority: PriorityDefault}}, nil, nil, logger, nil)
 	for range 200 {
 		if _, _, err := sub.Submit(ctx, Submission{Type: "test:work", Owner: "alice", Priority: 9}); err != nil {
@@ -44,11 +41,7 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 		mu.Unlock()
 		return Result{}, nil
 	}), "w1")
-	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: 1, StrictPriority: true}}, time.Second, 10*time.Millisecond, logger, nil)
-	if err := w.Start(rt, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Shutdown()
+	defer f.workers(rt, 1).Shutdown()
 	testenv.Eventually(t, 30*time.Second, "ten tasks to start", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -67,14 +67,30 @@ func newRTFixture(t *testing.T, policy TypePolicy) *rtFixture {
 }
 
 func (f *rtFixture) runtime(h Handler, worker string) *Runtime {
-	client := asynq.NewClientFromRedisClient(f.rdb)
 	rt := NewRuntime(RuntimeConfig{WorkerID: worker, HeartbeatInterval: 50 * time.Millisecond, TakeoverAfter: 300 * time.Millisecond,
 		ProgressInterval: 10 * time.Millisecond, AbandonAfter: 200 * time.Millisecond, Types: map[string]TypePolicy{"test:work": f.policy}},
-		RuntimeDeps{Store: f.st, Enqueuer: NewEnqueuer(client, f.insp, nil), Board: NewProgressBoard(f.rdb), Files: f.files,
+		RuntimeDeps{Store: f.st, Enqueuer: f.enqueuer(), Board: NewProgressBoard(f.rdb), Files: f.files,
 			Alerter: f.alerter, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rt.Register(h)
 	f.t.Cleanup(rt.Close)
 	return rt
+}
+
+// enqueuer enqueues into the fixture's Redis.
+func (f *rtFixture) enqueuer() *Enqueuer {
+	return NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+}
+
+// workers starts asynq workers that hand the queue "work" to rt, slots at a time, its lanes
+// in strict priority order.
+func (f *rtFixture) workers(rt *Runtime, slots int) *Workers {
+	f.t.Helper()
+	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: slots, StrictPriority: true}}, time.Second, 10*time.Millisecond,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err := w.Start(rt, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	return w
 }
 
 // task creates a PENDING test task.

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
@@ -61,7 +59,7 @@ func TestWorkersKeepTheirQueuesListedAfterRedisLosesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Shutdown()
-	enq := NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
+	enq := f.enqueuer()
 	listed := func() bool {
 		qs, err := f.insp.Queues()
 		return err == nil && len(qs) == len(Lanes("work")) && slices.Equal(slices.Sorted(slices.Values(qs)), slices.Sorted(slices.Values(Lanes("work"))))

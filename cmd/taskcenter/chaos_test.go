@@ -496,6 +496,17 @@ func (r *chaosRow) fail(format string, args ...any) {
 	r.failures = append(r.failures, fmt.Sprintf(format, args...))
 }
 
+// recordOne fills a row whose fault affected one task from that task's outcome: the rows it
+// lost and duplicated, and whether it recovered exactly.
+func (r *chaosRow) recordOne(o outcome) {
+	r.lost, r.dup = o.lost, o.dup
+	if o.exact {
+		r.recovered = 1
+	} else {
+		r.fail("not recovered exactly: %s", o.detail)
+	}
+}
+
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
 // spread formats a set of durations: one value, or max with median and count.
@@ -983,12 +994,7 @@ func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig sysc
 	} else {
 		o = e.checkImport(final, imp)
 	}
-	row.lost, row.dup = o.lost, o.dup
-	if o.exact {
-		row.recovered = 1
-	} else {
-		row.fail("not recovered exactly: %s", o.detail)
-	}
+	row.recordOne(o)
 	if to, ok := checkTakeover(e, row, atKill, atKill.Attempt, killedAt, lanes); ok {
 		fault := "kill"
 		if sig == syscall.SIGSTOP {
@@ -1045,12 +1051,7 @@ func sigtermMidImport(t *testing.T, row *chaosRow) {
 
 	final := e.waitTerminal(90*time.Second, task.ID)[0]
 	o := e.checkImport(final, imp)
-	row.lost, row.dup = o.lost, o.dup
-	if o.exact {
-		row.recovered = 1
-	} else {
-		row.fail("not recovered exactly: %s", o.detail)
-	}
+	row.recordOne(o)
 	runs := e.mustRuns(final.ID)
 	for i, r := range runs {
 		if r.Attempt != atStop.Attempt+1 {
@@ -1269,12 +1270,7 @@ func postgresRestart(t *testing.T, row *chaosRow, mode string) {
 
 	final := e.waitTerminal(2*time.Minute, task.ID)[0]
 	o := e.checkImport(final, imp)
-	row.lost, row.dup = o.lost, o.dup
-	if o.exact {
-		row.recovered = 1
-	} else {
-		row.fail("not recovered exactly: %s", o.detail)
-	}
+	row.recordOne(o)
 	runs := e.mustRuns(final.ID)
 	row.recovery = "same attempt continued"
 	for _, r := range runs {

@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
 
 // As a new user would: the CSV Excel on a Chinese Windows saves (GBK) and the .xls
@@ -18,11 +19,7 @@ func TestLegacyFormatsImportLikeTheXLSX(t *testing.T) {
 	p := e.start("all")
 	var want map[int]string
 	for _, name := range []string{"messy-libreoffice.xlsx", "messy-gbk.csv", "messy-libreoffice.xls"} {
-		content, err := os.ReadFile("../../testdata/imports/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		task := p.submitImport(aliceToken, name, content, nil)
+		task := p.submitImport(aliceToken, name, sheettest.Fixture(t, name), nil)
 		final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
 		if final.Status != "PARTIAL_SUCCESS" || final.Counts.Total != 15 || final.Counts.Success != 8 || final.Counts.Failed != 7 {
 			t.Fatalf("%s: %s counts %+v error %+v", name, final.Status, final.Counts, final.Error)

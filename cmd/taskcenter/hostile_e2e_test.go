@@ -1,13 +1,10 @@
 package main
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
-	"compress/flate"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -20,97 +17,9 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
-
-// hostilePiece is b repeated times (once when times is 0) in a zip part being built.
-type hostilePiece struct {
-	b     []byte
-	times int
-}
-
-func hp(s string) hostilePiece { return hostilePiece{b: []byte(s)} }
-
-// megabytesOf is n MiB of c, as one compressed megabyte repeated.
-func megabytesOf(c byte, n int) hostilePiece {
-	return hostilePiece{b: bytes.Repeat([]byte{c}, 1<<20), times: n}
-}
-
-// hostilePart is one file of a hand-built zip; declare, when set, is the size its headers
-// claim instead of the real one.
-type hostilePart struct {
-	name    string
-	pieces  []hostilePiece
-	declare uint64
-}
-
-// hostileZip builds a zip whose parts are deflated piece by piece: each piece is compressed
-// once and its sync-flushed output repeated, so a gigabyte of text costs a megabyte and
-// milliseconds.
-func hostileZip(t *testing.T, parts ...hostilePart) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	// Each distinct piece is compressed once (a compressor costs ~1 MB to set up: 10,001
-	// parts took a minute under the race detector), and so is the closing empty block.
-	blocks := map[string][]byte{}
-	deflated := func(b []byte, flush bool) []byte {
-		key := fmt.Sprint(flush) + string(b)
-		if out, ok := blocks[key]; ok {
-			return out
-		}
-		var block bytes.Buffer
-		fw, _ := flate.NewWriter(&block, flate.BestCompression)
-		fw.Write(b) //nolint:errcheck
-		if flush {
-			fw.Flush() //nolint:errcheck
-		} else {
-			fw.Close() //nolint:errcheck
-		}
-		blocks[key] = block.Bytes()
-		return block.Bytes()
-	}
-	for _, p := range parts {
-		var data bytes.Buffer
-		var crc uint32
-		var size uint64
-		for _, pc := range p.pieces {
-			block := deflated(pc.b, true)
-			for range max(pc.times, 1) {
-				data.Write(block)
-				crc = crc32.Update(crc, crc32.IEEETable, pc.b)
-				size += uint64(len(pc.b))
-			}
-		}
-		data.Write(deflated(nil, false))
-		if p.declare != 0 {
-			size = p.declare
-		}
-		w, err := zw.CreateRaw(&zip.FileHeader{Name: p.name, Method: zip.Deflate, CRC32: crc,
-			CompressedSize64: uint64(data.Len()), UncompressedSize64: size})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(data.Bytes()) //nolint:errcheck
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// hostileBook is a one-sheet workbook around the given sheet and shared strings XML.
-func hostileBook(sheet, sst []hostilePiece) []hostilePart {
-	parts := []hostilePart{
-		{name: "[Content_Types].xml", pieces: []hostilePiece{hp(`<Types/>`)}},
-		{name: "xl/workbook.xml", pieces: []hostilePiece{hp(`<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`)}},
-		{name: "xl/_rels/workbook.xml.rels", pieces: []hostilePiece{hp(`<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`)}},
-		{name: "xl/worksheets/sheet1.xml", pieces: sheet},
-	}
-	if sst != nil {
-		parts = append(parts, hostilePart{name: "xl/sharedStrings.xml", pieces: sst})
-	}
-	return parts
-}
 
 const hostileHeader = `<row r="1"><c t="inlineStr"><is><t>code</t></is></c><c t="inlineStr"><is><t>name</t></is></c><c t="inlineStr"><is><t>phone</t></is></c></row>`
 
@@ -264,16 +173,16 @@ func TestHostileUploadsKeepTheProcessSmallAndAnswering(t *testing.T) {
 		}
 	}()
 
-	gigaCell := []hostilePiece{hp(`<row r="2"><c r="A2" t="inlineStr"><is><t>`), megabytesOf('A', 1000), hp(`</t></is></c></row>`)}
+	gigaCell := []sheettest.Piece{sheettest.Text(`<row r="2"><c r="A2" t="inlineStr"><is><t>`), sheettest.Repeat("A", 1000<<20), sheettest.Text(`</t></is></c></row>`)}
 	// Declares two rows, holds 1.1 million.
-	lying := []hostilePiece{hp(`<worksheet><dimension ref="A1:C2"/><sheetData>` + hostileHeader),
-		{b: []byte(strings.Repeat(`<row><c><v>1</v></c></row>`, 1000)), times: 1100}, hp(`</sheetData></worksheet>`)}
-	wrap := hostileBook([]hostilePiece{hp(`<worksheet><sheetData>` + hostileHeader), megabytesOf(' ', 64), hp(`</sheetData></worksheet>`)}, nil)
-	wrap[3].declare = 1 << 63
-	wrap = append(wrap, hostilePart{name: "xl/media/padding.bin", pieces: []hostilePiece{hp("x")}, declare: 1 << 63})
-	manyParts := hostileBook([]hostilePiece{hp(`<worksheet><sheetData>` + hostileHeader + `</sheetData></worksheet>`)}, nil)
+	lying := []sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C2"/><sheetData>` + hostileHeader),
+		{B: []byte(strings.Repeat(`<row><c><v>1</v></c></row>`, 1000)), Times: 1100}, sheettest.Text(`</sheetData></worksheet>`)}
+	wrap := sheettest.BookParts([]sheettest.Piece{sheettest.Text(`<worksheet><sheetData>` + hostileHeader), sheettest.Repeat(" ", 64<<20), sheettest.Text(`</sheetData></worksheet>`)}, nil)
+	wrap[3].Declare = 1 << 63
+	wrap = append(wrap, sheettest.Part{Name: "xl/media/padding.bin", Pieces: []sheettest.Piece{sheettest.Text("x")}, Declare: 1 << 63})
+	manyParts := sheettest.BookParts([]sheettest.Piece{sheettest.Text(`<worksheet><sheetData>` + hostileHeader + `</sheetData></worksheet>`)}, nil)
 	for i := range 10_001 {
-		manyParts = append(manyParts, hostilePart{name: fmt.Sprintf("xl/media/%d", i), pieces: []hostilePiece{hp("x")}})
+		manyParts = append(manyParts, sheettest.Part{Name: fmt.Sprintf("xl/media/%d", i), Pieces: []sheettest.Piece{sheettest.Text("x")}})
 	}
 
 	type hostile struct {
@@ -284,24 +193,24 @@ func TestHostileUploadsKeepTheProcessSmallAndAnswering(t *testing.T) {
 		code    string // the refusal's or the failure's code
 		says    string
 	}
-	book := func(parts []hostilePart) func() io.Reader {
-		b := hostileZip(t, parts...)
+	book := func(parts []sheettest.Part) func() io.Reader {
+		b := sheettest.Zip(t, parts...)
 		return func() io.Reader { return bytes.NewReader(b) }
 	}
 	cases := []hostile{
 		{"a 1,000 MiB cell that deflates to 1 MB", "cell.xlsx",
-			book(hostileBook(append([]hostilePiece{hp(`<worksheet><sheetData>` + hostileHeader)}, append(gigaCell, hp(`</sheetData></worksheet>`))...), nil)),
+			book(sheettest.BookParts(append([]sheettest.Piece{sheettest.Text(`<worksheet><sheetData>` + hostileHeader)}, append(gigaCell, sheettest.Text(`</sheetData></worksheet>`))...), nil)),
 			422, "row_too_large", "row 2 holds more than 8 MB"},
 		{"the same cell under a plausible dimension", "cell-declared.xlsx",
-			book(hostileBook(append([]hostilePiece{hp(`<worksheet><dimension ref="A1:C100000"/><sheetData>` + hostileHeader)}, append(gigaCell, hp(`</sheetData></worksheet>`))...), nil)),
+			book(sheettest.BookParts(append([]sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C100000"/><sheetData>` + hostileHeader)}, append(gigaCell, sheettest.Text(`</sheetData></worksheet>`))...), nil)),
 			202, "row_too_large", "row 2 holds more than 8 MB"},
 		{"a 1,000 MiB shared string", "sst.xlsx",
-			book(hostileBook([]hostilePiece{hp(`<worksheet><dimension ref="A1:C2"/><sheetData>` + hostileHeader + `<row r="2"><c t="s"><v>0</v></c></row></sheetData></worksheet>`)},
-				[]hostilePiece{hp(`<sst><si><t>`), megabytesOf('A', 1000), hp(`</t></si></sst>`)})),
+			book(sheettest.BookParts([]sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C2"/><sheetData>` + hostileHeader + `<row r="2"><c t="s"><v>0</v></c></row></sheetData></worksheet>`)},
+				[]sheettest.Piece{sheettest.Text(`<sst><si><t>`), sheettest.Repeat("A", 1000<<20), sheettest.Text(`</t></si></sst>`)})),
 			202, "row_too_large", "shared string 0 of the workbook holds more than 8 MB"},
 		{"ZIP64 sizes that wrap around", "wrap.xlsx", book(wrap), 413, "too_large_uncompressed", "claim to expand to more than any disk holds"},
 		{"10,001 parts", "parts.xlsx", book(manyParts), 422, "damaged_file", "more than 10,000 parts"},
-		{"a dimension that hides 1.1 million rows", "lying.xlsx", book(hostileBook(lying, nil)), 422, "too_many_rows", "has 1,100,000 rows, over the limit of 1,000,000"},
+		{"a dimension that hides 1.1 million rows", "lying.xlsx", book(sheettest.BookParts(lying, nil)), 422, "too_many_rows", "has 1,100,000 rows, over the limit of 1,000,000"},
 		{"an unclosed quote over 20 lines of 1 MB", "quote.csv",
 			func() io.Reader {
 				line := append(bytes.Repeat([]byte("A"), 1<<20), '\n')

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
@@ -62,11 +63,7 @@ func excelizeMessy(t *testing.T) []byte {
 			Cells []any
 		}
 	}
-	b, err := os.ReadFile("../../testdata/imports/messy.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &spec); err != nil {
+	if err := json.Unmarshal(sheettest.Fixture(t, "messy.json"), &spec); err != nil {
 		t.Fatal(err)
 	}
 	f := excelize.NewFile()
@@ -95,13 +92,7 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 	t.Parallel()
 	files := map[string]func(t *testing.T) []byte{"messy-excelize.xlsx": excelizeMessy}
 	for _, name := range []string{"messy-openpyxl.xlsx", "messy-exceljs.xlsx", "messy-sheetjs.xlsx", "messy-libreoffice.xlsx", "messy-bom.csv"} {
-		files[name] = func(t *testing.T) []byte {
-			b, err := os.ReadFile(filepath.Join("../../testdata/imports", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
+		files[name] = func(t *testing.T) []byte { return sheettest.Fixture(t, name) }
 	}
 	for name, content := range files {
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,17 +20,17 @@ import (
 
 	"github.com/taskcenter/taskcenter/client"
 	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs/webhook/webhooktest"
 )
 
 // hookReceiver is a webhook endpoint that verifies each delivery with the documented Go
-// snippet (client.ParseWebhook) and can be killed and started again on the same address.
+// snippet (client.ParseWebhook) and can be killed (Stop) and started again on the same
+// address (Start).
 type hookReceiver struct {
-	t      *testing.T
-	addr   string
+	*webhooktest.Endpoint
 	secret string
 
 	mu       sync.Mutex
-	srv      *http.Server
 	ids      map[string]int // event id → deliveries received
 	tasks    map[string]string
 	arrivals []client.WebhookEvent // every validly signed delivery, in the order it arrived
@@ -44,17 +43,12 @@ type hookReceiver struct {
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &hookReceiver{t: t, addr: ln.Addr().String(), ids: map[string]int{}, tasks: map[string]string{}}
-	r.serve(ln)
-	t.Cleanup(r.kill)
+	r := &hookReceiver{ids: map[string]int{}, tasks: map[string]string{}}
+	r.Endpoint = webhooktest.NewEndpoint(t, r)
 	return r
 }
 
-func (r *hookReceiver) url() string { return "http://" + r.addr + "/taskcenter" }
+func (r *hookReceiver) url() string { return r.URL("/taskcenter") }
 
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
@@ -89,34 +83,6 @@ func (r *hookReceiver) setDelay(d time.Duration) {
 	r.mu.Lock()
 	r.delay = d
 	r.mu.Unlock()
-}
-
-func (r *hookReceiver) serve(ln net.Listener) {
-	srv := &http.Server{Handler: r}
-	r.mu.Lock()
-	r.srv = srv
-	r.mu.Unlock()
-	go srv.Serve(ln) //nolint:errcheck // closed by kill
-}
-
-// kill closes the listener and every connection: deliveries fail at once.
-func (r *hookReceiver) kill() {
-	r.mu.Lock()
-	srv := r.srv
-	r.srv = nil
-	r.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
-
-func (r *hookReceiver) start() {
-	r.t.Helper()
-	ln, err := net.Listen("tcp", r.addr)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.serve(ln)
 }
 
 func (r *hookReceiver) seen() (distinct, total, bad int) {
@@ -173,7 +139,7 @@ func TestWebhooksReceiverRestartGetsExactlyTheHundredEvents(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	rcv.kill()
+	rcv.Stop()
 	submitted := map[string]bool{}
 	for i := range 100 {
 		sub, err := c.Submit(ctx, "bench:noop", map[string]any{"note": fmt.Sprint(i)}, client.SubmitOptions{})
@@ -189,7 +155,7 @@ func TestWebhooksReceiverRestartGetsExactlyTheHundredEvents(t *testing.T) {
 		return e.count(`SELECT count(DISTINCT delivery_id) FROM webhook_attempts WHERE status_code IS NULL`) >= 100
 	})
 	restarted := time.Now()
-	rcv.start()
+	rcv.Start()
 	testenv.Eventually(t, 60*time.Second, "100 events after the restart", func() bool {
 		d, _, _ := rcv.seen()
 		return d >= 100
@@ -365,14 +331,14 @@ func TestWebhooksArriveInOrderPerTaskThroughOutagesAndSlowness(t *testing.T) {
 	}
 
 	// Down: five tasks run, and their first deliveries fail.
-	rcv.kill()
+	rcv.Stop()
 	first := submit(5)
 	testenv.Eventually(t, 60*time.Second, "the first tasks' deliveries to fail while the receiver is down", func() bool {
 		return failedTasks(first) == len(first)
 	})
 	// Slow past the timeout: it takes events in but answers too late, so each is sent again.
 	rcv.setDelay(3 * time.Second)
-	rcv.start()
+	rcv.Start()
 	submit(5)
 	testenv.Eventually(t, 60*time.Second, "attempts to time out on the slow receiver", func() bool {
 		return e.count(`SELECT count(*) FROM webhook_attempts WHERE error LIKE 'no answer within%'`) >= 3
@@ -383,14 +349,14 @@ func TestWebhooksArriveInOrderPerTaskThroughOutagesAndSlowness(t *testing.T) {
 		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`) >= 10
 	})
 	// Killed with answers in flight; five more tasks run while it is down.
-	rcv.kill()
+	rcv.Stop()
 	last := submit(5)
 	testenv.Eventually(t, 60*time.Second, "the last tasks' deliveries to fail while the receiver is down", func() bool {
 		return failedTasks(last) == len(last)
 	})
 	// Back, and quick.
 	rcv.setDelay(0)
-	rcv.start()
+	rcv.Start()
 	testenv.Eventually(t, 60*time.Second, "the 15 tasks to end", func() bool {
 		return e.count(`SELECT count(*) FROM tasks WHERE type = 'bench:noop' AND status = 'SUCCESS'`) == len(tasks)
 	})

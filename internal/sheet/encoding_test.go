@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
 
 // A file that is neither UTF-8 nor Chinese GB18030 is refused at submit, saying what was tried.
@@ -22,7 +24,7 @@ func TestCSVEncodingsThatAreRefused(t *testing.T) {
 	}
 	random := make([]byte, 4096)
 	rand.Read(random) //nolint:errcheck
-	gbk := fixture(t, "messy-gbk.csv")
+	gbk := sheettest.Fixture(t, "messy-gbk.csv")
 	for name, c := range map[string]struct {
 		csv       []byte
 		enc       string
@@ -33,7 +35,7 @@ func TestCSVEncodingsThatAreRefused(t *testing.T) {
 			[]string{"tried UTF-8", "tried GB18030/GBK", "line 2"}},
 		"latin-1 that decodes as GBK": {latin1("code,name,phone,city\r\nC1,Müller Françoise,13800138000,Zürich\r\nC2,Jürgen Böhm,13800138001,Düsseldorf\r\n"), "", "unknown_encoding",
 			[]string{"not as Chinese text", "Latin-1"}},
-		"GBK without a known header": {fixture(t, "messy-gbk.csv")[bytes.IndexByte(gbk, '\n')+1:], "", "unknown_encoding", []string{"names the columns"}},
+		"GBK without a known header": {sheettest.Fixture(t, "messy-gbk.csv")[bytes.IndexByte(gbk, '\n')+1:], "", "unknown_encoding", []string{"names the columns"}},
 		"random binary":              {random, "", "", nil},
 		"GBK sent as utf-8":          {gbk, "utf-8", "not_utf8", []string{"byte 0xBF on line 1", "encoding=gb18030"}},
 		"an unknown encoding":        {gbk, "big5", "bad_encoding", []string{"utf-8, gb18030 or auto"}},
@@ -68,7 +70,7 @@ func TestCSVEncodingsThatAreRefused(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", enc, ins, err)
 		}
 	}
-	if ins, err := inspectPath(writeTemp(t, "x.csv", fixture(t, "messy-bom.csv")), CSV, "", Limits{}); err != nil || ins.Encoding != EncodingUTF8 {
+	if ins, err := inspectPath(writeTemp(t, "x.csv", sheettest.Fixture(t, "messy-bom.csv")), CSV, "", Limits{}); err != nil || ins.Encoding != EncodingUTF8 {
 		t.Fatalf("UTF-8 with a BOM: %+v, %v", ins, err)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
 
 // fuzzLimits are small, so the fuzzer meets every bound.
@@ -50,27 +52,35 @@ func isProblem(err error) bool {
 // FuzzXLSXReader reads arbitrary bytes as a workbook: submit's checks, then every row.
 func FuzzXLSXReader(f *testing.F) {
 	fixtures(f, "*.xlsx")
-	f.Add(zipOf(f, bookParts(sheetXML(text(headerRow),
-		text(`<row r="2"><c t="s"><v>0</v></c><c t="inlineStr"><is><t>a&amp;b&#x4E2D;_x0041_</t></is></c><c r="F2"><v>1</v></c></row>`),
-		text(`<row r="4"><x:c r="B4" t="inlineStr"><x:is><x:r><x:t>rich</x:t></x:r><x:rPh><x:t>ph</x:t></x:rPh></x:is></x:c></row>`),
-		text(`<row><c><v><![CDATA[cdata<>]]></v></c><!-- note --><c><v>`+strings.Repeat("z", 100)+`</v></c></row>`)),
-		[]piece{text(`<sst><si><t xml:space="preserve"> shared </t></si><si/></sst>`)})...))
-	f.Add(zipOf(f, bookParts(sheetXML(text(`<row r="1"><c r="XFE1"><v>1</v></c></row>`)), nil)...))
+	f.Add(sheettest.Zip(f, sheettest.BookParts(sheetXML(sheettest.Text(headerRow),
+		sheettest.Text(`<row r="2"><c t="s"><v>0</v></c><c t="inlineStr"><is><t>a&amp;b&#x4E2D;_x0041_</t></is></c><c r="F2"><v>1</v></c></row>`),
+		sheettest.Text(`<row r="4"><x:c r="B4" t="inlineStr"><x:is><x:r><x:t>rich</x:t></x:r><x:rPh><x:t>ph</x:t></x:rPh></x:is></x:c></row>`),
+		sheettest.Text(`<row><c><v><![CDATA[cdata<>]]></v></c><!-- note --><c><v>`+strings.Repeat("z", 100)+`</v></c></row>`)),
+		[]sheettest.Piece{sheettest.Text(`<sst><si><t xml:space="preserve"> shared </t></si><si/></sst>`)})...))
+	f.Add(sheettest.Zip(f, sheettest.BookParts(sheetXML(sheettest.Text(`<row r="1"><c r="XFE1"><v>1</v></c></row>`)), nil)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		if _, err := inspectReader(r, int64(len(data)), XLSX, "", fuzzLimits, CountAlways); err != nil && !isProblem(err) {
 			t.Fatalf("Inspect: %v (%T) is not a file problem", err, err)
 		}
-		src, err := newXLSXSource(r, int64(len(data)), "", fuzzLimits, t.TempDir())
-		if err != nil {
-			if !isProblem(err) {
-				t.Fatalf("open: %v (%T) is not a file problem", err, err)
-			}
-			return
-		}
-		defer src.Close()
-		checkRows(t, src, fuzzLimits, true)
+		readXLSX(t, r, int64(len(data)))
 	})
+}
+
+// readXLSX opens r as a workbook and reads every row through checkRows; a workbook that
+// does not open must fail with a file problem. It reports whether the workbook opened.
+func readXLSX(t *testing.T, r io.ReaderAt, size int64) bool {
+	t.Helper()
+	src, err := newXLSXSource(r, size, "", fuzzLimits, t.TempDir())
+	if err != nil {
+		if !isProblem(err) {
+			t.Fatalf("open: %v (%T) is not a file problem", err, err)
+		}
+		return false
+	}
+	defer src.Close()
+	checkRows(t, src, fuzzLimits, true)
+	return true
 }
 
 // FuzzSheetXML reads a workbook whose worksheet and shared strings are the fuzzer's bytes,
@@ -103,23 +113,17 @@ func FuzzSheetXML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sheet, sst []byte) {
 		var buf bytes.Buffer
 		zw := zip.NewWriter(&buf)
-		for _, p := range bookParts([]piece{{b: sheet}}, []piece{{b: sst}}) {
-			w, _ := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: zip.Store})
-			for _, pc := range p.pieces {
-				w.Write(pc.b) //nolint:errcheck
+		for _, p := range sheettest.BookParts([]sheettest.Piece{{B: sheet}}, []sheettest.Piece{{B: sst}}) {
+			w, _ := zw.CreateHeader(&zip.FileHeader{Name: p.Name, Method: zip.Store})
+			for _, pc := range p.Pieces {
+				w.Write(pc.B) //nolint:errcheck
 			}
 		}
 		zw.Close()
 		data := buf.Bytes()
-		src, err := newXLSXSource(bytes.NewReader(data), int64(len(data)), "", fuzzLimits, t.TempDir())
-		if err != nil {
-			if !isProblem(err) {
-				t.Fatalf("open: %v (%T) is not a file problem", err, err)
-			}
+		if !readXLSX(t, bytes.NewReader(data), int64(len(data))) {
 			return
 		}
-		defer src.Close()
-		checkRows(t, src, fuzzLimits, true)
 		if _, err := inspectReader(bytes.NewReader(data), int64(len(data)), XLSX, "", fuzzLimits, CountAlways); err != nil && !isProblem(err) {
 			t.Fatalf("Inspect: %v (%T) is not a file problem", err, err)
 		}
@@ -257,7 +261,7 @@ func FuzzCSVReader(f *testing.F) {
 			return
 		}
 		for i, cells := range got {
-			if !blank(cells) && gotLines[i]-1 > ins.Rows {
+			if !Blank(cells) && gotLines[i]-1 > ins.Rows {
 				t.Fatalf("row %d is not blank but submit counted %d data rows", gotLines[i], ins.Rows)
 			}
 		}
@@ -268,12 +272,12 @@ func FuzzCSVReader(f *testing.F) {
 // or accepted within every limit, its declared sizes (added up without overflow) included.
 func FuzzInspect(f *testing.F) {
 	fixtures(f, "*.xlsx")
-	wrap := bookParts(sheetXML(text(headerRow)), nil)
-	wrap[3].declare = 1 << 63
-	wrap = append(wrap, part{name: "pad", pieces: []piece{text("x")}, declare: 1 << 63})
-	f.Add(zipOf(f, wrap...))
-	f.Add(zipOf(f, bookParts([]piece{text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), text(headerRow),
-		repeat(`<row><c><v>1</v></c></row>`, 2000*26), text(`</sheetData></worksheet>`)}, nil)...))
+	wrap := sheettest.BookParts(sheetXML(sheettest.Text(headerRow)), nil)
+	wrap[3].Declare = 1 << 63
+	wrap = append(wrap, sheettest.Part{Name: "pad", Pieces: []sheettest.Piece{sheettest.Text("x")}, Declare: 1 << 63})
+	f.Add(sheettest.Zip(f, wrap...))
+	f.Add(sheettest.Zip(f, sheettest.BookParts([]sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), sheettest.Text(headerRow),
+		sheettest.Repeat(`<row><c><v>1</v></c></row>`, 2000*26), sheettest.Text(`</sheetData></worksheet>`)}, nil)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, mode := range []CountMode{CountAuto, CountAlways, CountNever} {
 			ins, err := inspectReader(bytes.NewReader(data), int64(len(data)), XLSX, "", fuzzLimits, mode)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
 
 // readSheet reads every row of a workbook's sheet "S" (no submit checks: the reader must be
@@ -63,10 +64,10 @@ func wantProblem(t testing.TB, err error, code Code, msg string) {
 func TestLongCellIsCutAndFlagged(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("名", 40_000)
-	p := book(t, sheetXML(text(headerRow),
-		text(`<row r="2"><c t="inlineStr"><is><t>C1</t></is></c><c t="inlineStr"><is><t>`+long+`</t></is></c><c><v>13800138000</v></c></row>`),
-		text(`<row r="3"><c t="s"><v>0</v></c><c t="inlineStr"><is><t>n</t></is></c><c><v>13800138001</v></c><c t="s"><v>0</v></c></row>`),
-	), []piece{text(`<sst><si><t>` + strings.Repeat("x", 33_000) + `</t></si></sst>`)})
+	p := book(t, sheetXML(sheettest.Text(headerRow),
+		sheettest.Text(`<row r="2"><c t="inlineStr"><is><t>C1</t></is></c><c t="inlineStr"><is><t>`+long+`</t></is></c><c><v>13800138000</v></c></row>`),
+		sheettest.Text(`<row r="3"><c t="s"><v>0</v></c><c t="inlineStr"><is><t>n</t></is></c><c><v>13800138001</v></c><c t="s"><v>0</v></c></row>`),
+	), []sheettest.Piece{sheettest.Text(`<sst><si><t>` + strings.Repeat("x", 33_000) + `</t></si></sst>`)})
 	rows, longs, err := readSheet(t, p, Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +84,8 @@ func TestLongCellIsCutAndFlagged(t *testing.T) {
 // megabyte. Submit refuses it after reading a row's worth; the reader alone fails the file
 // the same way, never holding more than a few megabytes.
 func TestGigabyteCellFailsTheFileWithinBoundedMemory(t *testing.T) {
-	cell := []piece{text(`<row r="2"><c r="A2" t="inlineStr"><is><t>`), repeat("A", 1000<<20), text(`</t></is></c></row>`)}
-	p := book(t, sheetXML(append([]piece{text(headerRow)}, cell...)...), nil)
+	cell := []sheettest.Piece{sheettest.Text(`<row r="2"><c r="A2" t="inlineStr"><is><t>`), sheettest.Repeat("A", 1000<<20), sheettest.Text(`</t></is></c></row>`)}
+	p := book(t, sheetXML(append([]sheettest.Piece{sheettest.Text(headerRow)}, cell...)...), nil)
 	if st, _ := statSize(p); st > 2<<20 {
 		t.Fatalf("the hostile workbook is %d bytes; it should deflate to about a megabyte", st)
 	}
@@ -99,7 +100,7 @@ func TestGigabyteCellFailsTheFileWithinBoundedMemory(t *testing.T) {
 		t.Fatalf("reading the file allocated %d MB", used>>20)
 	}
 	// Without a header above it, the same cell is row 1.
-	p = book(t, sheetXML(text(`<row>`), text(`<c t="inlineStr"><is><t>`), repeat("A", 1000<<20), text(`</t></is></c></row>`)), nil)
+	p = book(t, sheetXML(sheettest.Text(`<row>`), sheettest.Text(`<c t="inlineStr"><is><t>`), sheettest.Repeat("A", 1000<<20), sheettest.Text(`</t></is></c></row>`)), nil)
 	_, _, readErr = readSheet(t, p, Limits{})
 	wantProblem(t, readErr, "row_too_large", "row 1 holds more than 8 MB")
 }
@@ -114,8 +115,8 @@ func statSize(p string) (int64, error) {
 
 // A shared string of 1,000 MiB fails the file while the table loads.
 func TestGigabyteSharedStringFailsTheFile(t *testing.T) {
-	p := book(t, sheetXML(text(headerRow), text(`<row r="2"><c t="s"><v>0</v></c></row>`)),
-		[]piece{text(`<sst><si><t>`), repeat("A", 1000<<20), text(`</t></si></sst>`)})
+	p := book(t, sheetXML(sheettest.Text(headerRow), sheettest.Text(`<row r="2"><c t="s"><v>0</v></c></row>`)),
+		[]sheettest.Piece{sheettest.Text(`<sst><si><t>`), sheettest.Repeat("A", 1000<<20), sheettest.Text(`</t></si></sst>`)})
 	var err error
 	used := allocated(func() { _, _, err = readSheet(t, p, Limits{}) })
 	wantProblem(t, err, "row_too_large", "shared string 0 of the workbook holds more than 8 MB")
@@ -139,10 +140,10 @@ func TestRowLimits(t *testing.T) {
 		wide.WriteString(`<c><v>1</v></c>`)
 	}
 	wide.WriteString(`</row>`)
-	bigString := []piece{text(`<sst><si><t>` + strings.Repeat("x", 32_767) + `</t></si></sst>`)}
+	bigString := []sheettest.Piece{sheettest.Text(`<sst><si><t>` + strings.Repeat("x", 32_767) + `</t></si></sst>`)}
 	for name, c := range map[string]struct {
 		row  string
-		sst  []piece
+		sst  []sheettest.Piece
 		code Code
 		msg  string
 	}{
@@ -153,7 +154,7 @@ func TestRowLimits(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := readSheet(t, book(t, sheetXML(text(headerRow), text(c.row)), c.sst), Limits{})
+			_, _, err := readSheet(t, book(t, sheetXML(sheettest.Text(headerRow), sheettest.Text(c.row)), c.sst), Limits{})
 			wantProblem(t, err, c.code, c.msg)
 		})
 	}
@@ -163,11 +164,11 @@ func TestRowLimits(t *testing.T) {
 // the reader must not trust declared sizes: what it decompresses is counted.
 func TestZip64SizesCannotWrapAroundTheLimit(t *testing.T) {
 	t.Parallel()
-	sheet := sheetXML(text(headerRow), repeat(`<row><c><v>1</v></c><c><v>2</v></c><c><v>3</v></c></row>        `, 56<<20))
-	parts := bookParts(sheet, nil)
-	parts[3].declare = 1 << 63
-	parts = append(parts, part{name: "xl/media/padding.bin", pieces: []piece{text("x")}, declare: 1 << 63})
-	p := writeTemp(t, "wrap.xlsx", zipOf(t, parts...))
+	sheet := sheetXML(sheettest.Text(headerRow), sheettest.Repeat(`<row><c><v>1</v></c><c><v>2</v></c><c><v>3</v></c></row>        `, 56<<20))
+	parts := sheettest.BookParts(sheet, nil)
+	parts[3].Declare = 1 << 63
+	parts = append(parts, sheettest.Part{Name: "xl/media/padding.bin", Pieces: []sheettest.Piece{sheettest.Text("x")}, Declare: 1 << 63})
+	p := writeTemp(t, "wrap.xlsx", sheettest.Zip(t, parts...))
 	zr, err := zip.OpenReader(p)
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +188,8 @@ func TestZip64SizesCannotWrapAroundTheLimit(t *testing.T) {
 	_, _, err = readSheet(t, p, Limits{MaxUncompressed: 16 << 20})
 	wantProblem(t, err, "too_large_uncompressed", "expands to more than 16 MB when unpacked")
 	// Honest sizes, but the parts together are over the limit.
-	honest := writeTemp(t, "two.xlsx", zipOf(t, bookParts(sheetXML(text(headerRow), repeat("<row><c><v>1234567</v></c></row>", 12<<20)),
-		[]piece{text("<sst>"), repeat("<si><t>abcdefghijklmnop</t></si>", 9<<20), text("</sst>")})...))
+	honest := writeTemp(t, "two.xlsx", sheettest.Zip(t, sheettest.BookParts(sheetXML(sheettest.Text(headerRow), sheettest.Repeat("<row><c><v>1234567</v></c></row>", 12<<20)),
+		[]sheettest.Piece{sheettest.Text("<sst>"), sheettest.Repeat("<si><t>abcdefghijklmnop</t></si>", 9<<20), sheettest.Text("</sst>")})...))
 	_, _, err = readSheet(t, honest, Limits{MaxUncompressed: 16 << 20})
 	wantProblem(t, err, "too_large_uncompressed", "expands to more than 16 MB")
 	if _, err := inspectPath(honest, XLSX, "", Limits{MaxUncompressed: 16 << 20}); err == nil {
@@ -200,11 +201,11 @@ func TestZip64SizesCannotWrapAroundTheLimit(t *testing.T) {
 // it is opened.
 func TestZipDirectoryIsBoundedBeforeOpening(t *testing.T) {
 	t.Parallel()
-	parts := bookParts(sheetXML(text(headerRow)), nil)
+	parts := sheettest.BookParts(sheetXML(sheettest.Text(headerRow)), nil)
 	for i := range 300 {
-		parts = append(parts, part{name: fmt.Sprintf("xl/media/%d.bin", i), pieces: []piece{text("x")}})
+		parts = append(parts, sheettest.Part{Name: fmt.Sprintf("xl/media/%d.bin", i), Pieces: []sheettest.Piece{sheettest.Text("x")}})
 	}
-	p := writeTemp(t, "many.xlsx", zipOf(t, parts...))
+	p := writeTemp(t, "many.xlsx", sheettest.Zip(t, parts...))
 	_, err := inspectPath(p, XLSX, "", Limits{MaxEntries: 100})
 	wantProblem(t, err, "damaged_file", "holds more than 100 parts")
 	_, err = openXLSX(p, "S", Limits{MaxEntries: 100}, t.TempDir())
@@ -218,11 +219,11 @@ func TestZipDirectoryIsBoundedBeforeOpening(t *testing.T) {
 // implausible or the sheet small, the worker always counts before its first batch.
 func TestLyingDimensionIsCounted(t *testing.T) {
 	t.Parallel()
-	rows := []piece{text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), text(headerRow)}
+	rows := []sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C2"/><sheetData>`), sheettest.Text(headerRow)}
 	for i := 2; i <= 201; i++ {
-		rows = append(rows, text(fmt.Sprintf(`<x:row r="%d"><x:c><x:v>%d</x:v></x:c></x:row>`, i, i)))
+		rows = append(rows, sheettest.Text(fmt.Sprintf(`<x:row r="%d"><x:c><x:v>%d</x:v></x:c></x:row>`, i, i)))
 	}
-	p := book(t, append(rows, text(`</sheetData></worksheet>`)), nil)
+	p := book(t, append(rows, sheettest.Text(`</sheetData></worksheet>`)), nil)
 	lim := Limits{MaxRows: 50}
 	_, err := inspectPath(p, XLSX, "", lim)
 	wantProblem(t, err, "too_many_rows", `the sheet "S" has 200 rows, over the limit of 50`)
@@ -276,8 +277,8 @@ func TestDataRowsAreCountedLikeAPerson(t *testing.T) {
 		})
 	}
 	// xlsx: the declared dimension and the count agree on data rows.
-	p := book(t, []piece{text(`<worksheet><dimension ref="A1:C51"/><sheetData>`), text(headerRow),
-		repeat(`<row><c><v>1</v></c></row>`, 50*26), text(`</sheetData></worksheet>`)}, nil)
+	p := book(t, []sheettest.Piece{sheettest.Text(`<worksheet><dimension ref="A1:C51"/><sheetData>`), sheettest.Text(headerRow),
+		sheettest.Repeat(`<row><c><v>1</v></c></row>`, 50*26), sheettest.Text(`</sheetData></worksheet>`)}, nil)
 	for _, mode := range []CountMode{CountAuto, CountAlways, CountNever} {
 		if ins, err := inspect(p, XLSX, "", lim, mode); err != nil || ins.Rows != 50 {
 			t.Fatalf("mode %d: Rows = %d, %v; want 50", mode, ins.Rows, err)

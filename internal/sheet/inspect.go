@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"path"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -185,7 +184,7 @@ func lineTooLong(line int, lim Limits) *Error {
 
 func tooManyRows(what string, rows int, lim Limits) *Error {
 	return problem(TooManyRows, "%s has %s rows, over the limit of %s data rows; split it into smaller files",
-		what, thousands(int64(rows)), thousands(int64(lim.MaxRows)))
+		what, Thousands(int64(rows)), Thousands(int64(lim.MaxRows)))
 }
 
 // lastNonBlank is the index of the last byte of b that is not whitespace or a comma (a line
@@ -347,7 +346,7 @@ func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode) (rows int, c
 
 func tooManyParts(lim Limits) *Error {
 	return problem(DamagedFile, "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
-		thousands(int64(lim.MaxEntries)))
+		Thousands(int64(lim.MaxEntries)))
 }
 
 func overBudget(lim Limits) *Error {
@@ -373,30 +372,12 @@ func partProblem(err error, lim Limits, what string) error {
 // sizeWords is a byte count for people: "8 MB", "1024 MB".
 func sizeWords(n int64) string {
 	if n >= 1<<20 {
-		return thousands(n>>20) + " MB"
+		return Thousands(n>>20) + " MB"
 	}
 	if n >= 1<<10 {
-		return thousands(n>>10) + " KB"
+		return Thousands(n>>10) + " KB"
 	}
-	return thousands(n) + " bytes"
-}
-
-// thousands writes n with thousands separators: 1,000,000.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return Thousands(n) + " bytes"
 }
 
 type sheetRef struct{ name, path string }
@@ -411,7 +392,7 @@ func workbookSheets(entries map[string]*zip.File, b *budget, lim Limits) ([]shee
 				return nil
 			}
 			if len(sheets) >= lim.MaxEntries {
-				return problem(DamagedFile, "the workbook lists more than %s sheets", thousands(int64(lim.MaxEntries)))
+				return problem(DamagedFile, "the workbook lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
 			}
 			name, err := s.attrString("name", false)
 			if err != nil {
@@ -459,7 +440,7 @@ func readRels(zf *zip.File, b *budget, lim Limits) ([]rel, error) {
 				return nil
 			}
 			if len(rels) >= lim.MaxEntries {
-				return problem(DamagedFile, "the workbook lists more than %s relationships", thousands(int64(lim.MaxEntries)))
+				return problem(DamagedFile, "the workbook lists more than %s relationships", Thousands(int64(lim.MaxEntries)))
 			}
 			var r rel
 			var err error

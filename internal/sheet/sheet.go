@@ -9,7 +9,9 @@ package sheet
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Format is the kind of file being read.
@@ -151,4 +153,34 @@ func ColumnName(i int) string {
 		name = string(rune('A'+(i-1)%26)) + name
 	}
 	return name
+}
+
+// Thousands writes n with thousands separators, 1,000,000, for messages about a file.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Clip shortens s to at most n bytes (and a "…") for a message quoting it, cutting between
+// characters.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

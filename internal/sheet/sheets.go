@@ -102,7 +102,7 @@ func inspectXLS(r io.ReaderAt, size int64, sheet string, lim Limits, isHeader fu
 	}
 	last := 0
 	for src.Next() {
-		if n, cells := src.Row(); len(src.Long()) > 0 || !blank(cells) {
+		if n, cells := src.Row(); len(src.Long()) > 0 || !Blank(cells) {
 			last = n
 		}
 	}
@@ -125,8 +125,9 @@ func contains(names []string, s string) bool {
 	return false
 }
 
-// blank reports whether every cell of a row is empty after trimming.
-func blank(row []string) bool {
+// Blank reports whether every cell of a row is empty after trimming: a row that holds no
+// data, for Inspect counting an .xls sheet's rows as for an importer reading them.
+func Blank(row []string) bool {
 	for _, c := range row {
 		if strings.TrimSpace(c) != "" {
 			return false

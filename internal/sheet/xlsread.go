@@ -98,6 +98,16 @@ func (b *biffReader) next() (uint16, []byte, error) {
 // unread pushes the record last returned back.
 func (b *biffReader) unread() { b.pending = true }
 
+// nextIn is next for a record that must come before the end of part ("the sheet"): a
+// stream that ends first is a damaged file.
+func (b *biffReader) nextIn(part string) (uint16, []byte, error) {
+	typ, data, err := b.next()
+	if errors.Is(err, io.EOF) {
+		return 0, nil, xlsDamaged("%s has no end", part)
+	}
+	return typ, data, err
+}
+
 // xlsSheetRef is a worksheet listed in the workbook globals.
 type xlsSheetRef struct {
 	name   string
@@ -185,10 +195,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
-		typ, data, err := br.next()
-		if errors.Is(err, io.EOF) {
-			return xlsDamaged("the workbook globals have no end")
-		}
+		typ, data, err := br.nextIn("the workbook globals")
 		if err != nil {
 			return err
 		}
@@ -205,7 +212,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 				continue
 			}
 			if len(bk.sheets) >= lim.MaxEntries {
-				return xlsDamaged("it lists more than %s sheets", thousands(int64(lim.MaxEntries)))
+				return xlsDamaged("it lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
 			}
 			name, err := shortString(data[6:])
 			if err != nil {
@@ -285,17 +292,27 @@ func (s *recordStream) more() (bool, error) {
 	return true, nil
 }
 
+// refill moves to the next CONTINUE record when the current one is used up: errShortRecord
+// when the record ends there.
+func (s *recordStream) refill() error {
+	if len(s.cur) > 0 {
+		return nil
+	}
+	ok, err := s.more()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errShortRecord
+	}
+	return nil
+}
+
 // read fills p, across CONTINUE records.
 func (s *recordStream) read(p []byte) error {
 	for len(p) > 0 {
-		if len(s.cur) == 0 {
-			ok, err := s.more()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errShortRecord
-			}
+		if err := s.refill(); err != nil {
+			return err
 		}
 		n := copy(p, s.cur)
 		s.cur, p = s.cur[n:], p[n:]
@@ -306,14 +323,8 @@ func (s *recordStream) read(p []byte) error {
 
 func (s *recordStream) skip(n int64) error {
 	for n > 0 {
-		if len(s.cur) == 0 {
-			ok, err := s.more()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errShortRecord
-			}
+		if err := s.refill(); err != nil {
+			return err
 		}
 		k := int(min(n, int64(len(s.cur))))
 		s.cur, n = s.cur[k:], n-int64(k)
@@ -405,7 +416,7 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
 	sst := &sharedStrings{}
@@ -441,12 +452,9 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	// Whatever the table's CONTINUE records still hold is not read.
 	for {
-		typ, _, err := br.next()
+		typ, _, err := br.nextIn("the workbook globals")
 		if err != nil {
 			sst.close()
-			if errors.Is(err, io.EOF) {
-				return nil, xlsDamaged("the workbook globals have no end")
-			}
 			return nil, err
 		}
 		if typ != recContinue {
@@ -565,10 +573,7 @@ func (s *xlsSource) Next() bool {
 
 // readCell reads records up to the next cell value (or the end of the sheet) and adds it.
 func (s *xlsSource) readCell() error {
-	typ, data, err := s.br.next()
-	if errors.Is(err, io.EOF) {
-		return xlsDamaged("the sheet has no end")
-	}
+	typ, data, err := s.br.nextIn("the sheet")
 	if err != nil {
 		return err
 	}
@@ -678,11 +683,8 @@ func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err e
 // formulaString reads the STRING record holding a formula's text result.
 func (s *xlsSource) formulaString() (string, bool, error) {
 	for {
-		typ, data, err := s.br.next()
+		typ, data, err := s.br.nextIn("the sheet")
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", false, xlsDamaged("the sheet has no end")
-			}
 			return "", false, err
 		}
 		switch typ {
@@ -713,7 +715,7 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 		return tooManyColumns(row+1, s.lim)
 	}
 	if row >= xlsMaxRows {
-		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, thousands(xlsMaxRows))
+		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, Thousands(xlsMaxRows))
 	}
 	if row < s.building {
 		return xlsDamaged("a cell of row %d comes after row %d", row+1, s.building+1)

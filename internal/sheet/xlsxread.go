@@ -163,7 +163,7 @@ func (s *xlsxSource) rowProblem(n int, err error) error {
 	case errors.Is(err, errSpan):
 		return problem(RowTooLarge,
 			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), thousands(int64(s.lim.MaxCellChars)))
+			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), Thousands(int64(s.lim.MaxCellChars)))
 	case errors.Is(err, errOverBudget):
 		return overBudget(s.lim)
 	}
@@ -189,7 +189,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 			if r, ok := s.sc.attr("r"); ok {
 				n, err := strconv.Atoi(string(r))
 				if err != nil || n < 1 || n > maxSheetRows {
-					return 0, nil, nil, fmt.Errorf("bad row number %q", clip(string(r), 20))
+					return 0, nil, nil, fmt.Errorf("bad row number %q", Clip(string(r), 20))
 				}
 				if n < want {
 					return 0, nil, nil, fmt.Errorf("row %d comes after row %d", n, want-1)
@@ -197,7 +197,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 				num = n
 			}
 			if num > maxSheetRows {
-				return 0, nil, nil, fmt.Errorf("more than %s rows", thousands(maxSheetRows))
+				return 0, nil, nil, fmt.Errorf("more than %s rows", Thousands(maxSheetRows))
 			}
 			if s.sc.empty {
 				return num, nil, nil, nil
@@ -248,10 +248,10 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 				if r, ok := s.sc.attr("r"); ok {
 					c, _, ok := cellRef(r)
 					if !ok {
-						return nil, nil, fmt.Errorf("bad cell reference %q", clip(string(r), 20))
+						return nil, nil, fmt.Errorf("bad cell reference %q", Clip(string(r), 20))
 					}
 					if c-1 <= prev { // a sheet lists a row's cells left to right, once each
-						return nil, nil, fmt.Errorf("cell %s comes after column %s", clip(string(r), 20), ColumnName(prev))
+						return nil, nil, fmt.Errorf("cell %s comes after column %s", Clip(string(r), 20), ColumnName(prev))
 					}
 					col = c - 1
 				}
@@ -329,7 +329,7 @@ func (s *xlsxSource) value(shared bool) (string, bool, error) {
 	raw := bytes.TrimSpace(s.text.b)
 	i, err := strconv.Atoi(string(raw))
 	if err != nil || s.text.cut {
-		return "", false, fmt.Errorf("bad shared string index %q", clip(string(raw), 20))
+		return "", false, fmt.Errorf("bad shared string index %q", Clip(string(raw), 20))
 	}
 	if s.sst == nil {
 		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
@@ -399,18 +399,7 @@ func cellRef(b []byte) (col, row int, ok bool) {
 func tooManyColumns(row int, lim Limits) *Error {
 	return problem(TooManyColumns,
 		"row %d has a value beyond column %s; a sheet has at most %s columns, so the file is damaged or was not made by a spreadsheet program",
-		row, ColumnName(lim.MaxColumns-1), thousands(int64(lim.MaxColumns)))
-}
-
-// clip shortens s for a message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+		row, ColumnName(lim.MaxColumns-1), Thousands(int64(lim.MaxColumns)))
 }
 
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
@@ -472,7 +461,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 			if errors.Is(sc.err, errSpan) {
 				return fail(problem(RowTooLarge,
 					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-					sst.count, sizeWords(lim.MaxRowBytes), thousands(int64(lim.MaxCellChars))))
+					sst.count, sizeWords(lim.MaxRowBytes), Thousands(int64(lim.MaxCellChars))))
 			}
 			return fail(sc.err)
 		case tokText:
@@ -524,7 +513,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 // escapes decoded, remembered as cut when it was.
 func (s *sharedStrings) addXML(text *textBuf, lim Limits, tmpDir string) error {
 	if s.count >= lim.MaxSharedStrings {
-		return problem(DamagedFile, "the workbook's shared string table has more than %s entries", thousands(int64(lim.MaxSharedStrings)))
+		return problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
 	}
 	if err := checkText(text.b); err != nil {
 		return fmt.Errorf("shared string %d: %w", s.count, err)

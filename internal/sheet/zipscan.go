@@ -180,5 +180,5 @@ func isNameByte(c byte) bool {
 func rowTooLarge(rows int, lim Limits) *Error {
 	return problem(RowTooLarge,
 		"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-		rows, sizeWords(lim.MaxRowBytes), thousands(int64(lim.MaxCellChars)))
+		rows, sizeWords(lim.MaxRowBytes), Thousands(int64(lim.MaxCellChars)))
 }

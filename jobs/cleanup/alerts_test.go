@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -34,12 +33,8 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	tk := f.task(`{}`)
-	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.st.EndGaveUp(ctx, c.Lease, "retries_exhausted", "the export kept failing"); err != nil {
+	tk, lease := f.running("w")
+	if _, err := f.st.EndGaveUp(ctx, lease, "retries_exhausted", "the export kept failing"); err != nil {
 		t.Fatal(err)
 	}
 	alerts := &failureAlerts{}

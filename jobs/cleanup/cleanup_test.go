@@ -17,6 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -44,24 +45,17 @@ func newFixture(t *testing.T, batch int) *fixture {
 // newFixtureOn is newFixture on the given store, with ttl as the upload and temp TTLs.
 func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration) *fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
-	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), sc, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := asynq.NewClientFromRedisClient(rd.Client)
-	insp := asynq.NewInspectorFromRedisClient(rd.Client)
-	st := store.New(pg.DB)
+	w := jobstest.New(t, sc)
+	client := asynq.NewClientFromRedisClient(w.Redis)
+	insp := asynq.NewInspectorFromRedisClient(w.Redis)
 	sched, _ := cleanup.ParseSpec("* * * * *")
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	enq := jobs.NewEnqueuer(client, insp, nil)
 	seen := &reports{}
-	c := cleanup.New(cfg, "test", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, Observer: seen, Logger: logger})
-	return &fixture{t: t, st: st, pg: pg, files: fs, root: root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
+	c := cleanup.New(cfg, "test", cleanup.Deps{Store: w.Store, Enqueuer: enq, Files: w.Files, Observer: seen, Logger: logger})
+	return &fixture{t: t, st: w.Store, pg: w.PG, files: w.Files, root: w.Root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
 }
 
 func (f *fixture) task(params string) *store.Task {
@@ -115,19 +109,26 @@ func (f *fixture) file(rel string, age time.Duration) string {
 	return p
 }
 
-// succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
-func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
+// running makes a RUNNING task whose first attempt worker claimed, and returns the
+// attempt's lease.
+func (f *fixture) running(worker string) (*store.Task, store.Lease) {
 	f.t.Helper()
-	ctx := context.Background()
 	tk := f.task(`{}`)
-	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
+	c, err := f.st.ClaimTask(context.Background(), tk.ID, worker, time.Minute)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return tk, c.Lease
+}
+
+// succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
+func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
+	f.t.Helper()
+	tk, lease := f.running("w")
 	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
-	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+	if _, err := f.st.EndFinished(context.Background(), lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -145,13 +146,9 @@ func (f *fixture) cleanerWith(cfg cleanup.Config, d cleanup.Deps) *cleanup.Clean
 // 2 runs now, attempt 1 is dead.
 func (f *fixture) takenOver() *store.Task {
 	f.t.Helper()
-	ctx := context.Background()
-	tk := f.task(`{}`)
-	if _, err := f.st.ClaimTask(ctx, tk.ID, "killed", time.Minute); err != nil {
-		f.t.Fatal(err)
-	}
+	tk, _ := f.running("killed")
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
-	if _, err := f.st.ClaimTask(ctx, tk.ID, "w2", time.Minute); err != nil {
+	if _, err := f.st.ClaimTask(context.Background(), tk.ID, "w2", time.Minute); err != nil {
 		f.t.Fatal(err)
 	}
 	return tk

@@ -8,13 +8,6 @@ func (c *Cleaner) expiredResults(ctx context.Context) (int, error) {
 	if err != nil || len(tasks) == 0 {
 		return 0, err
 	}
-	ids := make([]int64, 0, len(tasks))
-	for i := range tasks {
-		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
-			c.logger.Warn("could not delete an expired result file", "task_no", tasks[i].TaskNo, "err", err)
-			continue
-		}
-		ids = append(ids, tasks[i].ID)
-	}
+	ids := c.removeFilesOf(ctx, tasks, "could not delete an expired result file")
 	return len(ids), c.store.ForgetResultFiles(ctx, ids)
 }

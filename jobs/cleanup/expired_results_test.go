@@ -42,15 +42,11 @@ func TestRoundExpiresImportErrorReports(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	tk := f.task(`{}`)
-	c, err := f.st.ClaimTask(ctx, tk.ID, "w", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk, lease := f.running("w")
 	rel := storage.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(-time.Second)
-	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
+	if _, err := f.st.EndFinished(ctx, lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"error_report":"` + rel + `","summary":{"total":3,"success":2,"failed":1}}`)}); err != nil {
 		t.Fatal(err)
 	}

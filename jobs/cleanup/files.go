@@ -51,6 +51,21 @@ func (c *Cleaner) sweep(ctx context.Context, prefix string, ttl time.Duration, k
 	return n, nil
 }
 
+// removeFilesOf deletes the result files of tasks and returns the ids of the tasks whose
+// files are gone. A task whose files could not all be deleted is logged with warning and
+// left for a later round.
+func (c *Cleaner) removeFilesOf(ctx context.Context, tasks []store.Task, warning string) []int64 {
+	ids := make([]int64, 0, len(tasks))
+	for i := range tasks {
+		if err := c.removeResultFiles(ctx, &tasks[i]); err != nil {
+			c.logger.Warn(warning, "task_no", tasks[i].TaskNo, "err", err)
+			continue
+		}
+		ids = append(ids, tasks[i].ID)
+	}
+	return ids
+}
+
 // removeResultFiles deletes the files a task's result points to.
 func (c *Cleaner) removeResultFiles(ctx context.Context, t *store.Task) error {
 	for _, rel := range jobs.ResultFiles(t) {

@@ -3,15 +3,10 @@ package cleanup_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // Multipart uploads a killed process left behind are aborted once initiated longer than
@@ -19,17 +14,10 @@ import (
 // most a batch per round; an upload under any other prefix is not the service's and stays.
 func TestRoundAbortsIncompleteUploadsInTheServiceAreasInBatches(t *testing.T) {
 	t.Parallel()
-	gw := testenv.NewS3(t)
-	sc := storage.Config{Backend: storage.BackendS3, Endpoint: gw.Endpoint, Bucket: "aborts", Region: gw.Region,
-		AccessKey: gw.AccessKey, SecretKey: gw.SecretKey, PathStyle: true, CreateBucket: true}
+	sc, core := s3Bucket(t, "aborts")
 	const ttl = time.Second
 	f := newFixtureOn(t, 2, sc, ttl)
 	ctx := context.Background()
-	core, err := minio.NewCore(gw.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(gw.AccessKey, gw.SecretKey, ""),
-		Region: gw.Region, BucketLookup: minio.BucketLookupPath})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// pending lists the incomplete uploads' keys, sorted, and when the latest was initiated.
 	pending := func() ([]string, time.Time) {
 		t.Helper()
@@ -50,15 +38,8 @@ func TestRoundAbortsIncompleteUploadsInTheServiceAreasInBatches(t *testing.T) {
 	}
 	keys := []string{storage.Incoming + "/killed.xlsx", storage.ResultKey("tsk_K", 1, "", ".xlsx"),
 		storage.Uploads + "/killed.xlsx", "elsewhere/killed.xlsx"}
-	part := strings.Repeat("x", storage.MinPartSize)
 	for _, key := range keys {
-		id, err := core.NewMultipartUpload(ctx, sc.Bucket, key, minio.PutObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := core.PutObjectPart(ctx, sc.Bucket, key, id, 1, strings.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		leaveIncompleteUpload(t, core, sc.Bucket, key)
 	}
 	started, latest := pending()
 	if len(started) != len(keys) {

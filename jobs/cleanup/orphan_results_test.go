@@ -22,19 +22,9 @@ func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
 	recorded, recordedPath := f.succeeded(24 * time.Hour)
 	os.Chtimes(recordedPath, time.Now().Add(-old), time.Now().Add(-old)) //nolint:errcheck
 
-	moved := f.task(`{}`) // attempt 1 wrote its file and died; attempt 2 runs now
-	if _, err := f.st.ClaimTask(ctx, moved.ID, "killed", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	moved := f.takenOver() // attempt 1 wrote its file and died; attempt 2 runs now
 	dead := f.file(storage.Results+"/"+moved.TaskNo+"-a1.xlsx", old)
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
-	if _, err := f.st.ClaimTask(ctx, moved.ID, "w2", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	running := f.task(`{}`) // its attempt has written the file and is about to record it
-	if _, err := f.st.ClaimTask(ctx, running.ID, "w", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	running, _ := f.running("w") // its attempt has written the file and is about to record it
 	live := f.file(storage.Results+"/"+running.TaskNo+"-a1-errors.xlsx", old)
 	foreign := f.file(storage.Results+"/README.txt", old)
 

@@ -14,17 +14,11 @@ func TestRoundTimesOutStaleRunsAndDeletesTheirPartialFiles(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	dead := f.task(`{}`)
-	if _, err := f.st.ClaimTask(ctx, dead.ID, "gone", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	dead, _ := f.running("gone")
 	partial := f.file(storage.ScratchDir+"/"+dead.TaskNo+"-123.xlsx", time.Minute)
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '11 minutes' WHERE id = ?", dead.ID)
 
-	slow := f.task(`{}`) // silent, but within its timeout: left to a takeover
-	if _, err := f.st.ClaimTask(ctx, slow.ID, "slow", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	slow, _ := f.running("slow") // silent, but within its timeout: left to a takeover
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '5 minutes', enqueued_at = now() - interval '1 hour' WHERE id = ?", slow.ID)
 
 	rep := f.cleaner.Round(ctx)

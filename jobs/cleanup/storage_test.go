@@ -26,9 +26,7 @@ import (
 // backdate an object, so the TTLs are a second and the test waits past them.
 func TestRoundCleansAnS3Bucket(t *testing.T) {
 	t.Parallel()
-	gw := testenv.NewS3(t)
-	sc := storage.Config{Backend: storage.BackendS3, Endpoint: gw.Endpoint, Bucket: "cleanup", Region: gw.Region,
-		AccessKey: gw.AccessKey, SecretKey: gw.SecretKey, PathStyle: true, CreateBucket: true}
+	sc, core := s3Bucket(t, "cleanup")
 	f := newFixtureOn(t, 100, sc, time.Second)
 	ctx := context.Background()
 	put := func(key string) {
@@ -47,15 +45,11 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	}
 
 	// An export whose result has expired.
-	expired := f.task(`{}`)
-	c, err := f.st.ClaimTask(ctx, expired.ID, "w", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	expired, lease := f.running("w")
 	expiredKey := storage.ResultKey(expired.TaskNo, 1, "", ".xlsx")
 	put(expiredKey)
 	past := time.Now().Add(-time.Minute)
-	if _, err := f.st.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
+	if _, err := f.st.EndFinished(ctx, lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
 		Result: json.RawMessage(`{"file":"` + expiredKey + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,34 +59,15 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	f.task(`{"upload":"uploads/needed.xlsx"}`)
 	put(storage.Incoming + "/abandoned.xlsx")
 	// Results: a dead attempt's (the task moved on), a running attempt's, a foreign object.
-	moved := f.task(`{}`)
-	if _, err := f.st.ClaimTask(ctx, moved.ID, "killed", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	moved := f.takenOver()
 	deadKey := storage.ResultKey(moved.TaskNo, 1, "", ".xlsx")
 	put(deadKey)
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", moved.ID)
-	if _, err := f.st.ClaimTask(ctx, moved.ID, "w2", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	liveKey := storage.ResultKey(moved.TaskNo, 2, "-errors", ".xlsx")
 	put(liveKey)
 	put(storage.Results + "/README.txt")
 	// A worker killed while it committed a large result: a multipart upload never completed.
-	core, err := minio.NewCore(gw.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(gw.AccessKey, gw.SecretKey, ""),
-		Region: gw.Region, BucketLookup: minio.BucketLookupPath})
-	if err != nil {
-		t.Fatal(err)
-	}
 	killedKey := storage.ResultKey(moved.TaskNo, 1, "-errors", ".xlsx")
-	id, err := core.NewMultipartUpload(ctx, sc.Bucket, killedKey, minio.PutObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	part := strings.Repeat("x", storage.MinPartSize)
-	if _, err := core.PutObjectPart(ctx, sc.Bucket, killedKey, id, 1, strings.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	leaveIncompleteUpload(t, core, sc.Bucket, killedKey)
 	// Scratch on this node: attempt 1 of the moved task is dead, attempt 2 runs.
 	var scratch []string
 	for _, attempt := range []int{1, 2} {
@@ -128,5 +103,34 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	}
 	if _, err := os.Stat(scratch[1]); err != nil {
 		t.Errorf("the running attempt's scratch entry was deleted: %v", err)
+	}
+}
+
+// s3Bucket starts a private S3 gateway for the test. It returns a store config for bucket on
+// it, and a client of the gateway's own for what the store does not expose: multipart uploads.
+func s3Bucket(t *testing.T, bucket string) (storage.Config, *minio.Core) {
+	t.Helper()
+	gw := testenv.NewS3(t)
+	core, err := minio.NewCore(gw.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(gw.AccessKey, gw.SecretKey, ""),
+		Region: gw.Region, BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storage.Config{Backend: storage.BackendS3, Endpoint: gw.Endpoint, Bucket: bucket, Region: gw.Region,
+		AccessKey: gw.AccessKey, SecretKey: gw.SecretKey, PathStyle: true, CreateBucket: true}, core
+}
+
+// leaveIncompleteUpload starts a multipart upload of key and sends its first part, as a
+// worker killed while it committed a large file leaves it.
+func leaveIncompleteUpload(t *testing.T, core *minio.Core, bucket, key string) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := core.NewMultipartUpload(ctx, bucket, key, minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := strings.Repeat("x", storage.MinPartSize)
+	if _, err := core.PutObjectPart(ctx, bucket, key, id, 1, strings.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package cleanup_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -16,10 +15,7 @@ func TestSilentRunningTaskIsRedeliveredByHeartbeatNotBySubmitTime(t *testing.T) 
 	t.Parallel()
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	task := f.task(`{}`)
-	if _, err := f.st.ClaimTask(ctx, task.ID, "killed", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	task, _ := f.running("killed")
 	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)
 	if rep := f.cleaner.Round(ctx); rep.Takeovers != 1 {
 		t.Fatalf("report = %+v, want the silent task re-delivered (heartbeat 40s old, takeover after 30s)", rep)

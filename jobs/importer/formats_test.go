@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -42,15 +42,6 @@ func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jo
 type jobs2Sub struct {
 	key    string
 	params json.RawMessage
-}
-
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../testdata/imports", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // outcome is what an import did: counts and each rejected row's fields and message.
@@ -84,7 +75,7 @@ func TestLegacyFilesImportLikeTheirModernTwins(t *testing.T) {
 		t.Run(c.legacy, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, Config{BatchSize: 4})
-			modern, _, err := w.submitAs(c.modern, fixture(t, c.modern), Submit{})
+			modern, _, err := w.submitAs(c.modern, sheettest.Fixture(t, c.modern), Submit{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +84,7 @@ func TestLegacyFilesImportLikeTheirModernTwins(t *testing.T) {
 				t.Fatalf("%s: %+v", c.modern, want)
 			}
 			w.pg.DB.ExecContext(context.Background(), "DELETE FROM customers") //nolint:errcheck
-			legacy, sub, err := w.submitAs(c.legacy, fixture(t, c.legacy), Submit{})
+			legacy, sub, err := w.submitAs(c.legacy, sheettest.Fixture(t, c.legacy), Submit{})
 			if err != nil {
 				t.Fatal(err)
 			}

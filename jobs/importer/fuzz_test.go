@@ -3,25 +3,22 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 )
 
 // FuzzRowRules runs the header mapping and row checks on arbitrary cells.
 func FuzzRowRules(f *testing.F) {
-	b, err := os.ReadFile("../../testdata/imports/messy.json")
-	if err != nil {
-		f.Fatal(err)
-	}
 	var spec struct {
 		Header []string
 		Rows   []struct{ Cells []any }
 	}
-	if err := json.Unmarshal(b, &spec); err != nil {
+	if err := json.Unmarshal(sheettest.Fixture(f, "messy.json"), &spec); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(strings.Join(spec.Header, "\x1f"), "")

@@ -7,15 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/uptrace/bun"
 	"github.com/xuri/excelize/v2"
 
@@ -23,14 +20,16 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// world runs the importer under the real runtime against a Postgres schema and a Redis
-// database of its own, one delivery at a time (no asynq server): the test drives each
-// attempt with ProcessTask and steps in between batches with Importer.afterCommit.
+// world runs the importer under the real runtime (jobstest) against a Postgres schema and a
+// Redis database of its own, one delivery at a time: the test drives each attempt with
+// deliver and steps in between batches with Importer.afterCommit.
 type world struct {
 	t    *testing.T
+	jw   *jobstest.World
 	pg   *testenv.Postgres
 	st   *store.Store
 	fs   storage.Store
@@ -47,25 +46,12 @@ func newWorld(t *testing.T, cfg Config) *world {
 // newWorldOn is newWorld with the uploads and reports kept in the given store.
 func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
-	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), sc, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pg.DB)
-	client := asynq.NewClientFromRedisClient(rd.Client)
-	insp := asynq.NewInspectorFromRedisClient(rd.Client)
-	rt := jobs.NewRuntime(jobs.RuntimeConfig{WorkerID: "test", HeartbeatInterval: time.Hour, TakeoverAfter: time.Hour,
-		ProgressInterval: time.Millisecond, Types: map[string]jobs.TypePolicy{Type: {MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute}}},
-		jobs.RuntimeDeps{Store: st, Enqueuer: jobs.NewEnqueuer(client, insp, nil), Board: jobs.NewProgressBoard(rd.Client), Files: fs,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	jw := jobstest.New(t, sc)
 	cfg.BatchSize = max(cfg.BatchSize, 1)
 	cfg.ReportTTL = time.Hour
-	im := New(st, fs, cfg)
-	rt.Register(im)
-	return &world{t: t, pg: pg, st: st, fs: fs, root: root, rt: rt, im: im}
+	im := New(jw.Store, jw.Files, cfg)
+	rt := jw.Runtime(im, jobs.TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute})
+	return &world{t: t, jw: jw, pg: jw.PG, st: jw.Store, fs: jw.Files, root: jw.Root, rt: rt, im: im}
 }
 
 // submit stores the file as an upload and creates its task, as the API would (params from
@@ -99,13 +85,7 @@ func (w *world) abs(key string) string { return filepath.Join(w.root, filepath.F
 // deliver runs one attempt of the task, as an asynq delivery would, and returns the row after.
 func (w *world) deliver(task *store.Task) *store.Task {
 	w.t.Helper()
-	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
-	w.rt.ProcessTask(context.Background(), asynq.NewTask(Type, payload)) //nolint:errcheck // the row says how it ended
-	after, err := w.st.GetByID(context.Background(), task.ID)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return after
+	return w.jw.Deliver(w.rt, task)
 }
 
 func (w *world) count(q string, args ...any) int {

@@ -271,7 +271,7 @@ type errRowLimit struct {
 
 func (e *errRowLimit) Error() string {
 	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
-		thousands(int64(e.lastRow)), thousands(int64(e.limit)))
+		sheet.Thousands(int64(e.lastRow)), sheet.Thousands(int64(e.limit)))
 }
 
 func isRowLimit(err error) bool {
@@ -297,7 +297,7 @@ func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
 		if n > searchRows {
 			break
 		}
-		if blank(cells) {
+		if sheet.Blank(cells) {
 			continue
 		}
 		cols, known, err := mapHeader(cells)
@@ -343,7 +343,7 @@ func (im *Importer) read(ctx context.Context, src *sheet.Reader, cols *columns, 
 			continue // committed by an earlier attempt
 		}
 		long := src.Long()
-		if len(long) == 0 && blank(cells) {
+		if len(long) == 0 && sheet.Blank(cells) {
 			b.last = n
 			continue
 		}

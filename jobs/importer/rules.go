@@ -171,7 +171,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerR
 		for f, i := range c {
 			if i == col && col < len(row) {
 				over[f] = true
-				bad(field(f), tooLong(field(f), thousands(int64(utf8.RuneCountInString(row[col])))))
+				bad(field(f), tooLong(field(f), sheet.Thousands(int64(utf8.RuneCountInString(row[col])))))
 			}
 		}
 	}
@@ -245,16 +245,6 @@ func (c *columns) text(row []string, f field, limit int, bad func(field, string)
 	return v
 }
 
-// blank reports whether every cell of a row is empty after trimming.
-func blank(row []string) bool {
-	for _, c := range row {
-		if strings.TrimSpace(c) != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // normalizePhone accepts a mainland mobile number written as digits (spaces and dashes and
 // a +86 prefix allowed), or as the number a numeric cell holds (13800138000, 1.3800138E10).
 func normalizePhone(raw string) (string, string) {
@@ -271,7 +261,7 @@ func normalizePhone(raw string) (string, string) {
 		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
 		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
 			// Excel shows long numbers rounded to six digits: the rest is lost.
-			return "", msgRounded.text(clip(raw, 40))
+			return "", msgRounded.text(sheet.Clip(raw, 40))
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v != float64(int64(v)) {

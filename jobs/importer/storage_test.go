@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
@@ -48,7 +49,7 @@ func TestImportsReadTheStoredUpload(t *testing.T) {
 			w := newWorldOn(t, Config{BatchSize: 4}, sc)
 			for _, name := range []string{"messy-libreoffice.xlsx", "messy-gbk.csv", "messy-libreoffice.xls"} {
 				w.pg.DB.ExecContext(context.Background(), "DELETE FROM customers") //nolint:errcheck
-				task, _, err := w.submitAs(name, fixture(t, name), Submit{})
+				task, _, err := w.submitAs(name, sheettest.Fixture(t, name), Submit{})
 				if err != nil {
 					t.Fatalf("%s: submit: %v", name, err)
 				}
@@ -139,7 +140,7 @@ func (o flakyObject) Read([]byte) (int, error) { return 0, errStoreDown }
 func TestStoreFailureMidReadIsRetried(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, Config{BatchSize: 4})
-	task, _, err := w.submitAs("messy-libreoffice.xlsx", fixture(t, "messy-libreoffice.xlsx"), Submit{})
+	task, _, err := w.submitAs("messy-libreoffice.xlsx", sheettest.Fixture(t, "messy-libreoffice.xlsx"), Submit{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,19 +19,19 @@ import (
 	"github.com/taskcenter/taskcenter/client"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
+	"github.com/taskcenter/taskcenter/jobs/webhook/webhooktest"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 const secret = "whsec_test_secret_0123456789"
 
-// receiver is a webhook endpoint that can go down and come back on the same address.
+// receiver is a webhook endpoint that can go down (Stop) and come back on the same address
+// (Start).
 type receiver struct {
-	t       *testing.T
-	addr    string
+	*webhooktest.Endpoint
 	handler http.HandlerFunc
 
 	mu       sync.Mutex
-	srv      *http.Server
 	received map[string]int // event id → deliveries
 	bad      int            // deliveries with a bad signature
 	bodies   map[string]client.WebhookEvent
@@ -39,7 +39,7 @@ type receiver struct {
 
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
-	r := &receiver{t: t, received: map[string]int{}, bodies: map[string]client.WebhookEvent{}}
+	r := &receiver{received: map[string]int{}, bodies: map[string]client.WebhookEvent{}}
 	r.handler = func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		ev, err := client.ParseWebhook(secret, req, body, 5*time.Minute)
@@ -54,44 +54,11 @@ func newReceiver(t *testing.T) *receiver {
 		r.bodies[ev.ID] = *ev
 		w.WriteHeader(http.StatusNoContent)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.addr = ln.Addr().String()
-	r.serve(ln)
-	t.Cleanup(r.stop)
+	r.Endpoint = webhooktest.NewEndpoint(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.handler(w, req) }))
 	return r
 }
 
-func (r *receiver) url() string { return "http://" + r.addr + "/hook" }
-
-func (r *receiver) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.handler(w, req) })}
-	r.mu.Lock()
-	r.srv = srv
-	r.mu.Unlock()
-	go srv.Serve(ln) //nolint:errcheck // closed by stop
-}
-
-func (r *receiver) stop() {
-	r.mu.Lock()
-	srv := r.srv
-	r.srv = nil
-	r.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
-
-func (r *receiver) start() {
-	r.t.Helper()
-	ln, err := net.Listen("tcp", r.addr)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.serve(ln)
-}
+func (r *receiver) url() string { return r.URL("/hook") }
 
 func (r *receiver) snapshot() (map[string]int, int) {
 	r.mu.Lock()
@@ -189,7 +156,7 @@ func TestReceiverDownForTenSecondsGetsEveryEventOnceBack(t *testing.T) {
 	f.subscribe("alice", rcv.url(), webhook.TerminalEvents...)
 	f.dispatcher(webhook.Config{}, []string{"127.0.0.1"}, nil)
 
-	rcv.stop()
+	rcv.Stop()
 	down := time.Now()
 	var want []string
 	for range 20 {
@@ -205,7 +172,7 @@ func TestReceiverDownForTenSecondsGetsEveryEventOnceBack(t *testing.T) {
 		return n >= 20
 	})
 	time.Sleep(time.Until(down.Add(10 * time.Second)))
-	rcv.start()
+	rcv.Start()
 
 	rows, err := f.pg.DB.QueryContext(ctx, `SELECT id FROM task_events WHERE event = 'task.succeeded' ORDER BY id`)
 	if err != nil {
@@ -359,7 +326,7 @@ func TestAddressIsCheckedAtDialTime(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	target := newReceiver(t)
-	_, port, _ := net.SplitHostPort(target.addr)
+	_, port, _ := net.SplitHostPort(target.Addr())
 	// Written straight to the store: the API's subscription check would refuse it.
 	sub := f.subscribe("alice", "http://localhost:"+port+"/hook", webhook.TerminalEvents...)
 	f.dispatcher(webhook.Config{}, []string{"localhost"}, nil)

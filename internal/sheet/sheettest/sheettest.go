@@ -1,0 +1,39 @@
+// Package sheettest gives the readers', the importer's and the end-to-end tests their
+// spreadsheets: the files kept under testdata/imports (written by spreadsheet programs and
+// libraries, and hostile ones), and workbooks built by hand, byte by byte, to break a bound
+// (Zip).
+package sheettest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Fixture is the content of the file name in testdata/imports.
+func Fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// dir is testdata/imports at the root of the module, found from the test's working
+// directory (its package's directory) up.
+func dir(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "testdata", "imports")
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s", wd)
+		}
+	}
+}
