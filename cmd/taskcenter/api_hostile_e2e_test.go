@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
-// Issue 9 item 1: an expired export answers 410 before cleanup deletes the file and after.
+// An expired export answers 410 before cleanup deletes the file and after.
 func TestExpiredExportAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, map[string]string{
@@ -210,7 +210,7 @@ func trickle(t *testing.T, base, path, token string, every time.Duration, deadli
 	return out
 }
 
-// Issue 10 item 6 with the default limits: uploads trickling a few bytes a second are cut
+// With the default limits, uploads trickling a few bytes a second are cut
 // off, and a user holds at most four at once.
 func TestSlowUploadsAreCutOffWithDefaultLimits(t *testing.T) {
 	t.Parallel()

@@ -36,7 +36,7 @@ func consoleDo(t *testing.T, base, method, path string, cookie *http.Cookie, tok
 	return res, string(b)
 }
 
-// Issue 10 item 7, across two API replicas sharing Redis: a login works on both, a logout
+// Across two API replicas sharing Redis: a login works on both, a logout
 // on one ends the session on both; failed logins are throttled.
 func TestConsoleSessionsAcrossReplicas(t *testing.T) {
 	t.Parallel()

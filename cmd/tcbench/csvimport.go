@@ -13,7 +13,7 @@ import (
 
 // benchCSVEncodings: the same N customers as a UTF-8 CSV and as a GBK CSV (what Excel on a
 // Chinese Windows saves), each imported end to end (upload → SUCCESS), twice in alternating
-// order; the best of each is compared. Issue 16's target: GBK within 1.2× of
+// order; the best of each is compared. The target: GBK within 1.2× of
 // UTF-8. The GBK file goes through `encoding=auto`: the strict GB18030 check of the whole
 // file at submit and the streaming transcoder while it imports.
 func benchCSVEncodings(rows int) func(ctx context.Context, b *bench) (Figure, error) {
