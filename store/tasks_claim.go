@@ -223,7 +223,24 @@ func (s *Attempts) claimTasks(ctx context.Context, q querier, ids []int64, worke
 		PrevStatus Status `bun:"prev_status"` // the status the claim left
 		Trigger    string `bun:"trigger"`     // how this attempt came about, or "ended"
 	}
-	if err := all(ctx, s.db, q, &rows, sqlClaim, ids, worker, takeoverAfter.Seconds()); err != nil {
+	// The rows are locked by a statement of their own before the claim: a statement that
+	// waits for a row lock re-reads that row when it gets it, but its other parts keep the
+	// snapshot of its start, so a claim that queued behind a concurrent claim would decide a
+	// takeover on the new row yet miss the run row that claim inserted, leaving two attempts
+	// open. After the lock, the claim's snapshot holds everything committed before it.
+	claim := func(q querier) error {
+		if _, err := exec(ctx, q, `SELECT id FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids); err != nil {
+			return err
+		}
+		return all(ctx, s.db, q, &rows, sqlClaim, ids, worker, takeoverAfter.Seconds())
+	}
+	var err error
+	if tx, ok := q.(*sql.Tx); ok {
+		err = claim(tx)
+	} else {
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return claim(tx.Tx) })
+	}
+	if err != nil {
 		return nil, fmt.Errorf("claim tasks %v: %w", ids, err)
 	}
 	out := make(map[int64]ClaimResult, len(ids))
