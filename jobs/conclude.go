@@ -19,8 +19,6 @@ import (
 // write must not be dropped. The SQL of every way out of RUNNING lets a requested cancel win
 // (see store), so each branch looks at the status the write actually left.
 func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, res Result, runErr, cause error) error {
-	l := run.Lease
-	log := run.Logger
 	var (
 		bad     *BadInputError
 		stalled *stalledError
@@ -33,98 +31,108 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 	}
 	switch {
 	case errors.Is(cause, store.ErrFenced) || errors.Is(runErr, store.ErrFenced):
-		log.Warn("attempt was superseded; its work is discarded", "err", runErr)
+		run.Logger.Warn("attempt was superseded; its work is discarded", "err", runErr)
 		rt.discard(res)
 		return nil
-
 	case runErr == nil:
 		data, err := json.Marshal(res.Data)
-		if err != nil {
-			runErr = fmt.Errorf("encode result: %w", err)
-			break
+		if err == nil {
+			return rt.endFinished(ctx, run, res, data)
 		}
-		status := cmpStatus(res.Status, store.StatusSuccess)
-		if run.cancelRequested.Load() {
-			run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
-		}
-		outcome := store.Outcome{Status: status, ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage, Counts: res.Counts,
-			Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
-		ending := store.FinishedEnding(l, outcome)
-		task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
-			if rt.complete != nil {
-				return rt.complete.End(ctx, ending)
-			}
-			return rt.store.EndFinished(ctx, l, outcome)
-		})
-		if err != nil {
-			log.Error("could not record success; the result is discarded", "err", err)
-			rt.discard(res)
-			return nil
-		}
-		rt.finished(ctx, run, task)
-		return nil
-
+		runErr = fmt.Errorf("encode result: %w", err) // a transient fault, below
 	case errors.Is(runErr, ErrCancelRequested):
-		task, err := rt.persist(ctx, l, []store.Status{store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.EndCancelled(ctx, l)
-		})
-		if err != nil {
-			log.Error("could not record cancellation", "err", err)
-			return nil
-		}
-		rt.finished(ctx, run, task)
+		rt.endWith(ctx, run, "could not record cancellation", []store.Status{store.StatusCancelled},
+			func(ctx context.Context) (*store.Task, error) { return rt.store.EndCancelled(ctx, run.Lease) })
 		return nil
-
 	case errors.As(cause, &stalled), errors.Is(cause, errMaxRuntime):
 		msg := fmt.Sprintf("the attempt ran longer than the %s limit for %s", policy.MaxRuntime, run.Task.Type)
 		if stalled != nil {
 			msg = stalled.Error()
 		}
-		task, err := rt.persist(ctx, l, []store.Status{store.StatusTimeout, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.EndTimedOut(ctx, l, msg)
-		})
-		if err != nil {
-			log.Error("could not record timeout", "err", err)
-			return nil
-		}
-		rt.finished(ctx, run, task)
+		rt.endWith(ctx, run, "could not record timeout", []store.Status{store.StatusTimeout, store.StatusCancelled},
+			func(ctx context.Context) (*store.Task, error) { return rt.store.EndTimedOut(ctx, run.Lease, msg) })
 		return nil
-
 	case errors.Is(runErr, ErrDraining), cause != nil:
-		// Shutdown, or asynq withdrew the job (lease lost while Redis was unreachable):
-		// hand the task back without spending a retry; the next attempt resumes.
-		reason := "worker shutting down"
-		if !errors.Is(runErr, ErrDraining) {
-			reason = "worker lost its queue lease"
-		}
-		task, err := rt.persist(ctx, l, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.EndInterrupted(ctx, l, reason)
-		})
-		if err != nil {
-			log.Error("could not hand the task back; it will be taken over after the heartbeat window", "err", err)
-			return nil
-		}
-		if task.Status == store.StatusCancelled {
-			rt.finished(ctx, run, task)
-			return nil
-		}
-		log.Info("attempt interrupted; task handed back to resume", "reason", reason)
-		rt.enqueue(ctx, task, log)
-		return nil
-
+		return rt.endInterrupted(ctx, run, errors.Is(runErr, ErrDraining))
 	case bad != nil:
-		task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-			return rt.store.EndFailed(ctx, l, bad.Code, bad.Message)
-		})
-		if err != nil {
-			log.Error("could not record failure", "err", err)
+		if !rt.endWith(ctx, run, "could not record failure", []store.Status{store.StatusFailed, store.StatusCancelled},
+			func(ctx context.Context) (*store.Task, error) {
+				return rt.store.EndFailed(ctx, run.Lease, bad.Code, bad.Message)
+			}) {
 			return nil
 		}
-		rt.finished(ctx, run, task)
 		return fmt.Errorf("%s: %w", bad.Message, asynq.SkipRetry)
 	}
+	return rt.endTransient(ctx, run, policy, runErr)
+}
 
-	// A transient fault. Retry with back-off while the budget lasts; then fail and alert once.
+// endWith records an ending the attempt decided (persist) and announces it, reporting
+// whether it was recorded; when not, it logs what it could not record (the task is taken
+// over after the heartbeat window).
+func (rt *Runtime) endWith(ctx context.Context, run *Run, failed string, want []store.Status,
+	end func(context.Context) (*store.Task, error)) bool {
+	task, err := rt.persist(ctx, run.Lease, want, end)
+	if err != nil {
+		run.Logger.Error(failed, "err", err)
+		return false
+	}
+	rt.finished(ctx, run, task)
+	return true
+}
+
+// endFinished records the work's outcome (SUCCESS, PARTIAL_SUCCESS, or FAILED when every
+// row was rejected); a cancel that came after the work was done does not change it.
+func (rt *Runtime) endFinished(ctx context.Context, run *Run, res Result, data json.RawMessage) error {
+	l := run.Lease
+	status := cmpStatus(res.Status, store.StatusSuccess)
+	if run.cancelRequested.Load() {
+		run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
+	}
+	outcome := store.Outcome{Status: status, ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage, Counts: res.Counts,
+		Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
+	ending := store.FinishedEnding(l, outcome)
+	task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
+		if rt.complete != nil {
+			return rt.complete.End(ctx, ending)
+		}
+		return rt.store.EndFinished(ctx, l, outcome)
+	})
+	if err != nil {
+		run.Logger.Error("could not record success; the result is discarded", "err", err)
+		rt.discard(res)
+		return nil
+	}
+	rt.finished(ctx, run, task)
+	return nil
+}
+
+// endInterrupted hands the task back without spending a retry (shutdown, or asynq withdrew
+// the job: the lease was lost while Redis was unreachable); the next attempt resumes.
+func (rt *Runtime) endInterrupted(ctx context.Context, run *Run, draining bool) error {
+	reason := "worker shutting down"
+	if !draining {
+		reason = "worker lost its queue lease"
+	}
+	task, err := rt.persist(ctx, run.Lease, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
+		return rt.store.EndInterrupted(ctx, run.Lease, reason)
+	})
+	if err != nil {
+		run.Logger.Error("could not hand the task back; it will be taken over after the heartbeat window", "err", err)
+		return nil
+	}
+	if task.Status == store.StatusCancelled {
+		rt.finished(ctx, run, task)
+		return nil
+	}
+	run.Logger.Info("attempt interrupted; task handed back to resume", "reason", reason)
+	rt.enqueue(ctx, task, run.Logger)
+	return nil
+}
+
+// endTransient ends an attempt that met a transient fault: retry with back-off while the
+// budget lasts; then fail and alert once.
+func (rt *Runtime) endTransient(ctx context.Context, run *Run, policy TypePolicy, runErr error) error {
+	l, log := run.Lease, run.Logger
 	public := describe(runErr)
 	if run.Task.RetryCount < policy.MaxRetry {
 		delay := Backoff(policy.RetryBase, run.Task.RetryCount+1)
