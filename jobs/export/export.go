@@ -92,30 +92,8 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 	defer out.Close()
 
 	// Read the next page while this one is written.
-	fetchCtx, stopFetch := context.WithCancel(ctx)
-	pages := make(chan page, 1)
-	go func() {
-		defer close(pages)
-		var after int64
-		for {
-			rows, last, err := src.page(fetchCtx, tx, after, e.cfg.PageSize)
-			select {
-			case pages <- page{rows: rows, err: err}:
-			case <-fetchCtx.Done():
-				return
-			}
-			if err != nil || len(rows) < e.cfg.PageSize {
-				return
-			}
-			after = last
-		}
-	}()
-	defer func() {
-		stopFetch()
-		for range pages { //nolint:revive // drain so the reader is gone before the snapshot closes
-		}
-	}()
-
+	pages, stop := e.prefetch(ctx, tx, src)
+	defer stop()
 	for p := range pages {
 		if p.err != nil {
 			return jobs.Result{}, fmt.Errorf("read rows: %w", p.err)
@@ -149,6 +127,34 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		Message:   fmt.Sprintf("exported %d rows", written),
 		Files:     []string{rel},
 	}, nil
+}
+
+// prefetch reads the snapshot's pages in a goroutine, one page ahead of the writer. stop
+// ends the reader and waits for it, so it is gone before the snapshot closes.
+func (e *exporter) prefetch(ctx context.Context, tx bun.Tx, src source) (<-chan page, func()) {
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	pages := make(chan page, 1)
+	go func() {
+		defer close(pages)
+		var after int64
+		for {
+			rows, last, err := src.page(fetchCtx, tx, after, e.cfg.PageSize)
+			select {
+			case pages <- page{rows: rows, err: err}:
+			case <-fetchCtx.Done():
+				return
+			}
+			if err != nil || len(rows) < e.cfg.PageSize {
+				return
+			}
+			after = last
+		}
+	}()
+	return pages, func() {
+		stopFetch()
+		for range pages { //nolint:revive // drain so the reader is gone before the snapshot closes
+		}
+	}
 }
 
 // downloadName is "<what>-<date>-<task_no>.xlsx".
