@@ -192,7 +192,7 @@ type AuditView struct {
 
 // listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
 // (admins): the trail, newest first.
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return badRequest("invalid_query", "the query string is not valid URL encoding")
@@ -261,3 +261,6 @@ func locationTarget(loc string) string {
 	}
 	return path.Base(loc)
 }
+
+// auditRoutes are the handler of /api/v1/audit.
+type auditRoutes struct{ *Server }

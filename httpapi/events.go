@@ -106,7 +106,7 @@ func lastEventID(r *http.Request) (int64, error) {
 }
 
 // openStream subscribes to the hub and starts the response; the caller must unsubscribe.
-func (s *Server) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
+func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
 	if s.hub == nil {
 		return nil, 0, nil, problem(http.StatusServiceUnavailable, "streams_unavailable", "live events are not available on this server; poll GET /api/v1/tasks/{id}")
 	}
@@ -135,7 +135,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, p Principal,
 }
 
 // taskEvents answers GET /api/v1/tasks/{id}/events.
-func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s eventRoutes) taskEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
 	id, err := taskID(r)
 	if err != nil {
@@ -167,7 +167,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, p Principal)
 		return err
 	}
 	defer s.hub.Unsubscribe(sub)
-	st := &taskStream{s: s, sw: sw, scope: p.Scope(), task: t, cursor: after}
+	st := &taskStream{s: s.Server, sw: sw, scope: p.Scope(), task: t, cursor: after}
 
 	if after < 0 {
 		// A fresh client: the task as it is, current up to safe.
@@ -197,7 +197,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 // follow relays the hub's messages to one stream until it ends, sending keep-alives.
-func (s *Server) follow(ctx context.Context, sub *live.Subscriber, sw *sseWriter, handle func(context.Context, live.Message) (bool, error)) error {
+func (s eventRoutes) follow(ctx context.Context, sub *live.Subscriber, sw *sseWriter, handle func(context.Context, live.Message) (bool, error)) error {
 	keepAlive := time.NewTicker(s.hub.Limits().KeepAlive)
 	defer keepAlive.Stop()
 	for {
@@ -321,7 +321,7 @@ func eventView(e *store.Event) *EventView {
 const maxCachedViews = 256
 
 // scopeEvents answers GET /api/v1/events?owner=: every task the caller may see.
-func (s *Server) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s eventRoutes) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
 	after, err := lastEventID(r)
 	if err != nil {
@@ -344,7 +344,7 @@ func (s *Server) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal
 		return err
 	}
 	defer s.hub.Unsubscribe(sub)
-	ss := &scopeStream{s: s, sw: sw, scope: scope, views: map[string]TaskView{}, cursor: safe}
+	ss := &scopeStream{s: s.Server, sw: sw, scope: scope, views: map[string]TaskView{}, cursor: safe}
 	if after < 0 {
 		// Tell the browser where it is current from without sending an event, so that a
 		// reconnect resumes from here.
@@ -448,3 +448,6 @@ func (ss *scopeStream) handle(ctx context.Context, m live.Message) (bool, error)
 	}
 	return false, nil
 }
+
+// eventRoutes are the live event streams of /api/v1/events and /api/v1/tasks/{id}/events (Server-Sent Events, fed by httpapi/live).
+type eventRoutes struct{ *Server }

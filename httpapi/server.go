@@ -191,9 +191,9 @@ func apiRoutes() []route {
 		{"POST /api/v1/exports", (*Server).submitExport, false},
 		{"POST /api/v1/imports", (*Server).submitImport, true},
 		{"GET /api/v1/imports/template", (*Server).importTemplate, false},
-		{"GET /api/v1/tasks", (*Server).listTasks, false},
+		{"GET /api/v1/tasks", routeOf(taskRoutes.listTasks), false},
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
-		{"GET /api/v1/types", (*Server).listTypes, false},
+		{"GET /api/v1/types", routeOf(typeRoutes.listTypes), false},
 		{"POST /api/v1/tasks:batch", (*Server).submitBatch, false},
 		{"POST /api/v1/schedules", routeOf(scheduleRoutes.createSchedule), false},
 		{"GET /api/v1/schedules", routeOf(scheduleRoutes.listSchedules), false},
@@ -201,11 +201,11 @@ func apiRoutes() []route {
 		{"POST /api/v1/schedules/{id}/pause", routeOf(scheduleRoutes.pauseSchedule), false},
 		{"POST /api/v1/schedules/{id}/resume", routeOf(scheduleRoutes.resumeSchedule), false},
 		{"DELETE /api/v1/schedules/{id}", routeOf(scheduleRoutes.deleteSchedule), false},
-		{"GET /api/v1/stats", (*Server).stats, false},
-		{"GET /api/v1/tasks/{id}", (*Server).getTask, false},
-		{"POST /api/v1/tasks/{id}/cancel", (*Server).cancelTask, false},
-		{"POST /api/v1/tasks/{id}/retry", (*Server).retryTask, false},
-		{"GET /api/v1/tasks/{id}/result", (*Server).downloadResult, false},
+		{"GET /api/v1/stats", routeOf(statsRoutes.stats), false},
+		{"GET /api/v1/tasks/{id}", routeOf(taskRoutes.getTask), false},
+		{"POST /api/v1/tasks/{id}/cancel", routeOf(taskRoutes.cancelTask), false},
+		{"POST /api/v1/tasks/{id}/retry", routeOf(taskRoutes.retryTask), false},
+		{"GET /api/v1/tasks/{id}/result", routeOf(taskRoutes.downloadResult), false},
 		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
 		{"POST /api/v1/webhooks", routeOf(webhookRoutes.createWebhook), false},
 		{"GET /api/v1/webhooks", routeOf(webhookRoutes.listWebhooks), false},
@@ -214,17 +214,17 @@ func apiRoutes() []route {
 		{"GET /api/v1/webhooks/{id}/deliveries", routeOf(webhookRoutes.listDeliveries), false},
 		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", routeOf(webhookRoutes.redeliver), false},
 		// Streams are long: like uploads they run without the query timeout (events.go).
-		{"GET /api/v1/tasks/{id}/events", (*Server).taskEvents, true},
-		{"GET /api/v1/events", (*Server).scopeEvents, true},
+		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
+		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
 		{"POST /api/v1/tokens", routeOf(tokenRoutes.createToken), false},
 		{"GET /api/v1/tokens", routeOf(tokenRoutes.listTokens), false},
 		{"DELETE /api/v1/tokens/{id}", routeOf(tokenRoutes.revokeToken), false},
-		{"GET /api/v1/audit", (*Server).listAudit, false},
+		{"GET /api/v1/audit", routeOf(auditRoutes.listAudit), false},
 	}
 }
 
-// routeOf adapts a handler of a resource's small type over the server (webhookRoutes,
-// scheduleRoutes, tokenRoutes) to the route table.
+// routeOf adapts a handler of a resource's small type over the server (taskRoutes,
+// eventRoutes, webhookRoutes, scheduleRoutes, tokenRoutes, …) to the route table.
 func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, Principal) error) func(*Server, http.ResponseWriter, *http.Request, Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error { return h(T{s}, w, r, p) }
 }

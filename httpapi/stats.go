@@ -12,7 +12,7 @@ import (
 // stats answers GET /api/v1/stats?from=&to=&group_by=day,type,status,owner: finished tasks,
 // live and archived, counted with their rows and duration percentiles. A user sees their own
 // tasks; an admin everyone's. Default: the last 30 days, one total row.
-func (s *Server) stats(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
 	now := time.Now().UTC()
 	f := store.StatsFilter{From: now.AddDate(0, 0, -30).Truncate(24 * time.Hour), To: now.Add(24 * time.Hour).Truncate(24 * time.Hour)}
@@ -65,3 +65,6 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, p Principal) erro
 	}{f.From, f.To, rows})
 	return nil
 }
+
+// statsRoutes are the handler of /api/v1/stats.
+type statsRoutes struct{ *Server }

@@ -27,7 +27,7 @@ type ListView struct {
 }
 
 // listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
 	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
-func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
 	id, err := taskID(r)
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p Principal) er
 
 // getArchivedTask answers GET /api/v1/tasks/{id} for a task retention moved to the archive:
 // the same view, marked archived, with no actions (its files are gone).
-func (s *Server) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p Principal) error {
+func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p Principal) error {
 	ctx := r.Context()
 	t, err := s.Store.GetArchived(ctx, id, p.Scope())
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 }
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
-func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id, err := taskID(r)
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func (s *Server) changed(ctx context.Context, t *store.Task) {
 }
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
-func (s *Server) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id, err := taskID(r)
 	if err != nil {
 		return err
@@ -245,7 +245,7 @@ func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.
 
 // downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
 // (before or after cleanup deleted the file), 409 until there is a result.
-func (s *Server) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
 	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err
@@ -319,3 +319,6 @@ func multi(vals []string) []string {
 	}
 	return out
 }
+
+// taskRoutes are the handlers of /api/v1/tasks and a task's cancel, retry and result.
+type taskRoutes struct{ *Server }

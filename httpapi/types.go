@@ -20,7 +20,7 @@ type TypeView struct {
 }
 
 // listTypes answers GET /api/v1/types: the task types the caller may submit.
-func (s *Server) listTypes(w http.ResponseWriter, _ *http.Request, p Principal) error {
+func (s typeRoutes) listTypes(w http.ResponseWriter, _ *http.Request, p Principal) error {
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	out := struct {
 		Items []TypeView `json:"items"`
@@ -39,3 +39,6 @@ func (s *Server) listTypes(w http.ResponseWriter, _ *http.Request, p Principal) 
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// typeRoutes are the handler of /api/v1/types.
+type typeRoutes struct{ *Server }
