@@ -84,7 +84,7 @@ func assembleOpenAPI(src []byte) ([]byte, error) {
 	for i, p := range paths {
 		path, _ := p.Key.(string)
 		item, _ := p.Value.(yaml.MapSlice)
-		pathIDs := hasPathParam(lookup(item, "parameters"))
+		pathIDs := hasPathParam(doc, lookup(item, "parameters"))
 		var out yaml.MapSlice
 		for _, m := range item {
 			method, _ := m.Key.(string)
@@ -97,7 +97,7 @@ func assembleOpenAPI(src []byte) ([]byte, error) {
 			if id == "" {
 				return nil, fmt.Errorf("%s %s has no operationId", strings.ToUpper(method), path)
 			}
-			info := operationInfo{path: path, idParams: pathIDs || hasPathParam(lookup(op, "parameters"))}
+			info := operationInfo{path: path, idParams: pathIDs || hasPathParam(doc, lookup(op, "parameters"))}
 			_, public := lookup(op, "security").([]any)
 			info.authenticated = !public
 			if content, ok := lookup(lookup(op, "requestBody"), "content").(yaml.MapSlice); ok {
@@ -159,16 +159,17 @@ func isMethod(s string) bool {
 	return false
 }
 
-// hasPathParam reports whether a parameters list holds a path parameter (inline or a $ref to
-// one of components/parameters, whose path parameters are all ids).
-func hasPathParam(params any) bool {
+// hasPathParam reports whether a parameters list holds a path parameter, inline or as a
+// $ref into components/parameters (resolved in doc).
+func hasPathParam(doc yaml.MapSlice, params any) bool {
 	list, _ := params.([]any)
 	for _, p := range list {
 		m, _ := p.(yaml.MapSlice)
-		if lookup(m, "in") == "path" {
-			return true
+		if ref, ok := lookup(m, "$ref").(string); ok {
+			name, _ := strings.CutPrefix(ref, "#/components/parameters/")
+			m, _ = lookup(lookup(lookup(doc, "components"), "parameters"), name).(yaml.MapSlice)
 		}
-		if ref, _ := lookup(m, "$ref").(string); ref == "#/components/parameters/TaskID" {
+		if lookup(m, "in") == "path" {
 			return true
 		}
 	}
