@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -55,13 +56,13 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 	case errors.Is(runErr, ErrDraining), cause != nil:
 		return rt.endInterrupted(ctx, run, errors.Is(runErr, ErrDraining))
 	case bad != nil:
-		if !rt.endWith(ctx, run, "could not record failure", []store.Status{store.StatusFailed, store.StatusCancelled},
+		// The task failed on its input, and says so to its submitter; for the queue the job is
+		// done (no retry, no archived job, no "Retry exhausted" warning: nothing for an operator).
+		rt.endWith(ctx, run, "could not record failure", []store.Status{store.StatusFailed, store.StatusCancelled},
 			func(ctx context.Context) (*store.Task, error) {
 				return rt.store.EndFailed(ctx, run.Lease, bad.Code, bad.Message)
-			}) {
-			return nil
-		}
-		return fmt.Errorf("%s: %w", bad.Message, asynq.SkipRetry)
+			})
+		return nil
 	}
 	return rt.endTransient(ctx, run, policy, runErr)
 }
@@ -154,7 +155,7 @@ func (rt *Runtime) endTransient(ctx context.Context, run *Run, policy TypePolicy
 	log.Error("attempt failed and retries are used up", "err", runErr, "max_retry", policy.MaxRetry)
 	msg := fmt.Sprintf("%s (gave up after %d retries)", public, policy.MaxRetry)
 	task, err := rt.persist(ctx, l, []store.Status{store.StatusFailed, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
-		return rt.store.EndGaveUp(ctx, l, "retries_exhausted", msg)
+		return rt.store.EndGaveUp(ctx, l, task.CodeRetriesExhausted, msg)
 	})
 	if err != nil {
 		log.Error("could not record failure", "err", err)
@@ -187,29 +188,29 @@ func AlertOf(t *store.Task) Alert {
 }
 
 // finished is the common tail of a terminal write.
-func (rt *Runtime) finished(ctx context.Context, run *Run, task *store.Task) {
+func (rt *Runtime) finished(ctx context.Context, run *Run, t *store.Task) {
 	run.mu.Lock()
 	onBoard := !run.lastBoardPut.IsZero()
 	run.mu.Unlock()
 	if onBoard || run.Trigger != "first" { // an earlier attempt may have left progress behind
-		if err := rt.board.Clear(ctx, task.TaskNo); err != nil {
+		if err := rt.board.Clear(ctx, t.TaskNo); err != nil {
 			run.Logger.Debug("could not clear progress board", "err", err)
 		}
 	}
 	// Whatever partial files any attempt of this task left are dead now. (A first attempt
 	// that never asked for a temp prefix has none: no need to scan the scratch directory.)
 	if run.mayHaveTemp() {
-		rt.removeTemp(task.TaskNo, 0, run.Logger)
+		rt.removeTemp(t.TaskNo, 0, run.Logger)
 	}
-	rt.changed(ctx, task)
+	rt.changed(ctx, t)
 	var took time.Duration
-	if task.StartedAt != nil && task.FinishedAt != nil {
-		took = task.FinishedAt.Sub(*task.StartedAt)
+	if t.StartedAt != nil && t.FinishedAt != nil {
+		took = t.FinishedAt.Sub(*t.StartedAt)
 	}
 	if rt.observer != nil {
-		rt.observer.TaskFinished(task.Type, task.Status, took)
+		rt.observer.TaskFinished(t.Type, t.Status, task.CauseOf(t.Status, t.ErrorCode), took)
 	}
-	run.Logger.Info("task finished", "status", string(task.Status), "took", took)
+	run.Logger.Info("task finished", "status", string(t.Status), "took", took)
 }
 
 // removeTemp deletes the temp files of every attempt of a task but keep (0: all).

@@ -74,7 +74,7 @@ type Alerter interface {
 type Observer interface {
 	TaskSubmitted(taskType string)
 	AttemptStarted(taskType, trigger string)
-	TaskFinished(taskType string, status store.Status, took time.Duration)
+	TaskFinished(taskType string, status store.Status, cause task.Cause, took time.Duration)
 	RowsProcessed(taskType string, success, failed int)
 	AttemptStalled(taskType string)
 }
@@ -225,7 +225,7 @@ func (rt *Runtime) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		// The dead attempt's task was over by the rules (cancelled, or out of retries).
 		logger.Warn("task ended instead of being taken over", "status", ended.Task.Status, "reason", ended.Task.ErrorMessage)
 		if rt.observer != nil {
-			rt.observer.TaskFinished(ended.Task.Type, ended.Task.Status, 0)
+			rt.observer.TaskFinished(ended.Task.Type, ended.Task.Status, task.CauseOf(ended.Task.Status, ended.Task.ErrorCode), 0)
 		}
 		rt.removeTemp(ended.Task.TaskNo, 0, logger)
 		rt.changed(ctx, ended.Task)

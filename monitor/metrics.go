@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/outage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
@@ -58,8 +59,9 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 		Name: "taskcenter_tasks_submitted_total", Help: "Tasks created by a submit, by type.",
 	}, []string{"type"})
 	m.finished = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_tasks_finished_total", Help: "Tasks that reached a terminal status, by type and status.",
-	}, []string{"type", "status"})
+		Name: "taskcenter_tasks_finished_total",
+		Help: "Tasks that reached a terminal status, by type, status and cause (none, bad_input, fault, timeout, cancelled).",
+	}, []string{"type", "status", "cause"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "taskcenter_task_duration_seconds", Help: "Time from a task's first start to its terminal status, by type.",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600},
@@ -158,8 +160,8 @@ func (m *Metrics) AttemptStarted(taskType, trigger string) {
 }
 
 // TaskFinished implements jobs.Observer.
-func (m *Metrics) TaskFinished(taskType string, status store.Status, took time.Duration) {
-	m.finished.WithLabelValues(taskType, string(status)).Inc()
+func (m *Metrics) TaskFinished(taskType string, status store.Status, cause task.Cause, took time.Duration) {
+	m.finished.WithLabelValues(taskType, string(status), string(cause)).Inc()
 	if took > 0 {
 		m.duration.WithLabelValues(taskType).Observe(took.Seconds())
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
@@ -156,7 +157,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	m := NewMetrics(asynq.NewInspectorFromRedisClient(rd.Client), []string{"exports", "imports"}, st)
 	m.TaskSubmitted("export:customers")
 	m.AttemptStarted("export:customers", "takeover")
-	m.TaskFinished("export:customers", store.StatusSuccess, 3*time.Second)
+	m.TaskFinished("export:customers", store.StatusSuccess, task.CauseNone, 3*time.Second)
 	m.RowsProcessed("import:customers", 990, 10)
 	m.CleanupRound(cleanup.Report{Orphans: 2, TimedOut: 1})
 	m.AlertRaised("task_failed")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
 )
 
 // messyOutcome is what every producer's rendering of testdata/imports/messy.json must give:
@@ -360,6 +361,27 @@ func TestBadFilesGetAClearAnswer(t *testing.T) {
 				t.Fatalf("final = %s %+v (retries %d), want FAILED %s %q without retries", final.Status, final.Error, final.Retry, c.code, c.message)
 			}
 		})
+	}
+	// A task that failed on its input is a done job for the queue: nothing archived, no
+	// "Retry exhausted" warning, and the metric names the cause, so no alert fires on it.
+	testenv.Eventually(t, 30*time.Second, "the queue to finish the failed imports' jobs", func() bool {
+		for _, lane := range jobs.Lanes("imports") {
+			if info, err := e.inspector().GetQueueInfo(lane); err == nil && info.Active > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, lane := range jobs.Lanes("imports") {
+		if info, err := e.inspector().GetQueueInfo(lane); err == nil && info.Archived != 0 {
+			t.Errorf("queue %s archived %d jobs of tasks that failed on their input", lane, info.Archived)
+		}
+	}
+	if warned := p.logs.matching("Retry exhausted"); len(warned) != 0 {
+		t.Errorf("asynq warned of exhausted retries for bad input:\n%s", strings.Join(warned, "\n"))
+	}
+	if got := scrape(t, p, `taskcenter_tasks_finished_total{cause="bad_input",status="FAILED",type="import:customers"}`); got != float64(len(failures)) {
+		t.Errorf("finished with cause bad_input = %v, want %d", got, len(failures))
 	}
 
 	t.Run("the named sheet of several", func(t *testing.T) {

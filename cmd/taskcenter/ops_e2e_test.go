@@ -40,12 +40,12 @@ func TestMetricsConsoleAndLogsDuringAnImport(t *testing.T) {
 	p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS")
 
 	for series, want := range map[string]float64{
-		`taskcenter_tasks_submitted_total{type="import:customers"}`:                         1,
-		`taskcenter_rows_total{result="success",type="import:customers"}`:                   before + 8,
-		`taskcenter_rows_total{result="failed",type="import:customers"}`:                    7,
-		`taskcenter_tasks_finished_total{status="PARTIAL_SUCCESS",type="import:customers"}`: 1,
-		`taskcenter_task_attempts_total{trigger="first",type="import:customers"}`:           1,
-		`taskcenter_task_duration_seconds_count{type="import:customers"}`:                   1,
+		`taskcenter_tasks_submitted_total{type="import:customers"}`:                                      1,
+		`taskcenter_rows_total{result="success",type="import:customers"}`:                                before + 8,
+		`taskcenter_rows_total{result="failed",type="import:customers"}`:                                 7,
+		`taskcenter_tasks_finished_total{cause="none",status="PARTIAL_SUCCESS",type="import:customers"}`: 1,
+		`taskcenter_task_attempts_total{trigger="first",type="import:customers"}`:                        1,
+		`taskcenter_task_duration_seconds_count{type="import:customers"}`:                                1,
 	} {
 		if got := scrape(t, p, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)

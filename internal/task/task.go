@@ -63,6 +63,43 @@ func CanRetry(status Status, errorCode string) bool {
 	return status.Retryable() && errorCode != CodeAllRowsRejected
 }
 
+// CodeRetriesExhausted is the error of a task whose attempts met faults (a dependency down,
+// a crash, a bug) until its retry budget ran out.
+const CodeRetriesExhausted = "retries_exhausted"
+
+// Cause says why a task ended, in the terms an operator is paged on: a fault or a timeout is
+// the system's to fix; bad input is the submitter's (the task told them what to change), and
+// a cancel was asked for. Metrics carry it, and the shipped alert rules fire on faults and
+// timeouts only, so one user's bad files never page anyone.
+type Cause string
+
+// Causes of an ending.
+const (
+	CauseNone      Cause = "none" // the work was done: SUCCESS or PARTIAL_SUCCESS
+	CauseBadInput  Cause = "bad_input"
+	CauseFault     Cause = "fault"
+	CauseTimeout   Cause = "timeout"
+	CauseCancelled Cause = "cancelled"
+)
+
+// CauseOf is the cause of a task that ended in status with errorCode. A FAILED task failed on
+// its input unless its retries ran out on faults: every other failure code (bad parameters, a
+// damaged file, every row rejected) is decided by the input and would fail the same way again.
+func CauseOf(status Status, errorCode string) Cause {
+	switch status {
+	case StatusFailed:
+		if errorCode == CodeRetriesExhausted {
+			return CauseFault
+		}
+		return CauseBadInput
+	case StatusTimeout:
+		return CauseTimeout
+	case StatusCancelled:
+		return CauseCancelled
+	}
+	return CauseNone
+}
+
 // Counts are the rows a task has handled: read, accepted and rejected.
 type Counts struct {
 	Total   int64 `json:"total"`

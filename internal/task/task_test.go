@@ -62,3 +62,24 @@ func TestEveryStatusHasOneEventName(t *testing.T) {
 		t.Fatal("a cancel requested of a running task is task.cancel_requested; an ended one keeps its name")
 	}
 }
+
+func TestCauseNamesWhoseTurnItIs(t *testing.T) {
+	for _, c := range []struct {
+		status Status
+		code   string
+		want   Cause
+	}{
+		{StatusSuccess, "", CauseNone},
+		{StatusPartialSuccess, "", CauseNone},
+		{StatusFailed, CodeRetriesExhausted, CauseFault},
+		{StatusFailed, CodeAllRowsRejected, CauseBadInput},
+		{StatusFailed, "missing_columns", CauseBadInput},
+		{StatusFailed, "bad_params", CauseBadInput},
+		{StatusTimeout, "timeout", CauseTimeout},
+		{StatusCancelled, "", CauseCancelled},
+	} {
+		if got := CauseOf(c.status, c.code); got != c.want {
+			t.Errorf("CauseOf(%s, %q) = %s, want %s", c.status, c.code, got, c.want)
+		}
+	}
+}
