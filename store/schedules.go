@@ -15,27 +15,34 @@ import (
 type Schedule struct {
 	bun.BaseModel `bun:"table:schedules"`
 
-	ID          int64           `bun:"id,pk,autoincrement"`
-	ScheduleNo  string          `bun:"schedule_no"`
-	Owner       string          `bun:"owner"`
-	Type        string          `bun:"type"`
-	Params      json.RawMessage `bun:"params,type:jsonb"`
-	Priority    int             `bun:"priority"`
-	Cron        string          `bun:"cron"`
-	Timezone    string          `bun:"timezone"`
-	Paused      bool            `bun:"paused"`
-	LastFiredAt *time.Time      `bun:"last_fired_at"`
-	LastTaskNo  string          `bun:"last_task_no,nullzero"`
-	LastOutcome string          `bun:"last_outcome,nullzero"`
-	CreatedAt   time.Time       `bun:"created_at"`
-	UpdatedAt   time.Time       `bun:"updated_at"`
+	ID         int64           `bun:"id,pk,autoincrement"`
+	ScheduleNo string          `bun:"schedule_no"`
+	Owner      string          `bun:"owner"`
+	Type       string          `bun:"type"`
+	Params     json.RawMessage `bun:"params,type:jsonb"`
+	Priority   int             `bun:"priority"`
+	Cron       string          `bun:"cron"`
+	Timezone   string          `bun:"timezone"`
+	Paused     bool            `bun:"paused"`
+	// PausedReason says why the schedule paused itself; empty when paused by hand or running.
+	PausedReason string     `bun:"paused_reason,nullzero"`
+	LastFiredAt  *time.Time `bun:"last_fired_at"`
+	LastTaskNo   string     `bun:"last_task_no,nullzero"`
+	LastOutcome  string     `bun:"last_outcome,nullzero"`
+	CreatedAt    time.Time  `bun:"created_at"`
+	UpdatedAt    time.Time  `bun:"updated_at"`
 }
 
-const scheduleColumns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, last_fired_at, last_task_no,
-	last_outcome, created_at, updated_at`
+const scheduleColumns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, paused_reason, last_fired_at,
+	last_task_no, last_outcome, created_at, updated_at`
 
-// ErrScheduleNotFound: no such schedule, or not visible to the caller.
-var ErrScheduleNotFound = errors.New("schedule not found")
+// Schedule errors callers branch on.
+var (
+	// ErrScheduleNotFound: no such schedule, or not visible to the caller.
+	ErrScheduleNotFound = errors.New("schedule not found")
+	// ErrTooManySchedules: the owner already keeps as many schedules as one owner may.
+	ErrTooManySchedules = errors.New("too many schedules")
+)
 
 // NewSchedule is what a user gives to create a schedule.
 type NewSchedule struct {
@@ -46,6 +53,9 @@ type NewSchedule struct {
 	Priority   int
 	Cron       string
 	Timezone   string
+	// MaxPerOwner refuses the schedule with ErrTooManySchedules when its owner already keeps
+	// this many (0: no cap). Concurrent creates of one owner are serialised, so the cap holds.
+	MaxPerOwner int
 }
 
 // CreateSchedule stores a new schedule.
@@ -55,9 +65,27 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 		params = "{}"
 	}
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
-		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
-		ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if ns.MaxPerOwner > 0 {
+			var kept int
+			// One owner's creates queue behind this lock, so two at once cannot both pass the count.
+			if _, err := exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtext('schedules:' || $1))`, ns.Owner); err != nil {
+				return err
+			}
+			if err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules WHERE owner = $1`, ns.Owner).Scan(&kept); err != nil {
+				return err
+			}
+			if kept >= ns.MaxPerOwner {
+				return ErrTooManySchedules
+			}
+		}
+		return one(ctx, s.db, tx.Tx, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
+			VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
+			ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
+	})
+	if errors.Is(err, ErrTooManySchedules) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create schedule: %w", err)
 	}
@@ -105,10 +133,11 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string
 	return out, nil
 }
 
-// PauseSchedule pauses or resumes a schedule.
+// PauseSchedule pauses or resumes a schedule by hand (either clears why it paused itself).
 func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
+	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, paused_reason = NULL,
+		resumed_at = CASE WHEN $4 THEN resumed_at ELSE now() END, updated_at = now()
 		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrScheduleNotFound
@@ -156,6 +185,32 @@ func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.
 		return false, fmt.Errorf("record schedule fire: %w", err)
 	}
 	return n == 1, nil
+}
+
+// PauseScheduleItself pauses a running schedule saying why (its runs kept failing); it
+// reports false when the schedule was already paused or is gone.
+func (s *Schedules) PauseScheduleItself(ctx context.Context, id int64, reason string) (bool, error) {
+	n, err := exec(ctx, s.db.DB, `UPDATE schedules SET paused = true, paused_reason = $2, updated_at = now()
+		WHERE id = $1 AND NOT paused`, id, reason)
+	if err != nil {
+		return false, fmt.Errorf("pause schedule %d: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// LastRuns returns the tasks the schedule's latest n fires since it was last resumed created,
+// newest first, as far as they are still in the live tables (an archived one is left out).
+func (s *Schedules) LastRuns(ctx context.Context, scheduleID int64, n int) ([]Task, error) {
+	var out []Task
+	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+prefixed("t.", taskColumns)+`
+		FROM (SELECT f.task_no, f.slot FROM schedule_fires f JOIN schedules sc ON sc.id = f.schedule_id
+		      WHERE f.schedule_id = $1 AND f.task_no IS NOT NULL AND f.fired_at > COALESCE(sc.resumed_at, '-infinity')
+		      ORDER BY f.slot DESC LIMIT $2) f
+		JOIN tasks t ON t.task_no = f.task_no ORDER BY f.slot DESC`, scheduleID, n)
+	if err != nil {
+		return nil, fmt.Errorf("last runs of schedule %d: %w", scheduleID, err)
+	}
+	return out, nil
 }
 
 // ScheduleFire is one recorded fire.

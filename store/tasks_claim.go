@@ -182,7 +182,7 @@ var sqlClaim = `
 		), ended AS (
 			UPDATE tasks t
 			SET status = CASE WHEN decision.d = 'cancel' THEN 'CANCELLED' ELSE 'FAILED' END,
-			    error_code = CASE WHEN decision.d = 'cancel' THEN NULL ELSE '`+task.CodeRetriesExhausted+`' END,
+			    error_code = CASE WHEN decision.d = 'cancel' THEN NULL ELSE '` + task.CodeRetriesExhausted + `' END,
 			    error_message = CASE WHEN decision.d = 'cancel' THEN NULL
 			        ELSE 'the worker running this task stopped responding ' || (t.retry_count + 1) || ' times; giving up' END,
 			    alert_due_at = CASE WHEN decision.d = 'give_up' THEN now() ELSE t.alert_due_at END,

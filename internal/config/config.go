@@ -69,6 +69,8 @@ type Config struct {
 	Web Web `yaml:"web"`
 	// Events bounds the live event streams (GET /api/v1/events, the page's progress).
 	Events Events `yaml:"events"`
+	// Schedules bounds users' recurring tasks: how often, how many, when they pause.
+	Schedules Schedules `yaml:"schedules"`
 }
 
 // Default returns the built-in defaults: a working one-box set-up. Each section's defaults
@@ -95,6 +97,8 @@ func Default() Config {
 		Log:      defaultLog(),
 		Web:      defaultWeb(),
 		Events:   defaultEvents(),
+
+		Schedules: defaultSchedules(),
 	}
 }
 
@@ -165,6 +169,7 @@ func (c *Config) Validate() error {
 	c.Webhooks.validate(bad)
 	c.Web.validate(bad)
 	c.Events.validate(bad)
+	c.Schedules.validate(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
 	}

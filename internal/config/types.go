@@ -26,11 +26,11 @@ type Queue struct {
 	Priority string `yaml:"priority"`
 	// MaxRunningPerOwner caps how many of one user's tasks run at once in this queue (fair
 	// share): a task over the cap waits for one of the user's tasks to finish, spending no
-	// retry. 0 means no cap. Default 0.
+	// retry. 0 means no cap. Default 4 for imports, 8 for exports.
 	MaxRunningPerOwner int `yaml:"max_running_per_owner"`
 	// MaxWaitingPerOwner caps one user's waiting tasks in this queue: a submit over it answers
 	// 429 owner_waiting_limit with Retry-After, so one user's flood does not fill the queue's
-	// backlog for everyone. 0 means no cap. Default 0.
+	// backlog for everyone. 0 means no cap. Default 100 for imports, 200 for exports.
 	MaxWaitingPerOwner int `yaml:"max_waiting_per_owner"`
 }
 
@@ -40,9 +40,14 @@ func defaultQueue() Queue { return Queue{Concurrency: 2, Priority: "strict"} }
 // defaultQueues are the built-in pools: defaultQueue's, each with its own concurrency.
 func defaultQueues() map[string]Queue {
 	queues := map[string]Queue{}
-	for name, concurrency := range map[string]int{"imports": 2, "exports": 4, "maintenance": 1, "bench": 8} {
+	for name, pool := range map[string]struct{ concurrency, running, waiting int }{
+		// One user's share: more than a person starts by hand, far less than the backlog.
+		"imports": {2, 4, 100}, "exports": {4, 8, 200},
+		// No user submits here: the cleanup round, and the benchmark type (off by default).
+		"maintenance": {1, 0, 0}, "bench": {8, 0, 0},
+	} {
 		q := defaultQueue()
-		q.Concurrency = concurrency
+		q.Concurrency, q.MaxRunningPerOwner, q.MaxWaitingPerOwner = pool.concurrency, pool.running, pool.waiting
 		queues[name] = q
 	}
 	return queues

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
@@ -104,12 +105,13 @@ func Validate(spec, timezone string) error {
 type Firer struct {
 	store     *store.Store
 	submitter *jobs.Submitter
+	limits    config.Schedules
 	logger    *slog.Logger
 }
 
-// NewFirer returns the fire handler.
-func NewFirer(st *store.Store, sub *jobs.Submitter, logger *slog.Logger) *Firer {
-	return &Firer{store: st, submitter: sub, logger: logger.With("component", "schedules")}
+// NewFirer returns the fire handler; limits.PauseAfterFailures pauses a failing schedule.
+func NewFirer(st *store.Store, sub *jobs.Submitter, limits config.Schedules, logger *slog.Logger) *Firer {
+	return &Firer{store: st, submitter: sub, limits: limits, logger: logger.With("component", "schedules")}
 }
 
 // ProcessTask implements asynq.Handler.
@@ -136,8 +138,9 @@ func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
 	return err
 }
 
-// Fire creates sc's task for slot, or records why it did not: paused, the previous run still
-// going (a schedule never piles up runs), or the queue refusing work. It returns the outcome.
+// Fire creates sc's task for slot, or records why it did not: paused, its last runs all
+// failed (it pauses itself), the previous run still going (a schedule never piles up runs),
+// or the queue refusing work. It returns the outcome.
 func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (string, error) {
 	log := f.logger.With("schedule", sc.ScheduleNo, "slot", slot)
 	record := func(taskNo, outcome string) (string, error) {
@@ -149,6 +152,16 @@ func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (s
 	}
 	if sc.Paused {
 		return record("", "skipped: paused")
+	}
+	if reason, err := f.failing(ctx, sc); err != nil || reason != "" {
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.store.PauseScheduleItself(ctx, sc.ID, reason); err != nil {
+			return "", err
+		}
+		log.Warn("schedule paused itself", "reason", reason)
+		return record("", "skipped: "+reason)
 	}
 	if sc.LastTaskNo != "" {
 		prev, err := f.store.Get(ctx, sc.LastTaskNo, store.Scope{Admin: true})
@@ -173,4 +186,28 @@ func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (s
 		return record(task.TaskNo, "created by another scheduler's fire of the same slot")
 	}
 	return record(task.TaskNo, "created")
+}
+
+// failing says why sc should pause itself when its last limits.PauseAfterFailures runs all
+// ended FAILED or TIMEOUT (a cancelled run, or one still going, breaks the streak), else "".
+func (f *Firer) failing(ctx context.Context, sc *store.Schedule) (string, error) {
+	n := f.limits.PauseAfterFailures
+	if n <= 0 {
+		return "", nil
+	}
+	runs, err := f.store.LastRuns(ctx, sc.ID, n)
+	if err != nil || len(runs) < n {
+		return "", err
+	}
+	for _, t := range runs {
+		if t.Status != store.StatusFailed && t.Status != store.StatusTimeout {
+			return "", nil
+		}
+	}
+	last := runs[0]
+	why := string(last.Status)
+	if last.ErrorMessage != "" {
+		why += ": " + last.ErrorMessage
+	}
+	return fmt.Sprintf("paused: its last %d runs failed (the latest, %s, %s); resume it once the cause is fixed", n, last.TaskNo, why), nil
 }

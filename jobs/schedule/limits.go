@@ -1,0 +1,49 @@
+package schedule
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
+)
+
+// CheckInterval refuses a spec (already valid: Validate) that fires more often than min, in
+// words that name the minimum.
+func CheckInterval(spec, timezone string, min time.Duration) error {
+	sched, err := cleanup.ParseSpec(Spec(spec, timezone))
+	if err != nil {
+		return err
+	}
+	if gap := shortestGap(sched, min); gap < min {
+		return fmt.Errorf("cron %q fires every %s at times; a schedule may fire at most once every %s (schedules.min_interval)",
+			spec, gap, min)
+	}
+	return nil
+}
+
+// shortestGap is the shortest time between two fires of sched over the coming year, or the
+// first gap found under min (enough to refuse it).
+func shortestGap(sched cron.Schedule, min time.Duration) time.Duration {
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+		return every.Delay
+	}
+	start := time.Now()
+	shortest := time.Duration(1<<63 - 1)
+	prev := sched.Next(start)
+	for i := 0; i < 50_000 && !prev.IsZero() && prev.Sub(start) < 366*24*time.Hour; i++ {
+		next := sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if gap := next.Sub(prev); gap < shortest {
+			shortest = gap
+			if shortest < min {
+				break
+			}
+		}
+		prev = next
+	}
+	return shortest
+}
