@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,9 @@ const (
 	exitFailed  = 1 // the task ended FAILED, TIMEOUT or CANCELLED, or the request failed
 	exitPartial = 2 // the task ended PARTIAL_SUCCESS
 	exitUsage   = 3 // bad usage, or the token was refused
+	// exitInterrupted: Ctrl-C (SIGINT) or SIGTERM stopped tc, as a shell reports a command
+	// killed by SIGINT (128+2). A task being followed keeps running on the server.
+	exitInterrupted = 130
 )
 
 const usage = `tc — the taskcenter command line
@@ -43,7 +47,8 @@ The server and token come from TASKCENTER_URL (default http://localhost:8080) an
 TASKCENTER_TOKEN, or --url and --token. --json prints the task as JSON for scripts.
 With a terminal, --wait and watch draw a progress bar with rows/s and ETA; otherwise they
 print a line per change. Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or
-CANCELLED (or a failed request), 3 usage or authentication error.`
+CANCELLED (or a failed request), 3 usage or authentication error, 130 interrupted (Ctrl-C:
+the task keeps running; tc watch ID follows it again).`
 
 // env is what the command reads and writes, so tests can run it in-process.
 type env struct {
@@ -67,10 +72,24 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// helpRequested is -h or --help after a command: tc prints its usage and exits 0.
+type helpRequested struct{}
+
+func (helpRequested) Error() string { return "help requested" }
+
+// interrupted is a wait that Ctrl-C stopped while the task goes on.
+type interrupted struct{ id string }
+
+func (e interrupted) Error() string { return "interrupted while following " + e.id }
+
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
 	t := &cli{env: e}
 	code, err := t.dispatch(ctx, args)
+	if errors.As(err, new(helpRequested)) {
+		fmt.Fprintln(t.stdout, usage)
+		return exitSuccess
+	}
 	if err != nil {
 		return t.fail(err)
 	}
@@ -83,7 +102,10 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 	base := global.String("url", cmp.Or(t.getenv("TASKCENTER_URL"), "http://localhost:8080"), "server URL")
 	token := global.String("token", t.getenv("TASKCENTER_TOKEN"), "bearer token")
 	global.BoolVar(&t.json, "json", false, "print JSON")
-	if err := global.Parse(args); err != nil {
+	if err := global.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(t.stdout, usage)
+		return exitSuccess, nil
+	} else if err != nil {
 		return 0, usagef("%v", err)
 	}
 	args = global.Args()
@@ -93,6 +115,9 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 			return exitUsage, nil
 		}
 		return exitSuccess, nil
+	}
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+		return 0, helpRequested{}
 	}
 	if *token == "" {
 		return 0, usagef("no token: set TASKCENTER_TOKEN or pass --token")
@@ -137,7 +162,9 @@ func (t *cli) flags(name string) *flag.FlagSet {
 func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, helpRequested{}
+		} else if err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -286,6 +313,9 @@ func (t *cli) follow(ctx context.Context, id string) (int, error) {
 	}
 	task, err := t.c.Wait(ctx, id, client.OnUpdate(p.update))
 	p.done()
+	if err != nil && ctx.Err() != nil {
+		return 0, interrupted{id}
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -564,9 +594,14 @@ func (t *cli) fail(err error) int {
 			return exitUsage
 		}
 		return exitFailed
+	case errors.As(err, new(interrupted)):
+		id := err.(interrupted).id
+		fmt.Fprintf(t.stderr, "tc: stopped following %s; the task keeps running on the server.\n", id)
+		fmt.Fprintf(t.stderr, "  tc watch %s    follow it again\n  tc cancel %s   stop it\n", id, id)
+		return exitInterrupted
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(t.stderr, "tc: interrupted")
-		return exitFailed
+		return exitInterrupted
 	default:
 		fmt.Fprintln(t.stderr, "tc:", err)
 		return exitFailed

@@ -91,3 +91,40 @@ func TestFlagsAfterArguments(t *testing.T) {
 		t.Fatalf("pos %v wait %v mode %q err %v", pos, *wait, *mode, err)
 	}
 }
+
+// Asking for help is not a mistake: usage on stdout, exit 0, with or without a token.
+func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"import", "--help"}, {"watch", "-h"}} {
+		code, out, errOut := runTC(t, "http://127.0.0.1:1", "", args...)
+		if code != exitSuccess || !strings.Contains(out, "usage: tc") || errOut != "" {
+			t.Errorf("tc %v: exit %d, stdout %.40q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
+
+// Ctrl-C while following a task exits 130 and says the task runs on, and how to follow or
+// stop it; it is not reported as a failed task (1).
+func TestInterruptWhileWaitingExits130(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			http.Error(w, `{"status":404,"code":"no_route"}`, http.StatusNotFound)
+			return
+		}
+		cancel() // the user presses Ctrl-C while tc follows the running task
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"tsk_1","type":"bench:noop","status":"RUNNING","counts":{"total":0,"success":0,"failed":0}}`)
+	}))
+	t.Cleanup(srv.Close)
+	var out, errb bytes.Buffer
+	getenv := func(k string) string {
+		return map[string]string{"TASKCENTER_URL": srv.URL, "TASKCENTER_TOKEN": "good-token-0123456789"}[k]
+	}
+	code := run(ctx, []string{"watch", "tsk_1"}, env{getenv: getenv, stdout: &out, stderr: &errb})
+	if code != exitInterrupted || !strings.Contains(errb.String(), "keeps running") ||
+		!strings.Contains(errb.String(), "tc watch tsk_1") || !strings.Contains(errb.String(), "tc cancel tsk_1") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
