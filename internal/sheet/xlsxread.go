@@ -215,21 +215,25 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 	}
 }
 
+// rowCells is a row as readCells reads it: the cells so far, and what is known of the cell
+// being read.
+type rowCells struct {
+	cells    []string
+	long     []int // columns cut at MaxCellChars
+	rowBytes int64 // bytes of the values so far
+	col      int   // column of the cell being read (0-based), -1 before the first
+	inCell   bool  // inside <c>…</c>: only there do <v> and <t> make a value
+	shared   bool  // t="s": the value is an index into the shared strings
+	inline   bool  // t="inlineStr"
+	sawT     bool  // the value came from <t> (an inline string), not <v>
+	inText   bool  // inside <v>, or <t> of an inline string
+	inPh     bool  // inside a phonetic run, whose text is not part of the value
+	hasVal   bool
+}
+
 // readCells reads the cells of row num, up to </row>.
 func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
-	var (
-		cells    []string
-		long     []int
-		col      = -1
-		inCell   bool // inside <c>…</c>: only there do <v> and <t> make a value
-		shared   bool // t="s": the value is an index into the shared strings
-		inline   bool // t="inlineStr"
-		sawT     bool // the value came from <t> (an inline string), not <v>
-		inText   bool // inside <v>, or <t> of an inline string
-		inPh     bool // inside a phonetic run, whose text is not part of the value
-		hasVal   bool
-		rowBytes int64
-	)
+	r := rowCells{col: -1}
 	for {
 		switch s.sc.Next() {
 		case tokEOF:
@@ -237,85 +241,108 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 		case tokErr:
 			return nil, nil, s.sc.err
 		case tokText:
-			if inText {
+			if r.inText {
 				s.sc.readText(&s.text)
 			}
 		case tokStart:
-			switch string(s.sc.name) {
-			case "c":
-				prev := col
-				col++
-				if r, ok := s.sc.attr("r"); ok {
-					c, _, ok := cellRef(r)
-					if !ok {
-						return nil, nil, fmt.Errorf("bad cell reference %q", Clip(string(r), 20))
-					}
-					if c-1 <= prev { // a sheet lists a row's cells left to right, once each
-						return nil, nil, fmt.Errorf("cell %s comes after column %s", Clip(string(r), 20), ColumnName(prev))
-					}
-					col = c - 1
-				}
-				if col >= s.lim.MaxColumns {
-					return nil, nil, tooManyColumns(num, s.lim)
-				}
-				t, _ := s.sc.attr("t")
-				shared = len(t) == 1 && t[0] == 's'
-				inline = string(t) == "inlineStr"
-				s.text.reset()
-				hasVal, inText, sawT = false, false, false
-				inCell = !s.sc.empty
-			case "v":
-				if inCell {
-					hasVal, inText = true, !s.sc.empty
-				}
-			case "t":
-				if inCell && !inPh {
-					hasVal, inText, sawT = true, !s.sc.empty, true
-				}
-			case "rPh":
-				inPh = !s.sc.empty
+			if err := s.startElement(&r, num); err != nil {
+				return nil, nil, err
 			}
 		case tokEnd:
 			switch string(s.sc.name) {
 			case "v", "t":
-				inText = false
+				r.inText = false
 			case "rPh":
-				inPh = false
+				r.inPh = false
 			case "c":
-				if !inCell || !hasVal {
-					inCell = false
-					continue
-				}
-				inCell, hasVal = false, false
-				v, cut, err := s.value(shared)
-				if err != nil {
+				if err := s.endCell(&r); err != nil {
 					return nil, nil, err
-				}
-				if inline && sawT {
-					v = bstrDecode(v)
-				}
-				if v == "" && !cut {
-					continue
-				}
-				rowBytes += int64(len(v))
-				if rowBytes > s.lim.MaxRowBytes {
-					return nil, nil, errSpan
-				}
-				for len(cells) < col {
-					cells = append(cells, "")
-				}
-				cells = append(cells, v)
-				if cut {
-					long = append(long, col)
 				}
 			case "row":
 				if s.sc.spanOver() {
 					return nil, nil, errSpan
 				}
-				return cells, long, nil
+				return r.cells, r.long, nil
 			}
 		}
 	}
+}
+
+// startElement takes in a start tag inside row num: a cell, or a part of its value.
+func (s *xlsxSource) startElement(r *rowCells, num int) error {
+	switch string(s.sc.name) {
+	case "c":
+		return s.startCell(r, num)
+	case "v":
+		if r.inCell {
+			r.hasVal, r.inText = true, !s.sc.empty
+		}
+	case "t":
+		if r.inCell && !r.inPh {
+			r.hasVal, r.inText, r.sawT = true, !s.sc.empty, true
+		}
+	case "rPh":
+		r.inPh = !s.sc.empty
+	}
+	return nil
+}
+
+// startCell takes in a <c> of row num: its column (the next one unless it names one further
+// right) and its type.
+func (s *xlsxSource) startCell(r *rowCells, num int) error {
+	prev := r.col
+	r.col++
+	if ref, ok := s.sc.attr("r"); ok {
+		c, _, ok := cellRef(ref)
+		if !ok {
+			return fmt.Errorf("bad cell reference %q", Clip(string(ref), 20))
+		}
+		if c-1 <= prev { // a sheet lists a row's cells left to right, once each
+			return fmt.Errorf("cell %s comes after column %s", Clip(string(ref), 20), ColumnName(prev))
+		}
+		r.col = c - 1
+	}
+	if r.col >= s.lim.MaxColumns {
+		return tooManyColumns(num, s.lim)
+	}
+	t, _ := s.sc.attr("t")
+	r.shared = len(t) == 1 && t[0] == 's'
+	r.inline = string(t) == "inlineStr"
+	s.text.reset()
+	r.hasVal, r.inText, r.sawT = false, false, false
+	r.inCell = !s.sc.empty
+	return nil
+}
+
+// endCell takes in a </c>: the value read, if the cell has one, joins the row.
+func (s *xlsxSource) endCell(r *rowCells) error {
+	if !r.inCell || !r.hasVal {
+		r.inCell = false
+		return nil
+	}
+	r.inCell, r.hasVal = false, false
+	v, cut, err := s.value(r.shared)
+	if err != nil {
+		return err
+	}
+	if r.inline && r.sawT {
+		v = bstrDecode(v)
+	}
+	if v == "" && !cut {
+		return nil
+	}
+	r.rowBytes += int64(len(v))
+	if r.rowBytes > s.lim.MaxRowBytes {
+		return errSpan
+	}
+	for len(r.cells) < r.col {
+		r.cells = append(r.cells, "")
+	}
+	r.cells = append(r.cells, v)
+	if cut {
+		r.long = append(r.long, r.col)
+	}
+	return nil
 }
 
 // value is the cell's value from the text read, and whether it was cut at MaxCellChars.
