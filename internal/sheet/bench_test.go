@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // benchRows is the size of the benchmark sheets: enough rows that reading them, not opening
@@ -30,7 +31,7 @@ func benchBook(b *testing.B, inline bool) ([]byte, int) {
 		`<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><dimension ref="A1:H20001"/><sheetData>`)
 	sheet.WriteString(`<row r="1" spans="1:8">`)
 	for i, h := range []string{"code", "name", "phone", "amount", "joined", "active", "blank", "note"} {
-		sheet.WriteString(str(fmt.Sprintf("%s1", ColumnName(i)), h, i))
+		sheet.WriteString(str(fmt.Sprintf("%s1", sheettype.ColumnName(i)), h, i))
 	}
 	sheet.WriteString(`</row>`)
 	var sst strings.Builder

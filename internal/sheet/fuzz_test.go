@@ -21,6 +21,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // fuzzLimits are small, so the fuzzer meets every bound.
@@ -42,10 +43,10 @@ func fixtures(f *testing.F, pattern string) {
 	}
 }
 
-// isProblem reports whether err is an *Error: whatever the bytes, reading them fails
-// only in words for the uploader, never with an error the runtime would retry.
+// isProblem reports whether err is a *sheettype.Error: whatever the bytes, reading them
+// fails only in words for the uploader, never with an error the runtime would retry.
 func isProblem(err error) bool {
-	var fp *Error
+	var fp *sheettype.Error
 	return errors.As(err, &fp)
 }
 
@@ -147,7 +148,7 @@ func checkRows(t *testing.T, src source, lim Limits, validText bool) {
 		total := 0
 		for i, c := range cells {
 			total += len(c)
-			if k := runeStarts([]byte(c)); k > lim.MaxCellChars || len(c) > utf8.UTFMax*lim.MaxCellChars {
+			if k := sheettype.RuneStarts([]byte(c)); k > lim.MaxCellChars || len(c) > utf8.UTFMax*lim.MaxCellChars {
 				t.Fatalf("row %d cell %d has %d characters, over %d", n, i, k, lim.MaxCellChars)
 			}
 			if validText && (!utf8.ValidString(c) || strings.IndexByte(c, 0) >= 0) {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/richardlehane/mscfb"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // Legacy Excel 97–2003 workbooks (.xls, BIFF8). The container is an OLE compound file, read
@@ -53,8 +54,8 @@ const (
 )
 
 // xlsDamaged is the problem for a workbook stream that does not hold what BIFF8 says.
-func xlsDamaged(format string, args ...any) *Error {
-	return problem(DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
+func xlsDamaged(format string, args ...any) *sheettype.Error {
+	return sheettype.Errorf(sheettype.DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
 }
 
 // biffReader reads records from a workbook stream.
@@ -152,11 +153,11 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 	}
 	switch {
 	case encrypted:
-		return nil, problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
+		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 	case book == nil:
-		return nil, problem(UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
+		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
 	case book.Size > size:
-		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sizeWords(book.Size))
+		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sheettype.SizeWords(book.Size))
 	}
 	bk := &xlsBook{stream: book}
 	br := newBIFFReader(book)
@@ -191,7 +192,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		return xlsDamaged("the workbook stream does not start with a BOF record")
 	}
 	if v := binary.LittleEndian.Uint16(data); v != 0x0600 {
-		return problem(UnsupportedFormat,
+		return sheettype.Errorf(sheettype.UnsupportedFormat,
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
@@ -203,7 +204,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		case recEOF:
 			return nil
 		case recFilePass:
-			return problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
+			return sheettype.Errorf(sheettype.UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 		case recBoundSheet:
 			if len(data) < 8 {
 				return xlsDamaged("a sheet entry is cut short")
@@ -212,7 +213,7 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 				continue
 			}
 			if len(bk.sheets) >= lim.MaxEntries {
-				return xlsDamaged("it lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
+				return xlsDamaged("it lists more than %s sheets", sheettype.Thousands(int64(lim.MaxEntries)))
 			}
 			name, err := shortString(data[6:])
 			if err != nil {
@@ -338,7 +339,7 @@ var errShortRecord = errors.New("record cut short")
 // unicodeString reads an XLUnicodeRichExtendedString (rich: the SST's form, with format runs
 // and phonetic data, which are skipped) or an XLUnicodeString into text, cutting it at the
 // buffer's limit. Character data split across CONTINUE records restates its width there.
-func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
+func (s *recordStream) unicodeString(text *sheettype.Text, rich bool) error {
 	var h [3]byte
 	if err := s.read(h[:]); err != nil {
 		return err
@@ -385,7 +386,7 @@ func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
 		switch {
 		case utf16.IsSurrogate(u) && u < 0xDC00:
 			if surrogate != 0 {
-				text.writeRune(utf8.RuneError)
+				text.AddRune(utf8.RuneError)
 			}
 			surrogate = u
 			continue
@@ -394,16 +395,16 @@ func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
 		case utf16.IsSurrogate(u):
 			u = utf8.RuneError
 		case surrogate != 0:
-			text.writeRune(utf8.RuneError)
+			text.AddRune(utf8.RuneError)
 			surrogate = 0
 		}
 		if u == 0 {
 			u = utf8.RuneError // the database cannot store NUL
 		}
-		text.writeRune(u)
+		text.AddRune(u)
 	}
 	if surrogate != 0 {
-		text.writeRune(utf8.RuneError)
+		text.AddRune(utf8.RuneError)
 	}
 	return s.skip(4*runs + ext)
 }
@@ -416,13 +417,13 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
+		return nil, sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared string table has more than %s entries", sheettype.Thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
 	sst := &sharedStrings{}
-	text := textBuf{max: lim.MaxCellChars}
+	text := sheettype.NewText(lim.MaxCellChars)
 	for i := int64(0); i < unique; i++ {
-		text.reset()
+		text.Reset()
 		if len(s.cur) == 0 {
 			if ok, err := s.more(); err != nil || !ok {
 				if err == nil {
@@ -439,13 +440,13 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 			}
 			return nil, err
 		}
-		if text.cut {
+		if text.Cut() {
 			if sst.long == nil {
 				sst.long = map[int]bool{}
 			}
 			sst.long[sst.count] = true
 		}
-		if err := sst.add(text.b, tmpDir); err != nil {
+		if err := sst.add(text.Bytes(), tmpDir); err != nil {
 			sst.close()
 			return nil, err
 		}
@@ -474,7 +475,7 @@ type xlsSource struct {
 	book *xlsBook
 	br   *biffReader
 	lim  Limits
-	text textBuf
+	text sheettype.Text
 	// The row being assembled (0-based index) and the one after it, read ahead.
 	n         int
 	cells     []string
@@ -513,7 +514,7 @@ func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir st
 // sheet opens the named worksheet (empty: the first) of an opened book.
 func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 	if len(bk.sheets) == 0 {
-		return nil, problem(NoSheets, "the workbook has no worksheets")
+		return nil, sheettype.Errorf(sheettype.NoSheets, "the workbook has no worksheets")
 	}
 	ref := bk.sheets[0]
 	if name != "" {
@@ -525,7 +526,7 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 			}
 		}
 		if !found {
-			return nil, problem(SheetNotFound, "the sheet %q is not in the workbook", name)
+			return nil, sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not in the workbook", name)
 		}
 	}
 	if ref.offset < 0 || ref.offset >= bk.stream.Size {
@@ -540,9 +541,9 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 		return nil, xlsDamaged("the sheet %q does not start where the workbook says", ref.name)
 	}
 	if dt := binary.LittleEndian.Uint16(data[2:]); dt != 0x0010 {
-		return nil, problem(SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
+		return nil, sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
 	}
-	return &xlsSource{book: bk, br: br, lim: lim, text: textBuf{max: lim.MaxCellChars}, building: -1,
+	return &xlsSource{book: bk, br: br, lim: lim, text: sheettype.NewText(lim.MaxCellChars), building: -1,
 		maxColumn: min(lim.MaxColumns, xlsMaxColumns)}, nil
 }
 
@@ -629,7 +630,7 @@ func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bo
 		if len(data) < 6 {
 			return "", false, false, xlsDamaged("a cell record is cut short")
 		}
-		s.text.reset()
+		s.text.Reset()
 		rs := newRecordStream(s.br, data[6:])
 		if err := rs.unicodeString(&s.text, false); err != nil {
 			if errors.Is(err, errShortRecord) {
@@ -637,7 +638,7 @@ func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bo
 			}
 			return "", false, false, err
 		}
-		return string(s.text.b), s.text.cut, true, nil
+		return string(s.text.Bytes()), s.text.Cut(), true, nil
 	case recNumber:
 		if len(data) < 14 {
 			return "", false, false, xlsDamaged("a cell record is cut short")
@@ -689,14 +690,14 @@ func (s *xlsSource) formulaString() (string, bool, error) {
 		}
 		switch typ {
 		case recString:
-			s.text.reset()
+			s.text.Reset()
 			if err := newRecordStream(s.br, data).unicodeString(&s.text, false); err != nil {
 				if errors.Is(err, errShortRecord) {
 					return "", false, xlsDamaged("a formula's text is cut short")
 				}
 				return "", false, err
 			}
-			return string(s.text.b), s.text.cut, nil
+			return string(s.text.Bytes()), s.text.Cut(), nil
 		case 0x0221, 0x04BC, 0x0236: // ARRAY, SHRFMLA, TABLE come between a formula and its string
 			continue
 		}
@@ -712,10 +713,10 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 		if col >= xlsMaxColumns {
 			return xlsDamaged("row %d has a cell in column %d; an .xls sheet has at most %d columns (A to IV)", row+1, col+1, xlsMaxColumns)
 		}
-		return tooManyColumns(row+1, s.lim)
+		return sheettype.OverColumnLimit(row+1, s.lim)
 	}
 	if row >= xlsMaxRows {
-		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, Thousands(xlsMaxRows))
+		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, sheettype.Thousands(xlsMaxRows))
 	}
 	if row < s.building {
 		return xlsDamaged("a cell of row %d comes after row %d", row+1, s.building+1)
@@ -732,8 +733,8 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 	}
 	s.bBytes += int64(len(v))
 	if s.bBytes > s.lim.MaxRowBytes {
-		return problem(RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
-			row+1, sizeWords(s.lim.MaxRowBytes))
+		return sheettype.Errorf(sheettype.RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
+			row+1, sheettype.SizeWords(s.lim.MaxRowBytes))
 	}
 	for len(s.bCells) <= col {
 		s.bCells = append(s.bCells, "")

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // maxSheetRows is the last row number a worksheet can have (Excel's 1,048,576).
@@ -32,7 +34,7 @@ type xlsxSource struct {
 	sc    *xmlScanner
 	sst   *sharedStrings
 	lim   Limits
-	text  textBuf
+	text  sheettype.Text
 
 	n         int      // current row number
 	cells     []string // current row
@@ -53,12 +55,12 @@ func newXLSXSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir s
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return nil, problem(DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
+		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
 	}
-	s := &xlsxSource{zr: zr, lim: lim, text: textBuf{max: lim.MaxCellChars}}
+	s := &xlsxSource{zr: zr, lim: lim, text: sheettype.NewText(lim.MaxCellChars)}
 	if err := s.open(sheet, tmpDir); err != nil {
 		s.Close()
 		return nil, err
@@ -86,7 +88,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 	}
 	zf := entries[strings.ToLower(target)]
 	if zf == nil {
-		return problem(SheetNotFound, "the sheet %q is not in the workbook", sheet)
+		return sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not in the workbook", sheet)
 	}
 	sstEntry, err := sharedStringsEntry(byName, entries, b, s.lim)
 	if err != nil {
@@ -98,7 +100,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 		}
 	}
 	if s.sheet, err = zf.Open(); err != nil {
-		return problem(DamagedFile, "the sheet cannot be read (%v)", err)
+		return sheettype.Errorf(sheettype.DamagedFile, "the sheet cannot be read (%v)", err)
 	}
 	s.sc = newXMLScanner(b.reader(s.sheet), zf.UncompressedSize64, func(local []byte) bool {
 		return len(local) == 1 && local[0] == 'c' || string(local) == "row"
@@ -156,18 +158,18 @@ func (s *xlsxSource) Next() bool {
 
 // rowProblem words an error met reading the row after row n-1.
 func (s *xlsxSource) rowProblem(n int, err error) error {
-	var fp *Error
+	var fp *sheettype.Error
 	switch {
 	case errors.As(err, &fp):
 		return fp
 	case errors.Is(err, errSpan):
-		return problem(RowTooLarge,
+		return sheettype.Errorf(sheettype.RowTooLarge,
 			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), Thousands(int64(s.lim.MaxCellChars)))
+			s.rowNo(n), sheettype.SizeWords(s.lim.MaxRowBytes), sheettype.Thousands(int64(s.lim.MaxCellChars)))
 	case errors.Is(err, errOverBudget):
 		return overBudget(s.lim)
 	}
-	return problem(DamagedFile, "the file is damaged near row %d (%v)", s.rowNo(n), err)
+	return sheettype.Errorf(sheettype.DamagedFile, "the file is damaged near row %d (%v)", s.rowNo(n), err)
 }
 
 // rowNo is the number of the row being read: the one read ahead, if its number is known.
@@ -189,7 +191,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 			if r, ok := s.sc.attr("r"); ok {
 				n, err := strconv.Atoi(string(r))
 				if err != nil || n < 1 || n > maxSheetRows {
-					return 0, nil, nil, fmt.Errorf("bad row number %q", Clip(string(r), 20))
+					return 0, nil, nil, fmt.Errorf("bad row number %q", sheettype.Clip(string(r), 20))
 				}
 				if n < want {
 					return 0, nil, nil, fmt.Errorf("row %d comes after row %d", n, want-1)
@@ -197,7 +199,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 				num = n
 			}
 			if num > maxSheetRows {
-				return 0, nil, nil, fmt.Errorf("more than %s rows", Thousands(maxSheetRows))
+				return 0, nil, nil, fmt.Errorf("more than %s rows", sheettype.Thousands(maxSheetRows))
 			}
 			if s.sc.empty {
 				return num, nil, nil, nil
@@ -295,20 +297,20 @@ func (s *xlsxSource) startCell(r *rowCells, num int) error {
 	if ref, ok := s.sc.attr("r"); ok {
 		c, _, ok := cellRef(ref)
 		if !ok {
-			return fmt.Errorf("bad cell reference %q", Clip(string(ref), 20))
+			return fmt.Errorf("bad cell reference %q", sheettype.Clip(string(ref), 20))
 		}
 		if c-1 <= prev { // a sheet lists a row's cells left to right, once each
-			return fmt.Errorf("cell %s comes after column %s", Clip(string(ref), 20), ColumnName(prev))
+			return fmt.Errorf("cell %s comes after column %s", sheettype.Clip(string(ref), 20), sheettype.ColumnName(prev))
 		}
 		r.col = c - 1
 	}
 	if r.col >= s.lim.MaxColumns {
-		return tooManyColumns(num, s.lim)
+		return sheettype.OverColumnLimit(num, s.lim)
 	}
 	t, _ := s.sc.attr("t")
 	r.shared = len(t) == 1 && t[0] == 's'
 	r.inline = string(t) == "inlineStr"
-	s.text.reset()
+	s.text.Reset()
 	r.hasVal, r.inText, r.sawT = false, false, false
 	r.inCell = !s.sc.empty
 	return nil
@@ -347,16 +349,16 @@ func (s *xlsxSource) endCell(r *rowCells) error {
 
 // value is the cell's value from the text read, and whether it was cut at MaxCellChars.
 func (s *xlsxSource) value(shared bool) (string, bool, error) {
-	if err := checkText(s.text.b); err != nil {
+	if err := checkText(s.text.Bytes()); err != nil {
 		return "", false, err
 	}
 	if !shared {
-		return string(s.text.b), s.text.cut, nil // n, str, inlineStr, b, d, e: the stored text
+		return string(s.text.Bytes()), s.text.Cut(), nil // n, str, inlineStr, b, d, e: the stored text
 	}
-	raw := bytes.TrimSpace(s.text.b)
+	raw := bytes.TrimSpace(s.text.Bytes())
 	i, err := strconv.Atoi(string(raw))
-	if err != nil || s.text.cut {
-		return "", false, fmt.Errorf("bad shared string index %q", Clip(string(raw), 20))
+	if err != nil || s.text.Cut() {
+		return "", false, fmt.Errorf("bad shared string index %q", sheettype.Clip(string(raw), 20))
 	}
 	if s.sst == nil {
 		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
@@ -423,12 +425,6 @@ func cellRef(b []byte) (col, row int, ok bool) {
 	return col, row, row >= 1
 }
 
-func tooManyColumns(row int, lim Limits) *Error {
-	return problem(TooManyColumns,
-		"row %d has a value beyond column %s; a sheet has at most %s columns, so the file is damaged or was not made by a spreadsheet program",
-		row, ColumnName(lim.MaxColumns-1), Thousands(int64(lim.MaxColumns)))
-}
-
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
 func (s *xlsxSource) Long() []int          { return s.long }
 func (s *xlsxSource) Err() error           { return s.err }
@@ -473,7 +469,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 	defer rc.Close()
 	sst := &sharedStrings{}
 	sc := newXMLScanner(b.reader(rc), zf.UncompressedSize64, nil)
-	text := textBuf{max: lim.MaxCellChars}
+	text := sheettype.NewText(lim.MaxCellChars)
 	var inSI, inT, inPh bool
 	fail := func(err error) (*sharedStrings, error) {
 		sst.close()
@@ -486,9 +482,9 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 			return sst, nil
 		case tokErr:
 			if errors.Is(sc.err, errSpan) {
-				return fail(problem(RowTooLarge,
+				return fail(sheettype.Errorf(sheettype.RowTooLarge,
 					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-					sst.count, sizeWords(lim.MaxRowBytes), Thousands(int64(lim.MaxCellChars))))
+					sst.count, sheettype.SizeWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars))))
 			}
 			return fail(sc.err)
 		case tokText:
@@ -498,7 +494,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 		case tokStart:
 			switch string(sc.name) {
 			case "si":
-				text.reset()
+				text.Reset()
 				if sc.empty {
 					if err := add(); err != nil {
 						return fail(err)
@@ -538,28 +534,29 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 
 // addXML adds the text of one <si> of an .xlsx table: checked as XML text, its _xHHHH_
 // escapes decoded, remembered as cut when it was.
-func (s *sharedStrings) addXML(text *textBuf, lim Limits, tmpDir string) error {
+func (s *sharedStrings) addXML(text *sheettype.Text, lim Limits, tmpDir string) error {
 	if s.count >= lim.MaxSharedStrings {
-		return problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
+		return sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared string table has more than %s entries", sheettype.Thousands(int64(lim.MaxSharedStrings)))
 	}
-	if err := checkText(text.b); err != nil {
+	if err := checkText(text.Bytes()); err != nil {
 		return fmt.Errorf("shared string %d: %w", s.count, err)
 	}
-	if text.cut {
+	if text.Cut() {
 		if s.long == nil {
 			s.long = map[int]bool{}
 		}
 		s.long[s.count] = true
 	}
-	if bytes.Contains(text.b, []byte("_x")) {
-		text.b = append(text.b[:0], bstrDecode(string(text.b))...)
+	b := text.Bytes()
+	if bytes.Contains(b, []byte("_x")) {
+		b = []byte(bstrDecode(string(b)))
 	}
-	return s.add(text.b, tmpDir)
+	return s.add(b, tmpDir)
 }
 
 func (s *sharedStrings) add(text []byte, tmpDir string) error {
 	if s.size+uint64(len(text)) > 1<<32-1 {
-		return problem(DamagedFile, "the workbook's shared strings hold more than 4 GB of text")
+		return sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared strings hold more than 4 GB of text")
 	}
 	if s.file == nil && s.size+uint64(len(text)) > spillAt {
 		f, err := os.CreateTemp(tmpDir, "sst-*")
