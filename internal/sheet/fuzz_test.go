@@ -309,39 +309,3 @@ func FuzzInspect(f *testing.F) {
 func zipReader(data []byte) (*zip.Reader, error) {
 	return zip.NewReader(bytes.NewReader(data), int64(len(data)))
 }
-
-// FuzzXLSReader reads arbitrary bytes as an .xls: submit's checks, then every row. Whatever
-// the bytes, reading fails only with a file problem, and rows keep every bound.
-func FuzzXLSReader(f *testing.F) {
-	fixtures(f, "*.xls")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytes.NewReader(data)
-		if _, err := inspectReader(r, int64(len(data)), XLS, "", fuzzLimits, CountAlways); err != nil && !isProblem(err) {
-			t.Fatalf("Inspect: %v (%T) is not a file problem", err, err)
-		}
-		src, err := newXLSSource(r, int64(len(data)), "", fuzzLimits, "")
-		if err != nil {
-			if !isProblem(err) {
-				t.Fatalf("open: %v (%T) is not a file problem", err, err)
-			}
-			return
-		}
-		defer src.Close()
-		last := 0
-		for src.Next() {
-			n, cells := src.Row()
-			if n != last+1 || len(cells) > xlsMaxColumns || len(cells) > fuzzLimits.MaxColumns {
-				t.Fatalf("row %d after %d with %d cells", n, last, len(cells))
-			}
-			for _, c := range cells {
-				if !utf8.ValidString(c) || utf8.RuneCountInString(c) > fuzzLimits.MaxCellChars || strings.ContainsRune(c, 0) {
-					t.Fatalf("row %d: cell %q breaks a bound", n, c)
-				}
-			}
-			last = n
-		}
-		if err := src.Err(); err != nil && !isProblem(err) {
-			t.Fatalf("read: %v (%T) is not a file problem", err, err)
-		}
-	})
-}

@@ -4,6 +4,20 @@
 // not depend on what a file holds: every read is bounded by Limits, and a file that breaks a
 // bound, is damaged or is not a spreadsheet fails with a *sheettype.Error worded for the
 // person who made it.
+//
+// Where each format is read:
+//   - .xlsx: xlsxread.go streams a worksheet from the zip with the XML scanner in
+//     xmlscan.go; sharedstrings.go holds its shared strings (on disk past 32 MB);
+//     inspect.go and zipscan.go do submit's checks (the zip directory, the sheet list, the
+//     row count).
+//   - .xls: package sheet/xls reads the BIFF8 records, its shared strings into the same
+//     table; sheets.go checks a workbook (inspectXLS) and source.go opens a sheet.
+//   - CSV: csvread.go reads the rows, in the encoding encoding.go detects (or is told);
+//     inspect.go checks the text.
+//
+// Inspect (inspect.go) and Open (source.go) pick the reader; sheets.go picks the sheet of
+// a workbook. The limits, the *Error and its words, and a cell's capped text are in
+// sheet/sheettype, which sheet and sheet/xls share.
 package sheet
 
 import (

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -363,7 +362,7 @@ func (s *xlsxSource) value(shared bool) (string, bool, error) {
 	if s.sst == nil {
 		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
 	}
-	return s.sst.get(i)
+	return s.sst.Get(i)
 }
 
 // bstrDecode undoes the _xHHHH_ escapes Excel writes in strings for characters XML cannot
@@ -433,7 +432,7 @@ func (s *xlsxSource) Close() error {
 		s.sheet.Close()
 	}
 	if s.sst != nil {
-		s.sst.close()
+		s.sst.Close()
 	}
 	if s.file != nil {
 		return s.file.Close()
@@ -441,41 +440,22 @@ func (s *xlsxSource) Close() error {
 	return nil
 }
 
-// sharedStrings is a workbook's shared string table, held as one blob and an end offset per
-// string (4 bytes each, in fixed chunks so growing never copies). Past spillAt the blob
-// moves to an unlinked temp file, so a sheet of millions of unique strings does not grow
-// the heap by their text. Each string keeps at most MaxCellChars characters; the ones cut
-// are remembered, so their cells are flagged too.
-type sharedStrings struct {
-	ends  [][]uint32 // end offset of each string in the blob, sstChunk per slice
-	count int
-	long  map[int]bool
-	blob  []byte   // in memory, or
-	file  *os.File // on disk
-	size  uint64   // bytes in the blob
-}
-
-const (
-	// spillAt is the blob size beyond which shared strings move to a temp file.
-	spillAt  = 32 << 20
-	sstChunk = 1 << 16
-)
-
+// loadSharedStrings reads an .xlsx's shared string table, spilling it to tmpDir past a size.
 func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sharedStrings, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	sst := &sharedStrings{}
+	sst := &sharedStrings{tmpDir: tmpDir}
 	sc := newXMLScanner(b.reader(rc), zf.UncompressedSize64, nil)
 	text := sheettype.NewText(lim.MaxCellChars)
 	var inSI, inT, inPh bool
 	fail := func(err error) (*sharedStrings, error) {
-		sst.close()
+		sst.Close()
 		return nil, err
 	}
-	add := func() error { return sst.addXML(&text, lim, tmpDir) }
+	add := func() error { return sst.addXML(&text, lim) }
 	for {
 		switch sc.Next() {
 		case tokEOF:
@@ -534,83 +514,16 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 
 // addXML adds the text of one <si> of an .xlsx table: checked as XML text, its _xHHHH_
 // escapes decoded, remembered as cut when it was.
-func (s *sharedStrings) addXML(text *sheettype.Text, lim Limits, tmpDir string) error {
+func (s *sharedStrings) addXML(text *sheettype.Text, lim Limits) error {
 	if s.count >= lim.MaxSharedStrings {
 		return sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared string table has more than %s entries", sheettype.Thousands(int64(lim.MaxSharedStrings)))
 	}
 	if err := checkText(text.Bytes()); err != nil {
 		return fmt.Errorf("shared string %d: %w", s.count, err)
 	}
-	if text.Cut() {
-		if s.long == nil {
-			s.long = map[int]bool{}
-		}
-		s.long[s.count] = true
-	}
 	b := text.Bytes()
 	if bytes.Contains(b, []byte("_x")) {
 		b = []byte(bstrDecode(string(b)))
 	}
-	return s.add(b, tmpDir)
-}
-
-func (s *sharedStrings) add(text []byte, tmpDir string) error {
-	if s.size+uint64(len(text)) > 1<<32-1 {
-		return sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared strings hold more than 4 GB of text")
-	}
-	if s.file == nil && s.size+uint64(len(text)) > spillAt {
-		f, err := os.CreateTemp(tmpDir, "sst-*")
-		if err != nil {
-			return err
-		}
-		os.Remove(f.Name()) // unlinked: it disappears with the handle
-		if _, err := f.Write(s.blob); err != nil {
-			f.Close()
-			return err
-		}
-		s.file, s.blob = f, nil
-	}
-	if s.file != nil {
-		if _, err := s.file.Write(text); err != nil {
-			return err
-		}
-	} else {
-		s.blob = append(s.blob, text...)
-	}
-	s.size += uint64(len(text))
-	if s.count%sstChunk == 0 {
-		s.ends = append(s.ends, make([]uint32, 0, sstChunk))
-	}
-	last := len(s.ends) - 1
-	s.ends[last] = append(s.ends[last], uint32(s.size))
-	s.count++
-	return nil
-}
-
-func (s *sharedStrings) end(i int) uint32 { return s.ends[i/sstChunk][i%sstChunk] }
-
-// get returns string i and whether it was cut at MaxCellChars.
-func (s *sharedStrings) get(i int) (string, bool, error) {
-	if i < 0 || i >= s.count {
-		return "", false, fmt.Errorf("shared string %d does not exist (the table has %d)", i, s.count)
-	}
-	var start uint32
-	if i > 0 {
-		start = s.end(i - 1)
-	}
-	end := s.end(i)
-	if s.file == nil {
-		return string(s.blob[start:end]), s.long[i], nil
-	}
-	b := make([]byte, end-start)
-	if _, err := s.file.ReadAt(b, int64(start)); err != nil {
-		return "", false, err
-	}
-	return string(b), s.long[i], nil
-}
-
-func (s *sharedStrings) close() {
-	if s.file != nil {
-		s.file.Close()
-	}
+	return s.Add(b, text.Cut())
 }
