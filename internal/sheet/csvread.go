@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // csvSource reads a CSV as encoding/csv does with LazyQuotes and a variable number of fields
@@ -27,7 +29,7 @@ type csvSource struct {
 	lim   Limits
 	line  int   // line of the next byte (1-based)
 	used  int64 // bytes of the current record read so far
-	field textBuf
+	field sheettype.Text
 
 	n     int
 	cells []string
@@ -42,7 +44,7 @@ func newCSVSource(r io.Reader, f io.Closer, lim Limits) *csvSource {
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xEF, 0xBB, 0xBF}) {
 		br.Discard(3) //nolint:errcheck
 	}
-	return &csvSource{f: f, br: br, lim: lim, line: 1, field: textBuf{max: lim.MaxCellChars}}
+	return &csvSource{f: f, br: br, lim: lim, line: 1, field: sheettype.NewText(lim.MaxCellChars)}
 }
 
 // next returns the next byte of the stream, CRs before LF and at the end dropped.
@@ -81,14 +83,14 @@ func (s *csvSource) Next() bool {
 	}
 	ok, err := s.readRecord()
 	if err != nil {
-		var fp *Error
+		var fp *sheettype.Error
 		switch {
 		case errors.As(err, &fp):
 			s.err = fp
 		case errors.Is(err, errSpan):
-			s.err = problem(RowTooLarge,
+			s.err = sheettype.Errorf(sheettype.RowTooLarge,
 				"row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged or a quote (\") opened in that row is never closed",
-				s.n, sizeWords(s.lim.MaxRowBytes))
+				s.n, sheettype.SizeWords(s.lim.MaxRowBytes))
 		default:
 			s.err = fmt.Errorf("read csv: %w", err)
 		}
@@ -119,9 +121,9 @@ func (s *csvSource) readRecord() (bool, error) {
 	var long []int
 	for { // one field per turn; c is its first byte unless ok is false (end of input)
 		if len(cells) >= s.lim.MaxColumns {
-			return false, tooManyColumns(s.n, s.lim)
+			return false, sheettype.OverColumnLimit(s.n, s.lim)
 		}
-		s.field.reset()
+		s.field.Reset()
 		endRecord := false
 		if ok && c == '"' {
 			if endRecord, err = s.readQuoted(); err != nil {
@@ -129,7 +131,7 @@ func (s *csvSource) readRecord() (bool, error) {
 			}
 		} else {
 			for ok && c != ',' && c != '\n' {
-				s.field.writeByte(c)
+				s.field.AddByte(c)
 				if c, ok, err = s.next(); err != nil {
 					return false, err
 				}
@@ -141,10 +143,10 @@ func (s *csvSource) readRecord() (bool, error) {
 				endRecord = true
 			}
 		}
-		if s.field.cut {
+		if s.field.Cut() {
 			long = append(long, len(cells))
 		}
-		cells = append(cells, string(s.field.b))
+		cells = append(cells, string(s.field.Bytes()))
 		if endRecord {
 			s.cells, s.long = cells, long
 			return true, nil
@@ -175,21 +177,21 @@ func (s *csvSource) readQuoted() (endRecord bool, err error) {
 			case !ok:
 				return true, nil
 			case c == '"':
-				s.field.writeByte('"')
+				s.field.AddByte('"')
 			case c == ',':
 				return false, nil
 			case c == '\n':
 				s.line++
 				return true, nil
 			default: // a stray quote is text
-				s.field.writeByte('"')
-				s.field.writeByte(c)
+				s.field.AddByte('"')
+				s.field.AddByte(c)
 			}
 		case '\n':
 			s.line++
-			s.field.writeByte('\n')
+			s.field.AddByte('\n')
 		default:
-			s.field.writeByte(c)
+			s.field.AddByte(c)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/transform"
 )
@@ -34,7 +35,7 @@ func ParseEncoding(s string) (Encoding, error) {
 	case "gb18030", "gbk", "gb2312", "cp936":
 		return EncodingGB18030, nil
 	}
-	return "", problem(BadEncoding, "encoding must be utf-8, gb18030 or auto, not %q", Clip(s, 40))
+	return "", sheettype.Errorf(sheettype.BadEncoding, "encoding must be utf-8, gb18030 or auto, not %q", sheettype.Clip(s, 40))
 }
 
 // decoded is the UTF-8 text of a CSV stored in enc. GB18030 is transcoded while it is read,

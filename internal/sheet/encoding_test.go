@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // A file that is neither UTF-8 nor Chinese GB18030 is refused at submit, saying what was tried.
@@ -28,7 +29,7 @@ func TestCSVEncodingsThatAreRefused(t *testing.T) {
 	for name, c := range map[string]struct {
 		csv       []byte
 		enc       string
-		code      Code
+		code      sheettype.Code
 		substring []string
 	}{
 		"latin-1, an accent before a comma": {latin1("code,name,phone,city\r\nC1,José,13800138000,São Paulo\r\n"), "", "unknown_encoding",
@@ -49,7 +50,7 @@ func TestCSVEncodingsThatAreRefused(t *testing.T) {
 					_, err = inspectChoice(writeTemp(t, "x.csv", c.csv), Choice{Format: CSV, Encoding: e}, Limits{})
 				}
 			}
-			var fp *Error
+			var fp *sheettype.Error
 			if !errors.As(err, &fp) {
 				t.Fatalf("accepted (%v)", err)
 			}

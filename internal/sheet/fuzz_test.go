@@ -21,6 +21,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // fuzzLimits are small, so the fuzzer meets every bound.
@@ -42,10 +43,10 @@ func fixtures(f *testing.F, pattern string) {
 	}
 }
 
-// isProblem reports whether err is an *Error: whatever the bytes, reading them fails
-// only in words for the uploader, never with an error the runtime would retry.
+// isProblem reports whether err is a *sheettype.Error: whatever the bytes, reading them
+// fails only in words for the uploader, never with an error the runtime would retry.
 func isProblem(err error) bool {
-	var fp *Error
+	var fp *sheettype.Error
 	return errors.As(err, &fp)
 }
 
@@ -147,7 +148,7 @@ func checkRows(t *testing.T, src source, lim Limits, validText bool) {
 		total := 0
 		for i, c := range cells {
 			total += len(c)
-			if k := runeStarts([]byte(c)); k > lim.MaxCellChars || len(c) > utf8.UTFMax*lim.MaxCellChars {
+			if k := sheettype.RuneStarts([]byte(c)); k > lim.MaxCellChars || len(c) > utf8.UTFMax*lim.MaxCellChars {
 				t.Fatalf("row %d cell %d has %d characters, over %d", n, i, k, lim.MaxCellChars)
 			}
 			if validText && (!utf8.ValidString(c) || strings.IndexByte(c, 0) >= 0) {
@@ -307,40 +308,4 @@ func FuzzInspect(f *testing.F) {
 
 func zipReader(data []byte) (*zip.Reader, error) {
 	return zip.NewReader(bytes.NewReader(data), int64(len(data)))
-}
-
-// FuzzXLSReader reads arbitrary bytes as an .xls: submit's checks, then every row. Whatever
-// the bytes, reading fails only with a file problem, and rows keep every bound.
-func FuzzXLSReader(f *testing.F) {
-	fixtures(f, "*.xls")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytes.NewReader(data)
-		if _, err := inspectReader(r, int64(len(data)), XLS, "", fuzzLimits, CountAlways); err != nil && !isProblem(err) {
-			t.Fatalf("Inspect: %v (%T) is not a file problem", err, err)
-		}
-		src, err := newXLSSource(r, int64(len(data)), "", fuzzLimits, "")
-		if err != nil {
-			if !isProblem(err) {
-				t.Fatalf("open: %v (%T) is not a file problem", err, err)
-			}
-			return
-		}
-		defer src.Close()
-		last := 0
-		for src.Next() {
-			n, cells := src.Row()
-			if n != last+1 || len(cells) > xlsMaxColumns || len(cells) > fuzzLimits.MaxColumns {
-				t.Fatalf("row %d after %d with %d cells", n, last, len(cells))
-			}
-			for _, c := range cells {
-				if !utf8.ValidString(c) || utf8.RuneCountInString(c) > fuzzLimits.MaxCellChars || strings.ContainsRune(c, 0) {
-					t.Fatalf("row %d: cell %q breaks a bound", n, c)
-				}
-			}
-			last = n
-		}
-		if err := src.Err(); err != nil && !isProblem(err) {
-			t.Fatalf("read: %v (%T) is not a file problem", err, err)
-		}
-	})
 }

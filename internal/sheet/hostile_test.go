@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // readSheet reads every row of a workbook's sheet "S" (no submit checks: the reader must be
@@ -51,9 +52,9 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-func wantProblem(t testing.TB, err error, code Code, msg string) {
+func wantProblem(t testing.TB, err error, code sheettype.Code, msg string) {
 	t.Helper()
-	var fp *Error
+	var fp *sheettype.Error
 	if !errors.As(err, &fp) || fp.Code != code || !strings.Contains(fp.Message, msg) {
 		t.Fatalf("err = %v (%T), want a %s problem saying %q", err, err, code, msg)
 	}
@@ -144,7 +145,7 @@ func TestRowLimits(t *testing.T) {
 	for name, c := range map[string]struct {
 		row  string
 		sst  []sheettest.Piece
-		code Code
+		code sheettype.Code
 		msg  string
 	}{
 		"a cell beyond column XFD":      {`<row r="2"><c r="XFE2"><v>1</v></c></row>`, nil, "too_many_columns", "row 2 has a value beyond column XFD"},

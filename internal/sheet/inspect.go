@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 var (
@@ -28,12 +30,12 @@ const (
 // is what its name says, a sane zip that is not a bomb (by its directory and by what its
 // parts decompress to), has the sheet asked for (or picks one, see Choice), no row too large
 // to read, and is not over the row limit; a CSV is text in its encoding (auto picks one).
-// A file that fails them fails with an *Error.
+// A file that fails them fails with a *sheettype.Error.
 func Inspect(r io.ReaderAt, size int64, c Choice, o Options) (Inspection, error) {
 	format, sheet := c.Format, c.Sheet
 	lim := o.Limits.WithDefaults()
 	if size == 0 {
-		return Inspection{}, problem(EmptyFile, "the file is empty")
+		return Inspection{}, sheettype.Errorf(sheettype.EmptyFile, "the file is empty")
 	}
 	head := make([]byte, 8)
 	n, _ := r.ReadAt(head, 0)
@@ -43,20 +45,20 @@ func Inspect(r io.ReaderAt, size int64, c Choice, o Options) (Inspection, error)
 		// An Excel 97–2003 workbook, whatever its name says (an .xls renamed .xlsx is common).
 		return inspectXLS(r, size, sheet, lim, o.IsHeader)
 	case bytes.HasPrefix(head, []byte("%PDF")):
-		return Inspection{}, problem(UnsupportedFormat, "this is a PDF, not a spreadsheet")
+		return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat, "this is a PDF, not a spreadsheet")
 	}
 	if format == CSV {
 		if bytes.HasPrefix(head, zipMagic) {
-			return Inspection{}, problem(UnsupportedFormat, "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
+			return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat, "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
 		}
 		return inspectCSV(r, size, c.Encoding, lim, o.IsHeader)
 	}
 	if format == XLS && !bytes.HasPrefix(head, zipMagic) {
-		return Inspection{}, problem(UnsupportedFormat,
+		return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat,
 			"this .xls is not an Excel workbook: it holds text (some systems export an HTML or tab-separated table named .xls); open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	if !bytes.HasPrefix(head, zipMagic) {
-		return Inspection{}, problem(UnsupportedFormat, "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
+		return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat, "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
 	}
 	return inspectXLSX(r, size, sheet, lim, o.Count, o.IsHeader)
 }
@@ -70,7 +72,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	case EncodingUTF8:
 		ins, bad, err := scanCSV(raw(), false, lim)
 		if err == nil && bad != nil {
-			err = problem(NotUTF8,
+			err = sheettype.Errorf(sheettype.NotUTF8,
 				"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again",
 				bad.where())
 		}
@@ -79,7 +81,7 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	case EncodingGB18030:
 		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
 		if err == nil && bad != nil {
-			err = problem(NotGB18030,
+			err = sheettype.Errorf(sheettype.NotGB18030,
 				"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
 				bad.where())
 		}
@@ -91,8 +93,8 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 		ins.Encoding = EncodingUTF8
 		return ins, err
 	}
-	tried := func(gb string) *Error {
-		return problem(UnknownEncoding,
+	tried := func(gb string) *sheettype.Error {
+		return sheettype.Errorf(sheettype.UnknownEncoding,
 			"the CSV's text encoding could not be recognised (tried UTF-8: %s is not UTF-8; tried GB18030/GBK: %s). Save it from your spreadsheet program as \"CSV UTF-8\" or as .xlsx and upload again",
 			bad.where(), gb)
 	}
@@ -133,7 +135,7 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 		}
 		chunk := data[:cut]
 		if bytes.IndexByte(chunk, 0) >= 0 {
-			return Inspection{}, nil, problem(UnsupportedFormat, "this is a binary file, not a CSV text file")
+			return Inspection{}, nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this is a binary file, not a CSV text file")
 		}
 		if decoded {
 			if i := bytes.Index(chunk, []byte("\uFFFD")); i >= 0 {
@@ -177,14 +179,14 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil, nil
 }
 
-func lineTooLong(line int, lim Limits) *Error {
-	return problem(RowTooLarge,
-		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sizeWords(lim.MaxRowBytes))
+func lineTooLong(line int, lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.RowTooLarge,
+		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sheettype.SizeWords(lim.MaxRowBytes))
 }
 
-func tooManyRows(what string, rows int, lim Limits) *Error {
-	return problem(TooManyRows, "%s has %s rows, over the limit of %s data rows; split it into smaller files",
-		what, Thousands(int64(rows)), Thousands(int64(lim.MaxRows)))
+func tooManyRows(what string, rows int, lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.TooManyRows, "%s has %s rows, over the limit of %s data rows; split it into smaller files",
+		what, sheettype.Thousands(int64(rows)), sheettype.Thousands(int64(lim.MaxRows)))
 }
 
 // lastNonBlank is the index of the last byte of b that is not whitespace or a comma (a line
@@ -237,7 +239,7 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode Count
 		return Inspection{}, partProblem(err, lim, "the workbook's sheet list cannot be read")
 	}
 	if len(sheets) == 0 {
-		return Inspection{}, problem(NoSheets, "the workbook has no sheets")
+		return Inspection{}, sheettype.Errorf(sheettype.NoSheets, "the workbook has no sheets")
 	}
 	names := make([]string, len(sheets))
 	for i, s := range sheets {
@@ -260,13 +262,13 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode Count
 			}
 		}
 		if !found {
-			return Inspection{}, problem(SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
+			return Inspection{}, sheettype.Errorf(sheettype.SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
 		}
 	}
 	ins := Inspection{Format: XLSX, Sheet: chosen.name, Sheets: names}
 	zf := entries[chosen.path]
 	if zf == nil {
-		return Inspection{}, problem(DamagedFile, "the sheet %q is listed but missing from the file", chosen.name)
+		return Inspection{}, sheettype.Errorf(sheettype.DamagedFile, "the sheet %q is listed but missing from the file", chosen.name)
 	}
 	if ins.Rows, ins.Counted, err = sheetRows(zf, b, lim, mode); err != nil {
 		return Inspection{}, err
@@ -286,7 +288,7 @@ func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.Fil
 	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
-		return nil, problem(DamagedFile, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
+		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
@@ -305,15 +307,15 @@ func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.Fil
 	}
 	if total > uint64(lim.MaxUncompressed) {
 		if total >= 1<<60 {
-			return nil, problem(TooLargeUncompressed,
+			return nil, sheettype.Errorf(sheettype.TooLargeUncompressed,
 				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
-				sizeWords(lim.MaxUncompressed))
+				sheettype.SizeWords(lim.MaxUncompressed))
 		}
-		return nil, problem(TooLargeUncompressed,
-			"the workbook expands to %s, over the limit of %s", sizeWords(int64(total)), sizeWords(lim.MaxUncompressed))
+		return nil, sheettype.Errorf(sheettype.TooLargeUncompressed,
+			"the workbook expands to %s, over the limit of %s", sheettype.SizeWords(int64(total)), sheettype.SizeWords(lim.MaxUncompressed))
 	}
 	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
-		return nil, problem(UnsupportedFormat, "this zip archive is not an Excel workbook (no xl/workbook.xml)")
+		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this zip archive is not an Excel workbook (no xl/workbook.xml)")
 	}
 	return entries, nil
 }
@@ -344,40 +346,29 @@ func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode) (rows int, c
 	return max(n-1, 0), true, nil
 }
 
-func tooManyParts(lim Limits) *Error {
-	return problem(DamagedFile, "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
-		Thousands(int64(lim.MaxEntries)))
+func tooManyParts(lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.DamagedFile, "the workbook holds more than %s parts, more than a spreadsheet should; the file is damaged or is not a workbook",
+		sheettype.Thousands(int64(lim.MaxEntries)))
 }
 
-func overBudget(lim Limits) *Error {
-	return problem(TooLargeUncompressed,
+func overBudget(lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.TooLargeUncompressed,
 		"the workbook expands to more than %s when unpacked, over the limit; it may be damaged or a zip bomb. Save it again from your spreadsheet program, or split it",
-		sizeWords(lim.MaxUncompressed))
+		sheettype.SizeWords(lim.MaxUncompressed))
 }
 
 // partProblem turns an error reading a workbook part into the file problem it means.
 func partProblem(err error, lim Limits, what string) error {
-	var fp *Error
+	var fp *sheettype.Error
 	switch {
 	case errors.As(err, &fp):
 		return fp
 	case errors.Is(err, errOverBudget):
 		return overBudget(lim)
 	case errors.Is(err, errSpan), errors.Is(err, errTagTooLong):
-		return problem(DamagedFile, "%s: it holds an element larger than a spreadsheet writes, so the file is damaged or was not made by a spreadsheet program", what)
+		return sheettype.Errorf(sheettype.DamagedFile, "%s: it holds an element larger than a spreadsheet writes, so the file is damaged or was not made by a spreadsheet program", what)
 	}
-	return problem(DamagedFile, "%s (%v); save it again from your spreadsheet program", what, err)
-}
-
-// sizeWords is a byte count for people: "8 MB", "1024 MB".
-func sizeWords(n int64) string {
-	if n >= 1<<20 {
-		return Thousands(n>>20) + " MB"
-	}
-	if n >= 1<<10 {
-		return Thousands(n>>10) + " KB"
-	}
-	return Thousands(n) + " bytes"
+	return sheettype.Errorf(sheettype.DamagedFile, "%s (%v); save it again from your spreadsheet program", what, err)
 }
 
 type sheetRef struct{ name, path string }
@@ -392,7 +383,7 @@ func workbookSheets(entries map[string]*zip.File, b *budget, lim Limits) ([]shee
 				return nil
 			}
 			if len(sheets) >= lim.MaxEntries {
-				return problem(DamagedFile, "the workbook lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
+				return sheettype.Errorf(sheettype.DamagedFile, "the workbook lists more than %s sheets", sheettype.Thousands(int64(lim.MaxEntries)))
 			}
 			name, err := s.attrString("name", false)
 			if err != nil {
@@ -440,7 +431,7 @@ func readRels(zf *zip.File, b *budget, lim Limits) ([]rel, error) {
 				return nil
 			}
 			if len(rels) >= lim.MaxEntries {
-				return problem(DamagedFile, "the workbook lists more than %s relationships", Thousands(int64(lim.MaxEntries)))
+				return sheettype.Errorf(sheettype.DamagedFile, "the workbook lists more than %s relationships", sheettype.Thousands(int64(lim.MaxEntries)))
 			}
 			var r rel
 			var err error

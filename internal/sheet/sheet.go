@@ -2,17 +2,35 @@
 // BIFF8) and CSV in UTF-8 or GB18030. Inspect does the checks that are cheap enough to run
 // before a file is accepted and picks its sheet; Open streams that sheet's rows. Memory does
 // not depend on what a file holds: every read is bounded by Limits, and a file that breaks a
-// bound, is damaged or is not a spreadsheet fails with an *Error worded for the person who
-// made it.
+// bound, is damaged or is not a spreadsheet fails with a *sheettype.Error worded for the
+// person who made it.
+//
+// Where each format is read:
+//   - .xlsx: xlsxread.go streams a worksheet from the zip with the XML scanner in
+//     xmlscan.go; sharedstrings.go holds its shared strings (on disk past 32 MB);
+//     inspect.go and zipscan.go do submit's checks (the zip directory, the sheet list, the
+//     row count).
+//   - .xls: package sheet/xls reads the BIFF8 records, its shared strings into the same
+//     table; sheets.go checks a workbook (inspectXLS) and source.go opens a sheet.
+//   - CSV: csvread.go reads the rows, in the encoding encoding.go detects (or is told);
+//     inspect.go checks the text.
+//
+// Inspect (inspect.go) and Open (source.go) pick the reader; sheets.go picks the sheet of
+// a workbook. The limits, the *Error and its words, and a cell's capped text are in
+// sheet/sheettype, which sheet and sheet/xls share.
 package sheet
 
 import (
-	"fmt"
 	"path"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
+
+// Limits bound what a file may be and how much of it reading holds at once (see
+// sheettype.Limits: it lives there so that the format readers in packages of their own,
+// sheet/xls, are bounded by the same values).
+type Limits = sheettype.Limits
 
 // Format is the kind of file being read.
 type Format string
@@ -34,56 +52,13 @@ func FormatOf(filename string) (Format, error) {
 	case ".xls":
 		return XLS, nil
 	}
-	return "", problem(UnsupportedFormat, "only .xlsx, .xls and .csv files can be imported; %q is none of them", filename)
-}
-
-// Error is why a file cannot be read, in words for the person who made it: what is wrong
-// with the file, never with the reading of it (a failed read of the file itself is returned
-// as it is).
-type Error struct {
-	Code    Code
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Code says what is wrong with a file.
-type Code string
-
-// Codes of an Error.
-const (
-	// UnsupportedFormat: not a spreadsheet this package reads (a PDF, a Word document, an
-	// .xlsx named .csv, a password-protected or pre-97 workbook…).
-	UnsupportedFormat Code = "unsupported_format"
-	// TooLargeUncompressed: a workbook that expands (or claims to) to more than
-	// Limits.MaxUncompressed.
-	TooLargeUncompressed Code = "too_large_uncompressed"
-	EmptyFile            Code = "empty_file"
-	// DamagedFile: not what its format says it holds, or beyond what a spreadsheet program
-	// writes (too many parts, sheets or shared strings).
-	DamagedFile    Code = "damaged_file"
-	NoSheets       Code = "no_sheets"
-	SheetNotFound  Code = "sheet_not_found"
-	AmbiguousSheet Code = "ambiguous_sheet" // no sheet chosen, and several could be the one
-	TooManyRows    Code = "too_many_rows"
-	TooManyColumns Code = "too_many_columns"
-	RowTooLarge    Code = "row_too_large"
-	// NotUTF8, NotGB18030: a CSV that is not text in the encoding chosen for it;
-	// UnknownEncoding: one auto could not recognise.
-	NotUTF8         Code = "not_utf8"
-	NotGB18030      Code = "not_gb18030"
-	UnknownEncoding Code = "unknown_encoding"
-	BadEncoding     Code = "bad_encoding" // an encoding ParseEncoding does not know
-)
-
-func problem(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return "", sheettype.Errorf(sheettype.UnsupportedFormat, "only .xlsx, .xls and .csv files can be imported; %q is none of them", filename)
 }
 
 // OverRowLimit is the TooManyRows error of what (say "the sheet") holding rows data rows,
 // over lim.MaxRows. A reader of the rows meets it when a sheet holds more rows than Inspect
 // counted (rows its byte scan cannot recognise).
-func OverRowLimit(what string, rows int, lim Limits) *Error {
+func OverRowLimit(what string, rows int, lim Limits) *sheettype.Error {
 	return tooManyRows(what, rows, lim.WithDefaults())
 }
 
@@ -144,43 +119,4 @@ type Inspection struct {
 	Counted bool
 	// Encoding is the text encoding a CSV is read in (auto resolved).
 	Encoding Encoding
-}
-
-// ColumnName is the spreadsheet letter of a 0-based column: A, …, Z, AA, ….
-func ColumnName(i int) string {
-	name := ""
-	for i++; i > 0; i = (i - 1) / 26 {
-		name = string(rune('A'+(i-1)%26)) + name
-	}
-	return name
-}
-
-// Thousands writes n with thousands separators, 1,000,000, for messages about a file.
-func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// Clip shortens s to at most n bytes (and a "…") for a message quoting it, cutting between
-// characters.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
+	"github.com/taskcenter/taskcenter/internal/sheet/xls"
 )
 
 // Choosing the sheet. A workbook often has a cover or notes sheet first ("说明"), the data on
@@ -62,7 +65,7 @@ func pickSheet(names []string, open func(string) (source, error), isHeader func(
 	for i, h := range hits {
 		quoted[i] = fmt.Sprintf("%q", h)
 	}
-	return "", problem(AmbiguousSheet,
+	return "", sheettype.Errorf(sheettype.AmbiguousSheet,
 		"the first sheet %q does not start with the column names, and several sheets do: %s; send the one to import in the sheet field",
 		names[0], strings.Join(quoted, ", "))
 }
@@ -77,26 +80,23 @@ func firstOf(names []string) string {
 // inspectXLS checks an .xls: it opens, has the sheet asked for (or picks one), every row of
 // that sheet reads, and the sheet is within the row limit.
 func inspectXLS(r io.ReaderAt, size int64, sheet string, lim Limits, isHeader func([]string) bool) (Inspection, error) {
-	bk, err := openXLSBook(r, size, lim, "", true)
+	bk, err := xls.Open(r, size, lim, xlsStrings(""))
 	if err != nil {
 		return Inspection{}, err
 	}
-	defer bk.close()
-	names := make([]string, len(bk.sheets))
-	for i, s := range bk.sheets {
-		names[i] = s.name
-	}
+	defer bk.Close()
+	names := bk.Sheets()
 	if len(names) == 0 {
-		return Inspection{}, problem(NoSheets, "the workbook has no worksheets")
+		return Inspection{}, sheettype.Errorf(sheettype.NoSheets, "the workbook has no worksheets")
 	}
 	if sheet == "" {
-		if sheet, err = pickSheet(names, func(n string) (source, error) { return bk.sheet(n, lim) }, isHeader); err != nil {
+		if sheet, err = pickSheet(names, func(n string) (source, error) { return bk.Sheet(n) }, isHeader); err != nil {
 			return Inspection{}, err
 		}
 	} else if !contains(names, sheet) {
-		return Inspection{}, problem(SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
+		return Inspection{}, sheettype.Errorf(sheettype.SheetNotFound, "the workbook has no sheet named %q; it has: %s", sheet, strings.Join(names, ", "))
 	}
-	src, err := bk.sheet(sheet, lim)
+	src, err := bk.Sheet(sheet)
 	if err != nil {
 		return Inspection{}, err
 	}

@@ -2,6 +2,8 @@ package sheet
 
 import (
 	"io"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/xls"
 )
 
 // source streams a sheet's rows: the reader of each format implements it.
@@ -16,7 +18,7 @@ type source interface {
 var (
 	_ source = (*csvSource)(nil)
 	_ source = (*xlsxSource)(nil)
-	_ source = (*xlsSource)(nil)
+	_ source = (*xls.Sheet)(nil)
 )
 
 // File is a stored file to read: a workbook is read through ReadAt, a CSV through Read.
@@ -43,12 +45,11 @@ func Open(f File, ins Inspection, lim Limits, tmpDir string) (*Reader, error) {
 	case CSV:
 		return &Reader{newCSVSource(decoded(f, ins.Encoding), f, lim.WithDefaults())}, nil
 	case XLS:
-		s, err := newXLSSource(f, f.Size(), ins.Sheet, lim, tmpDir)
+		s, err := openXLS(f, f.Size(), ins.Sheet, lim, tmpDir)
 		if err != nil {
 			return nil, err
 		}
-		s.book.file = f
-		return &Reader{s}, nil
+		return &Reader{xlsUpload{s, f}}, nil
 	}
 	s, err := newXLSXSource(f, f.Size(), ins.Sheet, lim, tmpDir)
 	if err != nil {
@@ -56,6 +57,39 @@ func Open(f File, ins Inspection, lim Limits, tmpDir string) (*Reader, error) {
 	}
 	s.file = f
 	return &Reader{s}, nil
+}
+
+// openXLS opens sheet (empty: the first) of the .xls in the size bytes of r, for its rows;
+// its shared strings too many to hold in memory go to an unlinked file in tmpDir.
+func openXLS(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xls.Sheet, error) {
+	bk, err := xls.Open(r, size, lim, xlsStrings(tmpDir))
+	if err != nil {
+		return nil, err
+	}
+	s, err := bk.Sheet(sheet)
+	if err != nil {
+		bk.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// xlsStrings makes the tables an .xls's shared strings are read into: the ones an .xlsx's
+// go to, spilling to tmpDir.
+func xlsStrings(tmpDir string) func() xls.Strings {
+	return func() xls.Strings { return &sharedStrings{tmpDir: tmpDir} }
+}
+
+// xlsUpload is a sheet of an uploaded .xls: closing it closes the upload too.
+type xlsUpload struct {
+	*xls.Sheet
+	file io.Closer
+}
+
+func (u xlsUpload) Close() error {
+	u.Sheet.Close() //nolint:errcheck // always nil
+	u.file.Close()  //nolint:errcheck // dropped, as the .xls reader always has: the rows are read by then
+	return nil
 }
 
 // Next advances to the next row; false at the end or on error. Rows the sheet skips come

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // maxSheetRows is the last row number a worksheet can have (Excel's 1,048,576).
@@ -32,7 +33,7 @@ type xlsxSource struct {
 	sc    *xmlScanner
 	sst   *sharedStrings
 	lim   Limits
-	text  textBuf
+	text  sheettype.Text
 
 	n         int      // current row number
 	cells     []string // current row
@@ -53,12 +54,12 @@ func newXLSXSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir s
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return nil, problem(DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
+		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
 	}
-	s := &xlsxSource{zr: zr, lim: lim, text: textBuf{max: lim.MaxCellChars}}
+	s := &xlsxSource{zr: zr, lim: lim, text: sheettype.NewText(lim.MaxCellChars)}
 	if err := s.open(sheet, tmpDir); err != nil {
 		s.Close()
 		return nil, err
@@ -86,7 +87,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 	}
 	zf := entries[strings.ToLower(target)]
 	if zf == nil {
-		return problem(SheetNotFound, "the sheet %q is not in the workbook", sheet)
+		return sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not in the workbook", sheet)
 	}
 	sstEntry, err := sharedStringsEntry(byName, entries, b, s.lim)
 	if err != nil {
@@ -98,7 +99,7 @@ func (s *xlsxSource) open(sheet, tmpDir string) error {
 		}
 	}
 	if s.sheet, err = zf.Open(); err != nil {
-		return problem(DamagedFile, "the sheet cannot be read (%v)", err)
+		return sheettype.Errorf(sheettype.DamagedFile, "the sheet cannot be read (%v)", err)
 	}
 	s.sc = newXMLScanner(b.reader(s.sheet), zf.UncompressedSize64, func(local []byte) bool {
 		return len(local) == 1 && local[0] == 'c' || string(local) == "row"
@@ -156,18 +157,18 @@ func (s *xlsxSource) Next() bool {
 
 // rowProblem words an error met reading the row after row n-1.
 func (s *xlsxSource) rowProblem(n int, err error) error {
-	var fp *Error
+	var fp *sheettype.Error
 	switch {
 	case errors.As(err, &fp):
 		return fp
 	case errors.Is(err, errSpan):
-		return problem(RowTooLarge,
+		return sheettype.Errorf(sheettype.RowTooLarge,
 			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-			s.rowNo(n), sizeWords(s.lim.MaxRowBytes), Thousands(int64(s.lim.MaxCellChars)))
+			s.rowNo(n), sheettype.SizeWords(s.lim.MaxRowBytes), sheettype.Thousands(int64(s.lim.MaxCellChars)))
 	case errors.Is(err, errOverBudget):
 		return overBudget(s.lim)
 	}
-	return problem(DamagedFile, "the file is damaged near row %d (%v)", s.rowNo(n), err)
+	return sheettype.Errorf(sheettype.DamagedFile, "the file is damaged near row %d (%v)", s.rowNo(n), err)
 }
 
 // rowNo is the number of the row being read: the one read ahead, if its number is known.
@@ -189,7 +190,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 			if r, ok := s.sc.attr("r"); ok {
 				n, err := strconv.Atoi(string(r))
 				if err != nil || n < 1 || n > maxSheetRows {
-					return 0, nil, nil, fmt.Errorf("bad row number %q", Clip(string(r), 20))
+					return 0, nil, nil, fmt.Errorf("bad row number %q", sheettype.Clip(string(r), 20))
 				}
 				if n < want {
 					return 0, nil, nil, fmt.Errorf("row %d comes after row %d", n, want-1)
@@ -197,7 +198,7 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 				num = n
 			}
 			if num > maxSheetRows {
-				return 0, nil, nil, fmt.Errorf("more than %s rows", Thousands(maxSheetRows))
+				return 0, nil, nil, fmt.Errorf("more than %s rows", sheettype.Thousands(maxSheetRows))
 			}
 			if s.sc.empty {
 				return num, nil, nil, nil
@@ -215,21 +216,25 @@ func (s *xlsxSource) readRow(want int) (int, []string, []int, error) {
 	}
 }
 
+// rowCells is a row as readCells reads it: the cells so far, and what is known of the cell
+// being read.
+type rowCells struct {
+	cells    []string
+	long     []int // columns cut at MaxCellChars
+	rowBytes int64 // bytes of the values so far
+	col      int   // column of the cell being read (0-based), -1 before the first
+	inCell   bool  // inside <c>…</c>: only there do <v> and <t> make a value
+	shared   bool  // t="s": the value is an index into the shared strings
+	inline   bool  // t="inlineStr"
+	sawT     bool  // the value came from <t> (an inline string), not <v>
+	inText   bool  // inside <v>, or <t> of an inline string
+	inPh     bool  // inside a phonetic run, whose text is not part of the value
+	hasVal   bool
+}
+
 // readCells reads the cells of row num, up to </row>.
 func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
-	var (
-		cells    []string
-		long     []int
-		col      = -1
-		inCell   bool // inside <c>…</c>: only there do <v> and <t> make a value
-		shared   bool // t="s": the value is an index into the shared strings
-		inline   bool // t="inlineStr"
-		sawT     bool // the value came from <t> (an inline string), not <v>
-		inText   bool // inside <v>, or <t> of an inline string
-		inPh     bool // inside a phonetic run, whose text is not part of the value
-		hasVal   bool
-		rowBytes int64
-	)
+	r := rowCells{col: -1}
 	for {
 		switch s.sc.Next() {
 		case tokEOF:
@@ -237,104 +242,127 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 		case tokErr:
 			return nil, nil, s.sc.err
 		case tokText:
-			if inText {
+			if r.inText {
 				s.sc.readText(&s.text)
 			}
 		case tokStart:
-			switch string(s.sc.name) {
-			case "c":
-				prev := col
-				col++
-				if r, ok := s.sc.attr("r"); ok {
-					c, _, ok := cellRef(r)
-					if !ok {
-						return nil, nil, fmt.Errorf("bad cell reference %q", Clip(string(r), 20))
-					}
-					if c-1 <= prev { // a sheet lists a row's cells left to right, once each
-						return nil, nil, fmt.Errorf("cell %s comes after column %s", Clip(string(r), 20), ColumnName(prev))
-					}
-					col = c - 1
-				}
-				if col >= s.lim.MaxColumns {
-					return nil, nil, tooManyColumns(num, s.lim)
-				}
-				t, _ := s.sc.attr("t")
-				shared = len(t) == 1 && t[0] == 's'
-				inline = string(t) == "inlineStr"
-				s.text.reset()
-				hasVal, inText, sawT = false, false, false
-				inCell = !s.sc.empty
-			case "v":
-				if inCell {
-					hasVal, inText = true, !s.sc.empty
-				}
-			case "t":
-				if inCell && !inPh {
-					hasVal, inText, sawT = true, !s.sc.empty, true
-				}
-			case "rPh":
-				inPh = !s.sc.empty
+			if err := s.startElement(&r, num); err != nil {
+				return nil, nil, err
 			}
 		case tokEnd:
 			switch string(s.sc.name) {
 			case "v", "t":
-				inText = false
+				r.inText = false
 			case "rPh":
-				inPh = false
+				r.inPh = false
 			case "c":
-				if !inCell || !hasVal {
-					inCell = false
-					continue
-				}
-				inCell, hasVal = false, false
-				v, cut, err := s.value(shared)
-				if err != nil {
+				if err := s.endCell(&r); err != nil {
 					return nil, nil, err
-				}
-				if inline && sawT {
-					v = bstrDecode(v)
-				}
-				if v == "" && !cut {
-					continue
-				}
-				rowBytes += int64(len(v))
-				if rowBytes > s.lim.MaxRowBytes {
-					return nil, nil, errSpan
-				}
-				for len(cells) < col {
-					cells = append(cells, "")
-				}
-				cells = append(cells, v)
-				if cut {
-					long = append(long, col)
 				}
 			case "row":
 				if s.sc.spanOver() {
 					return nil, nil, errSpan
 				}
-				return cells, long, nil
+				return r.cells, r.long, nil
 			}
 		}
 	}
 }
 
+// startElement takes in a start tag inside row num: a cell, or a part of its value.
+func (s *xlsxSource) startElement(r *rowCells, num int) error {
+	switch string(s.sc.name) {
+	case "c":
+		return s.startCell(r, num)
+	case "v":
+		if r.inCell {
+			r.hasVal, r.inText = true, !s.sc.empty
+		}
+	case "t":
+		if r.inCell && !r.inPh {
+			r.hasVal, r.inText, r.sawT = true, !s.sc.empty, true
+		}
+	case "rPh":
+		r.inPh = !s.sc.empty
+	}
+	return nil
+}
+
+// startCell takes in a <c> of row num: its column (the next one unless it names one further
+// right) and its type.
+func (s *xlsxSource) startCell(r *rowCells, num int) error {
+	prev := r.col
+	r.col++
+	if ref, ok := s.sc.attr("r"); ok {
+		c, _, ok := cellRef(ref)
+		if !ok {
+			return fmt.Errorf("bad cell reference %q", sheettype.Clip(string(ref), 20))
+		}
+		if c-1 <= prev { // a sheet lists a row's cells left to right, once each
+			return fmt.Errorf("cell %s comes after column %s", sheettype.Clip(string(ref), 20), sheettype.ColumnName(prev))
+		}
+		r.col = c - 1
+	}
+	if r.col >= s.lim.MaxColumns {
+		return sheettype.OverColumnLimit(num, s.lim)
+	}
+	t, _ := s.sc.attr("t")
+	r.shared = len(t) == 1 && t[0] == 's'
+	r.inline = string(t) == "inlineStr"
+	s.text.Reset()
+	r.hasVal, r.inText, r.sawT = false, false, false
+	r.inCell = !s.sc.empty
+	return nil
+}
+
+// endCell takes in a </c>: the value read, if the cell has one, joins the row.
+func (s *xlsxSource) endCell(r *rowCells) error {
+	if !r.inCell || !r.hasVal {
+		r.inCell = false
+		return nil
+	}
+	r.inCell, r.hasVal = false, false
+	v, cut, err := s.value(r.shared)
+	if err != nil {
+		return err
+	}
+	if r.inline && r.sawT {
+		v = bstrDecode(v)
+	}
+	if v == "" && !cut {
+		return nil
+	}
+	r.rowBytes += int64(len(v))
+	if r.rowBytes > s.lim.MaxRowBytes {
+		return errSpan
+	}
+	for len(r.cells) < r.col {
+		r.cells = append(r.cells, "")
+	}
+	r.cells = append(r.cells, v)
+	if cut {
+		r.long = append(r.long, r.col)
+	}
+	return nil
+}
+
 // value is the cell's value from the text read, and whether it was cut at MaxCellChars.
 func (s *xlsxSource) value(shared bool) (string, bool, error) {
-	if err := checkText(s.text.b); err != nil {
+	if err := checkText(s.text.Bytes()); err != nil {
 		return "", false, err
 	}
 	if !shared {
-		return string(s.text.b), s.text.cut, nil // n, str, inlineStr, b, d, e: the stored text
+		return string(s.text.Bytes()), s.text.Cut(), nil // n, str, inlineStr, b, d, e: the stored text
 	}
-	raw := bytes.TrimSpace(s.text.b)
+	raw := bytes.TrimSpace(s.text.Bytes())
 	i, err := strconv.Atoi(string(raw))
-	if err != nil || s.text.cut {
-		return "", false, fmt.Errorf("bad shared string index %q", Clip(string(raw), 20))
+	if err != nil || s.text.Cut() {
+		return "", false, fmt.Errorf("bad shared string index %q", sheettype.Clip(string(raw), 20))
 	}
 	if s.sst == nil {
 		return "", false, fmt.Errorf("shared string %d referenced but the workbook has none", i)
 	}
-	return s.sst.get(i)
+	return s.sst.Get(i)
 }
 
 // bstrDecode undoes the _xHHHH_ escapes Excel writes in strings for characters XML cannot
@@ -396,12 +424,6 @@ func cellRef(b []byte) (col, row int, ok bool) {
 	return col, row, row >= 1
 }
 
-func tooManyColumns(row int, lim Limits) *Error {
-	return problem(TooManyColumns,
-		"row %d has a value beyond column %s; a sheet has at most %s columns, so the file is damaged or was not made by a spreadsheet program",
-		row, ColumnName(lim.MaxColumns-1), Thousands(int64(lim.MaxColumns)))
-}
-
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
 func (s *xlsxSource) Long() []int          { return s.long }
 func (s *xlsxSource) Err() error           { return s.err }
@@ -410,7 +432,7 @@ func (s *xlsxSource) Close() error {
 		s.sheet.Close()
 	}
 	if s.sst != nil {
-		s.sst.close()
+		s.sst.Close()
 	}
 	if s.file != nil {
 		return s.file.Close()
@@ -418,50 +440,31 @@ func (s *xlsxSource) Close() error {
 	return nil
 }
 
-// sharedStrings is a workbook's shared string table, held as one blob and an end offset per
-// string (4 bytes each, in fixed chunks so growing never copies). Past spillAt the blob
-// moves to an unlinked temp file, so a sheet of millions of unique strings does not grow
-// the heap by their text. Each string keeps at most MaxCellChars characters; the ones cut
-// are remembered, so their cells are flagged too.
-type sharedStrings struct {
-	ends  [][]uint32 // end offset of each string in the blob, sstChunk per slice
-	count int
-	long  map[int]bool
-	blob  []byte   // in memory, or
-	file  *os.File // on disk
-	size  uint64   // bytes in the blob
-}
-
-const (
-	// spillAt is the blob size beyond which shared strings move to a temp file.
-	spillAt  = 32 << 20
-	sstChunk = 1 << 16
-)
-
+// loadSharedStrings reads an .xlsx's shared string table, spilling it to tmpDir past a size.
 func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sharedStrings, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	sst := &sharedStrings{}
+	sst := &sharedStrings{tmpDir: tmpDir}
 	sc := newXMLScanner(b.reader(rc), zf.UncompressedSize64, nil)
-	text := textBuf{max: lim.MaxCellChars}
+	text := sheettype.NewText(lim.MaxCellChars)
 	var inSI, inT, inPh bool
 	fail := func(err error) (*sharedStrings, error) {
-		sst.close()
+		sst.Close()
 		return nil, err
 	}
-	add := func() error { return sst.addXML(&text, lim, tmpDir) }
+	add := func() error { return sst.addXML(&text, lim) }
 	for {
 		switch sc.Next() {
 		case tokEOF:
 			return sst, nil
 		case tokErr:
 			if errors.Is(sc.err, errSpan) {
-				return fail(problem(RowTooLarge,
+				return fail(sheettype.Errorf(sheettype.RowTooLarge,
 					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-					sst.count, sizeWords(lim.MaxRowBytes), Thousands(int64(lim.MaxCellChars))))
+					sst.count, sheettype.SizeWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars))))
 			}
 			return fail(sc.err)
 		case tokText:
@@ -471,7 +474,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 		case tokStart:
 			switch string(sc.name) {
 			case "si":
-				text.reset()
+				text.Reset()
 				if sc.empty {
 					if err := add(); err != nil {
 						return fail(err)
@@ -511,82 +514,16 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 
 // addXML adds the text of one <si> of an .xlsx table: checked as XML text, its _xHHHH_
 // escapes decoded, remembered as cut when it was.
-func (s *sharedStrings) addXML(text *textBuf, lim Limits, tmpDir string) error {
+func (s *sharedStrings) addXML(text *sheettype.Text, lim Limits) error {
 	if s.count >= lim.MaxSharedStrings {
-		return problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
+		return sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared string table has more than %s entries", sheettype.Thousands(int64(lim.MaxSharedStrings)))
 	}
-	if err := checkText(text.b); err != nil {
+	if err := checkText(text.Bytes()); err != nil {
 		return fmt.Errorf("shared string %d: %w", s.count, err)
 	}
-	if text.cut {
-		if s.long == nil {
-			s.long = map[int]bool{}
-		}
-		s.long[s.count] = true
+	b := text.Bytes()
+	if bytes.Contains(b, []byte("_x")) {
+		b = []byte(bstrDecode(string(b)))
 	}
-	if bytes.Contains(text.b, []byte("_x")) {
-		text.b = append(text.b[:0], bstrDecode(string(text.b))...)
-	}
-	return s.add(text.b, tmpDir)
-}
-
-func (s *sharedStrings) add(text []byte, tmpDir string) error {
-	if s.size+uint64(len(text)) > 1<<32-1 {
-		return problem(DamagedFile, "the workbook's shared strings hold more than 4 GB of text")
-	}
-	if s.file == nil && s.size+uint64(len(text)) > spillAt {
-		f, err := os.CreateTemp(tmpDir, "sst-*")
-		if err != nil {
-			return err
-		}
-		os.Remove(f.Name()) // unlinked: it disappears with the handle
-		if _, err := f.Write(s.blob); err != nil {
-			f.Close()
-			return err
-		}
-		s.file, s.blob = f, nil
-	}
-	if s.file != nil {
-		if _, err := s.file.Write(text); err != nil {
-			return err
-		}
-	} else {
-		s.blob = append(s.blob, text...)
-	}
-	s.size += uint64(len(text))
-	if s.count%sstChunk == 0 {
-		s.ends = append(s.ends, make([]uint32, 0, sstChunk))
-	}
-	last := len(s.ends) - 1
-	s.ends[last] = append(s.ends[last], uint32(s.size))
-	s.count++
-	return nil
-}
-
-func (s *sharedStrings) end(i int) uint32 { return s.ends[i/sstChunk][i%sstChunk] }
-
-// get returns string i and whether it was cut at MaxCellChars.
-func (s *sharedStrings) get(i int) (string, bool, error) {
-	if i < 0 || i >= s.count {
-		return "", false, fmt.Errorf("shared string %d does not exist (the table has %d)", i, s.count)
-	}
-	var start uint32
-	if i > 0 {
-		start = s.end(i - 1)
-	}
-	end := s.end(i)
-	if s.file == nil {
-		return string(s.blob[start:end]), s.long[i], nil
-	}
-	b := make([]byte, end-start)
-	if _, err := s.file.ReadAt(b, int64(start)); err != nil {
-		return "", false, err
-	}
-	return string(b), s.long[i], nil
-}
-
-func (s *sharedStrings) close() {
-	if s.file != nil {
-		s.file.Close()
-	}
+	return s.Add(b, text.Cut())
 }

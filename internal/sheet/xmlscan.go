@@ -7,14 +7,16 @@ import (
 	"io"
 	"math"
 	"unicode/utf8"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // xmlScanner is a small streaming XML tokenizer for the few SpreadsheetML parts the package
 // reads (worksheet, shared strings, workbook, relationships). Unlike encoding/xml it never
-// holds a whole token: text is handed to the caller piece by piece into a capped textBuf (or
-// skipped), a tag's attributes are kept only for the elements the caller asks for and only
-// up to maxTag bytes, and comments, processing instructions and CDATA are streamed. Its
-// memory is its buffer, whatever the input.
+// holds a whole token: text is handed to the caller piece by piece into a capped
+// sheettype.Text (or skipped), a tag's attributes are kept only for the elements the caller
+// asks for and only up to maxTag bytes, and comments, processing instructions and CDATA are
+// streamed. Its memory is its buffer, whatever the input.
 //
 // It is deliberately not a validating parser. It reads names as encoding/xml's RawToken
 // does (the local part after a prefix), decodes the five predefined entities and character
@@ -522,60 +524,8 @@ func entity(name []byte) (rune, bool) {
 	return r, true
 }
 
-// textBuf collects one value's text, keeping at most max characters (and, should the text
-// not be UTF-8, at most 4·max bytes): the rest is counted as cut and dropped as it streams
-// by.
-type textBuf struct {
-	b     []byte
-	runes int
-	max   int
-	cut   bool
-}
-
-func (t *textBuf) reset() {
-	t.b, t.runes, t.cut = t.b[:0], 0, false
-}
-
-func (t *textBuf) write(p []byte) {
-	if t.cut || len(p) == 0 {
-		return
-	}
-	if room := t.max - t.runes; len(p) <= room {
-		t.b = append(t.b, p...)
-		t.runes += runeStarts(p)
-		return
-	}
-	for i, c := range p {
-		if t.runes == t.max && c&0xC0 != 0x80 || len(t.b)+i >= utf8.UTFMax*t.max { // the bytes too, should p not be UTF-8
-			t.b = append(t.b, p[:i]...)
-			t.cut = true
-			return
-		}
-		if c&0xC0 != 0x80 {
-			t.runes++
-		}
-	}
-	t.b = append(t.b, p...)
-}
-
-func (t *textBuf) writeRune(r rune) {
-	var b [utf8.UTFMax]byte
-	t.write(b[:utf8.EncodeRune(b[:], r)])
-}
-
-// runeStarts counts the bytes of p that start a UTF-8 sequence.
-func runeStarts(p []byte) int {
-	n := len(p)
-	for _, c := range p {
-		if c&0xC0 == 0x80 {
-			n--
-		}
-	}
-	return n
-}
-
 // readText reads the pending text token into t (up to t's cap; the rest is skipped).
-func (s *xmlScanner) readText(t *textBuf) {
+func (s *xmlScanner) readText(t *sheettype.Text) {
 	if !s.textPending {
 		return
 	}
@@ -599,7 +549,7 @@ func (s *xmlScanner) readText(t *textBuf) {
 		if i := bytes.IndexByte(seg, '\r'); i >= 0 {
 			seg = seg[:i]
 		}
-		t.write(seg)
+		t.Add(seg)
 		s.pos += len(seg)
 		if len(seg) == len(chunk) {
 			continue
@@ -613,7 +563,7 @@ func (s *xmlScanner) readText(t *textBuf) {
 			}
 		case '\r':
 			s.pos++
-			t.write([]byte{'\n'})
+			t.Add([]byte{'\n'})
 			if s.ensure(1) && s.buf[s.pos] == '\n' {
 				s.pos++
 			}
@@ -621,7 +571,7 @@ func (s *xmlScanner) readText(t *textBuf) {
 	}
 }
 
-func (s *xmlScanner) readEntity(t *textBuf) bool {
+func (s *xmlScanner) readEntity(t *sheettype.Text) bool {
 	s.ensure(20)
 	window := s.buf[s.pos:s.end]
 	if len(window) > 20 {
@@ -637,13 +587,13 @@ func (s *xmlScanner) readEntity(t *textBuf) bool {
 		s.fail("invalid character entity %q", window[:semi+1])
 		return false
 	}
-	t.writeRune(r)
+	t.AddRune(r)
 	s.pos += semi + 1
 	return true
 }
 
 // readCDATA reads a CDATA section up to its "]]>".
-func (s *xmlScanner) readCDATA(t *textBuf) {
+func (s *xmlScanner) readCDATA(t *sheettype.Text) {
 	for {
 		if !s.ensure(3) {
 			s.fail("unexpected end of input in CDATA section")
@@ -660,12 +610,12 @@ func (s *xmlScanner) readCDATA(t *textBuf) {
 		for len(seg) > 0 {
 			i := bytes.IndexByte(seg, '\r')
 			if i < 0 {
-				t.write(seg)
+				t.Add(seg)
 				s.pos += len(seg)
 				break
 			}
-			t.write(seg[:i])
-			t.write([]byte{'\n'})
+			t.Add(seg[:i])
+			t.Add([]byte{'\n'})
 			s.pos += i + 1
 			seg = seg[i+1:]
 			if len(seg) > 0 && seg[0] == '\n' {
@@ -738,19 +688,4 @@ func checkText(b []byte) error {
 		i += size - 1
 	}
 	return nil
-}
-
-// writeByte appends one byte under the same cap as write.
-func (t *textBuf) writeByte(c byte) {
-	if t.cut {
-		return
-	}
-	if t.runes == t.max && c&0xC0 != 0x80 || len(t.b) >= utf8.UTFMax*t.max {
-		t.cut = true
-		return
-	}
-	if c&0xC0 != 0x80 {
-		t.runes++
-	}
-	t.b = append(t.b, c)
 }

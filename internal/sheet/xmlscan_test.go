@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // chunked hands out its bytes at most n at a time, so tokens straddle every boundary.
@@ -30,17 +32,16 @@ func (c *chunked) Read(p []byte) (int, error) {
 func scanTokens(r io.Reader, textCap int) ([]string, error) {
 	s := newXMLScanner(r, 0, func([]byte) bool { return true })
 	var out []string
-	var text textBuf
-	text.max = textCap
+	text := sheettype.NewText(textCap)
 	var bad error
 	flush := func() {
-		if err := checkText(text.b); err != nil && bad == nil {
+		if err := checkText(text.Bytes()); err != nil && bad == nil {
 			bad = err // the readers check the text they use
 		}
-		if len(text.b) > 0 {
-			out = append(out, "T "+string(text.b))
+		if len(text.Bytes()) > 0 {
+			out = append(out, "T "+string(text.Bytes()))
 		}
-		text.reset()
+		text.Reset()
 	}
 	for {
 		switch s.Next() {
@@ -195,13 +196,12 @@ func TestXMLScannerSpanLimit(t *testing.T) {
 		t.Fatal("no start tag")
 	}
 	s.limitSpan(1 << 20)
-	var text textBuf
-	text.max = 10
+	text := sheettype.NewText(10)
 	for s.Next() != tokErr {
 		s.readText(&text)
 	}
-	if !errors.Is(s.err, errSpan) || string(text.b) != "AAAAAAAAAA" || !text.cut || len(s.buf) > scanBuffer {
-		t.Fatalf("err %v, text %q (cut %v), buffer %d", s.err, text.b, text.cut, len(s.buf))
+	if !errors.Is(s.err, errSpan) || string(text.Bytes()) != "AAAAAAAAAA" || !text.Cut() || len(s.buf) > scanBuffer {
+		t.Fatalf("err %v, text %q (cut %v), buffer %d", s.err, text.Bytes(), text.Cut(), len(s.buf))
 	}
 }
 
@@ -228,7 +228,7 @@ func FuzzXMLScanner(f *testing.F) {
 				t.Fatalf("%d tokens capped, %d not", len(capped), len(got))
 			}
 			for i := range got {
-				if capped[i] != got[i] && !(strings.HasPrefix(got[i], "T ") && strings.HasPrefix(got[i], capped[i]) && runeStarts([]byte(capped[i][2:])) == int(textCap)+1) {
+				if capped[i] != got[i] && !(strings.HasPrefix(got[i], "T ") && strings.HasPrefix(got[i], capped[i]) && sheettype.RuneStarts([]byte(capped[i][2:])) == int(textCap)+1) {
 					t.Fatalf("token %d: capped %q, full %q", i, capped[i], got[i])
 				}
 			}

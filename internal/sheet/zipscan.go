@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // maxDirectoryBytes bounds the names, extra fields and comments of all the entries of an
@@ -57,7 +59,7 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 				return tooManyParts(lim)
 			}
 			if metaBytes > maxDirectoryBytes {
-				return problem(DamagedFile, "the workbook's table of contents is larger than %s; the file is damaged", sizeWords(maxDirectoryBytes))
+				return sheettype.Errorf(sheettype.DamagedFile, "the workbook's table of contents is larger than %s; the file is damaged", sheettype.SizeWords(maxDirectoryBytes))
 			}
 			i = p + 1
 		}
@@ -177,8 +179,8 @@ func isNameByte(c byte) bool {
 
 // rowTooLarge is the problem of a row whose XML is longer than MaxRowBytes; rows is how many
 // rows came before it.
-func rowTooLarge(rows int, lim Limits) *Error {
-	return problem(RowTooLarge,
+func rowTooLarge(rows int, lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.RowTooLarge,
 		"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-		rows, sizeWords(lim.MaxRowBytes), Thousands(int64(lim.MaxCellChars)))
+		rows, sheettype.SizeWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars)))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -271,7 +272,7 @@ type errRowLimit struct {
 
 func (e *errRowLimit) Error() string {
 	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
-		sheet.Thousands(int64(e.lastRow)), sheet.Thousands(int64(e.limit)))
+		sheettype.Thousands(int64(e.lastRow)), sheettype.Thousands(int64(e.limit)))
 }
 
 func isRowLimit(err error) bool {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // FileProblem is why an uploaded file cannot be imported, in words for its uploader.
@@ -36,19 +36,19 @@ func problem(kind ProblemKind, code, format string, args ...any) *FileProblem {
 	return &FileProblem{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// fileProblem turns what the spreadsheet reader found wrong with a file (a *sheet.Error)
+// fileProblem turns what the spreadsheet reader found wrong with a file (a *sheettype.Error)
 // into the file problem the uploader is told, with its code and message; any other error is
 // returned as it is.
 func fileProblem(err error) error {
-	var se *sheet.Error
+	var se *sheettype.Error
 	if !errors.As(err, &se) {
 		return err
 	}
 	kind := Invalid
 	switch se.Code {
-	case sheet.UnsupportedFormat:
+	case sheettype.UnsupportedFormat:
 		kind = Unsupported
-	case sheet.TooLargeUncompressed:
+	case sheettype.TooLargeUncompressed:
 		kind = TooLarge
 	}
 	return &FileProblem{Kind: kind, Code: string(se.Code), Message: se.Message}

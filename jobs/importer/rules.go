@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -76,7 +76,7 @@ func mapHeader(cells []string) (columns, int, error) {
 		}
 		known++
 		if prev := cols[f]; prev >= 0 {
-			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", sheet.ColumnName(prev), sheet.ColumnName(i), fieldNames[f])
+			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", sheettype.ColumnName(prev), sheettype.ColumnName(i), fieldNames[f])
 		}
 		cols[f] = i
 	}
@@ -171,7 +171,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerR
 		for f, i := range c {
 			if i == col && col < len(row) {
 				over[f] = true
-				bad(field(f), tooLong(field(f), sheet.Thousands(int64(utf8.RuneCountInString(row[col])))))
+				bad(field(f), tooLong(field(f), sheettype.Thousands(int64(utf8.RuneCountInString(row[col])))))
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func normalizePhone(raw string) (string, string) {
 		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
 		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
 			// Excel shows long numbers rounded to six digits: the rest is lost.
-			return "", msgRounded.text(sheet.Clip(raw, 40))
+			return "", msgRounded.text(sheettype.Clip(raw, 40))
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v != float64(int64(v)) {

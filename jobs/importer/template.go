@@ -8,6 +8,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 )
 
@@ -99,7 +100,7 @@ func xlsxTemplate(lang Lang, header, example []string) ([]byte, error) {
 		return nil, err
 	}
 	for i, c := range templateColumns {
-		col := sheet.ColumnName(i)
+		col := sheettype.ColumnName(i)
 		if err := f.SetColWidth(sheetName, col, col, c.width); err != nil {
 			return nil, err
 		}
@@ -115,7 +116,7 @@ func xlsxTemplate(lang Lang, header, example []string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	last := sheet.ColumnName(len(templateColumns)-1) + "1"
+	last := sheettype.ColumnName(len(templateColumns)-1) + "1"
 	if err := f.SetCellStyle(sheetName, "A1", last, bold); err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func xlsxTemplate(lang Lang, header, example []string) ([]byte, error) {
 		return nil, err
 	}
 	dv := excelize.NewDataValidation(true)
-	levelCol := sheet.ColumnName(len(templateColumns) - 1)
+	levelCol := sheettype.ColumnName(len(templateColumns) - 1)
 	dv.Sqref = fmt.Sprintf("%s2:%s%d", levelCol, levelCol, excelize.TotalRows)
 	if err := dv.SetDropList(levelChoicesIn(lang)); err != nil {
 		return nil, err

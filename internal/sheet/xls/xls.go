@@ -1,4 +1,9 @@
-package sheet
+// Package xls reads legacy Excel 97–2003 workbooks (.xls, BIFF8) a row at a time, within
+// sheettype.Limits: Open reads a workbook's globals (its worksheets and shared string
+// table), Book.Sheet streams one worksheet's rows as a *Sheet. Package sheet, which picks
+// the sheet and counts its rows (Inspect) and serves them (Open), is its only user. A file
+// that is damaged, encrypted or older than Excel 97 fails with a *sheettype.Error.
+package xls
 
 import (
 	"bufio"
@@ -8,29 +13,35 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/richardlehane/mscfb"
+
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
 // Legacy Excel 97–2003 workbooks (.xls, BIFF8). The container is an OLE compound file, read
 // with github.com/richardlehane/mscfb (maintained, used by siegfried, reads a stream a
 // sector at a time through an io.ReaderAt, so nothing is loaded whole). The workbook stream
-// inside is a sequence of records that xlsSource reads one at a time, as xlsxSource reads
-// XML: the shared string table goes into the same spilling sharedStrings as an .xlsx's, a
-// record is at most 8,224 bytes, a cell at most MaxCellChars characters (cut and flagged),
-// a row at most MaxRowBytes of values and xlsMaxColumns columns. The Go .xls readers
-// (shakinm/xlsReader, extrame/xls) were not used: both read the whole stream and every
-// sheet into memory when the file is opened, index records without bounds checks (a
-// damaged file panics) and, in xlsReader, drop read errors.
+// inside is a sequence of records that Sheet reads one at a time, as package sheet's .xlsx
+// reader reads XML: the shared string table goes into the Strings Open is given (sheet's
+// table, which spills to disk as an .xlsx's does), a record is at most 8,224 bytes, a cell
+// at most MaxCellChars characters (cut and flagged), a row at most MaxRowBytes of values
+// and MaxColumns columns. The Go .xls readers (shakinm/xlsReader, extrame/xls) were not
+// used: both read the whole stream and every sheet into memory when the file is opened,
+// index records without bounds checks (a damaged file panics) and, in xlsReader, drop read
+// errors.
 
 // Limits of the format itself (BIFF8).
 const (
-	xlsMaxRows    = 65_536
-	xlsMaxColumns = 256
-	// xlsMaxRecord is the most data a BIFF8 record holds.
-	xlsMaxRecord = 8_224
+	// MaxRows is the most rows an .xls sheet has.
+	MaxRows = 65_536
+	// MaxColumns is the most columns an .xls sheet has (A to IV).
+	MaxColumns = 256
+	// maxRecord is the most data a BIFF8 record holds.
+	maxRecord = 8_224
 )
 
 // BIFF8 record types read.
@@ -52,15 +63,15 @@ const (
 	recBOF        = 0x0809
 )
 
-// xlsDamaged is the problem for a workbook stream that does not hold what BIFF8 says.
-func xlsDamaged(format string, args ...any) *Error {
-	return problem(DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
+// damaged is the problem for a workbook stream that does not hold what BIFF8 says.
+func damaged(format string, args ...any) *sheettype.Error {
+	return sheettype.Errorf(sheettype.DamagedFile, "the .xls file is damaged: %s; open it in Excel or LibreOffice and save it again (as .xlsx if you can)", fmt.Sprintf(format, args...))
 }
 
 // biffReader reads records from a workbook stream.
 type biffReader struct {
 	r    *bufio.Reader
-	data [xlsMaxRecord]byte
+	data [maxRecord]byte
 	// pending is a record read ahead and pushed back.
 	pending bool
 	pendTyp uint16
@@ -82,14 +93,14 @@ func (b *biffReader) next() (uint16, []byte, error) {
 		if errors.Is(err, io.EOF) {
 			return 0, nil, io.EOF
 		}
-		return 0, nil, xlsDamaged("the workbook stream ends inside a record")
+		return 0, nil, damaged("the workbook stream ends inside a record")
 	}
 	typ, n := binary.LittleEndian.Uint16(h[:2]), int(binary.LittleEndian.Uint16(h[2:]))
-	if n > xlsMaxRecord {
-		return 0, nil, xlsDamaged("a record of %d bytes, more than BIFF8 allows", n)
+	if n > maxRecord {
+		return 0, nil, damaged("a record of %d bytes, more than BIFF8 allows", n)
 	}
 	if _, err := io.ReadFull(b.r, b.data[:n]); err != nil {
-		return 0, nil, xlsDamaged("the workbook stream ends inside a record")
+		return 0, nil, damaged("the workbook stream ends inside a record")
 	}
 	b.pendTyp, b.pendLen = typ, n
 	return typ, b.data[:n], nil
@@ -103,37 +114,57 @@ func (b *biffReader) unread() { b.pending = true }
 func (b *biffReader) nextIn(part string) (uint16, []byte, error) {
 	typ, data, err := b.next()
 	if errors.Is(err, io.EOF) {
-		return 0, nil, xlsDamaged("%s has no end", part)
+		return 0, nil, damaged("%s has no end", part)
 	}
 	return typ, data, err
 }
 
-// xlsSheetRef is a worksheet listed in the workbook globals.
-type xlsSheetRef struct {
+// sheetRef is a worksheet listed in the workbook globals.
+type sheetRef struct {
 	name   string
 	offset int64 // of its BOF record in the workbook stream
 }
 
-// xlsBook is an opened .xls: its workbook stream, the worksheets and the shared strings.
-type xlsBook struct {
-	file   io.Closer // the upload, closed with the book
-	stream *mscfb.File
-	sheets []xlsSheetRef
-	sst    *sharedStrings
+// Strings keeps a workbook's shared string table as Open reads it, for the cells that refer
+// to it: package sheet's table, which moves to an unlinked temp file past a size. Add is
+// given each string in turn, cut says it was longer than MaxCellChars.
+type Strings interface {
+	Add(text []byte, cut bool) error
+	Get(i int) (text string, cut bool, err error)
+	Len() int
+	Close()
 }
 
-func (bk *xlsBook) close() {
+// Book is an opened .xls: its workbook stream, the worksheets and the shared strings.
+type Book struct {
+	stream     *mscfb.File
+	lim        sheettype.Limits
+	sheets     []sheetRef
+	newStrings func() Strings
+	sst        Strings // nil until the table is read
+}
+
+// Close releases the shared strings. The ReaderAt Open read is the caller's to close.
+func (bk *Book) Close() {
 	if bk.sst != nil {
-		bk.sst.close()
-	}
-	if bk.file != nil {
-		bk.file.Close()
+		bk.sst.Close()
 	}
 }
 
-// openXLSBook opens the workbook stream of the compound file in r and reads its globals:
-// the sheet list and, when withStrings, the shared string table.
-func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrings bool) (*xlsBook, error) {
+// Sheets lists the names of the worksheets, in workbook order.
+func (bk *Book) Sheets() []string {
+	names := make([]string, len(bk.sheets))
+	for i, s := range bk.sheets {
+		names[i] = s.name
+	}
+	return names
+}
+
+// Open opens the workbook stream of the compound file in the size bytes of r and reads its
+// globals: the sheet list and the shared string table, kept in a Strings from newStrings.
+// Zero fields of lim take their defaults.
+func Open(r io.ReaderAt, size int64, lim sheettype.Limits, newStrings func() Strings) (*Book, error) {
+	lim = lim.WithDefaults()
 	doc, err := openCFB(r)
 	if err != nil {
 		return nil, err
@@ -152,16 +183,16 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 	}
 	switch {
 	case encrypted:
-		return nil, problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
+		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 	case book == nil:
-		return nil, problem(UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
+		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this is an Office file but not an Excel workbook (it has no Workbook stream): a Word or PowerPoint document, perhaps")
 	case book.Size > size:
-		return nil, xlsDamaged("its workbook stream claims %s, more than the whole file", sizeWords(book.Size))
+		return nil, damaged("its workbook stream claims %s, more than the whole file", sheettype.SizeWords(book.Size))
 	}
-	bk := &xlsBook{stream: book}
+	bk := &Book{stream: book, lim: lim, newStrings: newStrings}
 	br := newBIFFReader(book)
-	if err := bk.readGlobals(br, lim, tmpDir, withStrings); err != nil {
-		bk.close()
+	if err := bk.readGlobals(br); err != nil {
+		bk.Close()
 		return nil, err
 	}
 	return bk, nil
@@ -172,26 +203,26 @@ func openXLSBook(r io.ReaderAt, size int64, lim Limits, tmpDir string, withStrin
 func openCFB(r io.ReaderAt) (doc *mscfb.Reader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			doc, err = nil, xlsDamaged("its file structure cannot be read")
+			doc, err = nil, damaged("its file structure cannot be read")
 		}
 	}()
 	doc, err = mscfb.New(r)
 	if err != nil {
-		return nil, xlsDamaged("its file structure cannot be read (%v)", err)
+		return nil, damaged("its file structure cannot be read (%v)", err)
 	}
 	return doc, nil
 }
 
-func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withStrings bool) error {
+func (bk *Book) readGlobals(br *biffReader) error {
 	typ, data, err := br.next()
 	if err != nil {
-		return xlsDamaged("the workbook stream is empty")
+		return damaged("the workbook stream is empty")
 	}
 	if typ != recBOF || len(data) < 4 {
-		return xlsDamaged("the workbook stream does not start with a BOF record")
+		return damaged("the workbook stream does not start with a BOF record")
 	}
 	if v := binary.LittleEndian.Uint16(data); v != 0x0600 {
-		return problem(UnsupportedFormat,
+		return sheettype.Errorf(sheettype.UnsupportedFormat,
 			"this is an Excel 5.0/95 or older workbook, which is not read; open it in Excel or LibreOffice and save it as .xlsx")
 	}
 	for {
@@ -203,27 +234,27 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 		case recEOF:
 			return nil
 		case recFilePass:
-			return problem(UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
+			return sheettype.Errorf(sheettype.UnsupportedFormat, "this workbook is password-protected; open it, remove the password and save it again")
 		case recBoundSheet:
 			if len(data) < 8 {
-				return xlsDamaged("a sheet entry is cut short")
+				return damaged("a sheet entry is cut short")
 			}
 			if data[5] != 0 { // 0 worksheet; 2 chart, 1 macro sheet, 6 VB module
 				continue
 			}
-			if len(bk.sheets) >= lim.MaxEntries {
-				return xlsDamaged("it lists more than %s sheets", Thousands(int64(lim.MaxEntries)))
+			if len(bk.sheets) >= bk.lim.MaxEntries {
+				return damaged("it lists more than %s sheets", sheettype.Thousands(int64(bk.lim.MaxEntries)))
 			}
 			name, err := shortString(data[6:])
 			if err != nil {
 				return err
 			}
-			bk.sheets = append(bk.sheets, xlsSheetRef{name: name, offset: int64(binary.LittleEndian.Uint32(data))})
+			bk.sheets = append(bk.sheets, sheetRef{name: name, offset: int64(binary.LittleEndian.Uint32(data))})
 		case recSST:
-			if !withStrings || bk.sst != nil {
+			if bk.sst != nil {
 				continue
 			}
-			if bk.sst, err = readSST(br, data, lim, tmpDir); err != nil {
+			if bk.sst, err = readSST(br, data, bk.lim, bk.newStrings); err != nil {
 				return err
 			}
 		}
@@ -233,13 +264,13 @@ func (bk *xlsBook) readGlobals(br *biffReader, lim Limits, tmpDir string, withSt
 // shortString reads a ShortXLUnicodeString (a sheet name).
 func shortString(b []byte) (string, error) {
 	if len(b) < 2 {
-		return "", xlsDamaged("a sheet name is cut short")
+		return "", damaged("a sheet name is cut short")
 	}
 	n, high := int(b[0]), b[1]&1 == 1
 	b = b[2:]
 	if high {
 		if len(b) < 2*n {
-			return "", xlsDamaged("a sheet name is cut short")
+			return "", damaged("a sheet name is cut short")
 		}
 		u := make([]uint16, n)
 		for i := range u {
@@ -248,7 +279,7 @@ func shortString(b []byte) (string, error) {
 		return string(utf16.Decode(u)), nil
 	}
 	if len(b) < n {
-		return "", xlsDamaged("a sheet name is cut short")
+		return "", damaged("a sheet name is cut short")
 	}
 	r := make([]rune, n)
 	for i := range r {
@@ -263,7 +294,7 @@ func shortString(b []byte) (string, error) {
 type recordStream struct {
 	br   *biffReader
 	cur  []byte
-	copy [xlsMaxRecord]byte
+	copy [maxRecord]byte
 	// atStart: the next byte is the first of a CONTINUE record.
 	atStart bool
 }
@@ -338,7 +369,7 @@ var errShortRecord = errors.New("record cut short")
 // unicodeString reads an XLUnicodeRichExtendedString (rich: the SST's form, with format runs
 // and phonetic data, which are skipped) or an XLUnicodeString into text, cutting it at the
 // buffer's limit. Character data split across CONTINUE records restates its width there.
-func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
+func (s *recordStream) unicodeString(text *sheettype.Text, rich bool) error {
 	var h [3]byte
 	if err := s.read(h[:]); err != nil {
 		return err
@@ -385,7 +416,7 @@ func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
 		switch {
 		case utf16.IsSurrogate(u) && u < 0xDC00:
 			if surrogate != 0 {
-				text.writeRune(utf8.RuneError)
+				text.AddRune(utf8.RuneError)
 			}
 			surrogate = u
 			continue
@@ -394,59 +425,53 @@ func (s *recordStream) unicodeString(text *textBuf, rich bool) error {
 		case utf16.IsSurrogate(u):
 			u = utf8.RuneError
 		case surrogate != 0:
-			text.writeRune(utf8.RuneError)
+			text.AddRune(utf8.RuneError)
 			surrogate = 0
 		}
 		if u == 0 {
 			u = utf8.RuneError // the database cannot store NUL
 		}
-		text.writeRune(u)
+		text.AddRune(u)
 	}
 	if surrogate != 0 {
-		text.writeRune(utf8.RuneError)
+		text.AddRune(utf8.RuneError)
 	}
 	return s.skip(4*runs + ext)
 }
 
 // readSST reads the shared string table from its SST record (data) and the CONTINUE
-// records after it.
-func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStrings, error) {
+// records after it, into a Strings from newStrings.
+func readSST(br *biffReader, data []byte, lim sheettype.Limits, newStrings func() Strings) (Strings, error) {
 	if len(data) < 8 {
-		return nil, xlsDamaged("the shared string table is cut short")
+		return nil, damaged("the shared string table is cut short")
 	}
 	unique := int64(binary.LittleEndian.Uint32(data[4:]))
 	if unique > int64(lim.MaxSharedStrings) {
-		return nil, problem(DamagedFile, "the workbook's shared string table has more than %s entries", Thousands(int64(lim.MaxSharedStrings)))
+		return nil, sheettype.Errorf(sheettype.DamagedFile, "the workbook's shared string table has more than %s entries", sheettype.Thousands(int64(lim.MaxSharedStrings)))
 	}
 	s := newRecordStream(br, data[8:])
-	sst := &sharedStrings{}
-	text := textBuf{max: lim.MaxCellChars}
+	sst := newStrings()
+	text := sheettype.NewText(lim.MaxCellChars)
 	for i := int64(0); i < unique; i++ {
-		text.reset()
+		text.Reset()
 		if len(s.cur) == 0 {
 			if ok, err := s.more(); err != nil || !ok {
 				if err == nil {
 					break // fewer strings than declared: the rest are never referenced
 				}
-				sst.close()
+				sst.Close()
 				return nil, err
 			}
 		}
 		if err := s.unicodeString(&text, true); err != nil {
-			sst.close()
+			sst.Close()
 			if errors.Is(err, errShortRecord) {
-				return nil, xlsDamaged("shared string %d is cut short", i)
+				return nil, damaged("shared string %d is cut short", i)
 			}
 			return nil, err
 		}
-		if text.cut {
-			if sst.long == nil {
-				sst.long = map[int]bool{}
-			}
-			sst.long[sst.count] = true
-		}
-		if err := sst.add(text.b, tmpDir); err != nil {
-			sst.close()
+		if err := sst.Add(text.Bytes(), text.Cut()); err != nil {
+			sst.Close()
 			return nil, err
 		}
 	}
@@ -454,7 +479,7 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	for {
 		typ, _, err := br.nextIn("the workbook globals")
 		if err != nil {
-			sst.close()
+			sst.Close()
 			return nil, err
 		}
 		if typ != recContinue {
@@ -464,17 +489,17 @@ func readSST(br *biffReader, data []byte, lim Limits, tmpDir string) (*sharedStr
 	}
 }
 
-// xlsSource streams one worksheet of an .xls: cell records in row order, assembled into
+// Sheet streams one worksheet of an .xls: cell records in row order, assembled into
 // rows. Rows the sheet skips come back empty, so row numbers stay the spreadsheet's.
 //
-// Cell values are the raw stored values, as xlsxSource gives an .xlsx's: strings, numbers
+// Cell values are the raw stored values, as package sheet gives an .xlsx's: strings, numbers
 // written as Excel writes them in an .xlsx, booleans as 0/1, errors as #N/A…, a formula's
 // saved result.
-type xlsSource struct {
-	book *xlsBook
+type Sheet struct {
+	book *Book
 	br   *biffReader
-	lim  Limits
-	text textBuf
+	lim  sheettype.Limits
+	text sheettype.Text
 	// The row being assembled (0-based index) and the one after it, read ahead.
 	n         int
 	cells     []string
@@ -483,37 +508,23 @@ type xlsSource struct {
 	bCells    []string
 	bLong     []int
 	bBytes    int64
-	ready     []xlsRow // rows complete, oldest first (at most one)
+	ready     []builtRow // rows complete, oldest first (at most one)
 	done      bool
 	err       error
 	maxColumn int
 }
 
-type xlsRow struct {
+type builtRow struct {
 	n     int // 1-based
 	cells []string
 	long  []int
 }
 
-// newXLSSource reads sheet (empty: the first) of the .xls in the size bytes of r.
-func newXLSSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsSource, error) {
-	lim = lim.WithDefaults()
-	bk, err := openXLSBook(r, size, lim, tmpDir, true)
-	if err != nil {
-		return nil, err
-	}
-	s, err := bk.sheet(sheet, lim)
-	if err != nil {
-		bk.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// sheet opens the named worksheet (empty: the first) of an opened book.
-func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
+// Sheet opens the named worksheet (empty: the first) of an opened book. Closing the Sheet
+// closes the book.
+func (bk *Book) Sheet(name string) (*Sheet, error) {
 	if len(bk.sheets) == 0 {
-		return nil, problem(NoSheets, "the workbook has no worksheets")
+		return nil, sheettype.Errorf(sheettype.NoSheets, "the workbook has no worksheets")
 	}
 	ref := bk.sheets[0]
 	if name != "" {
@@ -525,29 +536,29 @@ func (bk *xlsBook) sheet(name string, lim Limits) (*xlsSource, error) {
 			}
 		}
 		if !found {
-			return nil, problem(SheetNotFound, "the sheet %q is not in the workbook", name)
+			return nil, sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not in the workbook", name)
 		}
 	}
 	if ref.offset < 0 || ref.offset >= bk.stream.Size {
-		return nil, xlsDamaged("the sheet %q starts outside the workbook stream", ref.name)
+		return nil, damaged("the sheet %q starts outside the workbook stream", ref.name)
 	}
 	if _, err := bk.stream.Seek(ref.offset, io.SeekStart); err != nil {
-		return nil, xlsDamaged("the sheet %q cannot be found in the workbook stream", ref.name)
+		return nil, damaged("the sheet %q cannot be found in the workbook stream", ref.name)
 	}
 	br := newBIFFReader(bk.stream)
 	typ, data, err := br.next()
 	if err != nil || typ != recBOF || len(data) < 4 {
-		return nil, xlsDamaged("the sheet %q does not start where the workbook says", ref.name)
+		return nil, damaged("the sheet %q does not start where the workbook says", ref.name)
 	}
 	if dt := binary.LittleEndian.Uint16(data[2:]); dt != 0x0010 {
-		return nil, problem(SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
+		return nil, sheettype.Errorf(sheettype.SheetNotFound, "the sheet %q is not a worksheet (a chart or macro sheet)", ref.name)
 	}
-	return &xlsSource{book: bk, br: br, lim: lim, text: textBuf{max: lim.MaxCellChars}, building: -1,
-		maxColumn: min(lim.MaxColumns, xlsMaxColumns)}, nil
+	return &Sheet{book: bk, br: br, lim: bk.lim, text: sheettype.NewText(bk.lim.MaxCellChars), building: -1,
+		maxColumn: min(bk.lim.MaxColumns, MaxColumns)}, nil
 }
 
 // Next advances one row.
-func (s *xlsSource) Next() bool {
+func (s *Sheet) Next() bool {
 	if s.err != nil {
 		return false
 	}
@@ -572,7 +583,7 @@ func (s *xlsSource) Next() bool {
 }
 
 // readCell reads records up to the next cell value (or the end of the sheet) and adds it.
-func (s *xlsSource) readCell() error {
+func (s *Sheet) readCell() error {
 	typ, data, err := s.br.nextIn("the sheet")
 	if err != nil {
 		return err
@@ -597,9 +608,9 @@ func (s *xlsSource) readCell() error {
 }
 
 // addMulRK adds the numbers of a MULRK record: one row, consecutive columns.
-func (s *xlsSource) addMulRK(data []byte) error {
+func (s *Sheet) addMulRK(data []byte) error {
 	if len(data) < 6 || (len(data)-6)%6 != 0 {
-		return xlsDamaged("a MULRK record has %d bytes", len(data))
+		return damaged("a MULRK record has %d bytes", len(data))
 	}
 	row, first := int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
 	for i := 0; i*6+4+6 <= len(data); i++ {
@@ -613,49 +624,49 @@ func (s *xlsSource) addMulRK(data []byte) error {
 
 // cellValue is the value of a cell record of type typ, and whether it was cut at
 // MaxCellChars; isCell is false for the records that hold no value.
-func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bool, err error) {
+func (s *Sheet) cellValue(typ uint16, data []byte) (v string, cut, isCell bool, err error) {
 	switch typ {
 	case recLabelSST:
 		if len(data) < 10 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
 		i := binary.LittleEndian.Uint32(data[6:])
-		if s.book.sst == nil || int64(i) >= int64(s.book.sst.count) {
-			return "", false, false, xlsDamaged("a cell refers to shared string %d, which does not exist", i)
+		if s.book.sst == nil || int64(i) >= int64(s.book.sst.Len()) {
+			return "", false, false, damaged("a cell refers to shared string %d, which does not exist", i)
 		}
-		v, cut, err = s.book.sst.get(int(i))
+		v, cut, err = s.book.sst.Get(int(i))
 		return v, cut, err == nil, err
 	case recLabel, recRString:
 		if len(data) < 6 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
-		s.text.reset()
+		s.text.Reset()
 		rs := newRecordStream(s.br, data[6:])
 		if err := rs.unicodeString(&s.text, false); err != nil {
 			if errors.Is(err, errShortRecord) {
-				return "", false, false, xlsDamaged("a text cell is cut short")
+				return "", false, false, damaged("a text cell is cut short")
 			}
 			return "", false, false, err
 		}
-		return string(s.text.b), s.text.cut, true, nil
+		return string(s.text.Bytes()), s.text.Cut(), true, nil
 	case recNumber:
 		if len(data) < 14 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
 		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(data[6:]))), false, true, nil
 	case recRK:
 		if len(data) < 10 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
 		return rkValue(binary.LittleEndian.Uint32(data[6:])), false, true, nil
 	case recBoolErr:
 		if len(data) < 8 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
 		return boolErr(data[6], data[7] == 1), false, true, nil
 	case recFormula:
 		if len(data) < 20 {
-			return "", false, false, xlsDamaged("a cell record is cut short")
+			return "", false, false, damaged("a cell record is cut short")
 		}
 		return s.formulaResult(data[6:14])
 	}
@@ -664,7 +675,7 @@ func (s *xlsSource) cellValue(typ uint16, data []byte) (v string, cut, isCell bo
 
 // formulaResult is the value a FORMULA record saved (res, its 8 result bytes): a number, a
 // boolean or an error, or a string in the STRING record that follows.
-func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err error) {
+func (s *Sheet) formulaResult(res []byte) (v string, cut, isCell bool, err error) {
 	if res[6] != 0xFF || res[7] != 0xFF {
 		return formatNumber(math.Float64frombits(binary.LittleEndian.Uint64(res))), false, true, nil
 	}
@@ -681,7 +692,7 @@ func (s *xlsSource) formulaResult(res []byte) (v string, cut, isCell bool, err e
 }
 
 // formulaString reads the STRING record holding a formula's text result.
-func (s *xlsSource) formulaString() (string, bool, error) {
+func (s *Sheet) formulaString() (string, bool, error) {
 	for {
 		typ, data, err := s.br.nextIn("the sheet")
 		if err != nil {
@@ -689,14 +700,14 @@ func (s *xlsSource) formulaString() (string, bool, error) {
 		}
 		switch typ {
 		case recString:
-			s.text.reset()
+			s.text.Reset()
 			if err := newRecordStream(s.br, data).unicodeString(&s.text, false); err != nil {
 				if errors.Is(err, errShortRecord) {
-					return "", false, xlsDamaged("a formula's text is cut short")
+					return "", false, damaged("a formula's text is cut short")
 				}
 				return "", false, err
 			}
-			return string(s.text.b), s.text.cut, nil
+			return string(s.text.Bytes()), s.text.Cut(), nil
 		case 0x0221, 0x04BC, 0x0236: // ARRAY, SHRFMLA, TABLE come between a formula and its string
 			continue
 		}
@@ -707,33 +718,31 @@ func (s *xlsSource) formulaString() (string, bool, error) {
 
 // add puts a value at row, col (0-based), finishing the row being assembled when the value
 // belongs to a later one.
-func (s *xlsSource) add(row, col int, v string, cut bool) error {
+func (s *Sheet) add(row, col int, v string, cut bool) error {
 	if col >= s.maxColumn {
-		if col >= xlsMaxColumns {
-			return xlsDamaged("row %d has a cell in column %d; an .xls sheet has at most %d columns (A to IV)", row+1, col+1, xlsMaxColumns)
+		if col >= MaxColumns {
+			return damaged("row %d has a cell in column %d; an .xls sheet has at most %d columns (A to IV)", row+1, col+1, MaxColumns)
 		}
-		return tooManyColumns(row+1, s.lim)
+		return sheettype.OverColumnLimit(row+1, s.lim)
 	}
-	if row >= xlsMaxRows {
-		return xlsDamaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, Thousands(xlsMaxRows))
+	if row >= MaxRows {
+		return damaged("a cell in row %d; an .xls sheet has at most %s rows", row+1, sheettype.Thousands(MaxRows))
 	}
 	if row < s.building {
-		return xlsDamaged("a cell of row %d comes after row %d", row+1, s.building+1)
+		return damaged("a cell of row %d comes after row %d", row+1, s.building+1)
 	}
 	if v == "" && !cut {
 		return nil
 	}
-	if err := checkText([]byte(v)); err != nil {
-		v = stripControls(v)
-	}
+	v = stripControls(v)
 	if row > s.building {
 		s.finishRow()
 		s.building = row
 	}
 	s.bBytes += int64(len(v))
 	if s.bBytes > s.lim.MaxRowBytes {
-		return problem(RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
-			row+1, sizeWords(s.lim.MaxRowBytes))
+		return sheettype.Errorf(sheettype.RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
+			row+1, sheettype.SizeWords(s.lim.MaxRowBytes))
 	}
 	for len(s.bCells) <= col {
 		s.bCells = append(s.bCells, "")
@@ -746,24 +755,31 @@ func (s *xlsSource) add(row, col int, v string, cut bool) error {
 }
 
 // finishRow moves the row being assembled to ready.
-func (s *xlsSource) finishRow() {
+func (s *Sheet) finishRow() {
 	if s.building < 0 || len(s.bCells) == 0 {
 		return
 	}
-	s.ready = append(s.ready, xlsRow{n: s.building + 1, cells: s.bCells, long: s.bLong})
+	s.ready = append(s.ready, builtRow{n: s.building + 1, cells: s.bCells, long: s.bLong})
 	s.bCells, s.bLong, s.bBytes = nil, nil, 0
 }
 
 // stripControls replaces the characters a text cell cannot hold (controls other than tab
-// and newlines) with U+FFFD.
+// and newlines, and the noncharacters U+FFFE and U+FFFF) with U+FFFD.
 func stripControls(v string) string {
+	if !strings.ContainsFunc(v, isControl) {
+		return v
+	}
 	out := []rune(v)
 	for i, r := range out {
-		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+		if isControl(r) {
 			out[i] = utf8.RuneError
 		}
 	}
 	return string(out)
+}
+
+func isControl(r rune) bool {
+	return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF
 }
 
 // rkValue decodes an RK number (a compressed double or integer, maybe ×100).
@@ -821,10 +837,17 @@ func boolErr(b byte, isErr bool) string {
 	return "#N/A"
 }
 
-func (s *xlsSource) Row() (int, []string) { return s.n, s.cells }
-func (s *xlsSource) Long() []int          { return s.long }
-func (s *xlsSource) Err() error           { return s.err }
-func (s *xlsSource) Close() error {
-	s.book.close()
+// Row returns the current row's number (1-based) and cells.
+func (s *Sheet) Row() (int, []string) { return s.n, s.cells }
+
+// Long lists the columns (0-based, ascending) of the current row cut at MaxCellChars.
+func (s *Sheet) Long() []int { return s.long }
+
+// Err is the error that ended reading, nil at the end of the sheet.
+func (s *Sheet) Err() error { return s.err }
+
+// Close closes the book the sheet is read from.
+func (s *Sheet) Close() error {
+	s.book.Close()
 	return nil
 }
