@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -48,10 +49,10 @@ func adminRoute(pattern string) bool { return pattern == "GET /api/v1/audit" }
 // it, or 403 forbidden for a user on an admin route.
 func checkScope(p Principal, pattern, scope string) error {
 	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
-		return problem(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
+		return problem.New(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
 	}
 	if !p.Has(scope) {
-		return problem(http.StatusForbidden, "insufficient_scope",
+		return problem.New(http.StatusForbidden, "insufficient_scope",
 			fmt.Sprintf("this token lacks the %s scope, which %s needs; create a token with it (POST /api/v1/tokens)", scope, pattern))
 	}
 	return nil
@@ -107,7 +108,7 @@ func (s *Server) clientAddr(r *http.Request) string { return s.Auth.Gateway.Clie
 
 // auditAnswer records the audit row of an answered request to an audited route, unless the
 // store already wrote it with the change (a is the request's audit; nil before one existed).
-func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p Principal, a *store.Audit, status int, pr *Problem) {
+func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p Principal, a *store.Audit, status int, pr *problem.Problem) {
 	if action == "" {
 		return
 	}
@@ -116,7 +117,7 @@ func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action stri
 		target = locationTarget(w.Header().Get("Location"))
 	}
 	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: outcomeOf(status), Status: status,
-		ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+		ClientAddr: s.clientAddr(r), RequestID: problem.RequestID(r.Context())}
 	if pr != nil {
 		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
 	}
@@ -195,22 +196,22 @@ type AuditView struct {
 func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return badRequest("invalid_query", "the query string is not valid URL encoding")
+		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
 		if msg := textcheck.Problem(v, 200); msg != "" {
-			errs = append(errs, FieldError{name, msg})
+			errs = append(errs, problem.FieldError{Field: name, Message: msg})
 		}
 	}
 	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
-		errs = append(errs, FieldError{"outcome", "must be success, denied, refused or error"})
+		errs = append(errs, problem.FieldError{Field: "outcome", Message: "must be success, denied, refused or error"})
 	}
 	errs = append(errs, queryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
 	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	rows, next, err := s.Store.ListAudit(r.Context(), f)
 	if err != nil {

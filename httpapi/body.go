@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/config"
 )
 
@@ -131,14 +132,14 @@ func readError(err error) error {
 	case errors.As(err, &slow):
 		return slowProblem(slow)
 	case errors.As(err, &mbe):
-		return problem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+		return problem.New(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
 	default:
-		return badRequest("invalid_body", "the request body could not be read")
+		return problem.BadRequest("invalid_body", "the request body could not be read")
 	}
 }
 
-func slowProblem(e *SlowBodyError) *Problem {
-	return problem(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
+func slowProblem(e *SlowBodyError) *problem.Problem {
+	return problem.New(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
 }
 
 // uploadSlots caps the uploads each user has in flight.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -154,8 +155,8 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"WebhookEvent", named("WebhookEvent"), webhook.Payload{}},
 		{"StreamEvent", named("StreamEvent"), StreamView{}},
 		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, EventView{}},
-		{"Problem", named("Problem"), Problem{}},
-		{"Problem.errors", item("Problem", "errors"), FieldError{}},
+		{"Problem", named("Problem"), problem.Problem{}},
+		{"Problem.errors", item("Problem", "errors"), problem.FieldError{}},
 	} {
 		fields := contracttest.JSONFields(reflect.TypeOf(c.value))
 		for name, f := range fields {

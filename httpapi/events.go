@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -99,8 +100,8 @@ func lastEventID(r *http.Request) (int64, error) {
 	}
 	id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || id < 0 {
-		return 0, invalid("invalid_last_event_id", "Last-Event-ID must be an event id this API sent",
-			FieldError{"Last-Event-ID", "must be a whole number ≥ 0"})
+		return 0, problem.Invalid("invalid_last_event_id", "Last-Event-ID must be an event id this API sent",
+			problem.FieldError{Field: "Last-Event-ID", Message: "must be a whole number ≥ 0"})
 	}
 	return id, nil
 }
@@ -108,18 +109,18 @@ func lastEventID(r *http.Request) (int64, error) {
 // openStream subscribes to the hub and starts the response; the caller must unsubscribe.
 func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
 	if s.hub == nil {
-		return nil, 0, nil, problem(http.StatusServiceUnavailable, "streams_unavailable", "live events are not available on this server; poll GET /api/v1/tasks/{id}")
+		return nil, 0, nil, problem.New(http.StatusServiceUnavailable, "streams_unavailable", "live events are not available on this server; poll GET /api/v1/tasks/{id}")
 	}
 	sub, safe, err := s.hub.Subscribe(r.Context(), p.User, match)
 	switch {
 	case errors.Is(err, live.ErrTooManyStreams):
-		pr := problem(http.StatusTooManyRequests, "too_many_streams",
+		pr := problem.New(http.StatusTooManyRequests, "too_many_streams",
 			fmt.Sprintf("you already have %d live event streams open on this server; close one (or poll) and try again", s.hub.Limits().MaxPerUser))
-		pr.retryAfter = int(s.hub.Limits().Retry.Seconds())
+		pr.WithRetryAfter(int(s.hub.Limits().Retry.Seconds()))
 		return nil, 0, nil, pr
 	case errors.Is(err, live.ErrClosed):
-		pr := problem(http.StatusServiceUnavailable, "streams_unavailable", "the server is shutting down; reconnect shortly")
-		pr.retryAfter = 1
+		pr := problem.New(http.StatusServiceUnavailable, "streams_unavailable", "the server is shutting down; reconnect shortly")
+		pr.WithRetryAfter(1)
 		return nil, 0, nil, pr
 	case err != nil:
 		return nil, 0, nil, err
@@ -330,10 +331,10 @@ func (s eventRoutes) scopeEvents(w http.ResponseWriter, r *http.Request, p Princ
 	scope := p.Scope()
 	owner := r.URL.Query().Get("owner")
 	if msg := textcheck.Problem(owner, maxQueryValue); msg != "" {
-		return invalid("invalid_query", "the query has invalid parameters", FieldError{"owner", msg})
+		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !scope.Admin && owner != p.User {
-		return invalid("invalid_query", "the query has invalid parameters", FieldError{"owner", "only an admin can follow other users' tasks"})
+		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.FieldError{Field: "owner", Message: "only an admin can follow other users' tasks"})
 	}
 	if !scope.Admin {
 		owner = p.User

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -483,7 +484,7 @@ func TestStreamsPerUserAreBounded(t *testing.T) {
 	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third stream: %d", res.StatusCode)
 	}
-	var p Problem
+	var p problem.Problem
 	json.NewDecoder(res.Body).Decode(&p) //nolint:errcheck
 	if p.Code != "too_many_streams" {
 		t.Fatalf("problem %+v", p)

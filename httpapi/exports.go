@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 )
@@ -62,10 +63,10 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 			return err
 		}
 		if f.Owner != "" && !p.Scope().Admin && f.Owner != p.User {
-			return problem(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
+			return problem.New(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
 		}
 	default:
-		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
 	}
 	filter := req.Filter
 	if len(filter) == 0 || string(filter) == "null" {
@@ -107,7 +108,7 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal,
 	if err != nil {
 		return err
 	}
-	sub.RequestID = requestID(r.Context())
+	sub.RequestID = problem.RequestID(r.Context())
 	return s.submit(w, r, sub, notify)
 }
 
@@ -116,22 +117,22 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal,
 func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
 	t, ok := s.Types.Lookup(typeName)
 	if !ok || !t.Submittable {
-		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "unknown_type",
+		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "unknown_type",
 			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", echo(typeName)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
-		return jobs.Submission{}, problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
+		return jobs.Submission{}, problem.New(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
-		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
 	}
 	if msg := titleProblem(title); msg != "" {
-		errs = append(errs, FieldError{"title", msg})
+		errs = append(errs, problem.FieldError{Field: "title", Message: msg})
 	}
 	if len(errs) > 0 {
-		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").withErrors(errs...)
+		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").WithErrors(errs...)
 	}
 	if len(rawParams) > 0 {
 		// Invalid UTF-8 becomes U+FFFD here, so what the task stores is what jsonb accepts.
@@ -196,7 +197,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 	status := http.StatusAccepted
 	if !created {
 		if strings.HasPrefix(sub.BizKey, "idem:") && !jsonEqual(t.Params, sub.Params) {
-			return problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			return problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 				"this Idempotency-Key was already used for a request with different parameters (task "+t.TaskNo+")")
 		}
 		status = http.StatusOK

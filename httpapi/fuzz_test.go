@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -50,7 +51,7 @@ func jsonbAccepts(doc []byte) bool {
 
 func mustBeProblem(t *testing.T, err error, what string) {
 	t.Helper()
-	var p *Problem
+	var p *problem.Problem
 	if !errors.As(err, &p) {
 		var ferr *export.FilterError
 		if errors.As(err, &ferr) {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -47,16 +48,16 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	release, ok := s.uploads.acquire(p.User)
 	if !ok {
-		pr := problem(http.StatusTooManyRequests, "too_many_uploads",
+		pr := problem.New(http.StatusTooManyRequests, "too_many_uploads",
 			fmt.Sprintf("you already have %d uploads in progress; wait for one to finish", s.Import.MaxConcurrentUploads))
-		pr.retryAfter = 5
+		pr.WithRetryAfter(5)
 		return pr
 	}
 	defer release()
 	r.Body = http.MaxBytesReader(w, r.Body, limit+multipartSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
 	form, err := s.readImportForm(r, mr, limit)
@@ -76,7 +77,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
-	sub.RequestID = requestID(r.Context())
+	sub.RequestID = problem.RequestID(r.Context())
 	if t, ok := s.Types.Lookup(sub.Type); ok {
 		params := t.NewParams()
 		if json.Unmarshal(sub.Params, params) == nil {
@@ -111,7 +112,7 @@ func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int
 		switch name := part.FormName(); name {
 		case "file":
 			if f.received != nil {
-				return f, badRequest("invalid_upload", `send one "file" field`)
+				return f, problem.BadRequest("invalid_upload", `send one "file" field`)
 			}
 			f.received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
 			var fp *importer.FileProblem
@@ -143,13 +144,13 @@ func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int
 		}
 	}
 	if f.received == nil {
-		return f, badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
+		return f, problem.BadRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
 	}
 	return f, nil
 }
 
-func tooLarge(limit int64) *Problem {
-	return problem(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the file is larger than the %d MB limit", limit>>20))
+func tooLarge(limit int64) *problem.Problem {
+	return problem.New(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the file is larger than the %d MB limit", limit>>20))
 }
 
 func uploadError(err error, limit int64) error {
@@ -161,7 +162,7 @@ func uploadError(err error, limit int64) error {
 	if errors.As(err, &slow) {
 		return slowProblem(slow)
 	}
-	return badRequest("invalid_upload", "the upload could not be read: %v", err)
+	return problem.BadRequest("invalid_upload", "the upload could not be read: %v", err)
 }
 
 // smallField reads a short form value.
@@ -171,7 +172,7 @@ func smallField(r io.Reader, limit int64) (string, error) {
 		return "", uploadError(err, limit)
 	}
 	if len(b) > 256 {
-		return "", badRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
+		return "", problem.BadRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -218,16 +219,16 @@ func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p P
 	}
 	switch {
 	case res.HadReport() && res.IsExpired(t, time.Now()):
-		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")
+		return problem.New(http.StatusGone, "report_expired", "the error report has expired and was deleted")
 	case res.ErrorReport != "":
 		if q := r.URL.Query().Get("lang"); q != "" && importer.ParseLang(q) != importer.ParseLang(string(res.ErrorReportLang)) {
 			return s.serveReportIn(w, r, t, res, importer.ParseLang(q))
 		}
 		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, xlsxType)
 	case !t.Status.Terminal():
-		return problem(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
+		return problem.New(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
 	default:
-		return problem(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
+		return problem.New(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
@@ -200,7 +201,7 @@ func (w *webApp) endSession(rw http.ResponseWriter, r *http.Request) (string, er
 			}
 			if live {
 				w.api.record(r.Context(), store.AuditEvent{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
-					Status: http.StatusSeeOther, ClientAddr: w.api.clientAddr(r), RequestID: requestID(r.Context())})
+					Status: http.StatusSeeOther, ClientAddr: w.api.clientAddr(r), RequestID: problem.RequestID(r.Context())})
 				if d.Via == "oidc" && w.api.Auth.OIDC != nil {
 					if u := w.api.Auth.OIDC.EndSessionURL(r.Context(), d.IDToken, baseURL(r)+"/login"); u != "" {
 						next = u
@@ -216,7 +217,7 @@ func (w *webApp) endSession(rw http.ResponseWriter, r *http.Request) (string, er
 // auditSignIn records a sign-in or a failed one.
 func (s *Server) auditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
 	s.record(r.Context(), store.AuditEvent{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
-		ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())})
+		ClientAddr: s.clientAddr(r), RequestID: problem.RequestID(r.Context())})
 }
 
 // ConsoleAdmin returns the admin signed in to the web page with this request's session (by

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -60,32 +61,32 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 	}
 	t, ok := s.Types.Lookup(req.Type)
 	if !ok || !t.Submittable || !s.Submitter.Enabled(req.Type) {
-		return problem(http.StatusUnprocessableEntity, "unknown_type",
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type",
 			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", echo(req.Type)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
-		return problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may schedule %s tasks", t.Name))
+		return problem.New(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may schedule %s tasks", t.Name))
 	}
 	req.Timezone = strings.TrimSpace(req.Timezone)
 	if req.Timezone == "" {
 		req.Timezone = "UTC"
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	if msg := textcheck.Problem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
-		errs = append(errs, FieldError{"cron", trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
+		errs = append(errs, problem.FieldError{Field: "cron", Message: trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
 	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
 		field := "cron"
 		if strings.HasPrefix(err.Error(), "timezone") {
 			field = "timezone"
 		}
-		errs = append(errs, FieldError{field, err.Error()})
+		errs = append(errs, problem.FieldError{Field: field, Message: err.Error()})
 	}
 	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
-		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
 	}
 	if len(errs) > 0 {
-		return problem(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").withErrors(errs...)
+		return problem.New(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").WithErrors(errs...)
 	}
 	if len(req.Params) > 0 {
 		normal, err := normalizeJSON(req.Params)
@@ -112,10 +113,10 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
 	owner := r.URL.Query().Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
-		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
+		return problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {
-		return invalid("invalid_query", "only an admin can list other users' schedules", FieldError{"owner", "only an admin can list other users' schedules"})
+		return problem.Invalid("invalid_query", "only an admin can list other users' schedules", problem.FieldError{Field: "owner", Message: "only an admin can list other users' schedules"})
 	}
 	list, err := s.Store.ListSchedules(r.Context(), p.Scope(), owner)
 	if err != nil {
@@ -195,7 +196,7 @@ func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedul
 func scheduleID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return "", invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, FieldError{"id", msg})
+		return "", problem.Invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	return id, nil
 }

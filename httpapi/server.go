@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -263,11 +264,11 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, problem(http.StatusMethodNotAllowed, "method_not_allowed",
+			s.writeError(w, r, problem.New(http.StatusMethodNotAllowed, "method_not_allowed",
 				fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))))
 			return
 		}
-		s.writeError(w, r, problem(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+echo(r.URL.Path)))
+		s.writeError(w, r, problem.New(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+echo(r.URL.Path)))
 	})
 	return s.middleware(mux)
 }
@@ -309,7 +310,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
 			return
 		}
-		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.clientAddr(r), RequestID: problem.RequestID(r.Context())}
 		r = r.WithContext(store.WithAudit(r.Context(), a))
 		if timeout > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -317,7 +318,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			r = r.WithContext(ctx)
 		}
 		err = h(w, r, p)
-		var pr *Problem
+		var pr *problem.Problem
 		if err != nil {
 			pr = toProblem(err)
 			s.writeError(w, r, err)
@@ -351,16 +352,7 @@ func (s *Server) AuthenticateAdmin(r *http.Request) bool {
 	return err == nil && p.Has(auth.ScopeAdmin)
 }
 
-type ctxKey int
-
-const requestIDKey ctxKey = 0
-
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
 
 // statusRecorder remembers the status a handler wrote. An answer sent before the request
 // body was read to its end closes the connection: otherwise the server would first drain
@@ -402,7 +394,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		// Every answer is exactly the type it declares: no browser sniffs a JSON body or a
 		// download into HTML.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		r = r.WithContext(problem.WithRequestID(r.Context(), id))
 		rec := &statusRecorder{ResponseWriter: w}
 		body := guardBody(rec, r, s.Body)
 		rec.body = body
@@ -413,7 +405,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if p := recover(); p != nil {
 				s.Logger.Error("handler panicked", "request_id", id, "panic", p)
 				if rec.status == 0 {
-					s.writeError(rec, r, problem(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it"))
+					s.writeError(rec, r, problem.New(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it"))
 				}
 			}
 			took := time.Since(start)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -151,9 +152,9 @@ func (e *apiEnv) callJSON(method, target, token string, body any, headers ...str
 }
 
 // problemOf decodes a problem answer, failing unless it is one.
-func problemOf(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+func problemOf(t *testing.T, rec *httptest.ResponseRecorder) problem.Problem {
 	t.Helper()
-	var p Problem
+	var p problem.Problem
 	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("answer %d is %q, not a problem: %s", rec.Code, ct, rec.Body)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -31,7 +32,7 @@ func (s *Server) bearer(ctx context.Context, token string) (Principal, error) {
 		defer cancel()
 		tok, err := s.Store.APITokenByHash(ctx, auth.HashToken(token))
 		if errors.Is(err, store.ErrTokenNotFound) {
-			return Principal{}, problem(http.StatusUnauthorized, "unauthorized", "the API token is unknown, revoked or expired")
+			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", "the API token is unknown, revoked or expired")
 		}
 		if err != nil {
 			return Principal{}, err
@@ -46,19 +47,19 @@ func (s *Server) bearer(ctx context.Context, token string) (Principal, error) {
 		var te *auth.TokenError
 		switch {
 		case errors.As(err, &te):
-			return Principal{}, problem(http.StatusUnauthorized, "unauthorized", te.Reason)
+			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", te.Reason)
 		case errors.Is(err, auth.ErrProviderUnavailable):
 			s.Logger.Warn("bearer JWT not checked: identity provider unreachable", "err", err)
-			pr := problem(http.StatusServiceUnavailable, "identity_provider_unavailable",
+			pr := problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
 				"the identity provider could not be reached to check the token; try again shortly")
-			pr.retryAfter = 10
+			pr.WithRetryAfter(10)
 			return Principal{}, pr
 		case err != nil:
 			return Principal{}, err
 		}
 		return identityPrincipal(id, "jwt"), nil
 	}
-	return Principal{}, problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
+	return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
 }
 
 // identityPrincipal is the principal of a user the identity provider or the gateway named.
@@ -106,30 +107,30 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Princ
 	owner := p.User
 	if req.Owner != "" && req.Owner != p.User {
 		if !p.Has(auth.ScopeAdmin) {
-			return problem(http.StatusForbidden, "forbidden", "only an admin can create a token for another user")
+			return problem.New(http.StatusForbidden, "forbidden", "only an admin can create a token for another user")
 		}
 		owner = req.Owner
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	name := strings.TrimSpace(req.Name)
 	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
-		errs = append(errs, FieldError{"name", trimmedOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
+		errs = append(errs, problem.FieldError{Field: "name", Message: trimmedOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
 	}
 	if msg := textcheck.Problem(owner, 200); msg != "" {
-		errs = append(errs, FieldError{"owner", msg})
+		errs = append(errs, problem.FieldError{Field: "owner", Message: msg})
 	}
 	scopes, scopeErrs := tokenScopes(req.Scopes)
 	expires, expiryErrs := s.tokenExpiry(req.ExpiresAt, time.Now())
 	errs = append(append(errs, scopeErrs...), expiryErrs...)
 	if len(errs) > 0 {
-		return problem(http.StatusUnprocessableEntity, "invalid_token_request", "the token request has invalid fields").withErrors(errs...)
+		return problem.New(http.StatusUnprocessableEntity, "invalid_token_request", "the token request has invalid fields").WithErrors(errs...)
 	}
 	for _, sc := range scopes {
 		if !p.Has(sc) {
 			if sc == auth.ScopeAdmin {
-				return problem(http.StatusForbidden, "forbidden", "only an admin (with the admin scope) can grant the admin scope")
+				return problem.New(http.StatusForbidden, "forbidden", "only an admin (with the admin scope) can grant the admin scope")
 			}
-			return problem(http.StatusForbidden, "insufficient_scope", fmt.Sprintf("you cannot grant the %s scope: your own credential lacks it", sc))
+			return problem.New(http.StatusForbidden, "insufficient_scope", fmt.Sprintf("you cannot grant the %s scope: your own credential lacks it", sc))
 		}
 	}
 	role := config.RoleUser
@@ -151,12 +152,12 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Princ
 }
 
 // tokenScopes reads a token request's scopes: each known, each once, at least one.
-func tokenScopes(asked []string) ([]string, []FieldError) {
+func tokenScopes(asked []string) ([]string, []problem.FieldError) {
 	var scopes []string
-	var errs []FieldError
+	var errs []problem.FieldError
 	for _, sc := range asked {
 		if !slices.Contains(auth.AllScopes, sc) {
-			errs = append(errs, FieldError{"scopes", fmt.Sprintf("%s is not a scope; use %s", echo(sc), strings.Join(auth.AllScopes, ", "))})
+			errs = append(errs, problem.FieldError{Field: "scopes", Message: fmt.Sprintf("%s is not a scope; use %s", echo(sc), strings.Join(auth.AllScopes, ", "))})
 			continue
 		}
 		if !slices.Contains(scopes, sc) {
@@ -164,25 +165,25 @@ func tokenScopes(asked []string) ([]string, []FieldError) {
 		}
 	}
 	if len(asked) == 0 {
-		errs = append(errs, FieldError{"scopes", "name at least one of " + strings.Join(auth.AllScopes, ", ")})
+		errs = append(errs, problem.FieldError{Field: "scopes", Message: "name at least one of " + strings.Join(auth.AllScopes, ", ")})
 	}
 	return scopes, errs
 }
 
 // tokenExpiry reads a token request's expires_at: default the configured lifetime, at most
 // the configured maximum, in the future.
-func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []FieldError) {
+func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []problem.FieldError) {
 	if asked == "" {
 		return now.Add(s.Auth.TokenDefaultTTL), nil
 	}
 	t, err := time.Parse(time.RFC3339, asked)
 	switch {
 	case err != nil:
-		return time.Time{}, []FieldError{{"expires_at", "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"}}
+		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"}}
 	case !t.After(now):
-		return time.Time{}, []FieldError{{"expires_at", "must be in the future"}}
+		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be in the future"}}
 	case t.After(now.Add(s.Auth.TokenMaxTTL)):
-		return time.Time{}, []FieldError{{"expires_at", fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.Auth.TokenMaxTTL)}}
+		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.Auth.TokenMaxTTL)}}
 	}
 	return t, nil
 }
@@ -212,11 +213,11 @@ func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p Princi
 func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return invalid("invalid_id", "the token id in the path is not valid: it "+msg, FieldError{"id", msg})
+		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	_, err := s.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
 	if errors.Is(err, store.ErrTokenNotFound) {
-		return problem(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
+		return problem.New(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
 	}
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
@@ -43,19 +44,12 @@ const (
 	maxCursor = 64
 )
 
-// invalid is a 400 problem listing invalid parameters.
-func invalid(code, detail string, errs ...FieldError) *Problem {
-	p := badRequest(code, "%s", detail)
-	p.Errors = errs
-	return p
-}
-
 // taskID returns the {id} path parameter, refusing one that cannot be a task number.
 // Anything printable goes on to the store, which answers 404 for an unknown id.
 func taskID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return "", invalid("invalid_id", "the task id in the path is not valid: it "+msg, FieldError{"id", msg})
+		return "", problem.Invalid("invalid_id", "the task id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	return id, nil
 }
@@ -64,7 +58,7 @@ func taskID(r *http.Request) (string, error) {
 func idempotencyKey(r *http.Request) (string, error) {
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
 	if msg := textcheck.Problem(key, maxIdempotencyKey); msg != "" {
-		return "", invalid("bad_idempotency_key", "Idempotency-Key "+msg, FieldError{"Idempotency-Key", msg})
+		return "", problem.Invalid("bad_idempotency_key", "Idempotency-Key "+msg, problem.FieldError{Field: "Idempotency-Key", Message: msg})
 	}
 	return key, nil
 }
@@ -78,7 +72,7 @@ func decodeJSON(r *http.Request, v any) error {
 		charset, hasCharset := params["charset"]
 		if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
 			(hasCharset && !strings.EqualFold(charset, "utf-8")) {
-			return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
 				"send the body as application/json (optionally with charset=utf-8)")
 		}
 	}
@@ -87,10 +81,10 @@ func decodeJSON(r *http.Request, v any) error {
 		return readError(err)
 	}
 	if len(body) > maxJSONBody {
-		return problem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d KiB", maxJSONBody>>10))
+		return problem.New(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d KiB", maxJSONBody>>10))
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("invalid_body", "the request body is empty; send a JSON object")
+		return problem.BadRequest("invalid_body", "the request body is empty; send a JSON object")
 	}
 	if err := checkJSON(body, ""); err != nil {
 		return err
@@ -110,7 +104,7 @@ func strictDecode(doc []byte, v any) error {
 
 // decodeProblem explains a failed decode of doc into v, naming the field at fault: the
 // top-level keys are decoded one at a time into a fresh v until one fails.
-func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *Problem {
+func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *problem.Problem {
 	field, msg := "", jsonErrorText(err)
 	var keys map[string]json.RawMessage
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && json.Unmarshal(doc, &keys) == nil {
@@ -127,12 +121,12 @@ func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *P
 		msg = rfc3339Hint
 	}
 	if field == "" {
-		return badRequest(code, "%s: %s", detail, msg)
+		return problem.BadRequest(code, "%s: %s", detail, msg)
 	}
 	if strings.HasPrefix(msg, "unknown field") {
 		msg = "is not a field here"
 	}
-	return invalid(code, detail+": "+field+" "+msg, FieldError{field, msg})
+	return problem.Invalid(code, detail+": "+field+" "+msg, problem.FieldError{Field: field, Message: msg})
 }
 
 // decodeFilter decodes an export filter strictly (the body it came in was checked whole).
@@ -179,15 +173,15 @@ func checkJSON(doc []byte, prefix string) error {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			if !c.done {
-				return badRequest("invalid_body", "the request body is not valid: the JSON ends early")
+				return problem.BadRequest("invalid_body", "the request body is not valid: the JSON ends early")
 			}
 			return nil
 		}
 		if err != nil {
-			return badRequest("invalid_body", "the request body is not valid JSON: %s", jsonErrorText(err))
+			return problem.BadRequest("invalid_body", "the request body is not valid JSON: %s", jsonErrorText(err))
 		}
 		if c.done {
-			return badRequest("invalid_body", "the request body has data after the JSON value; send one JSON object")
+			return problem.BadRequest("invalid_body", "the request body has data after the JSON value; send one JSON object")
 		}
 		if err := c.token(tok); err != nil {
 			return err
@@ -293,7 +287,7 @@ func (c *jsonCheck) bad(path, msg string) error {
 	if field == "" {
 		field = "body"
 	}
-	return invalid("invalid_body", "the request body is not valid: "+field+" "+msg, FieldError{field, msg})
+	return problem.Invalid("invalid_body", "the request body is not valid: "+field+" "+msg, problem.FieldError{Field: field, Message: msg})
 }
 
 func joinPath(parent, key string) string {
@@ -322,7 +316,7 @@ func normalizeJSON(raw json.RawMessage) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return nil, badRequest("invalid_body", "params is not valid JSON: %s", jsonErrorText(err))
+		return nil, problem.BadRequest("invalid_body", "params is not valid JSON: %s", jsonErrorText(err))
 	}
 	return json.Marshal(v)
 }
@@ -365,8 +359,8 @@ const rfc3339Hint = "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
 
 // queryTimes parses the RFC 3339 query parameters named by dst's keys into dst's values,
 // leaving absent ones nil, and names each that does not parse.
-func queryTimes(q url.Values, dst map[string]**time.Time) []FieldError {
-	var errs []FieldError
+func queryTimes(q url.Values, dst map[string]**time.Time) []problem.FieldError {
+	var errs []problem.FieldError
 	for _, name := range slices.Sorted(maps.Keys(dst)) {
 		v := q.Get(name)
 		if v == "" {
@@ -374,7 +368,7 @@ func queryTimes(q url.Values, dst map[string]**time.Time) []FieldError {
 		}
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			errs = append(errs, FieldError{name, rfc3339Hint})
+			errs = append(errs, problem.FieldError{Field: name, Message: rfc3339Hint})
 			continue
 		}
 		*dst[name] = &t
@@ -384,19 +378,19 @@ func queryTimes(q url.Values, dst map[string]**time.Time) []FieldError {
 
 // queryPage parses the limit (1 to 200; *limit keeps its default when absent) and cursor (the
 // id of the last row of the page before) of a list keyed by row id, newest first.
-func queryPage(q url.Values, limit *int, before *int64) []FieldError {
-	var errs []FieldError
+func queryPage(q url.Values, limit *int, before *int64) []problem.FieldError {
+	var errs []problem.FieldError
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
+			errs = append(errs, problem.FieldError{Field: "limit", Message: "must be a number from 1 to 200"})
 		}
 		*limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
+			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
 		}
 		*before = n
 	}
@@ -408,11 +402,11 @@ func queryPage(q url.Values, limit *int, before *int64) []FieldError {
 func ownerQuery(q url.Values, p Principal, what string) (string, error) {
 	owner := q.Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
-		return "", invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
+		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {
 		msg := "only an admin can list other users' " + what
-		return "", invalid("invalid_query", msg, FieldError{"owner", msg})
+		return "", problem.Invalid("invalid_query", msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	return owner, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
@@ -219,7 +220,7 @@ func (s *Server) csrfOK(r *http.Request, d session.Data, formToken string) bool 
 // web session cookie. Cookie and gateway requests that change state must come from this
 // site: a browser behind the gateway sends the gateway's own cookie along on any site's form.
 func (s *Server) principal(r *http.Request) (Principal, error) {
-	unauthorized := problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
+	unauthorized := problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
@@ -229,7 +230,7 @@ func (s *Server) principal(r *http.Request) (Principal, error) {
 	}
 	if id, ok := s.Auth.Gateway.Identify(r); ok {
 		if !safeMethod(r.Method) && s.crossSite(r) {
-			return Principal{}, problem(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
+			return Principal{}, problem.New(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
 		}
 		return identityPrincipal(id, "gateway"), nil
 	}
@@ -241,7 +242,7 @@ func (s *Server) principal(r *http.Request) (Principal, error) {
 		return Principal{}, unauthorized
 	}
 	if !safeMethod(r.Method) && !s.csrfOK(r, d, "") {
-		return Principal{}, problem(http.StatusForbidden, "csrf_failed",
+		return Principal{}, problem.New(http.StatusForbidden, "csrf_failed",
 			"this request came with the page's session cookie but not from the page (origin or CSRF token missing); reload the page and try again")
 	}
 	return p, nil
@@ -460,12 +461,12 @@ func (w *webApp) logout(rw http.ResponseWriter, r *http.Request) {
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.cookieSession(r)
 	if ok && !w.api.csrfOK(r, d, r.PostForm.Get("csrf")) {
-		w.api.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+		w.api.writeError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
 	next, err := w.endSession(rw, r)
 	if err != nil {
-		w.api.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
+		w.api.writeError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return
 	}
 	http.Redirect(rw, r, next, http.StatusSeeOther)

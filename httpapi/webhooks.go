@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -90,10 +91,10 @@ func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p P
 	owner := p.User
 	if req.Owner != "" && req.Owner != p.User {
 		if !p.Scope().Admin {
-			return problem(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
+			return problem.New(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
 		}
 		if msg := textcheck.Problem(req.Owner, 200); msg != "" {
-			return invalid("invalid_body", "owner "+msg, FieldError{"owner", msg})
+			return problem.Invalid("invalid_body", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 		}
 		owner = req.Owner
 	}
@@ -125,14 +126,14 @@ func webhookEvents(events []string) ([]string, error) {
 		return slices.Clone(webhook.TerminalEvents), nil
 	}
 	if len(events) > maxWebhookEvents {
-		return nil, problem(http.StatusUnprocessableEntity, "bad_events", fmt.Sprintf("name at most %d events", maxWebhookEvents))
+		return nil, problem.New(http.StatusUnprocessableEntity, "bad_events", fmt.Sprintf("name at most %d events", maxWebhookEvents))
 	}
 	var out []string
 	for _, e := range events {
 		if !slices.Contains(webhook.Events, e) {
-			return nil, problem(http.StatusUnprocessableEntity, "bad_events",
+			return nil, problem.New(http.StatusUnprocessableEntity, "bad_events",
 				fmt.Sprintf("%s is not an event; use %s", echo(e), strings.Join(webhook.Events, ", "))).
-				withErrors(FieldError{"events", "unknown event " + echo(e)})
+				WithErrors(problem.FieldError{Field: "events", Message: "unknown event " + echo(e)})
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)
@@ -144,10 +145,10 @@ func webhookEvents(events []string) ([]string, error) {
 // checkWebhookURL refuses a URL the policy does not allow, saying why.
 func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 	if url == "" {
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").withErrors(FieldError{field, "is required"})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").WithErrors(problem.FieldError{Field: field, Message: "is required"})
 	}
 	if msg := textcheck.Problem(url, webhook.MaxURLLength); msg != "" {
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).withErrors(FieldError{field, msg})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
 	}
 	checker := s.Webhooks
 	if checker == nil {
@@ -158,8 +159,8 @@ func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 		if !errors.As(err, &na) {
 			return err
 		}
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
-			withErrors(FieldError{field, na.Reason})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
+			WithErrors(problem.FieldError{Field: field, Message: na.Reason})
 	}
 	return nil
 }
@@ -174,7 +175,7 @@ func webhookSecret(field, secret string) (string, error) {
 		msg = fmt.Sprintf("must be at least %d characters", minSecret)
 	}
 	if msg != "" {
-		return "", problem(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).withErrors(FieldError{field, msg})
+		return "", problem.New(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
 	}
 	return secret, nil
 }
@@ -187,11 +188,11 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 func (s webhookRoutes) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return nil, invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, FieldError{"id", msg})
+		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
-		return nil, problem(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
+		return nil, problem.New(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
 	}
 	return sub, err
 }
@@ -253,15 +254,15 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 	}
 	q := r.URL.Query()
 	f := store.DeliveryFilter{Limit: 50, State: store.DeliveryState(q.Get("state"))}
-	var errs []FieldError
+	var errs []problem.FieldError
 	switch f.State {
 	case "", store.DeliveryPending, store.DeliverySending, store.DeliveryDelivered, store.DeliveryDead:
 	default:
-		errs = append(errs, FieldError{"state", "must be pending, sending, delivered or dead"})
+		errs = append(errs, problem.FieldError{Field: "state", Message: "must be pending, sending, delivered or dead"})
 	}
 	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	ds, err := s.Store.Deliveries(r.Context(), sub.ID, f)
 	if err != nil {
@@ -312,11 +313,11 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p Princ
 	}
 	no := r.PathValue("delivery")
 	if msg := textcheck.Problem(no, maxTaskID); msg != "" {
-		return invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, FieldError{"delivery", msg})
+		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, problem.FieldError{Field: "delivery", Message: msg})
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
 	if errors.Is(err, store.ErrDeliveryNotFound) {
-		return problem(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
+		return problem.New(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
 	}
 	if err != nil {
 		return err
