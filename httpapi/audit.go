@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -163,7 +164,7 @@ func (s *Server) logAudit(ctx context.Context, e store.AuditEvent, rows int64) {
 // auditTarget is the object a request acted on: the {id} in its path, or what a create
 // answered in Location.
 func auditTarget(r *http.Request) string {
-	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, maxTaskID) == "" {
+	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, request.MaxID) == "" {
 		return id
 	}
 	return ""
@@ -208,8 +209,8 @@ func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ Princip
 	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
 		errs = append(errs, problem.FieldError{Field: "outcome", Message: "must be success, denied, refused or error"})
 	}
-	errs = append(errs, queryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
-	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
+	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
+	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
 		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -37,7 +38,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 			IdempotencyKey string          `json:"idempotency_key"`
 		} `json:"tasks"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	if len(req.Tasks) == 0 || len(req.Tasks) > maxBatch {
@@ -52,7 +53,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 	for i, t := range req.Tasks {
 		out[i].Index = i
 		key := strings.TrimSpace(t.IdempotencyKey)
-		if msg := textcheck.Problem(key, maxIdempotencyKey); msg != "" {
+		if msg := textcheck.Problem(key, request.MaxIdempotencyKey); msg != "" {
 			out[i].Result, out[i].Problem = "problem", problem.Invalid("bad_idempotency_key", "idempotency_key "+msg, problem.FieldError{Field: "idempotency_key", Message: msg})
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -138,7 +139,7 @@ func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p Princi
 // taskEvents answers GET /api/v1/tasks/{id}/events.
 func (s eventRoutes) taskEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -330,7 +331,7 @@ func (s eventRoutes) scopeEvents(w http.ResponseWriter, r *http.Request, p Princ
 	}
 	scope := p.Scope()
 	owner := r.URL.Query().Get("owner")
-	if msg := textcheck.Problem(owner, maxQueryValue); msg != "" {
+	if msg := textcheck.Problem(owner, request.MaxQueryValue); msg != "" {
 		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !scope.Admin && owner != p.User {

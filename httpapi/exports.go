@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 )
@@ -36,7 +38,7 @@ type SubmitView struct {
 // request returns the first task (200, duplicate true) instead of creating another.
 func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req exportRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	taskType := req.Type
@@ -48,7 +50,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 	switch taskType {
 	case export.CustomersType:
 		var f export.CustomerFilter
-		if err := decodeFilter(req.Filter, &f); err != nil {
+		if err := request.DecodeFilter(req.Filter, &f); err != nil {
 			return err
 		}
 		if err := f.Validate(); err != nil {
@@ -56,7 +58,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		}
 	case export.TasksType:
 		var f export.TaskFilter
-		if err := decodeFilter(req.Filter, &f); err != nil {
+		if err := request.DecodeFilter(req.Filter, &f); err != nil {
 			return err
 		}
 		if err := f.Validate(); err != nil {
@@ -66,7 +68,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 			return problem.New(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
 		}
 	default:
-		return problem.New(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", textcheck.Echo(req.Type)))
 	}
 	filter := req.Filter
 	if len(filter) == 0 || string(filter) == "null" {
@@ -90,7 +92,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 		NotifyURL    string          `json:"notify_url"`
 		NotifySecret string          `json:"notify_secret"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyOf(req.NotifyURL, req.NotifySecret))
@@ -100,7 +102,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 // prepared for the caller by the type itself, so this file holds no per-type code.
 func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal, typeName string, rawParams json.RawMessage,
 	priority int, title string, notify *notifyRequest) error {
-	key, err := idempotencyKey(r)
+	key, err := request.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.
 	t, ok := s.Types.Lookup(typeName)
 	if !ok || !t.Submittable {
 		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", echo(typeName)))
+			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", textcheck.Echo(typeName)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
@@ -136,7 +138,7 @@ func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.
 	}
 	if len(rawParams) > 0 {
 		// Invalid UTF-8 becomes U+FFFD here, so what the task stores is what jsonb accepts.
-		normal, err := normalizeJSON(rawParams)
+		normal, err := request.NormalizeJSON(rawParams)
 		if err != nil {
 			return jobs.Submission{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -95,12 +96,12 @@ func FuzzExportRequest(f *testing.F) {
 		r := httptest.NewRequest("POST", "/api/v1/exports", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var req exportRequest
-		if err := decodeJSON(r, &req); err != nil {
+		if err := request.DecodeJSON(r, &req); err != nil {
 			mustBeProblem(t, err, "decodeJSON")
 			return
 		}
 		var cf export.CustomerFilter
-		if err := decodeFilter(req.Filter, &cf); err != nil {
+		if err := request.DecodeFilter(req.Filter, &cf); err != nil {
 			mustBeProblem(t, err, "decodeFilter customers")
 		} else if err := cf.Validate(); err != nil {
 			mustBeProblem(t, err, "customers Validate")
@@ -116,7 +117,7 @@ func FuzzExportRequest(f *testing.F) {
 			}
 		}
 		var tf export.TaskFilter
-		if err := decodeFilter(req.Filter, &tf); err != nil {
+		if err := request.DecodeFilter(req.Filter, &tf); err != nil {
 			mustBeProblem(t, err, "decodeFilter tasks")
 		} else if err := tf.Validate(); err != nil {
 			mustBeProblem(t, err, "tasks Validate")
@@ -172,14 +173,14 @@ func FuzzTaskParams(f *testing.F) {
 			Type   string          `json:"type"`
 			Params json.RawMessage `json:"params"`
 		}
-		if err := decodeJSON(r, &req); err != nil {
+		if err := request.DecodeJSON(r, &req); err != nil {
 			mustBeProblem(t, err, "decodeJSON")
 			return
 		}
 		if len(req.Params) == 0 {
 			return
 		}
-		out, err := normalizeJSON(req.Params)
+		out, err := request.NormalizeJSON(req.Params)
 		if err != nil {
 			mustBeProblem(t, err, "normalizeJSON")
 			return

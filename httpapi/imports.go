@@ -11,10 +11,12 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -155,12 +157,12 @@ func tooLarge(limit int64) *problem.Problem {
 
 func uploadError(err error, limit int64) error {
 	var mbe *http.MaxBytesError
-	var slow *SlowBodyError
+	var slow *request.SlowBodyError
 	if errors.As(err, &mbe) {
 		return tooLarge(limit)
 	}
 	if errors.As(err, &slow) {
-		return slowProblem(slow)
+		return slow.Problem()
 	}
 	return problem.BadRequest("invalid_upload", "the upload could not be read: %v", err)
 }
@@ -256,4 +258,32 @@ func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.
 	w.Header().Set("Content-Language", string(lang))
 	s.serveContent(w, r, name, time.Now(), f)
 	return nil
+}
+
+// uploadSlots caps the uploads each user has in flight.
+type uploadSlots struct {
+	max    int
+	mu     sync.Mutex
+	active map[string]int
+}
+
+func newUploadSlots(max int) *uploadSlots {
+	return &uploadSlots{max: max, active: map[string]int{}}
+}
+
+// acquire takes one of user's slots, or reports that all are in use.
+func (u *uploadSlots) acquire(user string) (release func(), ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active[user] >= u.max {
+		return nil, false
+	}
+	u.active[user]++
+	return func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.active[user]--; u.active[user] <= 0 {
+			delete(u.active, user)
+		}
+	}, true
 }

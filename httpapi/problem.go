@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -19,7 +20,7 @@ func toProblem(err error) *problem.Problem {
 	var (
 		p        *problem.Problem
 		filter   *export.FilterError
-		slow     *SlowBodyError
+		slow     *request.SlowBodyError
 		conflict *store.ConflictError
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
@@ -35,7 +36,7 @@ func toProblem(err error) *problem.Problem {
 		}
 		return p
 	case errors.As(err, &slow):
-		return slowProblem(slow)
+		return slow.Problem()
 	case errors.Is(err, store.ErrScheduleNotFound):
 		return problem.New(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
 	case errors.Is(err, store.ErrNotFound):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -56,13 +57,13 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		Timezone string          `json:"timezone"`
 		Priority int             `json:"priority"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	t, ok := s.Types.Lookup(req.Type)
 	if !ok || !t.Submittable || !s.Submitter.Enabled(req.Type) {
 		return problem.New(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", echo(req.Type)))
+			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", textcheck.Echo(req.Type)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
@@ -89,7 +90,7 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		return problem.New(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").WithErrors(errs...)
 	}
 	if len(req.Params) > 0 {
-		normal, err := normalizeJSON(req.Params)
+		normal, err := request.NormalizeJSON(req.Params)
 		if err != nil {
 			return err
 		}
@@ -195,7 +196,7 @@ func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedul
 
 func scheduleID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return "", problem.Invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	return id, nil

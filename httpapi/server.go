@@ -19,9 +19,11 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -49,7 +51,7 @@ type Deps struct {
 	// Import bounds uploads.
 	Import ImportLimits
 	// Body bounds how slowly request bodies may arrive (every route, uploads included).
-	Body BodyLimits
+	Body request.BodyLimits
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
@@ -141,7 +143,7 @@ func New(d Deps) *Server {
 	if d.Import.MaxConcurrentUploads <= 0 {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
 	}
-	d.Body = d.Body.withDefaults()
+	d.Body = d.Body.WithDefaults()
 	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads),
 		origins: http.NewCrossOriginProtection()}
 	for _, t := range d.Tokens {
@@ -268,7 +270,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 				fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))))
 			return
 		}
-		s.writeError(w, r, problem.New(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+echo(r.URL.Path)))
+		s.writeError(w, r, problem.New(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+textcheck.Echo(r.URL.Path)))
 	})
 	return s.middleware(mux)
 }
@@ -360,13 +362,13 @@ var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
-	body   *guardedBody
+	body   *request.GuardedBody
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 && code >= 200 {
 		r.status = code
-		if r.body != nil && !r.body.done() {
+		if r.body != nil && !r.body.Done() {
 			r.Header().Set("Connection", "close")
 		}
 	}
@@ -396,11 +398,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		r = r.WithContext(problem.WithRequestID(r.Context(), id))
 		rec := &statusRecorder{ResponseWriter: w}
-		body := guardBody(rec, r, s.Body)
+		body := request.GuardBody(rec, r, s.Body)
 		rec.body = body
 		defer func() {
 			if body != nil {
-				body.finish()
+				body.Finish()
 			}
 			if p := recover(); p != nil {
 				s.Logger.Error("handler panicked", "request_id", id, "panic", p)

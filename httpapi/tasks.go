@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -60,7 +61,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 	var errs []problem.FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		for _, v := range q[name] {
-			if msg := textcheck.Problem(v, maxQueryValue); msg != "" {
+			if msg := textcheck.Problem(v, request.MaxQueryValue); msg != "" {
 				errs = append(errs, problem.FieldError{Field: name, Message: msg})
 				break
 			}
@@ -76,7 +77,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
 		errs = append(errs, problem.FieldError{Field: "owner", Message: "only an admin can list other users' tasks"})
 	}
-	errs = append(errs, queryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
+	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
 	var ferr *export.FilterError
 	if errors.As(tf.Validate(), &ferr) {
 		for _, f := range ferr.Fields {
@@ -108,7 +109,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
 func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
 	ctx := r.Context()
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
 func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (s *Server) changed(ctx context.Context, t *store.Task) {
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
 func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principa
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.
 func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.Files, error) {
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return nil, taskview.Files{}, err
 	}

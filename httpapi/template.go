@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	case "zh", "en":
 		lang = importer.Lang(l)
 	default:
-		return problem.Invalid("invalid_query", "lang must be zh or en, not "+echo(l), problem.FieldError{Field: "lang", Message: "must be zh or en"})
+		return problem.Invalid("invalid_query", "lang must be zh or en, not "+textcheck.Echo(l), problem.FieldError{Field: "lang", Message: "must be zh or en"})
 	}
 	format := sheet.XLSX
 	switch f := q.Get("format"); f {
@@ -30,7 +31,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	case "csv":
 		format = sheet.CSV
 	default:
-		return problem.Invalid("invalid_query", "format must be xlsx or csv, not "+echo(f), problem.FieldError{Field: "format", Message: "must be xlsx or csv"})
+		return problem.Invalid("invalid_query", "format must be xlsx or csv, not "+textcheck.Echo(f), problem.FieldError{Field: "format", Message: "must be xlsx or csv"})
 	}
 	b, name, err := importer.Template(lang, format)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -101,7 +102,7 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Princ
 		ExpiresAt string   `json:"expires_at"`
 		Owner     string   `json:"owner"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	owner := p.User
@@ -157,7 +158,7 @@ func tokenScopes(asked []string) ([]string, []problem.FieldError) {
 	var errs []problem.FieldError
 	for _, sc := range asked {
 		if !slices.Contains(auth.AllScopes, sc) {
-			errs = append(errs, problem.FieldError{Field: "scopes", Message: fmt.Sprintf("%s is not a scope; use %s", echo(sc), strings.Join(auth.AllScopes, ", "))})
+			errs = append(errs, problem.FieldError{Field: "scopes", Message: fmt.Sprintf("%s is not a scope; use %s", textcheck.Echo(sc), strings.Join(auth.AllScopes, ", "))})
 			continue
 		}
 		if !slices.Contains(scopes, sc) {
@@ -212,7 +213,7 @@ func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p Princi
 // replica (each request looks it up).
 func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	_, err := s.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
@@ -368,7 +369,7 @@ func (w *webApp) mount(mux *http.ServeMux) {
 			}
 			if name == "detail" {
 				id := r.PathValue("id")
-				if textcheck.Problem(id, maxTaskID) != "" {
+				if textcheck.Problem(id, request.MaxID) != "" {
 					id = ""
 				}
 				pd.TaskID = id

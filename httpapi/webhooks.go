@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -85,7 +86,7 @@ type webhookRequest struct {
 
 func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req webhookRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	owner := p.User
@@ -132,8 +133,8 @@ func webhookEvents(events []string) ([]string, error) {
 	for _, e := range events {
 		if !slices.Contains(webhook.Events, e) {
 			return nil, problem.New(http.StatusUnprocessableEntity, "bad_events",
-				fmt.Sprintf("%s is not an event; use %s", echo(e), strings.Join(webhook.Events, ", "))).
-				WithErrors(problem.FieldError{Field: "events", Message: "unknown event " + echo(e)})
+				fmt.Sprintf("%s is not an event; use %s", textcheck.Echo(e), strings.Join(webhook.Events, ", "))).
+				WithErrors(problem.FieldError{Field: "events", Message: "unknown event " + textcheck.Echo(e)})
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)
@@ -187,7 +188,7 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 // subscription resolves the {id} path parameter to a subscription the caller may see.
 func (s webhookRoutes) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
@@ -260,7 +261,7 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 	default:
 		errs = append(errs, problem.FieldError{Field: "state", Message: "must be pending, sending, delivered or dead"})
 	}
-	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
+	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
 		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
@@ -312,7 +313,7 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p Princ
 		return err
 	}
 	no := r.PathValue("delivery")
-	if msg := textcheck.Problem(no, maxTaskID); msg != "" {
+	if msg := textcheck.Problem(no, request.MaxID); msg != "" {
 		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, problem.FieldError{Field: "delivery", Message: msg})
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
@@ -512,7 +513,7 @@ func (p *process) startAPI() error {
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
-		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
+		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
