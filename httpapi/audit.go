@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
@@ -48,7 +48,7 @@ func adminRoute(pattern string) bool { return pattern == "GET /api/v1/audit" }
 
 // checkScope refuses a principal that lacks the route's scope: 403 insufficient_scope naming
 // it, or 403 forbidden for a user on an admin route.
-func checkScope(p Principal, pattern, scope string) error {
+func checkScope(p identity.Principal, pattern, scope string) error {
 	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
 		return problem.New(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
 	}
@@ -90,26 +90,9 @@ func auditAction(pattern string) string {
 	return ""
 }
 
-// outcomeOf classifies an answer's status.
-func outcomeOf(status int) string {
-	switch {
-	case status < 400:
-		return store.AuditSuccess
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return store.AuditDenied
-	case status < 500:
-		return store.AuditRefused
-	default:
-		return store.AuditError
-	}
-}
-
-// clientAddr is where a request comes from (through the trusted proxies, when configured).
-func (s *Server) clientAddr(r *http.Request) string { return s.Auth.Gateway.ClientAddr(r) }
-
 // auditAnswer records the audit row of an answered request to an audited route, unless the
 // store already wrote it with the change (a is the request's audit; nil before one existed).
-func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p Principal, a *store.Audit, status int, pr *problem.Problem) {
+func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p identity.Principal, a *store.Audit, status int, pr *problem.Problem) {
 	if action == "" {
 		return
 	}
@@ -117,48 +100,17 @@ func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action stri
 	if target == "" && pr == nil {
 		target = locationTarget(w.Header().Get("Location"))
 	}
-	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: outcomeOf(status), Status: status,
-		ClientAddr: s.clientAddr(r), RequestID: problem.RequestID(r.Context())}
+	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
+		ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 	if pr != nil {
 		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
 	}
 	if pr == nil && a.Recorded() > 0 {
 		// Written with the change itself; the log still hears of it.
-		s.logAudit(r.Context(), e, a.Recorded())
+		s.id.LogAudit(r.Context(), e, a.Recorded())
 		return
 	}
-	s.record(r.Context(), e)
-}
-
-// record writes an audit row on its own (and to the log). A row that cannot be written is
-// logged as lost, with everything it held: the log is the trail's fallback.
-func (s *Server) record(ctx context.Context, e store.AuditEvent) {
-	s.logAudit(ctx, e, 1)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	defer cancel()
-	if err := s.Store.RecordAudit(ctx, e); err != nil {
-		s.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("actor", e.Actor),
-			slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("request_id", e.RequestID), slog.Any("err", err))
-	}
-}
-
-func (s *Server) logAudit(ctx context.Context, e store.AuditEvent, rows int64) {
-	if !s.Auth.AuditLog {
-		return
-	}
-	attrs := []slog.Attr{slog.String("actor", e.Actor), slog.String("via", e.Via), slog.String("action", e.Action),
-		slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("client", e.ClientAddr),
-		slog.String("request_id", e.RequestID)}
-	if e.Status != 0 {
-		attrs = append(attrs, slog.Int("status", e.Status))
-	}
-	if e.Detail != "" {
-		attrs = append(attrs, slog.String("detail", e.Detail))
-	}
-	if rows > 1 {
-		attrs = append(attrs, slog.Int64("rows", rows))
-	}
-	s.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	s.id.Record(r.Context(), e)
 }
 
 // auditTarget is the object a request acted on: the {id} in its path, or what a create
@@ -194,7 +146,7 @@ type AuditView struct {
 
 // listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
 // (admins): the trail, newest first.
-func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identity.Principal) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")

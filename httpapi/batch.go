@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -28,7 +29,7 @@ type BatchItemView struct {
 // submitBatch answers POST /api/v1/tasks:batch {tasks: [{type, params, title?, priority?,
 // idempotency_key?}]}: up to 1,000 tasks admitted one by one, created in one transaction and
 // handed to asynq together. The answer lists each submission's outcome in order.
-func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Tasks []struct {
 			Type           string          `json:"type"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -108,7 +109,7 @@ func lastEventID(r *http.Request) (int64, error) {
 }
 
 // openStream subscribes to the hub and starts the response; the caller must unsubscribe.
-func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
+func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p identity.Principal, match func(owner, taskNo string) bool) (*live.Subscriber, int64, *sseWriter, error) {
 	if s.hub == nil {
 		return nil, 0, nil, problem.New(http.StatusServiceUnavailable, "streams_unavailable", "live events are not available on this server; poll GET /api/v1/tasks/{id}")
 	}
@@ -137,7 +138,7 @@ func (s eventRoutes) openStream(w http.ResponseWriter, r *http.Request, p Princi
 }
 
 // taskEvents answers GET /api/v1/tasks/{id}/events.
-func (s eventRoutes) taskEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s eventRoutes) taskEvents(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	ctx := r.Context()
 	id, err := request.TaskID(r)
 	if err != nil {
@@ -323,7 +324,7 @@ func eventView(e *store.Event) *EventView {
 const maxCachedViews = 256
 
 // scopeEvents answers GET /api/v1/events?owner=: every task the caller may see.
-func (s eventRoutes) scopeEvents(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s eventRoutes) scopeEvents(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	ctx := r.Context()
 	after, err := lastEventID(r)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -36,7 +37,7 @@ type SubmitView struct {
 
 // submitExport answers POST /api/v1/exports. With an Idempotency-Key header, repeating the
 // request returns the first task (200, duplicate true) instead of creating another.
-func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req exportRequest
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
@@ -83,7 +84,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 
 // submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
 // the registry declares submittable (GET /api/v1/types lists them with their schemas).
-func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Type         string          `json:"type"`
 		Params       json.RawMessage `json:"params"`
@@ -100,7 +101,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 
 // submitType submits a task of a registered type: its parameters decoded strictly and
 // prepared for the caller by the type itself, so this file holds no per-type code.
-func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal, typeName string, rawParams json.RawMessage,
+func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.Principal, typeName string, rawParams json.RawMessage,
 	priority int, title string, notify *notifyRequest) error {
 	key, err := request.IdempotencyKey(r)
 	if err != nil {
@@ -116,7 +117,7 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal,
 
 // prepareSubmission turns a submit of a registered type into a Submission, or the problem
 // that refuses it.
-func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
+func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
 	t, ok := s.Types.Lookup(typeName)
 	if !ok || !t.Submittable {
 		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "unknown_type",

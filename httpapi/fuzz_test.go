@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -263,7 +264,7 @@ func FuzzListQuery(f *testing.F) {
 		f.Add(seed, false)
 	}
 	f.Fuzz(func(t *testing.T, rawQuery string, admin bool) {
-		p := Principal{User: "alice", Role: "user"}
+		p := identity.Principal{User: "alice", Role: "user"}
 		if admin {
 			p.Role = "admin"
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/sheet"
@@ -43,7 +44,7 @@ const multipartSlack = 64 << 10
 // under its content hash, and creates the task. The same owner, file, mode and sheet give
 // back the first task. The error report's language is the lang field, else the request's
 // Accept-Language.
-func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	limit := s.Import.MaxUploadBytes
 	if r.ContentLength > limit+multipartSlack {
 		return tooLarge(limit)
@@ -214,7 +215,7 @@ func hiddenInName(r rune) bool {
 // row was rejected. ?lang=zh|en asks for the report in that language: the stored report is
 // in the uploader's language, another one is written from the rejected rows for this
 // download.
-func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -49,7 +50,7 @@ func scheduleView(sc *store.Schedule) ScheduleView {
 
 // createSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
 // the params are checked now, exactly as a submit of the type would check them.
-func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Type     string          `json:"type"`
 		Params   json.RawMessage `json:"params"`
@@ -111,7 +112,7 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 }
 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
-func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner := r.URL.Query().Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		return problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
@@ -134,7 +135,7 @@ func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p 
 }
 
 // getSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
-func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sc, err := s.scheduleOf(r, p)
 	if err != nil {
 		return err
@@ -152,15 +153,15 @@ func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p Pr
 }
 
 // pauseSchedule and resumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
-func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, true)
 }
 
-func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, false)
 }
 
-func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p Principal, paused bool) error {
+func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p identity.Principal, paused bool) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -174,7 +175,7 @@ func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p Prin
 }
 
 // deleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
-func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -186,7 +187,7 @@ func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p
 	return nil
 }
 
-func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedule, error) {
+func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*store.Schedule, error) {
 	id, err := scheduleID(r)
 	if err != nil {
 		return nil, err

@@ -5,18 +5,16 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -99,39 +97,10 @@ type Mount struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	tokens  map[[32]byte]Principal
+	id      *identity.Service // who is calling, sessions, the audit trail's writer
 	uploads *uploadSlots
 	hub     *live.Hub // live event streams; nil without Redis
 	web     *webApp   // the web page; nil when off
-	// origins refuses state-changing browser requests from other sites (cookie and gateway
-	// requests; a bearer token is not sent by a browser on its own).
-	origins *http.CrossOriginProtection
-}
-
-// Principal is the caller a credential identifies.
-type Principal struct {
-	User string
-	Role config.Role
-	// Scopes limit an API token (auth.ScopeRead, ScopeWrite, ScopeAdmin). Nil: every scope the
-	// role allows (sessions, JWTs, the gateway, config tokens).
-	Scopes []string
-	// Via says how the caller signed in, for the audit trail: token (a config token),
-	// api_token, jwt, gateway or session.
-	Via string
-}
-
-// Has reports whether the principal holds scope.
-func (p Principal) Has(scope string) bool {
-	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
-		return false
-	}
-	return p.Scopes == nil || slices.Contains(p.Scopes, scope)
-}
-
-// Scope is what the principal may see: an admin's token without the admin scope sees only
-// its owner's tasks.
-func (p Principal) Scope() store.Scope {
-	return store.Scope{Owner: p.User, Admin: p.Has(auth.ScopeAdmin)}
 }
 
 // New returns the API server.
@@ -144,13 +113,14 @@ func New(d Deps) *Server {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
 	}
 	d.Body = d.Body.WithDefaults()
-	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads),
-		origins: http.NewCrossOriginProtection()}
-	for _, t := range d.Tokens {
-		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
-			s.tokens[sum] = Principal{User: t.User, Role: t.Role, Via: "token"}
-		}
+	s := &Server{Deps: d, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
+	sessions := d.Redis // the web page's sessions live with it
+	if d.Web.Disabled {
+		sessions = nil
 	}
+	s.id = identity.New(identity.Config{Tokens: d.Tokens, Store: d.Store, OIDC: d.Auth.OIDC, Gateway: d.Auth.Gateway,
+		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout,
+		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey})
 	if s.Auth.TokenDefaultTTL <= 0 {
 		s.Auth.TokenDefaultTTL = def.Auth.APITokens.DefaultTTL
 	}
@@ -160,7 +130,7 @@ func New(d Deps) *Server {
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
-			w, err := newWebApp(d.Redis, d)
+			w, err := newWebApp(d.Redis, s.id, d)
 			if err != nil {
 				panic("httpapi: the embedded web page is broken: " + err.Error()) // caught by every test
 			}
@@ -182,7 +152,7 @@ func (s *Server) Close() {
 // route is one authenticated API endpoint.
 type route struct {
 	pattern string
-	handle  func(*Server, http.ResponseWriter, *http.Request, Principal) error
+	handle  func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error
 	// upload routes read a long body: they bound their own database work instead of running
 	// under the query timeout.
 	upload bool
@@ -228,8 +198,10 @@ func apiRoutes() []route {
 
 // routeOf adapts a handler of a resource's small type over the server (taskRoutes,
 // eventRoutes, webhookRoutes, scheduleRoutes, tokenRoutes, …) to the route table.
-func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, Principal) error) func(*Server, http.ResponseWriter, *http.Request, Principal) error {
-	return func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error { return h(T{s}, w, r, p) }
+func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+		return h(T{s}, w, r, p)
+	}
 }
 
 // Routes lists every method and path pattern the server answers, API and operational.
@@ -250,7 +222,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 			timeout = 0
 		}
 		handle := rt.handle
-		mux.Handle(rt.pattern, s.authenticated(rt.pattern, func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		mux.Handle(rt.pattern, s.authenticated(rt.pattern, func(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 			return handle(s, w, r, p)
 		}, timeout))
 	}
@@ -293,10 +265,10 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 // Every state-changing route and every download leaves an audit row (audit.go): written by
 // the store with the change itself when there is one, else here once the answer is known —
 // a refusal included, and nothing else for it.
-func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
+func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, identity.Principal) error, timeout time.Duration) http.Handler {
 	scope, action := routeScope(pattern), auditAction(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.principal(r)
+		p, err := s.id.Principal(r)
 		if err == nil {
 			err = checkScope(p, pattern, scope)
 		}
@@ -312,7 +284,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
 			return
 		}
-		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.clientAddr(r), RequestID: problem.RequestID(r.Context())}
+		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 		r = r.WithContext(store.WithAudit(r.Context(), a))
 		if timeout > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -335,24 +307,9 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 	})
 }
 
-// configToken returns the principal of a config token.
-func (s *Server) configToken(token string) (Principal, bool) {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	found, p := false, Principal{}
-	for k, cand := range s.tokens {
-		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
-			found, p = true, cand
-		}
-	}
-	return p, found
-}
-
-// AuthenticateAdmin reports whether r comes from an admin (any way in, admin scope); the
-// profiling endpoints use it.
-func (s *Server) AuthenticateAdmin(r *http.Request) bool {
-	p, err := s.principal(r)
-	return err == nil && p.Has(auth.ScopeAdmin)
-}
+// Identity is the server's identity service: how callers are found, the web page's
+// sessions, and the console's view of them (monitor's WebSignIn; cmd wires it).
+func (s *Server) Identity() *identity.Service { return s.id }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 

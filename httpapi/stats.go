@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -13,7 +14,7 @@ import (
 // stats answers GET /api/v1/stats?from=&to=&group_by=day,type,status,owner: finished tasks,
 // live and archived, counted with their rows and duration percentiles. A user sees their own
 // tasks; an admin everyone's. Default: the last 30 days, one total row.
-func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	q := r.URL.Query()
 	now := time.Now().UTC()
 	f := store.StatsFilter{From: now.AddDate(0, 0, -30).Truncate(24 * time.Hour), To: now.Add(24 * time.Hour).Truncate(24 * time.Hour)}

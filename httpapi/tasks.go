@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -29,7 +30,7 @@ type ListView struct {
 }
 
 // listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
-func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
 		return err
@@ -53,7 +54,7 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p Principa
 // parseListQuery reads the task list's query. The filters are the task export's
 // (export.TaskFilter), checked by the same rules; every value must be text Postgres can
 // hold; the cursor must be one this API wrote.
-func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
+func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return store.ListFilter{}, problem.BadRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
@@ -107,7 +108,7 @@ func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
-func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	ctx := r.Context()
 	id, err := request.TaskID(r)
 	if err != nil {
@@ -134,7 +135,7 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal)
 
 // getArchivedTask answers GET /api/v1/tasks/{id} for a task retention moved to the archive:
 // the same view, marked archived, with no actions (its files are gone).
-func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p Principal) error {
+func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p identity.Principal) error {
 	ctx := r.Context()
 	t, err := s.Store.GetArchived(ctx, id, p.Scope())
 	if err != nil {
@@ -180,7 +181,7 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 }
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
-func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id, err := request.TaskID(r)
 	if err != nil {
 		return err
@@ -210,7 +211,7 @@ func (s *Server) changed(ctx context.Context, t *store.Task) {
 }
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
-func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id, err := request.TaskID(r)
 	if err != nil {
 		return err
@@ -227,7 +228,7 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principa
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.
-func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.Files, error) {
+func (s *Server) taskFiles(r *http.Request, p identity.Principal) (*store.Task, taskview.Files, error) {
 	id, err := request.TaskID(r)
 	if err != nil {
 		return nil, taskview.Files{}, err
@@ -247,7 +248,7 @@ func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.
 
 // downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
 // (before or after cleanup deleted the file), 409 until there is a result.
-func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err

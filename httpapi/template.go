@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -15,7 +16,7 @@ import (
 // importTemplate answers GET /api/v1/imports/template?lang=zh|en&format=xlsx|csv: the file a
 // user fills in to import customers ("下载模板"). Without lang it follows Accept-Language;
 // without format it is an .xlsx.
-func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ identity.Principal) error {
 	q := r.URL.Query()
 	lang := importer.ParseLang(r.Header.Get("Accept-Language"))
 	switch l := q.Get("lang"); l {

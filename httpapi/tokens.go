@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
@@ -18,59 +18,12 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file holds the bearer credentials besides the config tokens: API tokens
-// managed in the product, and JWTs from the company's identity provider.
+// This file manages API tokens, the bearer credentials users create in the product (they
+// are checked with the other ways in by httpapi/identity).
 //
 //	POST   /api/v1/tokens       {name, scopes, expires_at?, owner?}  the token, shown once
 //	GET    /api/v1/tokens       the caller's tokens (an admin's: everyone's, ?owner=)
 //	DELETE /api/v1/tokens/{id}  revoke at once
-
-// bearer identifies a bearer credential: an API token (tc_…), a config token, or a JWT from
-// the identity provider.
-func (s *Server) bearer(ctx context.Context, token string) (Principal, error) {
-	if strings.HasPrefix(token, auth.APITokenPrefix) {
-		ctx, cancel := context.WithTimeout(ctx, s.QueryTimeout)
-		defer cancel()
-		tok, err := s.Store.APITokenByHash(ctx, auth.HashToken(token))
-		if errors.Is(err, store.ErrTokenNotFound) {
-			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", "the API token is unknown, revoked or expired")
-		}
-		if err != nil {
-			return Principal{}, err
-		}
-		return Principal{User: tok.Owner, Role: config.Role(tok.Role), Scopes: tok.Scopes, Via: "api_token:" + tok.TokenNo}, nil
-	}
-	if p, ok := s.configToken(token); ok {
-		return p, nil
-	}
-	if s.Auth.OIDC != nil && strings.Count(token, ".") == 2 {
-		id, err := s.Auth.OIDC.VerifyBearer(ctx, token)
-		var te *auth.TokenError
-		switch {
-		case errors.As(err, &te):
-			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", te.Reason)
-		case errors.Is(err, auth.ErrProviderUnavailable):
-			s.Logger.Warn("bearer JWT not checked: identity provider unreachable", "err", err)
-			pr := problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
-				"the identity provider could not be reached to check the token; try again shortly")
-			pr.WithRetryAfter(10)
-			return Principal{}, pr
-		case err != nil:
-			return Principal{}, err
-		}
-		return identityPrincipal(id, "jwt"), nil
-	}
-	return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
-}
-
-// identityPrincipal is the principal of a user the identity provider or the gateway named.
-func identityPrincipal(id auth.Identity, via string) Principal {
-	p := Principal{User: id.User, Role: config.RoleUser, Via: via}
-	if id.Admin {
-		p.Role = config.RoleAdmin
-	}
-	return p
-}
 
 // TokenView is an API token as listed; Token is only in the answer that created it.
 type TokenView struct {
@@ -95,7 +48,7 @@ func tokenView(t *store.APIToken) TokenView {
 // createToken answers POST /api/v1/tokens {name, scopes, expires_at?, owner?}. A user creates
 // tokens for themself with at most the scopes they hold; an admin (with the admin scope) for
 // anyone, and only an admin grants the admin scope.
-func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Name      string   `json:"name"`
 		Scopes    []string `json:"scopes"`
@@ -190,7 +143,7 @@ func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []prob
 }
 
 // listTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
-func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner, err := ownerQuery(r.URL.Query(), p, "tokens")
 	if err != nil {
 		return err
@@ -211,7 +164,7 @@ func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p Princi
 
 // revokeToken answers DELETE /api/v1/tokens/{id}: the token stops working at once, on every
 // replica (each request looks it up).
-func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -50,7 +51,7 @@ func decodeCursor(s string) (*store.Cursor, error) {
 
 // ownerQuery reads a list's ?owner=: empty (the caller's own, or everyone's for an admin), or
 // a user name, which only an admin may give for someone else. what names the listed things.
-func ownerQuery(q url.Values, p Principal, what string) (string, error) {
+func ownerQuery(q url.Values, p identity.Principal, what string) (string, error) {
 	owner := q.Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -13,15 +12,14 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
-	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -64,32 +62,26 @@ type WebConfig struct {
 }
 
 const (
-	webSessionCookie = "taskcenter_session"
-	webLangCookie    = "taskcenter_lang"
-	webSessionPrefix = "taskcenter:web:session:"
-	webFailPrefix    = "taskcenter:web:login_failures:"
+	webLangCookie = "taskcenter_lang"
+	webFailPrefix = "taskcenter:web:login_failures:"
 )
 
 // webApp is the page's state: sessions, templates, assets.
 type webApp struct {
-	api      *Server // the API's credentials, audit trail and logger
+	api      *Server           // the API's logger and problem writer
+	id       *identity.Service // who is signed in; the sessions
 	cfg      WebConfig
 	sso      bool // browser sign-in with the identity provider (oidc.go)
 	rdb      redis.UniversalClient
-	sessions *session.Store
 	throttle *session.Throttle
-	byPrint  map[string]Principal // token fingerprint → principal
 	pages    map[string]*template.Template
 	assets   fs.FS
 	version  string // asset cache buster
 	dict     map[string]map[string]string
 }
 
-func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
+func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp, error) {
 	cfg, def := d.Web, config.Default().Web
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = def.SessionTTL
-	}
 	if cfg.LoginFailures <= 0 {
 		cfg.LoginFailures = def.LoginFailures
 	}
@@ -102,28 +94,8 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	if cfg.ConsoleLink == "-" {
 		cfg.ConsoleLink = ""
 	}
-	w := &webApp{cfg: cfg, byPrint: map[string]Principal{}, pages: map[string]*template.Template{}, sso: d.Auth.OIDC.BrowserSignIn(), rdb: rdb}
-	key := cfg.SessionKey
-	if len(key) == 0 {
-		h := sha256.New()
-		h.Write([]byte("taskcenter web session key v1\x00"))
-		toks := make([]string, 0, len(d.Tokens))
-		for _, t := range d.Tokens {
-			toks = append(toks, t.Token+"\x00"+t.User+"\x00"+string(t.Role))
-		}
-		slices.Sort(toks)
-		for _, t := range toks {
-			h.Write([]byte(t + "\x00"))
-		}
-		key = h.Sum(nil)
-	}
-	w.sessions = session.NewStore(rdb, webSessionPrefix, cfg.SessionTTL).WithSigningKey(key)
+	w := &webApp{cfg: cfg, id: id, pages: map[string]*template.Template{}, sso: d.Auth.OIDC.BrowserSignIn(), rdb: rdb}
 	w.throttle = session.NewThrottle(rdb, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
-	for _, t := range d.Tokens {
-		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
-			w.byPrint[hex.EncodeToString(sum[:8])] = Principal{User: t.User, Role: t.Role, Via: "session"} // session.Fingerprint's form
-		}
-	}
 	var err error
 	if w.assets, err = fs.Sub(webFS, "web/assets"); err != nil {
 		return nil, err
@@ -164,89 +136,6 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 		w.pages[page] = t
 	}
 	return w, nil
-}
-
-// cookieSession returns the principal of a request's session cookie.
-func (w *webApp) cookieSession(r *http.Request) (Principal, session.Data, bool) {
-	ck, err := r.Cookie(webSessionCookie)
-	if err != nil {
-		return Principal{}, session.Data{}, false
-	}
-	id, ok := w.sessions.ID(ck.Value)
-	if !ok {
-		return Principal{}, session.Data{}, false
-	}
-	d, ok, _ := w.sessions.Get(r.Context(), id)
-	if !ok {
-		return Principal{}, session.Data{}, false
-	}
-	if d.Via == "oidc" || d.Via == "gateway" {
-		// Opened for a user the provider or the gateway named; it lasts its TTL or until
-		// signed out.
-		return Principal{User: d.User, Role: config.Role(d.Role), Via: "session"}, d, true
-	}
-	// The token must still be configured; its current user and role apply.
-	p, ok := w.byPrint[d.Token]
-	if !ok || p.User != d.User {
-		return Principal{}, session.Data{}, false
-	}
-	return p, d, true
-}
-
-// safeMethod reports whether a request changes nothing.
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-// crossSite reports whether a browser says a request comes from another site
-// (net/http.CrossOriginProtection: its Sec-Fetch-Site, else its Origin against the Host). A
-// request with neither header is not a browser's and is not refused here.
-func (s *Server) crossSite(r *http.Request) bool { return s.origins.Check(r) != nil }
-
-// csrfOK checks a cookie request that changes state: not from another site, and the
-// session's token.
-func (s *Server) csrfOK(r *http.Request, d session.Data, formToken string) bool {
-	if s.crossSite(r) || d.CSRF == "" {
-		return false
-	}
-	got := r.Header.Get("X-CSRF-Token")
-	if got == "" {
-		got = formToken
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(d.CSRF)) == 1
-}
-
-// principal identifies the caller of an API request: a bearer credential (tokens.go); without
-// an Authorization header, the trusted gateway's user header (from its proxies only); else a
-// web session cookie. Cookie and gateway requests that change state must come from this
-// site: a browser behind the gateway sends the gateway's own cookie along on any site's form.
-func (s *Server) principal(r *http.Request) (Principal, error) {
-	unauthorized := problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return Principal{}, unauthorized
-		}
-		return s.bearer(r.Context(), strings.TrimSpace(token))
-	}
-	if id, ok := s.Auth.Gateway.Identify(r); ok {
-		if !safeMethod(r.Method) && s.crossSite(r) {
-			return Principal{}, problem.New(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
-		}
-		return identityPrincipal(id, "gateway"), nil
-	}
-	if s.web == nil {
-		return Principal{}, unauthorized
-	}
-	p, d, ok := s.web.cookieSession(r)
-	if !ok {
-		return Principal{}, unauthorized
-	}
-	if !safeMethod(r.Method) && !s.csrfOK(r, d, "") {
-		return Principal{}, problem.New(http.StatusForbidden, "csrf_failed",
-			"this request came with the page's session cookie but not from the page (origin or CSRF token missing); reload the page and try again")
-	}
-	return p, nil
 }
 
 // lang picks the page language: the ?lang= switch (remembered in a cookie), the cookie, then
@@ -300,7 +189,7 @@ type pageData struct {
 // render writes a page.
 func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
 	d.Page, d.Version = page, w.version
-	d.SSO, d.TokenLogin = w.sso, len(w.byPrint) > 0 || !w.sso
+	d.SSO, d.TokenLogin = w.sso, w.id.TokenSignIn() || !w.sso
 	if d.Lang == "" {
 		d.Lang = w.lang(rw, r)
 	}
@@ -343,9 +232,9 @@ func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, pag
 func (w *webApp) mount(mux *http.ServeMux) {
 	page := func(name string) http.HandlerFunc {
 		return func(rw http.ResponseWriter, r *http.Request) {
-			p, d, ok := w.cookieSession(r)
+			p, d, ok := w.id.CookieSession(r)
 			if !ok {
-				p, d, ok = w.gatewaySession(rw, r)
+				p, d, ok = w.id.GatewaySession(rw, r)
 			}
 			if !ok {
 				next := r.URL.Path
@@ -423,7 +312,7 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
-	if w.api.crossSite(r) {
+	if w.id.CrossSite(r) {
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
@@ -438,20 +327,20 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Token sign-in takes config tokens only (one-box development and bootstrap): a JWT or an
 	// API token pasted here would outlive its own expiry in the session.
-	p, ok := Principal{}, false
+	p, ok := identity.Principal{}, false
 	if token != "" {
-		p, ok = w.api.configToken(token)
+		p, ok = w.id.ConfigToken(token)
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
 			w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
 		w.api.Logger.Warn("web sign-in failed", "client", addr)
-		w.api.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
+		w.id.AuditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}
-	if !w.openSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
+	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
 	}
 }
@@ -460,12 +349,12 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 func (w *webApp) logout(rw http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
-	_, d, ok := w.cookieSession(r)
-	if ok && !w.api.csrfOK(r, d, r.PostForm.Get("csrf")) {
+	_, d, ok := w.id.CookieSession(r)
+	if ok && !w.id.CSRFOK(r, d, r.PostForm.Get("csrf")) {
 		w.api.writeError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
-	next, err := w.endSession(rw, r)
+	next, err := w.id.EndSession(rw, r)
 	if err != nil {
 		w.api.writeError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return

@@ -59,7 +59,7 @@ func TestWebSignInSetsAStrictHttpOnlySignedSessionCookie(t *testing.T) {
 		t.Fatalf("the cookie is not a signed opaque id: %q", ck.Value)
 	}
 	// Redis holds only the id's hash.
-	keys, _ := s.rdb.Keys(context.Background(), webSessionPrefix+"*").Result()
+	keys, _ := s.rdb.Keys(context.Background(), "taskcenter:web:session:*").Result()
 	if len(keys) != 1 || strings.Contains(keys[0], id) {
 		t.Fatalf("session keys %v", keys)
 	}

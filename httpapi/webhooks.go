@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -84,7 +85,7 @@ type webhookRequest struct {
 	Owner  string   `json:"owner"`
 }
 
-func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req webhookRequest
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
@@ -186,7 +187,7 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 }
 
 // subscription resolves the {id} path parameter to a subscription the caller may see.
-func (s webhookRoutes) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
+func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
@@ -208,7 +209,7 @@ func (s webhookRoutes) taskNoOf(ctx context.Context, sub *store.Subscription) st
 	return ""
 }
 
-func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner, err := ownerQuery(r.URL.Query(), p, "webhooks")
 	if err != nil {
 		return err
@@ -227,7 +228,7 @@ func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p Pr
 	return nil
 }
 
-func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -236,7 +237,7 @@ func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p Prin
 	return nil
 }
 
-func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -248,7 +249,7 @@ func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p P
 	return nil
 }
 
-func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -307,7 +308,7 @@ func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryV
 	return v
 }
 
-func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
