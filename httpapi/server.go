@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/httpapi/web"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -64,7 +65,7 @@ type Deps struct {
 	Redis redis.UniversalClient
 	// Events tunes the live event streams (events.go).
 	Events live.Limits
-	// Web configures the end-user web page at / (web.go).
+	// Web configures the end-user web page at / (httpapi/web) and its sessions.
 	Web WebConfig
 	// Auth adds the ways in besides the config tokens, and tunes the audit trail.
 	Auth AuthDeps
@@ -87,6 +88,26 @@ type AuthDeps struct {
 	AuditLog bool
 }
 
+// WebConfig configures the web page and its sessions.
+type WebConfig struct {
+	// Disabled turns the page (and cookie sessions) off; the API is unchanged. The page also
+	// needs Deps.Redis. Default on.
+	Disabled bool
+	// SessionTTL is how long a sign-in lasts at most. Default 12h.
+	SessionTTL time.Duration
+	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration
+	// SessionKey signs session cookies. Default: derived from the configured tokens (so
+	// replicas with the same config agree, and changing the tokens ends every session).
+	SessionKey []byte
+	// ConsoleLink is shown to admins as the console's address. Default "/monitor/";
+	// "-" hides it.
+	ConsoleLink string
+}
+
 // Mount is an extra handler served under the API's middleware (request ids, logging):
 // the console and metrics are mounted by cmd.
 type Mount struct {
@@ -100,7 +121,7 @@ type Server struct {
 	id      *identity.Service // who is calling, sessions, the audit trail's writer
 	uploads *uploadSlots
 	hub     *live.Hub // live event streams; nil without Redis
-	web     *webApp   // the web page; nil when off
+	web     *web.App  // the web page; nil when off
 }
 
 // New returns the API server.
@@ -130,11 +151,11 @@ func New(d Deps) *Server {
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
-			w, err := newWebApp(d.Redis, s.id, d)
+			w, err := web.New(web.Config{Identity: s.id, Redis: d.Redis, OIDC: d.Auth.OIDC, Logger: d.Logger, WriteError: s.writeError,
+				LoginFailures: d.Web.LoginFailures, LoginWindow: d.Web.LoginWindow, ConsoleLink: d.Web.ConsoleLink})
 			if err != nil {
 				panic("httpapi: the embedded web page is broken: " + err.Error()) // caught by every test
 			}
-			w.api = s
 			s.web = w
 		}
 	}
@@ -230,7 +251,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	if s.web != nil {
-		s.web.mount(mux)
+		s.web.Mount(mux)
 	}
 	for _, m := range mounts {
 		mux.Handle(m.Pattern, m.Handler)

@@ -1,4 +1,4 @@
-package httpapi
+package web
 
 import (
 	"context"
@@ -35,8 +35,8 @@ const (
 )
 
 // mountSignIn adds the provider sign-in routes when browser sign-in is configured.
-func (w *webApp) mountSignIn(mux *http.ServeMux) {
-	if !w.api.Auth.OIDC.BrowserSignIn() {
+func (w *App) mountSignIn(mux *http.ServeMux) {
+	if !w.cfg.OIDC.BrowserSignIn() {
 		return
 	}
 	mux.HandleFunc("GET /auth/login", w.ssoBegin)
@@ -44,11 +44,11 @@ func (w *webApp) mountSignIn(mux *http.ServeMux) {
 }
 
 // ssoBegin answers GET /auth/login: off to the provider.
-func (w *webApp) ssoBegin(rw http.ResponseWriter, r *http.Request) {
+func (w *App) ssoBegin(rw http.ResponseWriter, r *http.Request) {
 	next := nextPath(r.URL.Query().Get("next"))
-	authURL, si, err := w.api.Auth.OIDC.Begin(r.Context(), identity.BaseURL(r)+"/auth/callback", next)
+	authURL, si, err := w.cfg.OIDC.Begin(r.Context(), identity.BaseURL(r)+"/auth/callback", next)
 	if err != nil {
-		w.api.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
+		w.cfg.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Next: next, Error: w.dict[w.lang(rw, r)]["login.sso_unavailable"]})
 		return
 	}
@@ -56,7 +56,7 @@ func (w *webApp) ssoBegin(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := w.rdb.Set(ctx, signInPrefix+stateKey(si.State), raw, signInTTL).Err(); err != nil {
-		w.api.Logger.Error("browser sign-in could not be stored", "err", err)
+		w.cfg.Logger.Error("browser sign-in could not be stored", "err", err)
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Next: next, Error: w.dict[w.lang(rw, r)]["login.unavailable"]})
 		return
 	}
@@ -74,7 +74,7 @@ func stateKey(state string) string {
 
 // ssoCallback answers GET /auth/callback?code=&state=: the session, or the sign-in page
 // saying what went wrong.
-func (w *webApp) ssoCallback(rw http.ResponseWriter, r *http.Request) {
+func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
 	addr := session.ClientAddr(r)
@@ -82,10 +82,10 @@ func (w *webApp) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	fail := func(status int, detail, message string) {
 		if status == http.StatusUnauthorized {
 			if err := w.throttle.Failed(r.Context(), addr); err != nil {
-				w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
+				w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 			}
 		}
-		w.api.Logger.Warn("browser sign-in failed", "client", addr, "reason", detail)
+		w.cfg.Logger.Warn("browser sign-in failed", "client", addr, "reason", detail)
 		w.id.AuditSignIn(r, "", "oidc", identity.OutcomeOf(status), status, detail)
 		w.render(rw, r, status, "login", pageData{Lang: lang, Error: message})
 	}
@@ -112,14 +112,14 @@ func (w *webApp) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 		fail(http.StatusForbidden, "the sign-in expired or was used already", dict["login.sso_expired"])
 		return
 	}
-	id, idToken, err := w.api.Auth.OIDC.Finish(r.Context(), si, q.Get("code"))
+	id, idToken, err := w.cfg.OIDC.Finish(r.Context(), si, q.Get("code"))
 	var te *auth.TokenError
 	switch {
 	case errors.As(err, &te):
 		fail(http.StatusUnauthorized, te.Reason, dict["login.sso_failed"])
 		return
 	case err != nil:
-		w.api.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
+		w.cfg.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
 		fail(http.StatusServiceUnavailable, "the identity provider could not be reached", dict["login.sso_unavailable"])
 		return
 	}
@@ -127,4 +127,11 @@ func (w *webApp) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", si.Next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Error: dict["login.unavailable"]})
 	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

@@ -1,4 +1,19 @@
-package httpapi
+// Package web is the end-user web page ("My tasks") served at /: sign-in, the task list, a
+// task's detail, new import and new export. The pages are html/template shells embedded in
+// the binary (templates/, with the words of i18n/ and the script and style of assets/); the
+// script (assets/app.js) talks to the REST API only, with the session cookie, exactly as a
+// bearer client would. Nothing is fetched from elsewhere.
+//
+// Browser auth: signing in with a token (web.go) or with the company identity provider
+// (oidc.go) opens a server-side session, which httpapi/identity keeps: it sets the
+// HttpOnly, SameSite=Strict cookie, acts as the session's user on the API, and checks the
+// origin and CSRF token of every state-changing request made with the cookie. Bearer
+// requests are unchanged.
+//
+// The page depends on httpapi/identity (and httpapi/problem, httpapi/request below it), never
+// on the REST API (httpapi): httpapi mounts the page's routes on its mux and hands it the
+// API's problem writer.
+package web
 
 import (
 	"bytes"
@@ -9,6 +24,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -20,42 +36,35 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file is the end-user web page ("My tasks") served at /: sign-in, the task list, a
-// task's detail, new import and new export. The pages are html/template shells embedded in
-// the binary; their script (web/assets/app.js) talks to the REST API only, with the session
-// cookie, exactly as a bearer client would. Nothing is fetched from elsewhere.
-//
-// Browser auth: signing in with a token opens a server-side session (internal/session, as
-// the console does) and sets an HttpOnly, SameSite=Strict cookie holding the session id
-// signed with HMAC. A request with the cookie and no Authorization header acts as the
-// token's user. Every state-changing request made with the cookie must come from this
-// origin (Origin, else Referer) and carry the session's CSRF token (X-CSRF-Token header,
-// or the csrf form field). Bearer requests are unchanged.
+//go:embed assets i18n templates
+var files embed.FS
 
-//go:embed web
-var webFS embed.FS
-
-// WebConfig configures the web page and its sessions.
-type WebConfig struct {
-	// Disabled turns the page (and cookie sessions) off; the API is unchanged. The page also
-	// needs Deps.Redis. Default on.
-	Disabled bool
-	// SessionTTL is how long a sign-in lasts at most. Default 12h.
-	SessionTTL time.Duration
+// Config is the page's collaborators and settings.
+type Config struct {
+	// Identity finds who is signed in and keeps the sessions.
+	Identity *identity.Service
+	// Redis keeps the sign-ins under way with the identity provider and the sign-in
+	// throttle.
+	Redis redis.UniversalClient
+	// OIDC signs browsers in with the company identity provider when it has a client id.
+	// Nil: token sign-in only.
+	OIDC   *auth.Provider
+	Logger *slog.Logger
+	// WriteError answers with the problem for an error, as the API answers its own (logged,
+	// and counted against an outage).
+	WriteError func(http.ResponseWriter, *http.Request, error)
 	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
 	// further attempts answer 429 until the window ends. Default 5.
 	LoginFailures int
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration
-	// SessionKey signs session cookies. Default: derived from the configured tokens (so
-	// replicas with the same config agree, and changing the tokens ends every session).
-	SessionKey []byte
 	// ConsoleLink is shown to admins as the console's address. Default "/monitor/";
 	// "-" hides it.
 	ConsoleLink string
@@ -66,12 +75,11 @@ const (
 	webFailPrefix = "taskcenter:web:login_failures:"
 )
 
-// webApp is the page's state: sessions, templates, assets.
-type webApp struct {
-	api      *Server           // the API's logger and problem writer
+// App is the page's state: templates, assets, words, the sign-in throttle.
+type App struct {
+	cfg      Config
 	id       *identity.Service // who is signed in; the sessions
-	cfg      WebConfig
-	sso      bool // browser sign-in with the identity provider (oidc.go)
+	sso      bool              // browser sign-in with the identity provider (oidc.go)
 	rdb      redis.UniversalClient
 	throttle *session.Throttle
 	pages    map[string]*template.Template
@@ -80,8 +88,9 @@ type webApp struct {
 	dict     map[string]map[string]string
 }
 
-func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp, error) {
-	cfg, def := d.Web, config.Default().Web
+// New returns the page; an error means the embedded files are broken.
+func New(cfg Config) (*App, error) {
+	def := config.Default().Web
 	if cfg.LoginFailures <= 0 {
 		cfg.LoginFailures = def.LoginFailures
 	}
@@ -94,10 +103,10 @@ func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp
 	if cfg.ConsoleLink == "-" {
 		cfg.ConsoleLink = ""
 	}
-	w := &webApp{cfg: cfg, id: id, pages: map[string]*template.Template{}, sso: d.Auth.OIDC.BrowserSignIn(), rdb: rdb}
-	w.throttle = session.NewThrottle(rdb, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
+	w := &App{cfg: cfg, id: cfg.Identity, pages: map[string]*template.Template{}, sso: cfg.OIDC.BrowserSignIn(), rdb: cfg.Redis}
+	w.throttle = session.NewThrottle(cfg.Redis, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
 	var err error
-	if w.assets, err = fs.Sub(webFS, "web/assets"); err != nil {
+	if w.assets, err = fs.Sub(files, "assets"); err != nil {
 		return nil, err
 	}
 	sum := sha256.New()
@@ -111,7 +120,7 @@ func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp
 	w.version = hex.EncodeToString(sum.Sum(nil)[:6])
 	w.dict = map[string]map[string]string{}
 	for _, lang := range []string{"en", "zh"} {
-		b, err := webFS.ReadFile("web/i18n/" + lang + ".json")
+		b, err := files.ReadFile("i18n/" + lang + ".json")
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +138,7 @@ func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp
 	for _, page := range []string{"login", "list", "detail", "import", "export"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
-		}).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+page+".html")
+		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +149,7 @@ func newWebApp(rdb redis.UniversalClient, id *identity.Service, d Deps) (*webApp
 
 // lang picks the page language: the ?lang= switch (remembered in a cookie), the cookie, then
 // Accept-Language; English by default.
-func (w *webApp) lang(rw http.ResponseWriter, r *http.Request) string {
+func (w *App) lang(rw http.ResponseWriter, r *http.Request) string {
 	if l := r.URL.Query().Get("lang"); l == "en" || l == "zh" {
 		http.SetCookie(rw, &http.Cookie{Name: webLangCookie, Value: l, Path: "/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode})
 		return l
@@ -187,7 +196,7 @@ type pageData struct {
 }
 
 // render writes a page.
-func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
+func (w *App) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
 	d.Page, d.Version = page, w.version
 	d.SSO, d.TokenLogin = w.sso, w.id.TokenSignIn() || !w.sso
 	if d.Lang == "" {
@@ -228,8 +237,11 @@ func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, pag
 	rw.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
 
-// mountWeb adds the page's routes to mux.
-func (w *webApp) mount(mux *http.ServeMux) {
+// Version is the assets' version, which the pages ask for them with (?v=): the cache buster.
+func (w *App) Version() string { return w.version }
+
+// Mount adds the page's routes to mux.
+func (w *App) Mount(mux *http.ServeMux) {
 	page := func(name string) http.HandlerFunc {
 		return func(rw http.ResponseWriter, r *http.Request) {
 			p, d, ok := w.id.CookieSession(r)
@@ -293,15 +305,15 @@ func nextPath(v string) string {
 	return path.Clean(v)
 }
 
-func (w *webApp) loginPage(rw http.ResponseWriter, r *http.Request) {
+func (w *App) loginPage(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("lang") {
 		w.lang(rw, r)
 	}
 	w.render(rw, r, http.StatusOK, "login", pageData{Next: nextPath(r.URL.Query().Get("next"))})
 }
 
-// webLogin answers POST /login (form: token, next): a session for the token's user.
-func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
+// login answers POST /login (form: token, next): a session for the token's user.
+func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
 	addr := session.ClientAddr(r)
@@ -317,7 +329,7 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
-		w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
+		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 	} else if blocked {
 		secs := w.throttle.Wait(r.Context(), addr)
 		rw.Header().Set("Retry-After", fmt.Sprint(secs))
@@ -333,9 +345,9 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
-			w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
+			w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
-		w.api.Logger.Warn("web sign-in failed", "client", addr)
+		w.cfg.Logger.Warn("web sign-in failed", "client", addr)
 		w.id.AuditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
@@ -345,18 +357,18 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// webLogout answers POST /logout (form: csrf): the session ends on every replica.
-func (w *webApp) logout(rw http.ResponseWriter, r *http.Request) {
+// logout answers POST /logout (form: csrf): the session ends on every replica.
+func (w *App) logout(rw http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.id.CookieSession(r)
 	if ok && !w.id.CSRFOK(r, d, r.PostForm.Get("csrf")) {
-		w.api.writeError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+		w.cfg.WriteError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
 	next, err := w.id.EndSession(rw, r)
 	if err != nil {
-		w.api.writeError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
+		w.cfg.WriteError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return
 	}
 	http.Redirect(rw, r, next, http.StatusSeeOther)
