@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/task"
@@ -153,8 +154,8 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Delivery", named("Delivery"), DeliveryView{}},
 		{"Delivery.attempts", item("Delivery", "attempts"), DeliveryAttemptView{}},
 		{"WebhookEvent", named("WebhookEvent"), webhook.Payload{}},
-		{"StreamEvent", named("StreamEvent"), StreamView{}},
-		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, EventView{}},
+		{"StreamEvent", named("StreamEvent"), live.StreamView{}},
+		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, live.EventView{}},
 		{"Problem", named("Problem"), problem.Problem{}},
 		{"Problem.errors", item("Problem", "errors"), problem.FieldError{}},
 	} {
