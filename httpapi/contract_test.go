@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/contracttest"
@@ -148,7 +149,7 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Schedule", named("Schedule"), ScheduleView{}},
 		{"Schedule.fires", item("Schedule", "fires"), FireView{}},
 		{"Stats.items", item("Stats", "items"), store.StatsRow{}},
-		{"APIToken", named("APIToken"), TokenView{}},
+		{"APIToken", named("APIToken"), identity.TokenView{}},
 		{"AuditEvent", named("AuditEvent"), AuditView{}},
 		{"Webhook", named("Webhook"), WebhookView{}},
 		{"Delivery", named("Delivery"), DeliveryView{}},

@@ -140,14 +140,8 @@ func New(d Deps) *Server {
 		sessions = nil
 	}
 	s.id = identity.New(identity.Config{Tokens: d.Tokens, Store: d.Store, OIDC: d.Auth.OIDC, Gateway: d.Auth.Gateway,
-		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout,
+		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout, TokenDefaultTTL: d.Auth.TokenDefaultTTL, TokenMaxTTL: d.Auth.TokenMaxTTL,
 		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey})
-	if s.Auth.TokenDefaultTTL <= 0 {
-		s.Auth.TokenDefaultTTL = def.Auth.APITokens.DefaultTTL
-	}
-	if s.Auth.TokenMaxTTL < s.Auth.TokenDefaultTTL {
-		s.Auth.TokenMaxTTL = max(def.Auth.APITokens.MaxTTL, s.Auth.TokenDefaultTTL)
-	}
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
@@ -210,9 +204,10 @@ func apiRoutes() []route {
 		// Streams are long: like uploads they run without the query timeout (events.go).
 		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
 		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
-		{"POST /api/v1/tokens", routeOf(tokenRoutes.createToken), false},
-		{"GET /api/v1/tokens", routeOf(tokenRoutes.listTokens), false},
-		{"DELETE /api/v1/tokens/{id}", routeOf(tokenRoutes.revokeToken), false},
+		// API tokens are httpapi/identity's, which checks them too.
+		{"POST /api/v1/tokens", identityRoute((*identity.Service).CreateToken), false},
+		{"GET /api/v1/tokens", identityRoute((*identity.Service).ListTokens), false},
+		{"DELETE /api/v1/tokens/{id}", identityRoute((*identity.Service).RevokeToken), false},
 		{"GET /api/v1/audit", routeOf(auditRoutes.listAudit), false},
 	}
 }
@@ -222,6 +217,13 @@ func apiRoutes() []route {
 func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 		return h(T{s}, w, r, p)
+	}
+}
+
+// identityRoute adapts a handler of httpapi/identity (the API tokens') to the route table.
+func identityRoute(h func(*identity.Service, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+		return h(s.id, w, r, p)
 	}
 }
 

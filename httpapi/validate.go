@@ -4,14 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/taskcenter/taskcenter/httpapi/identity"
-	"github.com/taskcenter/taskcenter/httpapi/problem"
-	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -47,18 +43,4 @@ func decodeCursor(s string) (*store.Cursor, error) {
 		return nil, errors.New("bad cursor")
 	}
 	return c, nil
-}
-
-// ownerQuery reads a list's ?owner=: empty (the caller's own, or everyone's for an admin), or
-// a user name, which only an admin may give for someone else. what names the listed things.
-func ownerQuery(q url.Values, p identity.Principal, what string) (string, error) {
-	owner := q.Get("owner")
-	if msg := textcheck.Problem(owner, 200); msg != "" {
-		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
-	}
-	if owner != "" && !p.Scope().Admin && owner != p.User {
-		msg := "only an admin can list other users' " + what
-		return "", problem.Invalid("invalid_query", msg, problem.FieldError{Field: "owner", Message: msg})
-	}
-	return owner, nil
 }

@@ -210,7 +210,7 @@ func (s webhookRoutes) taskNoOf(ctx context.Context, sub *store.Subscription) st
 }
 
 func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	owner, err := ownerQuery(r.URL.Query(), p, "webhooks")
+	owner, err := identity.OwnerQuery(r.URL.Query(), p, "webhooks")
 	if err != nil {
 		return err
 	}

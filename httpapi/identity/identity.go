@@ -3,7 +3,8 @@
 // token, an API token (tc_…) or a JWT from the company's identity provider —, the trusted
 // gateway's user header, or the web page's cookie session.
 //
-// It also keeps what those ways in share: the cookie sessions themselves (opened, read and
+// It also keeps the API tokens users make themselves (tokens.go: the /api/v1/tokens
+// handlers, which httpapi routes here) and what the ways in share: the cookie sessions (opened, read and
 // ended here; the sign-in pages that open them are httpapi/web's), the refusal of cross-site
 // state changes made with a cookie or through the gateway (origin and CSRF token), the audit
 // trail's writer (the sign-ins here, the API's answers for httpapi), and the console's view
@@ -53,6 +54,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// QueryTimeout bounds an API token's lookup. Default 5s.
 	QueryTimeout time.Duration
+	// TokenDefaultTTL is an API token's lifetime when none is asked for. Default 90 days.
+	TokenDefaultTTL time.Duration
+	// TokenMaxTTL caps an API token's lifetime. Default 365 days.
+	TokenMaxTTL time.Duration
 	// Sessions keeps the web page's cookie sessions. Nil turns cookie sessions off (the page
 	// is off): only bearer credentials and the gateway identify callers.
 	Sessions redis.UniversalClient
@@ -83,6 +88,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = def.Web.SessionTTL
+	}
+	if cfg.TokenDefaultTTL <= 0 {
+		cfg.TokenDefaultTTL = def.Auth.APITokens.DefaultTTL
+	}
+	if cfg.TokenMaxTTL < cfg.TokenDefaultTTL {
+		cfg.TokenMaxTTL = max(def.Auth.APITokens.MaxTTL, cfg.TokenDefaultTTL)
 	}
 	s := &Service{cfg: cfg, tokens: map[[32]byte]Principal{}, byPrint: map[string]Principal{}, origins: http.NewCrossOriginProtection()}
 	for _, t := range cfg.Tokens {

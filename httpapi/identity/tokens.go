@@ -1,14 +1,16 @@
-package httpapi
+package identity
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
@@ -18,8 +20,8 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file manages API tokens, the bearer credentials users create in the product (they
-// are checked with the other ways in by httpapi/identity).
+// This file manages API tokens, the bearer credentials users create in the product (checked
+// with the other ways in by bearer.go). httpapi routes these endpoints here:
 //
 //	POST   /api/v1/tokens       {name, scopes, expires_at?, owner?}  the token, shown once
 //	GET    /api/v1/tokens       the caller's tokens (an admin's: everyone's, ?owner=)
@@ -45,10 +47,10 @@ func tokenView(t *store.APIToken) TokenView {
 		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: taskview.UTC(t.LastUsedAt), RevokedAt: taskview.UTC(t.RevokedAt)}
 }
 
-// createToken answers POST /api/v1/tokens {name, scopes, expires_at?, owner?}. A user creates
+// CreateToken answers POST /api/v1/tokens {name, scopes, expires_at?, owner?}. A user creates
 // tokens for themself with at most the scopes they hold; an admin (with the admin scope) for
 // anyone, and only an admin grants the admin scope.
-func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+func (s *Service) CreateToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Name      string   `json:"name"`
 		Scopes    []string `json:"scopes"`
@@ -68,7 +70,7 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p ident
 	var errs []problem.FieldError
 	name := strings.TrimSpace(req.Name)
 	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
-		errs = append(errs, problem.FieldError{Field: "name", Message: trimmedOr(msg, "is required: what the token is for, e.g. \"nightly export job\"")})
+		errs = append(errs, problem.FieldError{Field: "name", Message: cmp.Or(strings.TrimSpace(msg), "is required: what the token is for, e.g. \"nightly export job\"")})
 	}
 	if msg := textcheck.Problem(owner, 200); msg != "" {
 		errs = append(errs, problem.FieldError{Field: "owner", Message: msg})
@@ -92,7 +94,7 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p ident
 		role = config.RoleAdmin
 	}
 	token, hash := auth.NewAPIToken()
-	tok, err := s.Store.CreateAPIToken(r.Context(), store.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
+	tok, err := s.cfg.Store.CreateAPIToken(r.Context(), store.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
 		Name: name, Scopes: scopes, CreatedBy: p.User, ExpiresAt: expires})
 	if err != nil {
 		return err
@@ -126,9 +128,9 @@ func tokenScopes(asked []string) ([]string, []problem.FieldError) {
 
 // tokenExpiry reads a token request's expires_at: default the configured lifetime, at most
 // the configured maximum, in the future.
-func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []problem.FieldError) {
+func (s *Service) tokenExpiry(asked string, now time.Time) (time.Time, []problem.FieldError) {
 	if asked == "" {
-		return now.Add(s.Auth.TokenDefaultTTL), nil
+		return now.Add(s.cfg.TokenDefaultTTL), nil
 	}
 	t, err := time.Parse(time.RFC3339, asked)
 	switch {
@@ -136,19 +138,19 @@ func (s tokenRoutes) tokenExpiry(asked string, now time.Time) (time.Time, []prob
 		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"}}
 	case !t.After(now):
 		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be in the future"}}
-	case t.After(now.Add(s.Auth.TokenMaxTTL)):
-		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.Auth.TokenMaxTTL)}}
+	case t.After(now.Add(s.cfg.TokenMaxTTL)):
+		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.cfg.TokenMaxTTL)}}
 	}
 	return t, nil
 }
 
-// listTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
-func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	owner, err := ownerQuery(r.URL.Query(), p, "tokens")
+// ListTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
+func (s *Service) ListTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
+	owner, err := OwnerQuery(r.URL.Query(), p, "tokens")
 	if err != nil {
 		return err
 	}
-	list, err := s.Store.ListAPITokens(r.Context(), p.Scope(), owner)
+	list, err := s.cfg.Store.ListAPITokens(r.Context(), p.Scope(), owner)
 	if err != nil {
 		return err
 	}
@@ -162,14 +164,14 @@ func (s tokenRoutes) listTokens(w http.ResponseWriter, r *http.Request, p identi
 	return nil
 }
 
-// revokeToken answers DELETE /api/v1/tokens/{id}: the token stops working at once, on every
+// RevokeToken answers DELETE /api/v1/tokens/{id}: the token stops working at once, on every
 // replica (each request looks it up).
-func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
-	_, err := s.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
+	_, err := s.cfg.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
 	if errors.Is(err, store.ErrTokenNotFound) {
 		return problem.New(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
 	}
@@ -180,5 +182,25 @@ func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p ident
 	return nil
 }
 
-// tokenRoutes are the handlers of /api/v1/tokens (a small type over the server, one per resource).
-type tokenRoutes struct{ *Server }
+// OwnerQuery reads a list's ?owner=: empty (the caller's own, or everyone's for an admin), or
+// a user name, which only an admin may give for someone else. what names the listed things.
+func OwnerQuery(q url.Values, p Principal, what string) (string, error) {
+	owner := q.Get("owner")
+	if msg := textcheck.Problem(owner, 200); msg != "" {
+		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
+	}
+	if owner != "" && !p.Scope().Admin && owner != p.User {
+		msg := "only an admin can list other users' " + what
+		return "", problem.Invalid("invalid_query", msg, problem.FieldError{Field: "owner", Message: msg})
+	}
+	return owner, nil
+}
+
+// writeJSON answers with v as JSON (as httpapi answers).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) //nolint:errcheck // the client went away
+}
