@@ -1,5 +1,22 @@
-// Package httpapi is taskcenter's REST API: submit, list, inspect, cancel, retry
-// and download, behind bearer tokens, with problem+json errors.
+// Package httpapi is taskcenter's REST API: submit, list, inspect, cancel, retry and
+// download, behind bearer tokens, with problem+json errors. It also assembles the one
+// http.Handler the API address serves (Server.Handler): the API's routes, the web page's,
+// the operational endpoints and cmd's mounts, under one middleware.
+//
+// The HTTP server is built of rooms. An arrow reads "imports"; none points back up:
+//
+//	httpapi                 REST handlers, the route table (scopes, audit actions), the
+//	 │                      error table, the OpenAPI document, the middleware, the wiring
+//	 ├─→ httpapi/web        the end-user page at / and its sign-in (token, identity provider)
+//	 ├─→ httpapi/live       live task events: the hub and the SSE streams it feeds
+//	 ├─→ httpapi/identity   who is calling (Principal), cookie sessions, CSRF, API tokens,
+//	 │                      the audit trail's writer, the console's view of a web sign-in
+//	 ├─→ httpapi/request    reading a request: the body's pace, strict JSON, parameters
+//	 └─→ httpapi/problem    problem+json answers, field errors, the request id
+//
+// web and live use identity, request and problem; identity uses request and problem;
+// request uses problem. New builds the rooms from Deps; cmd/taskcenter hands the identity
+// service (Server.Identity) to the console and the profiling endpoints.
 package httpapi
 
 import (
@@ -63,7 +80,7 @@ type Deps struct {
 	// Redis, when set, carries the live event streams (one subscription per process) and the
 	// web page's sessions. Without it both are off and the API answers polls only.
 	Redis redis.UniversalClient
-	// Events tunes the live event streams (events.go).
+	// Events tunes the live event streams (httpapi/live).
 	Events live.Limits
 	// Web configures the end-user web page at / (httpapi/web) and its sessions.
 	Web WebConfig
@@ -201,7 +218,7 @@ func apiRoutes() []route {
 		{"DELETE /api/v1/webhooks/{id}", routeOf(webhookRoutes.deleteWebhook), false},
 		{"GET /api/v1/webhooks/{id}/deliveries", routeOf(webhookRoutes.listDeliveries), false},
 		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", routeOf(webhookRoutes.redeliver), false},
-		// Streams are long: like uploads they run without the query timeout (events.go).
+		// Streams are long: like uploads they run without the query timeout (httpapi/live).
 		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
 		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
 		// API tokens are httpapi/identity's, which checks them too.
@@ -213,7 +230,7 @@ func apiRoutes() []route {
 }
 
 // routeOf adapts a handler of a resource's small type over the server (taskRoutes,
-// eventRoutes, webhookRoutes, scheduleRoutes, tokenRoutes, …) to the route table.
+// eventRoutes, webhookRoutes, scheduleRoutes, …) to the route table.
 func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 		return h(T{s}, w, r, p)
@@ -283,7 +300,7 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	return out
 }
 
-// authenticated identifies the caller (principal), checks the scope the route needs
+// authenticated identifies the caller (httpapi/identity), checks the scope the route needs
 // (routeScope), then runs h within timeout (none when 0), turning its error into a problem.
 // Every state-changing route and every download leaves an audit row (audit.go): written by
 // the store with the change itself when there is one, else here once the answer is known —

@@ -15,7 +15,7 @@ import (
 )
 
 // This file holds the bearer credentials: the config tokens, API tokens managed in the
-// product (their routes are httpapi's tokens.go), and JWTs from the company's identity
+// product (their routes are in tokens.go), and JWTs from the company's identity
 // provider.
 
 // bearer identifies a bearer credential: an API token (tc_…), a config token, or a JWT from

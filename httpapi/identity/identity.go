@@ -4,18 +4,16 @@
 // gateway's user header, or the web page's cookie session.
 //
 // It also keeps the API tokens users make themselves (tokens.go: the /api/v1/tokens
-// handlers, which httpapi routes here) and what the ways in share: the cookie sessions (opened, read and
-// ended here; the sign-in pages that open them are httpapi/web's), the refusal of cross-site
-// state changes made with a cookie or through the gateway (origin and CSRF token), the audit
-// trail's writer (the sign-ins here, the API's answers for httpapi), and the console's view
-// of a web sign-in (ConsoleAdmin, ConsoleSignInURL, ConsoleSignOut; monitor's WebSignIn).
+// handlers, which httpapi routes here) and what the ways in share: the cookie sessions
+// (opened, read and ended here; the sign-in pages that open them are httpapi/web's), the
+// refusal of cross-site state changes made with a cookie or through the gateway (origin and
+// CSRF token), the audit trail's writer (the sign-ins here, the API's answers for httpapi),
+// and the console's view of a web sign-in (ConsoleAdmin, ConsoleSignInURL, ConsoleSignOut;
+// monitor's WebSignIn).
 //
-// The HTTP server's rooms, and which way they depend (an arrow reads "imports"):
-//
-//	httpapi (REST API, wiring) ─→ httpapi/web (the page) ─→ httpapi/identity ─→ httpapi/problem
-//	        └──────────────────→ httpapi/live (streams) ─→ ┘ (and httpapi/request) ─┘
-//
-// identity imports neither the REST API nor the web page.
+// The REST API (httpapi), the web page (httpapi/web) and the live event streams
+// (httpapi/live) depend on identity; it depends on none of them, only on httpapi/request and
+// httpapi/problem below it (httpapi's package comment draws the rooms).
 package identity
 
 import (

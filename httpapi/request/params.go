@@ -2,8 +2,9 @@
 // problem naming the parameter: the body at a bounded pace (BodyLimits), JSON bodies read
 // strictly (DecodeJSON), and path and query parameters (TaskID, QueryTimes, QueryPage).
 //
-// It sits just above httpapi/problem: the REST API (httpapi), the web page (httpapi/web) and
-// the live event streams (httpapi/live) use it; it imports none of them.
+// It sits just above httpapi/problem: the REST API (httpapi), httpapi/identity (the API
+// tokens' routes), the web page (httpapi/web) and the live event streams (httpapi/live) use
+// it; it imports none of them.
 package request
 
 import (
