@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -46,12 +48,12 @@ func adminRoute(pattern string) bool { return pattern == "GET /api/v1/audit" }
 
 // checkScope refuses a principal that lacks the route's scope: 403 insufficient_scope naming
 // it, or 403 forbidden for a user on an admin route.
-func checkScope(p Principal, pattern, scope string) error {
+func checkScope(p identity.Principal, pattern, scope string) error {
 	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
-		return problem(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
+		return problem.New(http.StatusForbidden, "forbidden", "only an admin may use "+pattern)
 	}
 	if !p.Has(scope) {
-		return problem(http.StatusForbidden, "insufficient_scope",
+		return problem.New(http.StatusForbidden, "insufficient_scope",
 			fmt.Sprintf("this token lacks the %s scope, which %s needs; create a token with it (POST /api/v1/tokens)", scope, pattern))
 	}
 	return nil
@@ -88,26 +90,9 @@ func auditAction(pattern string) string {
 	return ""
 }
 
-// outcomeOf classifies an answer's status.
-func outcomeOf(status int) string {
-	switch {
-	case status < 400:
-		return store.AuditSuccess
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return store.AuditDenied
-	case status < 500:
-		return store.AuditRefused
-	default:
-		return store.AuditError
-	}
-}
-
-// clientAddr is where a request comes from (through the trusted proxies, when configured).
-func (s *Server) clientAddr(r *http.Request) string { return s.Auth.Gateway.ClientAddr(r) }
-
 // auditAnswer records the audit row of an answered request to an audited route, unless the
 // store already wrote it with the change (a is the request's audit; nil before one existed).
-func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p Principal, a *store.Audit, status int, pr *Problem) {
+func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p identity.Principal, a *store.Audit, status int, pr *problem.Problem) {
 	if action == "" {
 		return
 	}
@@ -115,54 +100,23 @@ func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action stri
 	if target == "" && pr == nil {
 		target = locationTarget(w.Header().Get("Location"))
 	}
-	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: outcomeOf(status), Status: status,
-		ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
+		ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 	if pr != nil {
 		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
 	}
 	if pr == nil && a.Recorded() > 0 {
 		// Written with the change itself; the log still hears of it.
-		s.logAudit(r.Context(), e, a.Recorded())
+		s.id.LogAudit(r.Context(), e, a.Recorded())
 		return
 	}
-	s.record(r.Context(), e)
-}
-
-// record writes an audit row on its own (and to the log). A row that cannot be written is
-// logged as lost, with everything it held: the log is the trail's fallback.
-func (s *Server) record(ctx context.Context, e store.AuditEvent) {
-	s.logAudit(ctx, e, 1)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	defer cancel()
-	if err := s.Store.RecordAudit(ctx, e); err != nil {
-		s.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("actor", e.Actor),
-			slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("request_id", e.RequestID), slog.Any("err", err))
-	}
-}
-
-func (s *Server) logAudit(ctx context.Context, e store.AuditEvent, rows int64) {
-	if !s.Auth.AuditLog {
-		return
-	}
-	attrs := []slog.Attr{slog.String("actor", e.Actor), slog.String("via", e.Via), slog.String("action", e.Action),
-		slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("client", e.ClientAddr),
-		slog.String("request_id", e.RequestID)}
-	if e.Status != 0 {
-		attrs = append(attrs, slog.Int("status", e.Status))
-	}
-	if e.Detail != "" {
-		attrs = append(attrs, slog.String("detail", e.Detail))
-	}
-	if rows > 1 {
-		attrs = append(attrs, slog.Int64("rows", rows))
-	}
-	s.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	s.id.Record(r.Context(), e)
 }
 
 // auditTarget is the object a request acted on: the {id} in its path, or what a create
 // answered in Location.
 func auditTarget(r *http.Request) string {
-	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, maxTaskID) == "" {
+	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, request.MaxID) == "" {
 		return id
 	}
 	return ""
@@ -192,25 +146,25 @@ type AuditView struct {
 
 // listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
 // (admins): the trail, newest first.
-func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identity.Principal) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return badRequest("invalid_query", "the query string is not valid URL encoding")
+		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
 		if msg := textcheck.Problem(v, 200); msg != "" {
-			errs = append(errs, FieldError{name, msg})
+			errs = append(errs, problem.FieldError{Field: name, Message: msg})
 		}
 	}
 	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
-		errs = append(errs, FieldError{"outcome", "must be success, denied, refused or error"})
+		errs = append(errs, problem.FieldError{Field: "outcome", Message: "must be success, denied, refused or error"})
 	}
-	errs = append(errs, queryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
-	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
+	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
+	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	rows, next, err := s.Store.ListAudit(r.Context(), f)
 	if err != nil {

@@ -10,18 +10,19 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 // createToken makes an API token through the API and returns it.
-func (e *apiEnv) createToken(as string, body map[string]any) TokenView {
+func (e *apiEnv) createToken(as string, body map[string]any) identity.TokenView {
 	e.t.Helper()
 	rec := e.callJSON("POST", "/api/v1/tokens", as, body)
 	if rec.Code != http.StatusCreated {
 		e.t.Fatalf("create token: %d %s", rec.Code, rec.Body)
 	}
-	var v TokenView
+	var v identity.TokenView
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || !strings.HasPrefix(v.Token, auth.APITokenPrefix) {
 		e.t.Fatalf("created token %s: %v", rec.Body, err)
 	}

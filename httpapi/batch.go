@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -17,16 +20,16 @@ const maxBatch = 1000
 
 // BatchItemView is one submission's answer in a batch.
 type BatchItemView struct {
-	Index   int       `json:"index"`
-	Result  string    `json:"result"` // created | duplicate | problem
-	Task    *TaskView `json:"task,omitempty"`
-	Problem *Problem  `json:"problem,omitempty"`
+	Index   int              `json:"index"`
+	Result  string           `json:"result"` // created | duplicate | problem
+	Task    *TaskView        `json:"task,omitempty"`
+	Problem *problem.Problem `json:"problem,omitempty"`
 }
 
 // submitBatch answers POST /api/v1/tasks:batch {tasks: [{type, params, title?, priority?,
 // idempotency_key?}]}: up to 1,000 tasks admitted one by one, created in one transaction and
 // handed to asynq together. The answer lists each submission's outcome in order.
-func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Tasks []struct {
 			Type           string          `json:"type"`
@@ -36,12 +39,12 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 			IdempotencyKey string          `json:"idempotency_key"`
 		} `json:"tasks"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	if len(req.Tasks) == 0 || len(req.Tasks) > maxBatch {
-		return invalid("invalid_batch", fmt.Sprintf("send from 1 to %d tasks", maxBatch),
-			FieldError{"tasks", fmt.Sprintf("must hold from 1 to %d tasks", maxBatch)})
+		return problem.Invalid("invalid_batch", fmt.Sprintf("send from 1 to %d tasks", maxBatch),
+			problem.FieldError{Field: "tasks", Message: fmt.Sprintf("must hold from 1 to %d tasks", maxBatch)})
 	}
 	out := make([]BatchItemView, len(req.Tasks))
 	var (
@@ -51,8 +54,8 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 	for i, t := range req.Tasks {
 		out[i].Index = i
 		key := strings.TrimSpace(t.IdempotencyKey)
-		if msg := textcheck.Problem(key, maxIdempotencyKey); msg != "" {
-			out[i].Result, out[i].Problem = "problem", invalid("bad_idempotency_key", "idempotency_key "+msg, FieldError{"idempotency_key", msg})
+		if msg := textcheck.Problem(key, request.MaxIdempotencyKey); msg != "" {
+			out[i].Result, out[i].Problem = "problem", problem.Invalid("bad_idempotency_key", "idempotency_key "+msg, problem.FieldError{Field: "idempotency_key", Message: msg})
 			continue
 		}
 		sub, err := s.prepareSubmission(p, t.Type, t.Params, t.Priority, t.Title, key)
@@ -60,7 +63,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 			out[i].Result, out[i].Problem = "problem", toProblem(err)
 			continue
 		}
-		sub.RequestID = requestID(r.Context())
+		sub.RequestID = problem.RequestID(r.Context())
 		subs = append(subs, sub)
 		idx = append(idx, i)
 	}
@@ -75,7 +78,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p Principal
 			case sr.Err != nil:
 				out[i].Result, out[i].Problem = "problem", toProblem(sr.Err)
 			case !sr.Created && strings.HasPrefix(subs[k].BizKey, "idem:") && !jsonEqual(sr.Task.Params, subs[k].Params):
-				out[i].Result, out[i].Problem = "problem", problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+				out[i].Result, out[i].Problem = "problem", problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 					"this idempotency_key was already used for a submit with different parameters (task "+sr.Task.TaskNo+")")
 			default:
 				v := taskview.Of(sr.Task, nil, time.Now())

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 )
 
 // serveContent is http.ServeContent (ranges, conditional requests, HEAD) with its refusal of
@@ -27,7 +29,7 @@ func (w *rangeRefusal) WriteHeader(code int) {
 		return
 	}
 	w.refused = true
-	w.s.writeError(w.ResponseWriter, w.r, problem(code, "range_not_satisfiable",
+	w.s.writeError(w.ResponseWriter, w.r, problem.New(code, "range_not_satisfiable",
 		"the Range header asks for bytes outside the file; Content-Range names its size"))
 }
 

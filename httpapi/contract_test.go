@@ -11,6 +11,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -146,16 +149,16 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Schedule", named("Schedule"), ScheduleView{}},
 		{"Schedule.fires", item("Schedule", "fires"), FireView{}},
 		{"Stats.items", item("Stats", "items"), store.StatsRow{}},
-		{"APIToken", named("APIToken"), TokenView{}},
+		{"APIToken", named("APIToken"), identity.TokenView{}},
 		{"AuditEvent", named("AuditEvent"), AuditView{}},
 		{"Webhook", named("Webhook"), WebhookView{}},
 		{"Delivery", named("Delivery"), DeliveryView{}},
 		{"Delivery.attempts", item("Delivery", "attempts"), DeliveryAttemptView{}},
 		{"WebhookEvent", named("WebhookEvent"), webhook.Payload{}},
-		{"StreamEvent", named("StreamEvent"), StreamView{}},
-		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, EventView{}},
-		{"Problem", named("Problem"), Problem{}},
-		{"Problem.errors", item("Problem", "errors"), FieldError{}},
+		{"StreamEvent", named("StreamEvent"), live.StreamView{}},
+		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, live.EventView{}},
+		{"Problem", named("Problem"), problem.Problem{}},
+		{"Problem.errors", item("Problem", "errors"), problem.FieldError{}},
 	} {
 		fields := contracttest.JSONFields(reflect.TypeOf(c.value))
 		for name, f := range fields {

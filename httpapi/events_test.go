@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -57,9 +58,9 @@ type sseEvent struct {
 	Comment string
 }
 
-func (e sseEvent) view(t *testing.T) StreamView {
+func (e sseEvent) view(t *testing.T) live.StreamView {
 	t.Helper()
-	var v StreamView
+	var v live.StreamView
 	if err := json.Unmarshal([]byte(e.Data), &v); err != nil {
 		t.Fatalf("event data %q: %v", e.Data, err)
 	}
@@ -165,7 +166,7 @@ func (c *sseClient) next(within time.Duration) (sseEvent, bool) {
 }
 
 // expect reads the next event and checks its kind and the task's status.
-func (c *sseClient) expect(kind string, status store.Status) (sseEvent, StreamView) {
+func (c *sseClient) expect(kind string, status store.Status) (sseEvent, live.StreamView) {
 	c.t.Helper()
 	ev, ok := c.next(10 * time.Second)
 	if !ok {
@@ -398,7 +399,7 @@ func TestScopeStreamCarriesOnlyTheCallersTasks(t *testing.T) {
 }
 
 // any reads the next event, whatever its kind.
-func (c *sseClient) any() (sseEvent, StreamView) {
+func (c *sseClient) any() (sseEvent, live.StreamView) {
 	c.t.Helper()
 	ev, ok := c.next(10 * time.Second)
 	if !ok {
@@ -483,7 +484,7 @@ func TestStreamsPerUserAreBounded(t *testing.T) {
 	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third stream: %d", res.StatusCode)
 	}
-	var p Problem
+	var p problem.Problem
 	json.NewDecoder(res.Body).Decode(&p) //nolint:errcheck
 	if p.Code != "too_many_streams" {
 		t.Fatalf("problem %+v", p)

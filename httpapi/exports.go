@@ -9,6 +9,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 )
@@ -33,9 +37,9 @@ type SubmitView struct {
 
 // submitExport answers POST /api/v1/exports. With an Idempotency-Key header, repeating the
 // request returns the first task (200, duplicate true) instead of creating another.
-func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req exportRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	taskType := req.Type
@@ -47,7 +51,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 	switch taskType {
 	case export.CustomersType:
 		var f export.CustomerFilter
-		if err := decodeFilter(req.Filter, &f); err != nil {
+		if err := request.DecodeFilter(req.Filter, &f); err != nil {
 			return err
 		}
 		if err := f.Validate(); err != nil {
@@ -55,17 +59,17 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 		}
 	case export.TasksType:
 		var f export.TaskFilter
-		if err := decodeFilter(req.Filter, &f); err != nil {
+		if err := request.DecodeFilter(req.Filter, &f); err != nil {
 			return err
 		}
 		if err := f.Validate(); err != nil {
 			return err
 		}
 		if f.Owner != "" && !p.Scope().Admin && f.Owner != p.User {
-			return problem(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
+			return problem.New(http.StatusForbidden, "forbidden", "only an admin can export other users' tasks")
 		}
 	default:
-		return problem(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", echo(req.Type)))
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type", fmt.Sprintf("type %s is not an export; use customers or tasks", textcheck.Echo(req.Type)))
 	}
 	filter := req.Filter
 	if len(filter) == 0 || string(filter) == "null" {
@@ -80,7 +84,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p Principa
 
 // submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
 // the registry declares submittable (GET /api/v1/types lists them with their schemas).
-func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Type         string          `json:"type"`
 		Params       json.RawMessage `json:"params"`
@@ -89,7 +93,7 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 		NotifyURL    string          `json:"notify_url"`
 		NotifySecret string          `json:"notify_secret"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyOf(req.NotifyURL, req.NotifySecret))
@@ -97,9 +101,9 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p Principal)
 
 // submitType submits a task of a registered type: its parameters decoded strictly and
 // prepared for the caller by the type itself, so this file holds no per-type code.
-func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal, typeName string, rawParams json.RawMessage,
+func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.Principal, typeName string, rawParams json.RawMessage,
 	priority int, title string, notify *notifyRequest) error {
-	key, err := idempotencyKey(r)
+	key, err := request.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -107,35 +111,35 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p Principal,
 	if err != nil {
 		return err
 	}
-	sub.RequestID = requestID(r.Context())
+	sub.RequestID = problem.RequestID(r.Context())
 	return s.submit(w, r, sub, notify)
 }
 
 // prepareSubmission turns a submit of a registered type into a Submission, or the problem
 // that refuses it.
-func (s *Server) prepareSubmission(p Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
+func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawParams json.RawMessage, priority int, title, key string) (jobs.Submission, error) {
 	t, ok := s.Types.Lookup(typeName)
 	if !ok || !t.Submittable {
-		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", echo(typeName)))
+		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "unknown_type",
+			fmt.Sprintf("type %s cannot be submitted here; GET /api/v1/types lists the types you may submit (imports: POST /api/v1/imports)", textcheck.Echo(typeName)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
-		return jobs.Submission{}, problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
+		return jobs.Submission{}, problem.New(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
-		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
 	}
 	if msg := titleProblem(title); msg != "" {
-		errs = append(errs, FieldError{"title", msg})
+		errs = append(errs, problem.FieldError{Field: "title", Message: msg})
 	}
 	if len(errs) > 0 {
-		return jobs.Submission{}, problem(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").withErrors(errs...)
+		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").WithErrors(errs...)
 	}
 	if len(rawParams) > 0 {
 		// Invalid UTF-8 becomes U+FFFD here, so what the task stores is what jsonb accepts.
-		normal, err := normalizeJSON(rawParams)
+		normal, err := request.NormalizeJSON(rawParams)
 		if err != nil {
 			return jobs.Submission{}, err
 		}
@@ -196,7 +200,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 	status := http.StatusAccepted
 	if !created {
 		if strings.HasPrefix(sub.BizKey, "idem:") && !jsonEqual(t.Params, sub.Params) {
-			return problem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			return problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 				"this Idempotency-Key was already used for a request with different parameters (task "+t.TaskNo+")")
 		}
 		status = http.StatusOK

@@ -11,6 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -50,7 +53,7 @@ func jsonbAccepts(doc []byte) bool {
 
 func mustBeProblem(t *testing.T, err error, what string) {
 	t.Helper()
-	var p *Problem
+	var p *problem.Problem
 	if !errors.As(err, &p) {
 		var ferr *export.FilterError
 		if errors.As(err, &ferr) {
@@ -94,12 +97,12 @@ func FuzzExportRequest(f *testing.F) {
 		r := httptest.NewRequest("POST", "/api/v1/exports", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var req exportRequest
-		if err := decodeJSON(r, &req); err != nil {
+		if err := request.DecodeJSON(r, &req); err != nil {
 			mustBeProblem(t, err, "decodeJSON")
 			return
 		}
 		var cf export.CustomerFilter
-		if err := decodeFilter(req.Filter, &cf); err != nil {
+		if err := request.DecodeFilter(req.Filter, &cf); err != nil {
 			mustBeProblem(t, err, "decodeFilter customers")
 		} else if err := cf.Validate(); err != nil {
 			mustBeProblem(t, err, "customers Validate")
@@ -115,7 +118,7 @@ func FuzzExportRequest(f *testing.F) {
 			}
 		}
 		var tf export.TaskFilter
-		if err := decodeFilter(req.Filter, &tf); err != nil {
+		if err := request.DecodeFilter(req.Filter, &tf); err != nil {
 			mustBeProblem(t, err, "decodeFilter tasks")
 		} else if err := tf.Validate(); err != nil {
 			mustBeProblem(t, err, "tasks Validate")
@@ -171,14 +174,14 @@ func FuzzTaskParams(f *testing.F) {
 			Type   string          `json:"type"`
 			Params json.RawMessage `json:"params"`
 		}
-		if err := decodeJSON(r, &req); err != nil {
+		if err := request.DecodeJSON(r, &req); err != nil {
 			mustBeProblem(t, err, "decodeJSON")
 			return
 		}
 		if len(req.Params) == 0 {
 			return
 		}
-		out, err := normalizeJSON(req.Params)
+		out, err := request.NormalizeJSON(req.Params)
 		if err != nil {
 			mustBeProblem(t, err, "normalizeJSON")
 			return
@@ -261,7 +264,7 @@ func FuzzListQuery(f *testing.F) {
 		f.Add(seed, false)
 	}
 	f.Fuzz(func(t *testing.T, rawQuery string, admin bool) {
-		p := Principal{User: "alice", Role: "user"}
+		p := identity.Principal{User: "alice", Role: "user"}
 		if admin {
 			p.Role = "admin"
 		}

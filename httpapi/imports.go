@@ -11,9 +11,13 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -40,23 +44,23 @@ const multipartSlack = 64 << 10
 // under its content hash, and creates the task. The same owner, file, mode and sheet give
 // back the first task. The error report's language is the lang field, else the request's
 // Accept-Language.
-func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	limit := s.Import.MaxUploadBytes
 	if r.ContentLength > limit+multipartSlack {
 		return tooLarge(limit)
 	}
 	release, ok := s.uploads.acquire(p.User)
 	if !ok {
-		pr := problem(http.StatusTooManyRequests, "too_many_uploads",
+		pr := problem.New(http.StatusTooManyRequests, "too_many_uploads",
 			fmt.Sprintf("you already have %d uploads in progress; wait for one to finish", s.Import.MaxConcurrentUploads))
-		pr.retryAfter = 5
+		pr.WithRetryAfter(5)
 		return pr
 	}
 	defer release()
 	r.Body = http.MaxBytesReader(w, r.Body, limit+multipartSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return problem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
 	form, err := s.readImportForm(r, mr, limit)
@@ -76,7 +80,7 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
-	sub.RequestID = requestID(r.Context())
+	sub.RequestID = problem.RequestID(r.Context())
 	if t, ok := s.Types.Lookup(sub.Type); ok {
 		params := t.NewParams()
 		if json.Unmarshal(sub.Params, params) == nil {
@@ -111,7 +115,7 @@ func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int
 		switch name := part.FormName(); name {
 		case "file":
 			if f.received != nil {
-				return f, badRequest("invalid_upload", `send one "file" field`)
+				return f, problem.BadRequest("invalid_upload", `send one "file" field`)
 			}
 			f.received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
 			var fp *importer.FileProblem
@@ -143,25 +147,25 @@ func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int
 		}
 	}
 	if f.received == nil {
-		return f, badRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
+		return f, problem.BadRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
 	}
 	return f, nil
 }
 
-func tooLarge(limit int64) *Problem {
-	return problem(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the file is larger than the %d MB limit", limit>>20))
+func tooLarge(limit int64) *problem.Problem {
+	return problem.New(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the file is larger than the %d MB limit", limit>>20))
 }
 
 func uploadError(err error, limit int64) error {
 	var mbe *http.MaxBytesError
-	var slow *SlowBodyError
+	var slow *request.SlowBodyError
 	if errors.As(err, &mbe) {
 		return tooLarge(limit)
 	}
 	if errors.As(err, &slow) {
-		return slowProblem(slow)
+		return slow.Problem()
 	}
-	return badRequest("invalid_upload", "the upload could not be read: %v", err)
+	return problem.BadRequest("invalid_upload", "the upload could not be read: %v", err)
 }
 
 // smallField reads a short form value.
@@ -171,7 +175,7 @@ func smallField(r io.Reader, limit int64) (string, error) {
 		return "", uploadError(err, limit)
 	}
 	if len(b) > 256 {
-		return "", badRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
+		return "", problem.BadRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -211,23 +215,23 @@ func hiddenInName(r rune) bool {
 // row was rejected. ?lang=zh|en asks for the report in that language: the stored report is
 // in the uploader's language, another one is written from the rejected rows for this
 // download.
-func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err
 	}
 	switch {
 	case res.HadReport() && res.IsExpired(t, time.Now()):
-		return problem(http.StatusGone, "report_expired", "the error report has expired and was deleted")
+		return problem.New(http.StatusGone, "report_expired", "the error report has expired and was deleted")
 	case res.ErrorReport != "":
 		if q := r.URL.Query().Get("lang"); q != "" && importer.ParseLang(q) != importer.ParseLang(string(res.ErrorReportLang)) {
 			return s.serveReportIn(w, r, t, res, importer.ParseLang(q))
 		}
 		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, xlsxType)
 	case !t.Status.Terminal():
-		return problem(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
+		return problem.New(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
 	default:
-		return problem(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
+		return problem.New(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
 	}
 }
 
@@ -255,4 +259,32 @@ func (s *Server) serveReportIn(w http.ResponseWriter, r *http.Request, t *store.
 	w.Header().Set("Content-Language", string(lang))
 	s.serveContent(w, r, name, time.Now(), f)
 	return nil
+}
+
+// uploadSlots caps the uploads each user has in flight.
+type uploadSlots struct {
+	max    int
+	mu     sync.Mutex
+	active map[string]int
+}
+
+func newUploadSlots(max int) *uploadSlots {
+	return &uploadSlots{max: max, active: map[string]int{}}
+}
+
+// acquire takes one of user's slots, or reports that all are in use.
+func (u *uploadSlots) acquire(user string) (release func(), ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.active[user] >= u.max {
+		return nil, false
+	}
+	u.active[user]++
+	return func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.active[user]--; u.active[user] <= 0 {
+			delete(u.active, user)
+		}
+	}, true
 }

@@ -29,10 +29,6 @@ var OpenAPI = sync.OnceValue(func() []byte {
 	return doc
 })
 
-// ProblemType is the problem `type` of a code: a URI resolving to the code's description in
-// the served document.
-func ProblemType(code string) string { return "/openapi.yaml#/components/x-problem-codes/" + code }
-
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	w.Write(OpenAPI()) //nolint:errcheck

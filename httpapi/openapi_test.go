@@ -70,8 +70,9 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	}
 	// The argument of each constructor that is the code (when a literal): the API's own, and
 	// the file problems of an upload (which answer as problems with their code).
-	constructors := map[string]int{"problem": 1, "badRequest": 0, "invalid": 0, "decodeProblem": 0}
-	used := problemCodes(t, constructors, "*.go", "../jobs/importer/*.go")
+	constructors := map[string]int{"problem.New": 1, "problem.BadRequest": 0, "problem.Invalid": 0, "decodeProblem": 0,
+		"problem": 1} // the importer's own file problems
+	used := problemCodes(t, constructors, "*.go", "*/*.go", "../jobs/importer/*.go")
 	// The spreadsheet readers' codes (internal/sheet's Code constants), which an upload's
 	// problems answer with.
 	maps.Copy(used, codeConstants(t, "../internal/sheet/*.go", "Code"))
@@ -130,14 +131,23 @@ func problemCodes(t *testing.T, constructors map[string]int, patterns ...string)
 		if !ok {
 			return nil
 		}
-		var fn string
+		// A constructor is named as called: bare (BadInput, decodeProblem) or with the package
+		// it is called through (problem.New), also matching a bare name (jobs.BadInput).
+		var fn, qualified string
 		switch f := call.Fun.(type) {
 		case *ast.Ident:
 			fn = f.Name
 		case *ast.SelectorExpr:
 			fn = f.Sel.Name
+			if x, ok := f.X.(*ast.Ident); ok {
+				qualified = x.Name + "." + fn
+			}
 		}
-		if i, ok := constructors[fn]; ok && i < len(call.Args) {
+		i, ok := constructors[qualified]
+		if !ok {
+			i, ok = constructors[fn]
+		}
+		if ok && i < len(call.Args) {
 			return call.Args[i : i+1]
 		}
 		return nil

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -47,7 +50,7 @@ func scheduleView(sc *store.Schedule) ScheduleView {
 
 // createSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
 // the params are checked now, exactly as a submit of the type would check them.
-func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Type     string          `json:"type"`
 		Params   json.RawMessage `json:"params"`
@@ -55,40 +58,40 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		Timezone string          `json:"timezone"`
 		Priority int             `json:"priority"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	t, ok := s.Types.Lookup(req.Type)
 	if !ok || !t.Submittable || !s.Submitter.Enabled(req.Type) {
-		return problem(http.StatusUnprocessableEntity, "unknown_type",
-			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", echo(req.Type)))
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type",
+			fmt.Sprintf("type %s cannot be scheduled; GET /api/v1/types lists the types you may submit", textcheck.Echo(req.Type)))
 	}
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	if !t.MaySubmit(who) {
-		return problem(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may schedule %s tasks", t.Name))
+		return problem.New(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may schedule %s tasks", t.Name))
 	}
 	req.Timezone = strings.TrimSpace(req.Timezone)
 	if req.Timezone == "" {
 		req.Timezone = "UTC"
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	if msg := textcheck.Problem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
-		errs = append(errs, FieldError{"cron", trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
+		errs = append(errs, problem.FieldError{Field: "cron", Message: trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
 	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
 		field := "cron"
 		if strings.HasPrefix(err.Error(), "timezone") {
 			field = "timezone"
 		}
-		errs = append(errs, FieldError{field, err.Error()})
+		errs = append(errs, problem.FieldError{Field: field, Message: err.Error()})
 	}
 	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
-		errs = append(errs, FieldError{"priority", "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
 	}
 	if len(errs) > 0 {
-		return problem(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").withErrors(errs...)
+		return problem.New(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").WithErrors(errs...)
 	}
 	if len(req.Params) > 0 {
-		normal, err := normalizeJSON(req.Params)
+		normal, err := request.NormalizeJSON(req.Params)
 		if err != nil {
 			return err
 		}
@@ -109,13 +112,13 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 }
 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
-func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner := r.URL.Query().Get("owner")
 	if msg := textcheck.Problem(owner, 200); msg != "" {
-		return invalid("invalid_query", "owner "+msg, FieldError{"owner", msg})
+		return problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {
-		return invalid("invalid_query", "only an admin can list other users' schedules", FieldError{"owner", "only an admin can list other users' schedules"})
+		return problem.Invalid("invalid_query", "only an admin can list other users' schedules", problem.FieldError{Field: "owner", Message: "only an admin can list other users' schedules"})
 	}
 	list, err := s.Store.ListSchedules(r.Context(), p.Scope(), owner)
 	if err != nil {
@@ -132,7 +135,7 @@ func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p 
 }
 
 // getSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
-func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sc, err := s.scheduleOf(r, p)
 	if err != nil {
 		return err
@@ -150,15 +153,15 @@ func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p Pr
 }
 
 // pauseSchedule and resumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
-func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, true)
 }
 
-func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, false)
 }
 
-func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p Principal, paused bool) error {
+func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p identity.Principal, paused bool) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -172,7 +175,7 @@ func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p Prin
 }
 
 // deleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
-func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -184,7 +187,7 @@ func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p
 	return nil
 }
 
-func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedule, error) {
+func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*store.Schedule, error) {
 	id, err := scheduleID(r)
 	if err != nil {
 		return nil, err
@@ -194,8 +197,8 @@ func (s scheduleRoutes) scheduleOf(r *http.Request, p Principal) (*store.Schedul
 
 func scheduleID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return "", invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, FieldError{"id", msg})
+	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
+		return "", problem.Invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	return id, nil
 }

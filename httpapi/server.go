@@ -1,26 +1,45 @@
-// Package httpapi is taskcenter's REST API: submit, list, inspect, cancel, retry
-// and download, behind bearer tokens, with problem+json errors.
+// Package httpapi is taskcenter's REST API: submit, list, inspect, cancel, retry and
+// download, behind bearer tokens, with problem+json errors. It also assembles the one
+// http.Handler the API address serves (Server.Handler): the API's routes, the web page's,
+// the operational endpoints and cmd's mounts, under one middleware.
+//
+// The HTTP server is built of rooms. An arrow reads "imports"; none points back up:
+//
+//	httpapi                 REST handlers, the route table (scopes, audit actions), the
+//	 │                      error table, the OpenAPI document, the middleware, the wiring
+//	 ├─→ httpapi/web        the end-user page at / and its sign-in (token, identity provider)
+//	 ├─→ httpapi/live       live task events: the hub and the SSE streams it feeds
+//	 ├─→ httpapi/identity   who is calling (Principal), cookie sessions, CSRF, API tokens,
+//	 │                      the audit trail's writer, the console's view of a web sign-in
+//	 ├─→ httpapi/request    reading a request: the body's pace, strict JSON, parameters
+//	 └─→ httpapi/problem    problem+json answers, field errors, the request id
+//
+// web and live use identity, request and problem; identity uses request and problem;
+// request uses problem. New builds the rooms from Deps; cmd/taskcenter hands the identity
+// service (Server.Identity) to the console and the profiling endpoints.
 package httpapi
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/httpapi/web"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -48,7 +67,7 @@ type Deps struct {
 	// Import bounds uploads.
 	Import ImportLimits
 	// Body bounds how slowly request bodies may arrive (every route, uploads included).
-	Body BodyLimits
+	Body request.BodyLimits
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
@@ -61,9 +80,9 @@ type Deps struct {
 	// Redis, when set, carries the live event streams (one subscription per process) and the
 	// web page's sessions. Without it both are off and the API answers polls only.
 	Redis redis.UniversalClient
-	// Events tunes the live event streams (events.go).
+	// Events tunes the live event streams (httpapi/live).
 	Events live.Limits
-	// Web configures the end-user web page at / (web.go).
+	// Web configures the end-user web page at / (httpapi/web) and its sessions.
 	Web WebConfig
 	// Auth adds the ways in besides the config tokens, and tunes the audit trail.
 	Auth AuthDeps
@@ -86,6 +105,26 @@ type AuthDeps struct {
 	AuditLog bool
 }
 
+// WebConfig configures the web page and its sessions.
+type WebConfig struct {
+	// Disabled turns the page (and cookie sessions) off; the API is unchanged. The page also
+	// needs Deps.Redis. Default on.
+	Disabled bool
+	// SessionTTL is how long a sign-in lasts at most. Default 12h.
+	SessionTTL time.Duration
+	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
+	// further attempts answer 429 until the window ends. Default 5.
+	LoginFailures int
+	// LoginWindow is the span LoginFailures counts over. Default 1m.
+	LoginWindow time.Duration
+	// SessionKey signs session cookies. Default: derived from the configured tokens (so
+	// replicas with the same config agree, and changing the tokens ends every session).
+	SessionKey []byte
+	// ConsoleLink is shown to admins as the console's address. Default "/monitor/";
+	// "-" hides it.
+	ConsoleLink string
+}
+
 // Mount is an extra handler served under the API's middleware (request ids, logging):
 // the console and metrics are mounted by cmd.
 type Mount struct {
@@ -96,39 +135,10 @@ type Mount struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	tokens  map[[32]byte]Principal
+	id      *identity.Service // who is calling, sessions, the audit trail's writer
 	uploads *uploadSlots
 	hub     *live.Hub // live event streams; nil without Redis
-	web     *webApp   // the web page; nil when off
-	// origins refuses state-changing browser requests from other sites (cookie and gateway
-	// requests; a bearer token is not sent by a browser on its own).
-	origins *http.CrossOriginProtection
-}
-
-// Principal is the caller a credential identifies.
-type Principal struct {
-	User string
-	Role config.Role
-	// Scopes limit an API token (auth.ScopeRead, ScopeWrite, ScopeAdmin). Nil: every scope the
-	// role allows (sessions, JWTs, the gateway, config tokens).
-	Scopes []string
-	// Via says how the caller signed in, for the audit trail: token (a config token),
-	// api_token, jwt, gateway or session.
-	Via string
-}
-
-// Has reports whether the principal holds scope.
-func (p Principal) Has(scope string) bool {
-	if scope == auth.ScopeAdmin && p.Role != config.RoleAdmin {
-		return false
-	}
-	return p.Scopes == nil || slices.Contains(p.Scopes, scope)
-}
-
-// Scope is what the principal may see: an admin's token without the admin scope sees only
-// its owner's tasks.
-func (p Principal) Scope() store.Scope {
-	return store.Scope{Owner: p.User, Admin: p.Has(auth.ScopeAdmin)}
+	web     *web.App  // the web page; nil when off
 }
 
 // New returns the API server.
@@ -140,28 +150,23 @@ func New(d Deps) *Server {
 	if d.Import.MaxConcurrentUploads <= 0 {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
 	}
-	d.Body = d.Body.withDefaults()
-	s := &Server{Deps: d, tokens: map[[32]byte]Principal{}, uploads: newUploadSlots(d.Import.MaxConcurrentUploads),
-		origins: http.NewCrossOriginProtection()}
-	for _, t := range d.Tokens {
-		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
-			s.tokens[sum] = Principal{User: t.User, Role: t.Role, Via: "token"}
-		}
+	d.Body = d.Body.WithDefaults()
+	s := &Server{Deps: d, uploads: newUploadSlots(d.Import.MaxConcurrentUploads)}
+	sessions := d.Redis // the web page's sessions live with it
+	if d.Web.Disabled {
+		sessions = nil
 	}
-	if s.Auth.TokenDefaultTTL <= 0 {
-		s.Auth.TokenDefaultTTL = def.Auth.APITokens.DefaultTTL
-	}
-	if s.Auth.TokenMaxTTL < s.Auth.TokenDefaultTTL {
-		s.Auth.TokenMaxTTL = max(def.Auth.APITokens.MaxTTL, s.Auth.TokenDefaultTTL)
-	}
+	s.id = identity.New(identity.Config{Tokens: d.Tokens, Store: d.Store, OIDC: d.Auth.OIDC, Gateway: d.Auth.Gateway,
+		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout, TokenDefaultTTL: d.Auth.TokenDefaultTTL, TokenMaxTTL: d.Auth.TokenMaxTTL,
+		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey})
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
-			w, err := newWebApp(d.Redis, d)
+			w, err := web.New(web.Config{Identity: s.id, Redis: d.Redis, OIDC: d.Auth.OIDC, Logger: d.Logger, WriteError: s.writeError,
+				LoginFailures: d.Web.LoginFailures, LoginWindow: d.Web.LoginWindow, ConsoleLink: d.Web.ConsoleLink})
 			if err != nil {
 				panic("httpapi: the embedded web page is broken: " + err.Error()) // caught by every test
 			}
-			w.api = s
 			s.web = w
 		}
 	}
@@ -179,7 +184,7 @@ func (s *Server) Close() {
 // route is one authenticated API endpoint.
 type route struct {
 	pattern string
-	handle  func(*Server, http.ResponseWriter, *http.Request, Principal) error
+	handle  func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error
 	// upload routes read a long body: they bound their own database work instead of running
 	// under the query timeout.
 	upload bool
@@ -213,20 +218,30 @@ func apiRoutes() []route {
 		{"DELETE /api/v1/webhooks/{id}", routeOf(webhookRoutes.deleteWebhook), false},
 		{"GET /api/v1/webhooks/{id}/deliveries", routeOf(webhookRoutes.listDeliveries), false},
 		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", routeOf(webhookRoutes.redeliver), false},
-		// Streams are long: like uploads they run without the query timeout (events.go).
+		// Streams are long: like uploads they run without the query timeout (httpapi/live).
 		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
 		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
-		{"POST /api/v1/tokens", routeOf(tokenRoutes.createToken), false},
-		{"GET /api/v1/tokens", routeOf(tokenRoutes.listTokens), false},
-		{"DELETE /api/v1/tokens/{id}", routeOf(tokenRoutes.revokeToken), false},
+		// API tokens are httpapi/identity's, which checks them too.
+		{"POST /api/v1/tokens", identityRoute((*identity.Service).CreateToken), false},
+		{"GET /api/v1/tokens", identityRoute((*identity.Service).ListTokens), false},
+		{"DELETE /api/v1/tokens/{id}", identityRoute((*identity.Service).RevokeToken), false},
 		{"GET /api/v1/audit", routeOf(auditRoutes.listAudit), false},
 	}
 }
 
 // routeOf adapts a handler of a resource's small type over the server (taskRoutes,
-// eventRoutes, webhookRoutes, scheduleRoutes, tokenRoutes, …) to the route table.
-func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, Principal) error) func(*Server, http.ResponseWriter, *http.Request, Principal) error {
-	return func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error { return h(T{s}, w, r, p) }
+// eventRoutes, webhookRoutes, scheduleRoutes, …) to the route table.
+func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+		return h(T{s}, w, r, p)
+	}
+}
+
+// identityRoute adapts a handler of httpapi/identity (the API tokens') to the route table.
+func identityRoute(h func(*identity.Service, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+		return h(s.id, w, r, p)
+	}
 }
 
 // Routes lists every method and path pattern the server answers, API and operational.
@@ -247,7 +262,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 			timeout = 0
 		}
 		handle := rt.handle
-		mux.Handle(rt.pattern, s.authenticated(rt.pattern, func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		mux.Handle(rt.pattern, s.authenticated(rt.pattern, func(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 			return handle(s, w, r, p)
 		}, timeout))
 	}
@@ -255,7 +270,7 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
 	if s.web != nil {
-		s.web.mount(mux)
+		s.web.Mount(mux)
 	}
 	for _, m := range mounts {
 		mux.Handle(m.Pattern, m.Handler)
@@ -263,11 +278,11 @@ func (s *Server) Handler(mounts ...Mount) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, problem(http.StatusMethodNotAllowed, "method_not_allowed",
+			s.writeError(w, r, problem.New(http.StatusMethodNotAllowed, "method_not_allowed",
 				fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))))
 			return
 		}
-		s.writeError(w, r, problem(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+echo(r.URL.Path)))
+		s.writeError(w, r, problem.New(http.StatusNotFound, "no_route", "no such endpoint: "+r.Method+" "+textcheck.Echo(r.URL.Path)))
 	})
 	return s.middleware(mux)
 }
@@ -285,15 +300,15 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	return out
 }
 
-// authenticated identifies the caller (principal), checks the scope the route needs
+// authenticated identifies the caller (httpapi/identity), checks the scope the route needs
 // (routeScope), then runs h within timeout (none when 0), turning its error into a problem.
 // Every state-changing route and every download leaves an audit row (audit.go): written by
 // the store with the change itself when there is one, else here once the answer is known —
 // a refusal included, and nothing else for it.
-func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, Principal) error, timeout time.Duration) http.Handler {
+func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, identity.Principal) error, timeout time.Duration) http.Handler {
 	scope, action := routeScope(pattern), auditAction(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.principal(r)
+		p, err := s.id.Principal(r)
 		if err == nil {
 			err = checkScope(p, pattern, scope)
 		}
@@ -309,7 +324,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
 			return
 		}
-		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())}
+		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 		r = r.WithContext(store.WithAudit(r.Context(), a))
 		if timeout > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -317,7 +332,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			r = r.WithContext(ctx)
 		}
 		err = h(w, r, p)
-		var pr *Problem
+		var pr *problem.Problem
 		if err != nil {
 			pr = toProblem(err)
 			s.writeError(w, r, err)
@@ -332,35 +347,11 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 	})
 }
 
-// configToken returns the principal of a config token.
-func (s *Server) configToken(token string) (Principal, bool) {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	found, p := false, Principal{}
-	for k, cand := range s.tokens {
-		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
-			found, p = true, cand
-		}
-	}
-	return p, found
-}
-
-// AuthenticateAdmin reports whether r comes from an admin (any way in, admin scope); the
-// profiling endpoints use it.
-func (s *Server) AuthenticateAdmin(r *http.Request) bool {
-	p, err := s.principal(r)
-	return err == nil && p.Has(auth.ScopeAdmin)
-}
-
-type ctxKey int
-
-const requestIDKey ctxKey = 0
+// Identity is the server's identity service: how callers are found, the web page's
+// sessions, and the console's view of them (monitor's WebSignIn; cmd wires it).
+func (s *Server) Identity() *identity.Service { return s.id }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
 
 // statusRecorder remembers the status a handler wrote. An answer sent before the request
 // body was read to its end closes the connection: otherwise the server would first drain
@@ -368,13 +359,13 @@ func requestID(ctx context.Context) string {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
-	body   *guardedBody
+	body   *request.GuardedBody
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 && code >= 200 {
 		r.status = code
-		if r.body != nil && !r.body.done() {
+		if r.body != nil && !r.body.Done() {
 			r.Header().Set("Connection", "close")
 		}
 	}
@@ -402,18 +393,18 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		// Every answer is exactly the type it declares: no browser sniffs a JSON body or a
 		// download into HTML.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		r = r.WithContext(problem.WithRequestID(r.Context(), id))
 		rec := &statusRecorder{ResponseWriter: w}
-		body := guardBody(rec, r, s.Body)
+		body := request.GuardBody(rec, r, s.Body)
 		rec.body = body
 		defer func() {
 			if body != nil {
-				body.finish()
+				body.Finish()
 			}
 			if p := recover(); p != nil {
 				s.Logger.Error("handler panicked", "request_id", id, "panic", p)
 				if rec.status == 0 {
-					s.writeError(rec, r, problem(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it"))
+					s.writeError(rec, r, problem.New(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it"))
 				}
 			}
 			took := time.Since(start)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -151,9 +153,9 @@ func (e *apiEnv) callJSON(method, target, token string, body any, headers ...str
 }
 
 // problemOf decodes a problem answer, failing unless it is one.
-func problemOf(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+func problemOf(t *testing.T, rec *httptest.ResponseRecorder) problem.Problem {
 	t.Helper()
-	var p Problem
+	var p problem.Problem
 	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("answer %d is %q, not a problem: %s", rec.Code, ct, rec.Body)
 	}
@@ -380,7 +382,7 @@ func TestJSONBodiesAreReadStrictly(t *testing.T) {
 		{"deep nesting", "application/json", `{"type":"x","filter":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, 400, "invalid_body", "nested deeper"},
 		{"huge number", "application/json", `{"type":"bench:noop","params":{"n":1e999}}`, 400, "invalid_body", "params.n is a number out of range"},
 		{"empty", "application/json", ``, 400, "invalid_body", "empty"},
-		{"too large", "application/json", `{"type":"customers","filter":{"city":"` + strings.Repeat("a", maxJSONBody) + `"}}`, 413, "body_too_large", ""},
+		{"too large", "application/json", `{"type":"customers","filter":{"city":"` + strings.Repeat("a", request.MaxJSONBody) + `"}}`, 413, "body_too_large", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

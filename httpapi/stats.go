@@ -6,17 +6,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/store"
 )
 
 // stats answers GET /api/v1/stats?from=&to=&group_by=day,type,status,owner: finished tasks,
 // live and archived, counted with their rows and duration percentiles. A user sees their own
 // tasks; an admin everyone's. Default: the last 30 days, one total row.
-func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	q := r.URL.Query()
 	now := time.Now().UTC()
 	f := store.StatsFilter{From: now.AddDate(0, 0, -30).Truncate(24 * time.Hour), To: now.Add(24 * time.Hour).Truncate(24 * time.Hour)}
-	var errs []FieldError
+	var errs []problem.FieldError
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
 		v := q.Get(name)
 		if v == "" {
@@ -25,31 +27,31 @@ func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p Principal) 
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			if t, err = time.Parse(time.DateOnly, v); err != nil {
-				errs = append(errs, FieldError{name, "must be a date (2026-11-30) or an RFC 3339 time"})
+				errs = append(errs, problem.FieldError{Field: name, Message: "must be a date (2026-11-30) or an RFC 3339 time"})
 				continue
 			}
 		}
 		if t.Year() < 1970 || t.Year() > 9999 {
-			errs = append(errs, FieldError{name, "must be between 1970 and 9999"})
+			errs = append(errs, problem.FieldError{Field: name, Message: "must be between 1970 and 9999"})
 			continue
 		}
 		*dst = t
 	}
 	if !f.From.Before(f.To) {
-		errs = append(errs, FieldError{"from", "must be before to"})
+		errs = append(errs, problem.FieldError{Field: "from", Message: "must be before to"})
 	}
 	if f.To.Sub(f.From) > 400*24*time.Hour {
-		errs = append(errs, FieldError{"to", "the range may span at most 400 days"})
+		errs = append(errs, problem.FieldError{Field: "to", Message: "the range may span at most 400 days"})
 	}
 	for _, g := range multi(q["group_by"]) {
 		if !slices.Contains(store.StatsDimensions, g) {
-			errs = append(errs, FieldError{"group_by", "must list some of: " + strings.Join(store.StatsDimensions, ", ")})
+			errs = append(errs, problem.FieldError{Field: "group_by", Message: "must list some of: " + strings.Join(store.StatsDimensions, ", ")})
 			break
 		}
 		f.GroupBy = append(f.GroupBy, g)
 	}
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	rows, err := s.Store.Stats(r.Context(), f, p.Scope())
 	if err != nil {

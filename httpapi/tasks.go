@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -27,7 +30,7 @@ type ListView struct {
 }
 
 // listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
-func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
 		return err
@@ -51,63 +54,63 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p Principa
 // parseListQuery reads the task list's query. The filters are the task export's
 // (export.TaskFilter), checked by the same rules; every value must be text Postgres can
 // hold; the cursor must be one this API wrote.
-func parseListQuery(rawQuery string, p Principal) (store.ListFilter, error) {
+func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return store.ListFilter{}, badRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return store.ListFilter{}, problem.BadRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
 	}
-	var errs []FieldError
+	var errs []problem.FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		for _, v := range q[name] {
-			if msg := textcheck.Problem(v, maxQueryValue); msg != "" {
-				errs = append(errs, FieldError{name, msg})
+			if msg := textcheck.Problem(v, request.MaxQueryValue); msg != "" {
+				errs = append(errs, problem.FieldError{Field: name, Message: msg})
 				break
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return store.ListFilter{}, invalid("invalid_query", "the query has invalid parameters", errs...)
+		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	tf := export.TaskFilter{Types: multi(q["type"]), Owner: q.Get("owner")}
 	for _, st := range multi(q["status"]) {
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
 	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
-		errs = append(errs, FieldError{"owner", "only an admin can list other users' tasks"})
+		errs = append(errs, problem.FieldError{Field: "owner", Message: "only an admin can list other users' tasks"})
 	}
-	errs = append(errs, queryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
+	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
 	var ferr *export.FilterError
 	if errors.As(tf.Validate(), &ferr) {
 		for _, f := range ferr.Fields {
-			errs = append(errs, FieldError{f.Field, f.Message})
+			errs = append(errs, problem.FieldError{Field: f.Field, Message: f.Message})
 		}
 	}
 	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, FieldError{"limit", "must be a number from 1 to 200"})
+			errs = append(errs, problem.FieldError{Field: "limit", Message: "must be a number from 1 to 200"})
 		}
 		f.Limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)
 		if err != nil {
-			errs = append(errs, FieldError{"cursor", "is not a cursor this API returned"})
+			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
 		}
 		f.After = c
 	}
 	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-		return store.ListFilter{}, invalid("invalid_query", "the query has invalid parameters", errs...)
+		slices.SortStableFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	return f, nil
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
-func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	ctx := r.Context()
-	id, err := taskID(r)
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p Principal)
 
 // getArchivedTask answers GET /api/v1/tasks/{id} for a task retention moved to the archive:
 // the same view, marked archived, with no actions (its files are gone).
-func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p Principal) error {
+func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p identity.Principal) error {
 	ctx := r.Context()
 	t, err := s.Store.GetArchived(ctx, id, p.Scope())
 	if err != nil {
@@ -178,8 +181,8 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 }
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
-func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := taskID(r)
+func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -208,8 +211,8 @@ func (s *Server) changed(ctx context.Context, t *store.Task) {
 }
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
-func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := taskID(r)
+func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
@@ -225,8 +228,8 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p Principa
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.
-func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.Files, error) {
-	id, err := taskID(r)
+func (s *Server) taskFiles(r *http.Request, p identity.Principal) (*store.Task, taskview.Files, error) {
+	id, err := request.TaskID(r)
 	if err != nil {
 		return nil, taskview.Files{}, err
 	}
@@ -245,7 +248,7 @@ func (s *Server) taskFiles(r *http.Request, p Principal) (*store.Task, taskview.
 
 // downloadResult answers GET /api/v1/tasks/{id}/result: 410 once the result has expired
 // (before or after cleanup deleted the file), 409 until there is a result.
-func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	t, res, err := s.taskFiles(r, p)
 	if err != nil {
 		return err
@@ -255,13 +258,13 @@ func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p Pri
 		if t.ResultExpiresAt != nil {
 			detail = "the result file expired at " + t.ResultExpiresAt.UTC().Format(time.RFC3339) + "; export again to get a new one"
 		}
-		return problem(http.StatusGone, "result_expired", detail)
+		return problem.New(http.StatusGone, "result_expired", detail)
 	}
 	if res.File == "" {
 		if t.Status.Terminal() {
-			return problem(http.StatusConflict, "no_result", fmt.Sprintf("the task ended %s without a result file", t.Status))
+			return problem.New(http.StatusConflict, "no_result", fmt.Sprintf("the task ended %s without a result file", t.Status))
 		}
-		return problem(http.StatusConflict, "result_not_ready", fmt.Sprintf("the task is %s; the result is not ready yet", t.Status))
+		return problem.New(http.StatusConflict, "result_not_ready", fmt.Sprintf("the task is %s; the result is not ready yet", t.Status))
 	}
 	return s.serveFile(w, r, res.File, res.Name, res.ContentType)
 }
@@ -278,7 +281,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, co
 		return err
 	} else if ok {
 		if _, err := s.Files.Stat(r.Context(), key); errors.Is(err, storage.ErrNotExist) {
-			return problem(http.StatusGone, "result_expired", "the result file is no longer available")
+			return problem.New(http.StatusGone, "result_expired", "the result file is no longer available")
 		} else if err != nil {
 			return err
 		}
@@ -288,7 +291,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, co
 	}
 	obj, err := s.Files.Open(r.Context(), key)
 	if errors.Is(err, storage.ErrNotExist) {
-		return problem(http.StatusGone, "result_expired", "the result file is no longer available")
+		return problem.New(http.StatusGone, "result_expired", "the result file is no longer available")
 	}
 	if err != nil {
 		return err

@@ -6,14 +6,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 )
 
 // importTemplate answers GET /api/v1/imports/template?lang=zh|en&format=xlsx|csv: the file a
 // user fills in to import customers ("下载模板"). Without lang it follows Accept-Language;
 // without format it is an .xlsx.
-func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ identity.Principal) error {
 	q := r.URL.Query()
 	lang := importer.ParseLang(r.Header.Get("Accept-Language"))
 	switch l := q.Get("lang"); l {
@@ -21,7 +24,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	case "zh", "en":
 		lang = importer.Lang(l)
 	default:
-		return invalid("invalid_query", "lang must be zh or en, not "+echo(l), FieldError{"lang", "must be zh or en"})
+		return problem.Invalid("invalid_query", "lang must be zh or en, not "+textcheck.Echo(l), problem.FieldError{Field: "lang", Message: "must be zh or en"})
 	}
 	format := sheet.XLSX
 	switch f := q.Get("format"); f {
@@ -29,7 +32,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ Princi
 	case "csv":
 		format = sheet.CSV
 	default:
-		return invalid("invalid_query", "format must be xlsx or csv, not "+echo(f), FieldError{"format", "must be xlsx or csv"})
+		return problem.Invalid("invalid_query", "format must be xlsx or csv, not "+textcheck.Echo(f), problem.FieldError{Field: "format", Message: "must be xlsx or csv"})
 	}
 	b, name, err := importer.Template(lang, format)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/jobs"
 )
 
@@ -20,7 +21,7 @@ type TypeView struct {
 }
 
 // listTypes answers GET /api/v1/types: the task types the caller may submit.
-func (s typeRoutes) listTypes(w http.ResponseWriter, _ *http.Request, p Principal) error {
+func (s typeRoutes) listTypes(w http.ResponseWriter, _ *http.Request, p identity.Principal) error {
 	who := jobs.Who{User: p.User, Admin: p.Scope().Admin}
 	out := struct {
 		Items []TypeView `json:"items"`

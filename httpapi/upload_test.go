@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskcenter/taskcenter/httpapi/request"
 )
 
 // slowClient sends a request over a raw connection: the head at once, then the body a few
@@ -93,7 +95,7 @@ const multipartHead = "--B\r\nContent-Disposition: form-data; name=\"file\"; fil
 func TestSlowUploadsAreCutOff(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t, func(d *Deps) {
-		d.Body = BodyLimits{IdleTimeout: 700 * time.Millisecond, MinRate: 1024, RateWindow: 500 * time.Millisecond}
+		d.Body = request.BodyLimits{IdleTimeout: 700 * time.Millisecond, MinRate: 1024, RateWindow: 500 * time.Millisecond}
 	})
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
@@ -136,7 +138,7 @@ func TestUploadsPerUserAreCapped(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t, func(d *Deps) {
 		d.Import.MaxConcurrentUploads = 2
-		d.Body = BodyLimits{IdleTimeout: 2 * time.Second, MinRate: 1, RateWindow: time.Minute}
+		d.Body = request.BodyLimits{IdleTimeout: 2 * time.Second, MinRate: 1, RateWindow: time.Minute}
 	})
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)

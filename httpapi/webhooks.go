@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -82,18 +85,18 @@ type webhookRequest struct {
 	Owner  string   `json:"owner"`
 }
 
-func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req webhookRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	owner := p.User
 	if req.Owner != "" && req.Owner != p.User {
 		if !p.Scope().Admin {
-			return problem(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
+			return problem.New(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
 		}
 		if msg := textcheck.Problem(req.Owner, 200); msg != "" {
-			return invalid("invalid_body", "owner "+msg, FieldError{"owner", msg})
+			return problem.Invalid("invalid_body", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 		}
 		owner = req.Owner
 	}
@@ -125,14 +128,14 @@ func webhookEvents(events []string) ([]string, error) {
 		return slices.Clone(webhook.TerminalEvents), nil
 	}
 	if len(events) > maxWebhookEvents {
-		return nil, problem(http.StatusUnprocessableEntity, "bad_events", fmt.Sprintf("name at most %d events", maxWebhookEvents))
+		return nil, problem.New(http.StatusUnprocessableEntity, "bad_events", fmt.Sprintf("name at most %d events", maxWebhookEvents))
 	}
 	var out []string
 	for _, e := range events {
 		if !slices.Contains(webhook.Events, e) {
-			return nil, problem(http.StatusUnprocessableEntity, "bad_events",
-				fmt.Sprintf("%s is not an event; use %s", echo(e), strings.Join(webhook.Events, ", "))).
-				withErrors(FieldError{"events", "unknown event " + echo(e)})
+			return nil, problem.New(http.StatusUnprocessableEntity, "bad_events",
+				fmt.Sprintf("%s is not an event; use %s", textcheck.Echo(e), strings.Join(webhook.Events, ", "))).
+				WithErrors(problem.FieldError{Field: "events", Message: "unknown event " + textcheck.Echo(e)})
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)
@@ -144,10 +147,10 @@ func webhookEvents(events []string) ([]string, error) {
 // checkWebhookURL refuses a URL the policy does not allow, saying why.
 func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 	if url == "" {
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").withErrors(FieldError{field, "is required"})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").WithErrors(problem.FieldError{Field: field, Message: "is required"})
 	}
 	if msg := textcheck.Problem(url, webhook.MaxURLLength); msg != "" {
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).withErrors(FieldError{field, msg})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
 	}
 	checker := s.Webhooks
 	if checker == nil {
@@ -158,8 +161,8 @@ func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 		if !errors.As(err, &na) {
 			return err
 		}
-		return problem(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
-			withErrors(FieldError{field, na.Reason})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
+			WithErrors(problem.FieldError{Field: field, Message: na.Reason})
 	}
 	return nil
 }
@@ -174,7 +177,7 @@ func webhookSecret(field, secret string) (string, error) {
 		msg = fmt.Sprintf("must be at least %d characters", minSecret)
 	}
 	if msg != "" {
-		return "", problem(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).withErrors(FieldError{field, msg})
+		return "", problem.New(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
 	}
 	return secret, nil
 }
@@ -184,14 +187,14 @@ func webhookView(sub *store.Subscription, taskNo string) WebhookView {
 }
 
 // subscription resolves the {id} path parameter to a subscription the caller may see.
-func (s webhookRoutes) subscription(r *http.Request, p Principal) (*store.Subscription, error) {
+func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*store.Subscription, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, maxTaskID); msg != "" {
-		return nil, invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, FieldError{"id", msg})
+	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
+		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
-		return nil, problem(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
+		return nil, problem.New(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
 	}
 	return sub, err
 }
@@ -206,8 +209,8 @@ func (s webhookRoutes) taskNoOf(ctx context.Context, sub *store.Subscription) st
 	return ""
 }
 
-func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p Principal) error {
-	owner, err := ownerQuery(r.URL.Query(), p, "webhooks")
+func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	owner, err := identity.OwnerQuery(r.URL.Query(), p, "webhooks")
 	if err != nil {
 		return err
 	}
@@ -225,7 +228,7 @@ func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p Pr
 	return nil
 }
 
-func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -234,7 +237,7 @@ func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p Prin
 	return nil
 }
 
-func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -246,22 +249,22 @@ func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p P
 	return nil
 }
 
-func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
 	f := store.DeliveryFilter{Limit: 50, State: store.DeliveryState(q.Get("state"))}
-	var errs []FieldError
+	var errs []problem.FieldError
 	switch f.State {
 	case "", store.DeliveryPending, store.DeliverySending, store.DeliveryDelivered, store.DeliveryDead:
 	default:
-		errs = append(errs, FieldError{"state", "must be pending, sending, delivered or dead"})
+		errs = append(errs, problem.FieldError{Field: "state", Message: "must be pending, sending, delivered or dead"})
 	}
-	errs = append(errs, queryPage(q, &f.Limit, &f.Before)...)
+	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
-		return invalid("invalid_query", "the query has invalid parameters", errs...)
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	ds, err := s.Store.Deliveries(r.Context(), sub.ID, f)
 	if err != nil {
@@ -305,18 +308,18 @@ func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryV
 	return v
 }
 
-func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
+func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
 	}
 	no := r.PathValue("delivery")
-	if msg := textcheck.Problem(no, maxTaskID); msg != "" {
-		return invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, FieldError{"delivery", msg})
+	if msg := textcheck.Problem(no, request.MaxID); msg != "" {
+		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, problem.FieldError{Field: "delivery", Message: msg})
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
 	if errors.Is(err, store.ErrDeliveryNotFound) {
-		return problem(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
+		return problem.New(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
 	}
 	if err != nil {
 		return err

@@ -66,7 +66,8 @@ type ConsoleConfig struct {
 	Audit AuditRecorder
 }
 
-// WebSignIn is the web page's sign-in as the console uses it (*httpapi.Server).
+// WebSignIn is the web page's sign-in as the console uses it (*identity.Service of
+// httpapi/identity).
 type WebSignIn interface {
 	// ConsoleAdmin returns the admin the request's web session (or gateway header) names.
 	ConsoleAdmin(r *http.Request) (user string, ok bool)

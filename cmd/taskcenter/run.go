@@ -25,7 +25,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/httpapi"
+	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
@@ -502,17 +504,17 @@ func (p *process) startAPI() error {
 	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
 	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
-	identity := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
+	authDeps := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
 		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
 			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
 			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
 			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues})}
 	api := httpapi.New(httpapi.Deps{
-		Auth:  identity,
+		Auth:  authDeps,
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
-		Body:   httpapi.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
+		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
@@ -524,7 +526,7 @@ func (p *process) startAPI() error {
 			Retry: cfg.Events.Retry, Buffer: cfg.Events.Buffer, WriteTimeout: cfg.Events.WriteTimeout},
 	})
 	p.stopping = append(p.stopping, api.Close) // ends the streams, so the HTTP drain does not wait for them
-	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api)}
+	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api.Identity())}
 	if cfg.Console.Enabled {
 		adminUsers := map[string]string{}
 		for _, t := range cfg.Auth.Tokens {
@@ -535,7 +537,7 @@ func (p *process) startAPI() error {
 		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
 			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), AdminUsers: adminUsers,
 			SessionTTL: cfg.Console.SessionTTL, LoginFailures: cfg.Console.LoginFailures, LoginWindow: cfg.Console.LoginWindow,
-			Tasks: p.st, Logger: p.logger, Web: api, Audit: p.st})
+			Tasks: p.st, Logger: p.logger, Web: api.Identity(), Audit: p.st})
 		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
 		p.stopping = append(p.stopping, func() {
 			if err := console.Close(); err != nil {
@@ -660,7 +662,7 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 }
 
 // profilingMount serves Go's pprof profiles under /debug/pprof/ to admin tokens only.
-func profilingMount(api *httpapi.Server) httpapi.Mount {
+func profilingMount(id *identity.Service) httpapi.Mount {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -668,7 +670,7 @@ func profilingMount(api *httpapi.Server) httpapi.Mount {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return httpapi.Mount{Pattern: "/debug/pprof/", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !api.AuthenticateAdmin(r) {
+		if !id.AuthenticateAdmin(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter"`)
 			http.Error(w, "admin token required", http.StatusUnauthorized)
 			return

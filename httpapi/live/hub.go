@@ -1,6 +1,12 @@
-// Package live is the process's one follower of task events: a Redis subscription to the
-// workers' notices and a reader of the outbox (task_events), fanned out in order to the
-// process's live event streams (the SSE handlers of httpapi subscribe here).
+// Package live is task events as they happen: the process's one follower of them (the Hub,
+// hub.go: a Redis subscription to the workers' notices and a reader of the outbox,
+// task_events), fanned out in order to the live event streams it serves as Server-Sent
+// Events (Streams, stream.go).
+//
+// The streams are API endpoints: httpapi routes GET /api/v1/events and
+// GET /api/v1/tasks/{id}/events to Streams, which identifies nobody itself (the caller is an
+// httpapi/identity Principal) and refuses with httpapi/problem problems. live never imports
+// httpapi.
 package live
 
 import (

@@ -1,4 +1,4 @@
-package httpapi
+package request
 
 import (
 	"cmp"
@@ -7,9 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/config"
 )
 
@@ -29,8 +29,8 @@ type BodyLimits struct {
 	RateWindow time.Duration
 }
 
-// withDefaults fills what l leaves at zero from the configuration's defaults, their one home.
-func (l BodyLimits) withDefaults() BodyLimits {
+// WithDefaults fills what l leaves at zero from the configuration's defaults, their one home.
+func (l BodyLimits) WithDefaults() BodyLimits {
 	d := config.Default().HTTP
 	l.IdleTimeout = cmp.Or(max(l.IdleTimeout, 0), d.BodyIdleTimeout)
 	l.MinRate = cmp.Or(max(l.MinRate, 0), d.BodyMinRate)
@@ -52,12 +52,12 @@ func (e *SlowBodyError) Error() string {
 	return fmt.Sprintf("the request body arrived slower than %d KiB/s", e.limits.MinRate>>10)
 }
 
-// guardedBody enforces BodyLimits on a request body. Before each read it sets the
+// GuardedBody enforces BodyLimits on a request body. Before each read it sets the
 // connection's read deadline to now + IdleTimeout; after each read it checks the rate of
 // the current window. At the end of the body it clears the deadline, so the server's
 // background read (which cancels the request context on a timeout) is not cut off while
 // the handler works on.
-type guardedBody struct {
+type GuardedBody struct {
 	body        io.ReadCloser
 	ctl         *http.ResponseController
 	limits      BodyLimits
@@ -66,7 +66,7 @@ type guardedBody struct {
 	err         error
 }
 
-func (b *guardedBody) Read(p []byte) (int, error) {
+func (b *GuardedBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -99,72 +99,45 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *guardedBody) Close() error { return b.body.Close() }
+func (b *GuardedBody) Close() error { return b.body.Close() }
 
-// done reports whether the body was read to its end.
-func (b *guardedBody) done() bool { return errors.Is(b.err, io.EOF) }
+// Done reports whether the body was read to its end.
+func (b *GuardedBody) Done() bool { return errors.Is(b.err, io.EOF) }
 
-// finish runs when the handler has returned: whatever the server still reads of a body
+// Finish runs when the handler has returned: whatever the server still reads of a body
 // left unread is bounded by the idle timeout too.
-func (b *guardedBody) finish() {
+func (b *GuardedBody) Finish() {
 	if b.err == nil {
 		b.ctl.SetReadDeadline(time.Now().Add(b.limits.IdleTimeout)) //nolint:errcheck
 	}
 }
 
-// guardBody puts BodyLimits on r's body, if it has one; call finish on the result (when
+// GuardBody puts BodyLimits on r's body, if it has one; call finish on the result (when
 // not nil) after the handler.
-func guardBody(w http.ResponseWriter, r *http.Request, limits BodyLimits) *guardedBody {
+func GuardBody(w http.ResponseWriter, r *http.Request, limits BodyLimits) *GuardedBody {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	g := &guardedBody{body: r.Body, ctl: http.NewResponseController(w), limits: limits}
+	g := &GuardedBody{body: r.Body, ctl: http.NewResponseController(w), limits: limits}
 	r.Body = g
 	return g
 }
 
-// readError turns a failure reading a request body into a problem.
-func readError(err error) error {
+// ReadError turns a failure reading a request body into a problem.
+func ReadError(err error) error {
 	var slow *SlowBodyError
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &slow):
-		return slowProblem(slow)
+		return slow.Problem()
 	case errors.As(err, &mbe):
-		return problem(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+		return problem.New(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
 	default:
-		return badRequest("invalid_body", "the request body could not be read")
+		return problem.BadRequest("invalid_body", "the request body could not be read")
 	}
 }
 
-func slowProblem(e *SlowBodyError) *Problem {
-	return problem(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
-}
-
-// uploadSlots caps the uploads each user has in flight.
-type uploadSlots struct {
-	max    int
-	mu     sync.Mutex
-	active map[string]int
-}
-
-func newUploadSlots(max int) *uploadSlots {
-	return &uploadSlots{max: max, active: map[string]int{}}
-}
-
-// acquire takes one of user's slots, or reports that all are in use.
-func (u *uploadSlots) acquire(user string) (release func(), ok bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.active[user] >= u.max {
-		return nil, false
-	}
-	u.active[user]++
-	return func() {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		if u.active[user]--; u.active[user] <= 0 {
-			delete(u.active, user)
-		}
-	}, true
+// Problem is the answer to a body that arrived too slowly.
+func (e *SlowBodyError) Problem() *problem.Problem {
+	return problem.New(http.StatusRequestTimeout, "body_too_slow", e.Error()+"; send it again on a faster connection")
 }

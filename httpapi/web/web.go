@@ -1,24 +1,41 @@
-package httpapi
+// Package web is the end-user web page ("My tasks") served at /: sign-in, the task list, a
+// task's detail, new import and new export. The pages are html/template shells embedded in
+// the binary (templates/, with the words of i18n/ and the script and style of assets/); the
+// script (assets/app.js) talks to the REST API only, with the session cookie, exactly as a
+// bearer client would. Nothing is fetched from elsewhere.
+//
+// Browser auth: signing in with a token (web.go) or with the company identity provider
+// (oidc.go) opens a server-side session, which httpapi/identity keeps: it sets the
+// HttpOnly, SameSite=Strict cookie, acts as the session's user on the API, and checks the
+// origin and CSRF token of every state-changing request made with the cookie. Bearer
+// requests are unchanged.
+//
+// The page depends on httpapi/identity (and httpapi/problem, httpapi/request below it), never
+// on the REST API (httpapi): httpapi mounts the page's routes on its mux and hands it the
+// API's problem writer.
+package web
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/identity"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
@@ -26,68 +43,54 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// This file is the end-user web page ("My tasks") served at /: sign-in, the task list, a
-// task's detail, new import and new export. The pages are html/template shells embedded in
-// the binary; their script (web/assets/app.js) talks to the REST API only, with the session
-// cookie, exactly as a bearer client would. Nothing is fetched from elsewhere.
-//
-// Browser auth: signing in with a token opens a server-side session (internal/session, as
-// the console does) and sets an HttpOnly, SameSite=Strict cookie holding the session id
-// signed with HMAC. A request with the cookie and no Authorization header acts as the
-// token's user. Every state-changing request made with the cookie must come from this
-// origin (Origin, else Referer) and carry the session's CSRF token (X-CSRF-Token header,
-// or the csrf form field). Bearer requests are unchanged.
+//go:embed assets i18n templates
+var files embed.FS
 
-//go:embed web
-var webFS embed.FS
-
-// WebConfig configures the web page and its sessions.
-type WebConfig struct {
-	// Disabled turns the page (and cookie sessions) off; the API is unchanged. The page also
-	// needs Deps.Redis. Default on.
-	Disabled bool
-	// SessionTTL is how long a sign-in lasts at most. Default 12h.
-	SessionTTL time.Duration
+// Config is the page's collaborators and settings.
+type Config struct {
+	// Identity finds who is signed in and keeps the sessions.
+	Identity *identity.Service
+	// Redis keeps the sign-ins under way with the identity provider and the sign-in
+	// throttle.
+	Redis redis.UniversalClient
+	// OIDC signs browsers in with the company identity provider when it has a client id.
+	// Nil: token sign-in only.
+	OIDC   *auth.Provider
+	Logger *slog.Logger
+	// WriteError answers with the problem for an error, as the API answers its own (logged,
+	// and counted against an outage).
+	WriteError func(http.ResponseWriter, *http.Request, error)
 	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
 	// further attempts answer 429 until the window ends. Default 5.
 	LoginFailures int
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration
-	// SessionKey signs session cookies. Default: derived from the configured tokens (so
-	// replicas with the same config agree, and changing the tokens ends every session).
-	SessionKey []byte
 	// ConsoleLink is shown to admins as the console's address. Default "/monitor/";
 	// "-" hides it.
 	ConsoleLink string
 }
 
 const (
-	webSessionCookie = "taskcenter_session"
-	webLangCookie    = "taskcenter_lang"
-	webSessionPrefix = "taskcenter:web:session:"
-	webFailPrefix    = "taskcenter:web:login_failures:"
+	webLangCookie = "taskcenter_lang"
+	webFailPrefix = "taskcenter:web:login_failures:"
 )
 
-// webApp is the page's state: sessions, templates, assets.
-type webApp struct {
-	api      *Server // the API's credentials, audit trail and logger
-	cfg      WebConfig
-	sso      bool // browser sign-in with the identity provider (oidc.go)
+// App is the page's state: templates, assets, words, the sign-in throttle.
+type App struct {
+	cfg      Config
+	id       *identity.Service // who is signed in; the sessions
+	sso      bool              // browser sign-in with the identity provider (oidc.go)
 	rdb      redis.UniversalClient
-	sessions *session.Store
 	throttle *session.Throttle
-	byPrint  map[string]Principal // token fingerprint → principal
 	pages    map[string]*template.Template
 	assets   fs.FS
 	version  string // asset cache buster
 	dict     map[string]map[string]string
 }
 
-func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
-	cfg, def := d.Web, config.Default().Web
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = def.SessionTTL
-	}
+// New returns the page; an error means the embedded files are broken.
+func New(cfg Config) (*App, error) {
+	def := config.Default().Web
 	if cfg.LoginFailures <= 0 {
 		cfg.LoginFailures = def.LoginFailures
 	}
@@ -100,30 +103,10 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	if cfg.ConsoleLink == "-" {
 		cfg.ConsoleLink = ""
 	}
-	w := &webApp{cfg: cfg, byPrint: map[string]Principal{}, pages: map[string]*template.Template{}, sso: d.Auth.OIDC.BrowserSignIn(), rdb: rdb}
-	key := cfg.SessionKey
-	if len(key) == 0 {
-		h := sha256.New()
-		h.Write([]byte("taskcenter web session key v1\x00"))
-		toks := make([]string, 0, len(d.Tokens))
-		for _, t := range d.Tokens {
-			toks = append(toks, t.Token+"\x00"+t.User+"\x00"+string(t.Role))
-		}
-		slices.Sort(toks)
-		for _, t := range toks {
-			h.Write([]byte(t + "\x00"))
-		}
-		key = h.Sum(nil)
-	}
-	w.sessions = session.NewStore(rdb, webSessionPrefix, cfg.SessionTTL).WithSigningKey(key)
-	w.throttle = session.NewThrottle(rdb, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
-	for _, t := range d.Tokens {
-		if sum, ok := auth.ConfigTokenSum(t.Token); ok {
-			w.byPrint[hex.EncodeToString(sum[:8])] = Principal{User: t.User, Role: t.Role, Via: "session"} // session.Fingerprint's form
-		}
-	}
+	w := &App{cfg: cfg, id: cfg.Identity, pages: map[string]*template.Template{}, sso: cfg.OIDC.BrowserSignIn(), rdb: cfg.Redis}
+	w.throttle = session.NewThrottle(cfg.Redis, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
 	var err error
-	if w.assets, err = fs.Sub(webFS, "web/assets"); err != nil {
+	if w.assets, err = fs.Sub(files, "assets"); err != nil {
 		return nil, err
 	}
 	sum := sha256.New()
@@ -137,7 +120,7 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	w.version = hex.EncodeToString(sum.Sum(nil)[:6])
 	w.dict = map[string]map[string]string{}
 	for _, lang := range []string{"en", "zh"} {
-		b, err := webFS.ReadFile("web/i18n/" + lang + ".json")
+		b, err := files.ReadFile("i18n/" + lang + ".json")
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +138,7 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	for _, page := range []string{"login", "list", "detail", "import", "export"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
-		}).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+page+".html")
+		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -164,92 +147,9 @@ func newWebApp(rdb redis.UniversalClient, d Deps) (*webApp, error) {
 	return w, nil
 }
 
-// cookieSession returns the principal of a request's session cookie.
-func (w *webApp) cookieSession(r *http.Request) (Principal, session.Data, bool) {
-	ck, err := r.Cookie(webSessionCookie)
-	if err != nil {
-		return Principal{}, session.Data{}, false
-	}
-	id, ok := w.sessions.ID(ck.Value)
-	if !ok {
-		return Principal{}, session.Data{}, false
-	}
-	d, ok, _ := w.sessions.Get(r.Context(), id)
-	if !ok {
-		return Principal{}, session.Data{}, false
-	}
-	if d.Via == "oidc" || d.Via == "gateway" {
-		// Opened for a user the provider or the gateway named; it lasts its TTL or until
-		// signed out.
-		return Principal{User: d.User, Role: config.Role(d.Role), Via: "session"}, d, true
-	}
-	// The token must still be configured; its current user and role apply.
-	p, ok := w.byPrint[d.Token]
-	if !ok || p.User != d.User {
-		return Principal{}, session.Data{}, false
-	}
-	return p, d, true
-}
-
-// safeMethod reports whether a request changes nothing.
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-// crossSite reports whether a browser says a request comes from another site
-// (net/http.CrossOriginProtection: its Sec-Fetch-Site, else its Origin against the Host). A
-// request with neither header is not a browser's and is not refused here.
-func (s *Server) crossSite(r *http.Request) bool { return s.origins.Check(r) != nil }
-
-// csrfOK checks a cookie request that changes state: not from another site, and the
-// session's token.
-func (s *Server) csrfOK(r *http.Request, d session.Data, formToken string) bool {
-	if s.crossSite(r) || d.CSRF == "" {
-		return false
-	}
-	got := r.Header.Get("X-CSRF-Token")
-	if got == "" {
-		got = formToken
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(d.CSRF)) == 1
-}
-
-// principal identifies the caller of an API request: a bearer credential (tokens.go); without
-// an Authorization header, the trusted gateway's user header (from its proxies only); else a
-// web session cookie. Cookie and gateway requests that change state must come from this
-// site: a browser behind the gateway sends the gateway's own cookie along on any site's form.
-func (s *Server) principal(r *http.Request) (Principal, error) {
-	unauthorized := problem(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return Principal{}, unauthorized
-		}
-		return s.bearer(r.Context(), strings.TrimSpace(token))
-	}
-	if id, ok := s.Auth.Gateway.Identify(r); ok {
-		if !safeMethod(r.Method) && s.crossSite(r) {
-			return Principal{}, problem(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
-		}
-		return identityPrincipal(id, "gateway"), nil
-	}
-	if s.web == nil {
-		return Principal{}, unauthorized
-	}
-	p, d, ok := s.web.cookieSession(r)
-	if !ok {
-		return Principal{}, unauthorized
-	}
-	if !safeMethod(r.Method) && !s.csrfOK(r, d, "") {
-		return Principal{}, problem(http.StatusForbidden, "csrf_failed",
-			"this request came with the page's session cookie but not from the page (origin or CSRF token missing); reload the page and try again")
-	}
-	return p, nil
-}
-
 // lang picks the page language: the ?lang= switch (remembered in a cookie), the cookie, then
 // Accept-Language; English by default.
-func (w *webApp) lang(rw http.ResponseWriter, r *http.Request) string {
+func (w *App) lang(rw http.ResponseWriter, r *http.Request) string {
 	if l := r.URL.Query().Get("lang"); l == "en" || l == "zh" {
 		http.SetCookie(rw, &http.Cookie{Name: webLangCookie, Value: l, Path: "/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode})
 		return l
@@ -296,9 +196,9 @@ type pageData struct {
 }
 
 // render writes a page.
-func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
+func (w *App) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
 	d.Page, d.Version = page, w.version
-	d.SSO, d.TokenLogin = w.sso, len(w.byPrint) > 0 || !w.sso
+	d.SSO, d.TokenLogin = w.sso, w.id.TokenSignIn() || !w.sso
 	if d.Lang == "" {
 		d.Lang = w.lang(rw, r)
 	}
@@ -337,13 +237,16 @@ func (w *webApp) render(rw http.ResponseWriter, r *http.Request, status int, pag
 	rw.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
 
-// mountWeb adds the page's routes to mux.
-func (w *webApp) mount(mux *http.ServeMux) {
+// Version is the assets' version, which the pages ask for them with (?v=): the cache buster.
+func (w *App) Version() string { return w.version }
+
+// Mount adds the page's routes to mux.
+func (w *App) Mount(mux *http.ServeMux) {
 	page := func(name string) http.HandlerFunc {
 		return func(rw http.ResponseWriter, r *http.Request) {
-			p, d, ok := w.cookieSession(r)
+			p, d, ok := w.id.CookieSession(r)
 			if !ok {
-				p, d, ok = w.gatewaySession(rw, r)
+				p, d, ok = w.id.GatewaySession(rw, r)
 			}
 			if !ok {
 				next := r.URL.Path
@@ -367,7 +270,7 @@ func (w *webApp) mount(mux *http.ServeMux) {
 			}
 			if name == "detail" {
 				id := r.PathValue("id")
-				if textcheck.Problem(id, maxTaskID) != "" {
+				if textcheck.Problem(id, request.MaxID) != "" {
 					id = ""
 				}
 				pd.TaskID = id
@@ -402,15 +305,15 @@ func nextPath(v string) string {
 	return path.Clean(v)
 }
 
-func (w *webApp) loginPage(rw http.ResponseWriter, r *http.Request) {
+func (w *App) loginPage(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("lang") {
 		w.lang(rw, r)
 	}
 	w.render(rw, r, http.StatusOK, "login", pageData{Next: nextPath(r.URL.Query().Get("next"))})
 }
 
-// webLogin answers POST /login (form: token, next): a session for the token's user.
-func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
+// login answers POST /login (form: token, next): a session for the token's user.
+func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
 	addr := session.ClientAddr(r)
@@ -421,12 +324,12 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
-	if w.api.crossSite(r) {
+	if w.id.CrossSite(r) {
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
 	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
-		w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
+		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 	} else if blocked {
 		secs := w.throttle.Wait(r.Context(), addr)
 		rw.Header().Set("Retry-After", fmt.Sprint(secs))
@@ -436,36 +339,36 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	// Token sign-in takes config tokens only (one-box development and bootstrap): a JWT or an
 	// API token pasted here would outlive its own expiry in the session.
-	p, ok := Principal{}, false
+	p, ok := identity.Principal{}, false
 	if token != "" {
-		p, ok = w.api.configToken(token)
+		p, ok = w.id.ConfigToken(token)
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
-			w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
+			w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
-		w.api.Logger.Warn("web sign-in failed", "client", addr)
-		w.api.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
+		w.cfg.Logger.Warn("web sign-in failed", "client", addr)
+		w.id.AuditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}
-	if !w.openSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
+	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
 	}
 }
 
-// webLogout answers POST /logout (form: csrf): the session ends on every replica.
-func (w *webApp) logout(rw http.ResponseWriter, r *http.Request) {
+// logout answers POST /logout (form: csrf): the session ends on every replica.
+func (w *App) logout(rw http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
-	_, d, ok := w.cookieSession(r)
-	if ok && !w.api.csrfOK(r, d, r.PostForm.Get("csrf")) {
-		w.api.writeError(rw, r, problem(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+	_, d, ok := w.id.CookieSession(r)
+	if ok && !w.id.CSRFOK(r, d, r.PostForm.Get("csrf")) {
+		w.cfg.WriteError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
 		return
 	}
-	next, err := w.endSession(rw, r)
+	next, err := w.id.EndSession(rw, r)
 	if err != nil {
-		w.api.writeError(rw, r, problem(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
+		w.cfg.WriteError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return
 	}
 	http.Redirect(rw, r, next, http.StatusSeeOther)

@@ -1,0 +1,71 @@
+package identity
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// This file writes the audit trail's rows that are not written with a change itself: the
+// sign-ins and sign-outs, and (for httpapi) the answers of audited routes. Each row also goes
+// to the log when auth.audit.log is set.
+
+// ClientAddr is where a request comes from (through the trusted proxies, when configured).
+func (s *Service) ClientAddr(r *http.Request) string { return s.cfg.Gateway.ClientAddr(r) }
+
+// OutcomeOf classifies an answer's status.
+func OutcomeOf(status int) string {
+	switch {
+	case status < 400:
+		return store.AuditSuccess
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return store.AuditDenied
+	case status < 500:
+		return store.AuditRefused
+	default:
+		return store.AuditError
+	}
+}
+
+// AuditSignIn records a sign-in or a failed one.
+func (s *Service) AuditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
+	s.Record(r.Context(), store.AuditEvent{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
+		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
+}
+
+// Record writes an audit row on its own (and to the log). A row that cannot be written is
+// logged as lost, with everything it held: the log is the trail's fallback.
+func (s *Service) Record(ctx context.Context, e store.AuditEvent) {
+	s.LogAudit(ctx, e, 1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.RecordAudit(ctx, e); err != nil {
+		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("actor", e.Actor),
+			slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("request_id", e.RequestID), slog.Any("err", err))
+	}
+}
+
+// LogAudit writes an audit row to the log (when auth.audit.log is set) and nowhere else:
+// for rows the store wrote with the change itself (rows of them).
+func (s *Service) LogAudit(ctx context.Context, e store.AuditEvent, rows int64) {
+	if !s.cfg.AuditLog {
+		return
+	}
+	attrs := []slog.Attr{slog.String("actor", e.Actor), slog.String("via", e.Via), slog.String("action", e.Action),
+		slog.String("target", e.Target), slog.String("outcome", e.Outcome), slog.String("client", e.ClientAddr),
+		slog.String("request_id", e.RequestID)}
+	if e.Status != 0 {
+		attrs = append(attrs, slog.Int("status", e.Status))
+	}
+	if e.Detail != "" {
+		attrs = append(attrs, slog.String("detail", e.Detail))
+	}
+	if rows > 1 {
+		attrs = append(attrs, slog.Int64("rows", rows))
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+}

@@ -1,0 +1,99 @@
+// Package problem is how every room of the HTTP server says no: RFC 9457 problem details
+// (application/problem+json) with a stable code, the field errors of a rejected request, and
+// the request id each answer and audit row quotes.
+//
+// It is the bottom room of httpapi: the REST API (httpapi), the identity room
+// (httpapi/identity), the web page (httpapi/web), request reading (httpapi/request) and the
+// live event streams (httpapi/live) all build their refusals here, and it imports none of
+// them. Which error kinds become which problem is decided by one table in httpapi.
+package problem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Problem is an RFC 9457 problem details body (application/problem+json).
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Code is a stable machine-readable reason, e.g. "task_not_found".
+	Code string `json:"code"`
+	// Errors lists field problems of a rejected request.
+	Errors []FieldError `json:"errors,omitempty"`
+
+	retryAfter int // seconds; sent as Retry-After
+}
+
+// FieldError is one invalid field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string { return p.Detail }
+
+// Type is the problem `type` of a code: a URI resolving to the code's description in the
+// served API description (/openapi.yaml).
+func Type(code string) string { return "/openapi.yaml#/components/x-problem-codes/" + code }
+
+// New builds a Problem; type URIs are relative references into the API description.
+func New(status int, code, detail string) *Problem {
+	return &Problem{Type: Type(code), Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// BadRequest is a 400 for a malformed request.
+func BadRequest(code, format string, args ...any) *Problem {
+	return New(http.StatusBadRequest, code, fmt.Sprintf(format, args...))
+}
+
+// Invalid is a 400 problem listing invalid parameters.
+func Invalid(code, detail string, errs ...FieldError) *Problem {
+	p := BadRequest(code, "%s", detail)
+	p.Errors = errs
+	return p
+}
+
+// WithErrors adds field problems.
+func (p *Problem) WithErrors(errs ...FieldError) *Problem {
+	p.Errors = append(p.Errors, errs...)
+	return p
+}
+
+// WithRetryAfter asks the client to wait seconds before trying again (the Retry-After
+// header).
+func (p *Problem) WithRetryAfter(seconds int) *Problem {
+	p.retryAfter = seconds
+	return p
+}
+
+// Write answers with p; its RequestID should be set (RequestID of the request's context).
+func (p *Problem) Write(w http.ResponseWriter) {
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p) //nolint:errcheck // the client went away
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// WithRequestID returns ctx carrying a request's id (httpapi's middleware assigns it).
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey, id)
+}
+
+// RequestID is the id of the request ctx belongs to; "" outside one.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
