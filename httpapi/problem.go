@@ -12,6 +12,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Problem is an RFC 9457 problem details body (application/problem+json).
@@ -90,11 +91,11 @@ func toProblem(err error) *Problem {
 		return p
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem(http.StatusUnprocessableEntity, "unknown_type", err.Error())
-	case store.IsTimeout(err):
+	case pg.IsTimeout(err):
 		p := problem(http.StatusServiceUnavailable, "database_timeout", "the task database did not answer in time; try again shortly")
 		p.retryAfter = 2
 		return p
-	case store.IsUnavailable(err):
+	case pg.IsUnavailable(err):
 		p := problem(http.StatusServiceUnavailable, "unavailable", "the task database is unavailable; try again shortly")
 		p.retryAfter = 5
 		return p

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file is the audit trail: who did what to which object, when, from where, through
@@ -116,7 +118,7 @@ func audited(ctx context.Context, n int) {
 // RecordAudit writes one audit row on its own (a refusal, a download, a sign-in, a change
 // whose statement lives elsewhere).
 func (s *AuditTrail) RecordAudit(ctx context.Context, e AuditEvent) error {
-	_, err := exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id)
+	_, err := pg.Exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		e.Actor, e.Via, e.Action, e.Target, e.Outcome, e.Status, e.Detail, e.ClientAddr, e.RequestID)
 	if err != nil {
@@ -144,33 +146,33 @@ func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent
 	if limit <= 0 || limit > 500 {
 		limit = 50
 	}
-	var c conditions
+	var c pg.Conditions
 	if f.Actor != "" {
-		c.and("actor = " + c.arg(f.Actor))
+		c.And("actor = " + c.Arg(f.Actor))
 	}
 	if prefix, ok := strings.CutSuffix(f.Action, "."); ok {
-		c.and("starts_with(action, " + c.arg(prefix+".") + ")")
+		c.And("starts_with(action, " + c.Arg(prefix+".") + ")")
 	} else if f.Action != "" {
-		c.and("action = " + c.arg(f.Action))
+		c.And("action = " + c.Arg(f.Action))
 	}
 	if f.Target != "" {
-		c.and("target = " + c.arg(f.Target))
+		c.And("target = " + c.Arg(f.Target))
 	}
 	if f.Outcome != "" {
-		c.and("outcome = " + c.arg(f.Outcome))
+		c.And("outcome = " + c.Arg(f.Outcome))
 	}
 	if f.From != nil {
-		c.and("at >= " + c.arg(*f.From))
+		c.And("at >= " + c.Arg(*f.From))
 	}
 	if f.To != nil {
-		c.and("at < " + c.arg(*f.To))
+		c.And("at < " + c.Arg(*f.To))
 	}
 	if f.Before > 0 {
-		c.and("id < " + c.arg(f.Before))
+		c.And("id < " + c.Arg(f.Before))
 	}
 	var out []AuditEvent
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events`+c.where()+
-		` ORDER BY id DESC LIMIT `+c.arg(limit+1), c.args...)
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events`+c.Where()+
+		` ORDER BY id DESC LIMIT `+c.Arg(limit+1), c.Args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list audit: %w", err)
 	}
@@ -185,7 +187,7 @@ func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent
 // LastAudit returns the newest successful audit row of action on target, or nil.
 func (s *AuditTrail) LastAudit(ctx context.Context, target, action string) (*AuditEvent, error) {
 	var out []AuditEvent
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events
 		WHERE target = $1 AND action = $2 AND outcome = 'success' ORDER BY id DESC LIMIT 1`, target, action)
 	if err != nil {
 		return nil, fmt.Errorf("last %s of %s: %w", action, target, err)
@@ -198,7 +200,7 @@ func (s *AuditTrail) LastAudit(ctx context.Context, target, action string) (*Aud
 
 // PruneAudit deletes audit rows older than age, at most limit of them, and returns how many.
 func (s *AuditTrail) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
 		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune audit: %w", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // CustomerRow is one validated spreadsheet row an import writes.
@@ -103,7 +104,7 @@ func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, wri
 		}
 	}
 	res, err := tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
-		cached([]any{missing})...)
+		pg.Cached([]any{missing})...)
 	if err != nil {
 		return nil, fmt.Errorf("explain unwritten customers: %w", err)
 	}
@@ -155,16 +156,16 @@ type ExportedCustomer struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
-func (q CustomerQuery) conditions() *conditions {
-	c := &conditions{}
+func (q CustomerQuery) conditions() *pg.Conditions {
+	c := &pg.Conditions{}
 	if q.City != "" {
-		c.and("city = " + c.arg(q.City))
+		c.And("city = " + c.Arg(q.City))
 	}
 	if q.Level != "" {
-		c.and("level = " + c.arg(q.Level))
+		c.And("level = " + c.Arg(q.Level))
 	}
 	if q.CodePrefix != "" {
-		c.and("code LIKE " + c.arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
+		c.And("code LIKE " + c.Arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
 	}
 	return c
 }
@@ -173,7 +174,7 @@ func (q CustomerQuery) conditions() *conditions {
 func CountCustomers(ctx context.Context, tx bun.Tx, q CustomerQuery) (int64, error) {
 	c := q.conditions()
 	var n int64
-	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM customers`+c.where(), cached(c.args)...).Scan(&n)
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM customers`+c.Where(), pg.Cached(c.Args)...).Scan(&n)
 	return n, err
 }
 
@@ -181,10 +182,10 @@ func CountCustomers(ctx context.Context, tx bun.Tx, q CustomerQuery) (int64, err
 // tx (an export's snapshot).
 func CustomerPage(ctx context.Context, tx bun.Tx, db *bun.DB, q CustomerQuery, after int64, limit int) ([]ExportedCustomer, error) {
 	c := q.conditions()
-	c.and("id > " + c.arg(after) + "::bigint")
+	c.And("id > " + c.Arg(after) + "::bigint")
 	var rows []ExportedCustomer
-	err := all(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
-		c.where()+` ORDER BY id LIMIT `+c.arg(limit), c.args...)
+	err := pg.All(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
+		c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), c.Args...)
 	return rows, err
 }
 
@@ -203,15 +204,15 @@ func (s *Customers) CustomerExportPlans(ctx context.Context) (map[string]string,
 		"city_and_level": {City: "Hangzhou", Level: "gold"},
 	} {
 		c := q.conditions()
-		count := `SELECT count(*) FROM customers` + c.where()
-		c.and("id > " + c.arg(int64(0)) + "::bigint")
-		page := `SELECT id, code FROM customers` + c.where() + ` ORDER BY id LIMIT ` + c.arg(config.Default().Export.PageSize)
+		count := `SELECT count(*) FROM customers` + c.Where()
+		c.And("id > " + c.Arg(int64(0)) + "::bigint")
+		page := `SELECT id, code FROM customers` + c.Where() + ` ORDER BY id LIMIT ` + c.Arg(config.Default().Export.PageSize)
 		for kind, query := range map[string]string{"count": count, "page": page} {
-			args := c.args
+			args := c.Args
 			if kind == "count" {
 				args = args[:len(args)-2]
 			}
-			plan, err := explain(ctx, s.db, query, args...)
+			plan, err := pg.Explain(ctx, s.db, query, args...)
 			if err != nil {
 				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
 			}

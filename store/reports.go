@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // CustomersBy counts customers by one column (city or level) inside tx (a report's snapshot),
@@ -14,7 +16,7 @@ func CustomersBy(ctx context.Context, tx bun.Tx, column string) ([][]any, error)
 	if column != "city" && column != "level" {
 		return nil, fmt.Errorf("customers by %q: not a breakdown", column)
 	}
-	rows, err := tx.Tx.QueryContext(ctx, `SELECT `+column+`, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1`, cached(nil)...)
+	rows, err := tx.Tx.QueryContext(ctx, `SELECT `+column+`, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1`, pg.Cached(nil)...)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +39,7 @@ func ImportsByDay(ctx context.Context, tx bun.Tx, scope Scope, days int) ([][]an
 	rows, err := tx.Tx.QueryContext(ctx, `
 		SELECT (created_at AT TIME ZONE 'UTC')::date, count(*), sum(total_count), sum(success_count), sum(failed_count)
 		FROM tasks WHERE type = 'import:customers' AND created_at >= now() - make_interval(days => $1) AND ($2 OR owner = $3)
-		GROUP BY 1 ORDER BY 1 DESC`, cached([]any{days, scope.Admin, scope.Owner})...)
+		GROUP BY 1 ORDER BY 1 DESC`, pg.Cached([]any{days, scope.Admin, scope.Owner})...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Schedule is a recurring task a user defined.
@@ -55,7 +57,7 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 		params = "{}"
 	}
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
+	err := pg.One(ctx, s.db, s.db.DB, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
 		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
 		ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
 	if err != nil {
@@ -67,7 +69,7 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 // GetSchedule returns a schedule by its public number, if scope may see it.
 func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
 		scheduleNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrScheduleNotFound
@@ -81,7 +83,7 @@ func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Sc
 // GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
 func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrScheduleNotFound
 	}
@@ -98,7 +100,7 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string
 		owner = scope.Owner
 	}
 	var out []Schedule
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
@@ -108,7 +110,7 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string
 // PauseSchedule pauses or resumes a schedule.
 func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
+	err := pg.One(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
 		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrScheduleNotFound
@@ -122,7 +124,7 @@ func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
 // nothing.
 func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
 	}
@@ -135,7 +137,7 @@ func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope
 // ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
 func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 	var out []Schedule
-	if err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
 		return nil, fmt.Errorf("list active schedules: %w", err)
 	}
 	return out, nil
@@ -144,7 +146,7 @@ func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 // RecordFire records what a schedule's fire for slot did, once per slot: it returns false
 // when the slot was already recorded (another scheduler's fire got there first).
 func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.Time, taskNo, outcome string) (bool, error) {
-	n, err := exec(ctx, s.db.DB, `
+	n, err := pg.Exec(ctx, s.db.DB, `
 		WITH f AS (
 			INSERT INTO schedule_fires (schedule_id, slot, task_no, outcome) VALUES ($1, $2, NULLIF($3, ''), $4)
 			ON CONFLICT (schedule_id, slot) DO NOTHING RETURNING schedule_id
@@ -169,7 +171,7 @@ type ScheduleFire struct {
 // ScheduleFires returns a schedule's latest fires, newest first.
 func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
 	var out []ScheduleFire
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
 		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list schedule fires: %w", err)

@@ -22,7 +22,8 @@
 //   - Customers: what the import writes and the exports and reports read (customers.go,
 //     reports.go).
 //
-// task.go holds the task models, db.go opens and migrates the database, sql.go runs statements.
+// task.go holds the task models, db.go opens and migrates the database, columns.go lists the
+// models' columns; the statements run through store/pg.
 package store
 
 import "github.com/uptrace/bun"

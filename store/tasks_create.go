@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // NewTask is what a submit knows about a task.
@@ -73,7 +75,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
 		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
 		if ns := nt.Notify; ns != nil {
-			subNos[i], subURLs[i], subEvents[i] = newNo("whk_"), ns.URL, strings.Join(ns.Events, ",")
+			subNos[i], subURLs[i], subEvents[i] = pg.NewNo("whk_"), ns.URL, strings.Join(ns.Events, ",")
 			subSecrets[i], subBys[i] = ns.Secret, ns.CreatedBy
 		}
 		audits[i] = nt.Audit
@@ -85,7 +87,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		}
 	}
 	var rows []Task
-	err := all(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
+	err := pg.All(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
 		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
 		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys)
 	if err != nil {

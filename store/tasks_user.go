@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds a user's actions on a task (the API's and the console's): cancel, retry,
@@ -35,7 +36,7 @@ func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 		Task
 		PrevStatus Status `bun:"prev_status"`
 	}
-	err := one(ctx, s.db, s.db.DB, &row, `
+	err := pg.One(ctx, s.db, s.db.DB, &row, `
 		WITH old AS (
 			SELECT id, status FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3) FOR UPDATE
 		), t AS (
@@ -91,7 +92,7 @@ func (s *Tasks) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // retry is one try of Retry; sql.ErrNoRows when the task was not in a retryable status.
 func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	row := new(Task)
-	err := one(ctx, s.db, s.db.DB, row, `
+	err := pg.One(ctx, s.db, s.db.DB, row, `
 		WITH t AS (
 			UPDATE tasks SET status = 'PENDING', retry_count = 0, next_retry_at = NULL, cancel_requested = false,
 			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
@@ -123,7 +124,7 @@ func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // other status answers *ConflictError.
 func (s *Tasks) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
 	task := new(Task)
-	err := one(ctx, s.db, s.db.DB, task, `
+	err := pg.One(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			UPDATE tasks SET next_retry_at = now(), updated_at = now()
 			WHERE task_no = $1 AND status = 'RETRY_WAIT'

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file keeps the API tokens users manage in the product. Only a token's SHA-256 is
@@ -56,7 +58,7 @@ type NewAPIToken struct {
 // same statement).
 func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `
+	err := pg.One(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (
 			INSERT INTO api_tokens (token_no, hash, prefix, owner, role, name, scopes, created_by, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -68,7 +70,7 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken,
 			FROM t WHERE $10::text <> ''
 		)
 		SELECT `+apiTokenColumns+` FROM t`,
-		append([]any{newNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, auditParams(ctx)...)...)
+		append([]any{pg.NewNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, auditParams(ctx)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create api token: %w", err)
 	}
@@ -80,7 +82,7 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken,
 // its use (at most once a minute, so a busy script does not write on every request).
 func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens
+	err := pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens
 		WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()`, hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrTokenNotFound
@@ -89,7 +91,7 @@ func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, er
 		return nil, fmt.Errorf("look up api token: %w", err)
 	}
 	if tok.LastUsedAt == nil || time.Since(*tok.LastUsedAt) > time.Minute {
-		if _, err := exec(ctx, s.db.DB, `UPDATE api_tokens SET last_used_at = now()
+		if _, err := pg.Exec(ctx, s.db.DB, `UPDATE api_tokens SET last_used_at = now()
 			WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, tok.ID); err != nil {
 			return nil, fmt.Errorf("note api token use: %w", err)
 		}
@@ -104,7 +106,7 @@ func (s *Tokens) ListAPITokens(ctx context.Context, scope Scope, owner string) (
 		owner = scope.Owner
 	}
 	var out []APIToken
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+apiTokenColumns+` FROM api_tokens
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+apiTokenColumns+` FROM api_tokens
 		WHERE ($1 = '' OR owner = $1) ORDER BY id DESC LIMIT 1000`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list api tokens: %w", err)
@@ -116,7 +118,7 @@ func (s *Tokens) ListAPITokens(ctx context.Context, scope Scope, owner string) (
 // audit row in the same statement). Revoking a revoked token changes nothing and answers it.
 func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope, by string) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `
+	err := pg.One(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (
 			UPDATE api_tokens SET revoked_at = now(), revoked_by = $4
 			WHERE token_no = $1 AND ($2 OR owner = $3) AND revoked_at IS NULL
@@ -134,7 +136,7 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("revoke api token %s: %w", tokenNo, err)
 	}
-	err = one(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`,
+	err = pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`,
 		tokenNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrTokenNotFound

@@ -2,14 +2,14 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds the webhook subscriptions: who hears of which task events. Their deliveries
@@ -50,24 +50,12 @@ type NewSubscription struct {
 	CreatedBy string
 }
 
-// prefixed qualifies each column of a list with a table alias.
-func prefixed(alias, columns string) string {
-	parts := strings.Split(columns, ",")
-	for i, c := range parts {
-		parts[i] = alias + strings.TrimSpace(c)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// newNo returns a public id: prefix and 128 random bits.
-func newNo(prefix string) string { return prefix + strings.ToLower(rand.Text()) }
-
 // CreateSubscription stores a user's subscription. It hears of events committed from now on.
 func (s *Webhooks) CreateSubscription(ctx context.Context, ns NewSubscription) (*Subscription, error) {
 	sub := new(Subscription)
-	err := one(ctx, s.db, s.db.DB, sub, `INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, created_by)
+	err := pg.One(ctx, s.db, s.db.DB, sub, `INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, created_by)
 		VALUES ($1, $2, $3, $4::text[], $5, $6) RETURNING `+subscriptionColumns,
-		newNo("whk_"), ns.Owner, ns.URL, ns.Events, ns.Secret, ns.CreatedBy)
+		pg.NewNo("whk_"), ns.Owner, ns.URL, ns.Events, ns.Secret, ns.CreatedBy)
 	if err != nil {
 		return nil, fmt.Errorf("create webhook subscription: %w", err)
 	}
@@ -87,19 +75,19 @@ func (s *Webhooks) CreateSubscription(ctx context.Context, ns NewSubscription) (
 func (s *Webhooks) CreateTaskSubscription(ctx context.Context, taskID int64, ns NewSubscription, payload PayloadFunc) (sub *Subscription, created bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var locked int64
-		if err := one(ctx, s.db, tx.Tx, &locked, `UPDATE tasks SET webhook_bound = true WHERE id = $1 RETURNING id`, taskID); err != nil {
-			if isNoRows(err) {
+		if err := pg.One(ctx, s.db, tx.Tx, &locked, `UPDATE tasks SET webhook_bound = true WHERE id = $1 RETURNING id`, taskID); err != nil {
+			if pg.IsNoRows(err) {
 				return ErrNotFound
 			}
 			return err
 		}
 		sub = new(Subscription)
-		err := one(ctx, s.db, tx.Tx, sub, `INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, task_id, created_by)
+		err := pg.One(ctx, s.db, tx.Tx, sub, `INSERT INTO webhook_subscriptions (sub_no, owner, url, events, secret, task_id, created_by)
 			VALUES ($1, $2, $3, $4::text[], $5, $6, $7)
 			ON CONFLICT (task_id, url) WHERE task_id IS NOT NULL DO NOTHING RETURNING `+subscriptionColumns,
-			newNo("whk_"), ns.Owner, ns.URL, ns.Events, ns.Secret, taskID, ns.CreatedBy)
-		if isNoRows(err) {
-			err = one(ctx, s.db, tx.Tx, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE task_id = $1 AND url = $2`, taskID, ns.URL)
+			pg.NewNo("whk_"), ns.Owner, ns.URL, ns.Events, ns.Secret, taskID, ns.CreatedBy)
+		if pg.IsNoRows(err) {
+			err = pg.One(ctx, s.db, tx.Tx, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE task_id = $1 AND url = $2`, taskID, ns.URL)
 			return err
 		}
 		if err != nil {
@@ -107,7 +95,7 @@ func (s *Webhooks) CreateTaskSubscription(ctx context.Context, taskID int64, ns 
 		}
 		created = true
 		var events []sequencedEvent
-		if err := all(ctx, s.db, tx.Tx, &events, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
+		if err := pg.All(ctx, s.db, tx.Tx, &events, `SELECT `+pg.Prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
 			FROM task_events e WHERE e.task_id = $1 AND e.event = ANY($2::text[]) ORDER BY e.id`,
 			taskID, ns.Events); err != nil {
 			return err
@@ -136,10 +124,10 @@ func (s *Webhooks) CreateTaskSubscription(ctx context.Context, taskID int64, ns 
 	return sub, created, nil
 }
 
-func (s *Webhooks) getByID(ctx context.Context, q querier, id int64) (*Task, error) {
+func (s *Webhooks) getByID(ctx context.Context, q pg.Querier, id int64) (*Task, error) {
 	t := new(Task)
-	if err := one(ctx, s.db, q, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id); err != nil {
-		if isNoRows(err) {
+	if err := pg.One(ctx, s.db, q, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id); err != nil {
+		if pg.IsNoRows(err) {
 			return nil, ErrNotFound
 		}
 		return nil, err
@@ -150,9 +138,9 @@ func (s *Webhooks) getByID(ctx context.Context, q querier, id int64) (*Task, err
 // GetSubscription returns a subscription by its public id, if scope may see it.
 func (s *Webhooks) GetSubscription(ctx context.Context, subNo string, scope Scope) (*Subscription, error) {
 	sub := new(Subscription)
-	err := one(ctx, s.db, s.db.DB, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`,
 		subNo, scope.Admin, scope.Owner)
-	if isNoRows(err) {
+	if pg.IsNoRows(err) {
 		return nil, ErrSubscriptionNotFound
 	}
 	if err != nil {
@@ -168,7 +156,7 @@ func (s *Webhooks) ListSubscriptions(ctx context.Context, scope Scope, owner str
 		owner = scope.Owner
 	}
 	var out []Subscription
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE task_id IS NULL AND ($1 = '' OR owner = $1) ORDER BY id DESC LIMIT $2`, owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook subscriptions: %w", err)
@@ -178,7 +166,7 @@ func (s *Webhooks) ListSubscriptions(ctx context.Context, scope Scope, owner str
 
 // DeleteSubscription deletes a subscription and its deliveries: nothing more is sent to it.
 func (s *Webhooks) DeleteSubscription(ctx context.Context, subNo string, scope Scope) error {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`, subNo, scope.Admin, scope.Owner)
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`, subNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete webhook subscription: %w", err)
 	}
