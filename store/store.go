@@ -43,7 +43,6 @@ type Store struct {
 	*AuditTrail
 	*Uploads
 	*Archive
-	*Customers
 }
 
 // New returns a Store over db.
@@ -51,7 +50,7 @@ func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: &Webhooks{db: db}, Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
-		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db}, Customers: &Customers{db: db},
+		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
 
@@ -93,7 +92,3 @@ type Uploads struct{ db *bun.DB }
 // Archive moves finished tasks out of the live tables, reads them back, and aggregates the
 // stats (archive.go).
 type Archive struct{ db *bun.DB }
-
-// Customers explains the customer export's queries (customers.go); the import, the export
-// and the reports reach the customers inside their own transactions, through functions.
-type Customers struct{ db *bun.DB }
