@@ -14,8 +14,9 @@
 //     attempt (tasks_end.go).
 //   - Alerts: failure alerts and alert conditions (alerts.go).
 //   - Maintenance: the cleanup's reads and bookkeeping (maintenance.go).
-//   - Outbox: the task_events outbox (events.go).
-//   - Webhooks: subscriptions (webhooks.go), the fan-out and the deliveries (deliveries.go).
+//   - Outbox: the task_events outbox (events.go), and its fan-out into webhook deliveries
+//     (fanout.go).
+//   - Webhooks (store/webhooks): the webhook subscriptions and their deliveries.
 //   - Schedules (schedules.go), Tokens (tokens.go), AuditTrail (audit.go), Uploads
 //     (uploads.go).
 //   - Archive: the archive and the stats (archive.go).
@@ -26,7 +27,11 @@
 // models' columns; the statements run through store/pg.
 package store
 
-import "github.com/uptrace/bun"
+import (
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/webhooks"
+)
 
 // Store is the database as the rest of taskcenter sees it: one value that embeds a type per
 // kind of record, each over the same pool, so a caller writes st.CreateSubscription(...) and
@@ -37,7 +42,7 @@ type Store struct {
 	*Alerts
 	*Maintenance
 	*Outbox
-	*Webhooks
+	*webhooks.Webhooks
 	*Schedules
 	*Tokens
 	*AuditTrail
@@ -49,7 +54,7 @@ type Store struct {
 func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
-		Outbox: &Outbox{db: db}, Webhooks: &Webhooks{db: db}, Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
+		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
 		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
@@ -70,12 +75,9 @@ type Alerts struct{ db *bun.DB }
 // Maintenance is the cleanup's reads and bookkeeping (maintenance.go).
 type Maintenance struct{ db *bun.DB }
 
-// Outbox reads the task_events outbox the transitions write (events.go).
+// Outbox reads the task_events outbox the transitions write (events.go) and fans its events
+// out into the deliveries of the webhook subscriptions that want them (fanout.go).
 type Outbox struct{ db *bun.DB }
-
-// Webhooks keeps the webhook subscriptions (webhooks.go), fans events out to them and
-// tracks each delivery (deliveries.go).
-type Webhooks struct{ db *bun.DB }
 
 // Schedules keeps users' recurring tasks and their fires (schedules.go).
 type Schedules struct{ db *bun.DB }

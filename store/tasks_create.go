@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // NewTask is what a submit knows about a task.
@@ -29,7 +30,7 @@ type NewTask struct {
 	RetryBase, MaxRuntime, StallAfter time.Duration
 	// Notify, when set, is the webhook subscription the task is submitted with (its Owner is
 	// the task's): it commits with the task, or neither does.
-	Notify *NewSubscription
+	Notify *webhooks.NewSubscription
 	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
 	// Tasks of several requests written in one statement each carry their request's.
 	Audit *Audit
@@ -50,7 +51,7 @@ type Created struct {
 	Task    *Task
 	Created bool
 	// Subscription is the new task's Notify subscription, committed with it.
-	Subscription *Subscription
+	Subscription *webhooks.Subscription
 }
 
 // CreateMany inserts many PENDING tasks in one statement (one transaction), each with its
@@ -103,7 +104,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			out[i] = Created{Task: t, Created: true}
 			if ns := nt.Notify; ns != nil {
 				// What the statement inserted: now() is the task's created_at too.
-				out[i].Subscription = &Subscription{SubNo: subNos[i], Owner: t.Owner, URL: ns.URL, Events: ns.Events,
+				out[i].Subscription = &webhooks.Subscription{SubNo: subNos[i], Owner: t.Owner, URL: ns.URL, Events: ns.Events,
 					Secret: ns.Secret, TaskID: &t.ID, CreatedBy: ns.CreatedBy, CreatedAt: t.CreatedAt}
 			}
 			if a := audits[i]; a != nil && a.Actor != "" {

@@ -1,4 +1,4 @@
-package store
+package webhooks
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 )
 
 // This file holds the webhook deliveries. Events come from the transactional outbox
-// (task_events): FanOut turns each committed event into one delivery per matching
-// subscription, exactly once, by marking the event it has fanned out.
+// (task_events): store's Outbox.FanOut turns each committed event into one delivery per
+// matching subscription, exactly once, by marking the event it has fanned out.
 
 // Delivery is one event for one subscription, tried until the receiver answers 2xx.
 type Delivery struct {
@@ -69,17 +69,21 @@ const (
 	attemptColumns = `id, delivery_id, attempt, status_code, latency_ms, error, created_at`
 )
 
-type newDelivery struct {
-	sub     int64
-	event   Event
-	payload json.RawMessage
+// NewDelivery is a delivery the fan-out creates: one outbox event for one subscription, with
+// the body it sends.
+type NewDelivery struct {
+	SubscriptionID int64
+	EventID        int64
+	Event          string // the event's name: task.succeeded, ...
+	TaskNo         string
+	Payload        json.RawMessage
 }
 
-// insertDeliveries creates deliveries, skipping any (subscription, event) that has one. A
+// InsertDeliveries creates deliveries, inside q (the fan-out's transaction), skipping any (subscription, event) that has one. A
 // delivery behind a pending earlier one of its subscription and task cannot go before that
 // one's next attempt, so it is due then rather than now: held-back deliveries stay out of the
 // claim's scan of due ones while a receiver is down (ClaimDeliveries still checks the order).
-func insertDeliveries(ctx context.Context, q pg.Querier, rows []newDelivery) (int64, error) {
+func InsertDeliveries(ctx context.Context, q pg.Querier, rows []NewDelivery) (int64, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -90,7 +94,7 @@ func insertDeliveries(ctx context.Context, q pg.Querier, rows []newDelivery) (in
 	tasks := make([]string, len(rows))
 	payloads := make([]string, len(rows))
 	for i, r := range rows {
-		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = pg.NewNo("dlv_"), r.sub, r.event.ID, r.event.Event, r.event.TaskNo, string(r.payload)
+		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = pg.NewNo("dlv_"), r.SubscriptionID, r.EventID, r.Event, r.TaskNo, string(r.Payload)
 	}
 	return pg.Exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload, due_at)
 		SELECT no, sub, ev, name, task, payload::jsonb,
@@ -98,76 +102,6 @@ func insertDeliveries(ctx context.Context, q pg.Querier, rows []newDelivery) (in
 		                        WHERE p.subscription_id = u.sub AND p.task_no = u.task AND p.event_id < u.ev AND p.state = 'pending'))
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS u(no, sub, ev, name, task, payload)
 		ON CONFLICT (subscription_id, event_id) DO NOTHING`, nos, subs, events, names, tasks, payloads)
-}
-
-// fanMatch is an event a subscription wants.
-type fanMatch struct {
-	EventID int64 `bun:"event_id"`
-	SubID   int64 `bun:"sub_id"`
-}
-
-// FanOut takes up to limit committed events no dispatcher has fanned out yet, creates one
-// delivery per subscription that wants each, and marks the events, in one transaction.
-// Concurrent dispatchers take disjoint events (FOR UPDATE SKIP LOCKED), so one task's
-// events may be fanned out by two of them and a later event's delivery may commit first:
-// ClaimDeliveries holds it back until the earlier event is fanned out. An event whose
-// transaction has not committed is not visible, and one that rolled back never will be.
-// It returns how many events it took and how many deliveries it created.
-func (s *Webhooks) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var evs []sequencedEvent
-		if err := pg.All(ctx, s.db, tx.Tx, &evs, `SELECT `+pg.Prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
-			FROM task_events e WHERE e.webhooks_at IS NULL
-			ORDER BY e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED`, limit); err != nil {
-			return err
-		}
-		events = len(evs)
-		if len(evs) == 0 {
-			return nil
-		}
-		ids := make([]int64, len(evs))
-		byID := map[int64]sequencedEvent{}
-		for i, ev := range evs {
-			ids[i] = ev.ID
-			byID[ev.ID] = ev
-		}
-		var matches []fanMatch
-		if err := pg.All(ctx, s.db, tx.Tx, &matches, `SELECT e.id AS event_id, w.id AS sub_id
-			FROM task_events e JOIN webhook_subscriptions w ON e.event = ANY(w.events)
-			 AND ((w.task_id IS NULL AND w.owner = e.owner) OR w.task_id = e.task_id)
-			WHERE e.id = ANY($1::bigint[]) ORDER BY e.id, w.id`, ids); err != nil {
-			return err
-		}
-		tasks := map[int64]*Task{}
-		var rows []newDelivery
-		for _, m := range matches {
-			ev := byID[m.EventID]
-			task, ok := tasks[ev.TaskID]
-			if !ok {
-				var err error
-				if task, err = s.getByID(ctx, tx.Tx, ev.TaskID); err != nil {
-					return err
-				}
-				tasks[ev.TaskID] = task
-			}
-			body, err := payload(ev.Event, ev.Sequence, task)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, newDelivery{sub: m.SubID, event: ev.Event, payload: body})
-		}
-		n, err := insertDeliveries(ctx, tx.Tx, rows)
-		if err != nil {
-			return err
-		}
-		deliveries = int(n)
-		_, err = pg.Exec(ctx, tx.Tx, `UPDATE task_events SET webhooks_at = now() WHERE id = ANY($1::bigint[])`, ids)
-		return err
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("fan out task events: %w", err)
-	}
-	return events, deliveries, nil
 }
 
 // Outgoing is a claimed delivery with what sending it needs.
