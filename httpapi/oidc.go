@@ -14,7 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // This file signs browsers in with the company identity provider: the
@@ -152,13 +152,13 @@ func (w *webApp) openSession(rw http.ResponseWriter, r *http.Request, d session.
 	id, err := w.sessions.Create(r.Context(), d)
 	if err != nil {
 		w.api.Logger.Error("web sign-in could not store the session", "err", err)
-		w.api.auditSignIn(r, d.User, via, store.AuditError, http.StatusServiceUnavailable, "the session could not be stored")
+		w.api.auditSignIn(r, d.User, via, audit.Error, http.StatusServiceUnavailable, "the session could not be stored")
 		return false
 	}
 	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: w.sessions.Cookie(id), Path: "/",
 		MaxAge: int(w.sessions.TTL() / time.Second), HttpOnly: true, Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
 	w.api.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
-	w.api.auditSignIn(r, d.User, via, store.AuditSuccess, http.StatusSeeOther, "")
+	w.api.auditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
 	if next != "" {
 		http.Redirect(rw, r, next, http.StatusSeeOther)
 	}
@@ -181,7 +181,7 @@ func (w *webApp) gatewaySession(rw http.ResponseWriter, r *http.Request) (Princi
 	}
 	http.SetCookie(rw, &http.Cookie{Name: webSessionCookie, Value: w.sessions.Cookie(sid), Path: "/",
 		MaxAge: int(w.sessions.TTL() / time.Second), HttpOnly: true, Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
-	w.api.auditSignIn(r, p.User, "gateway", store.AuditSuccess, http.StatusOK, "")
+	w.api.auditSignIn(r, p.User, "gateway", audit.Success, http.StatusOK, "")
 	p.Via = "session"
 	return p, d, true
 }
@@ -199,7 +199,7 @@ func (w *webApp) endSession(rw http.ResponseWriter, r *http.Request) (string, er
 				return "", err
 			}
 			if live {
-				w.api.record(r.Context(), store.AuditEvent{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
+				w.api.record(r.Context(), audit.Event{Actor: d.User, Via: trimmedOr(d.Via, "token"), Action: "auth.sign_out", Outcome: audit.Success,
 					Status: http.StatusSeeOther, ClientAddr: w.api.clientAddr(r), RequestID: requestID(r.Context())})
 				if d.Via == "oidc" && w.api.Auth.OIDC != nil {
 					if u := w.api.Auth.OIDC.EndSessionURL(r.Context(), d.IDToken, baseURL(r)+"/login"); u != "" {
@@ -215,7 +215,7 @@ func (w *webApp) endSession(rw http.ResponseWriter, r *http.Request) (string, er
 
 // auditSignIn records a sign-in or a failed one.
 func (s *Server) auditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
-	s.record(r.Context(), store.AuditEvent{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
+	s.record(r.Context(), audit.Event{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: s.clientAddr(r), RequestID: requestID(r.Context())})
 }
 

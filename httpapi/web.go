@@ -23,7 +23,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // This file is the end-user web page ("My tasks") served at /: sign-in, the task list, a
@@ -445,7 +445,7 @@ func (w *webApp) login(rw http.ResponseWriter, r *http.Request) {
 			w.api.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
 		w.api.Logger.Warn("web sign-in failed", "client", addr)
-		w.api.auditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
+		w.api.auditSignIn(r, "", "token", audit.Denied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}

@@ -30,6 +30,7 @@ package store
 import (
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -45,7 +46,7 @@ type Store struct {
 	*webhooks.Webhooks
 	*Schedules
 	*Tokens
-	*AuditTrail
+	*audit.Trail
 	*Uploads
 	*Archive
 }
@@ -55,7 +56,7 @@ func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
-		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
+		Trail: audit.New(db), Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
 
@@ -84,9 +85,6 @@ type Schedules struct{ db *bun.DB }
 
 // Tokens keeps the API tokens (tokens.go).
 type Tokens struct{ db *bun.DB }
-
-// AuditTrail writes and reads the audit trail (audit.go).
-type AuditTrail struct{ db *bun.DB }
 
 // Uploads records accepted uploads and sweeps the unused ones (uploads.go).
 type Uploads struct{ db *bun.DB }

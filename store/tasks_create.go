@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/pg"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
@@ -33,7 +34,7 @@ type NewTask struct {
 	Notify *webhooks.NewSubscription
 	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
 	// Tasks of several requests written in one statement each carry their request's.
-	Audit *Audit
+	Audit *audit.Origin
 }
 
 // Create inserts a PENDING task: (new) → PENDING. When a task with the same owner, type and
@@ -66,7 +67,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
 		retryBases, runtimes, stalls     = make([]int64, n), make([]int64, n), make([]int64, n)
 		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		audits                           = make([]*Audit, n)
+		audits                           = make([]*audit.Origin, n)
 		subNos, subURLs, subEvents       = make([]string, n), make([]string, n), make([]string, n)
 		subSecrets, subBys               = make([]string, n), make([]string, n)
 	)
@@ -81,7 +82,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		}
 		audits[i] = nt.Audit
 		if audits[i] == nil {
-			audits[i] = AuditOf(ctx)
+			audits[i] = audit.FromContext(ctx)
 		}
 		if a := audits[i]; a != nil && a.Actor != "" {
 			actors[i], vias[i], addrs[i], auditReqs[i] = a.Actor, a.Via, a.ClientAddr, a.RequestID
@@ -108,7 +109,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 					Secret: ns.Secret, TaskID: &t.ID, CreatedBy: ns.CreatedBy, CreatedAt: t.CreatedAt}
 			}
 			if a := audits[i]; a != nil && a.Actor != "" {
-				a.count(1)
+				a.Add(1)
 			}
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -58,9 +59,9 @@ func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			       CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested' ELSE 'cancelled' END, $7::text, $8::text
 			FROM t WHERE $5::text <> ''
 		)
-		SELECT `+taskColumns+`, prev_status FROM t`, append([]any{taskNo, scope.Admin, scope.Owner, who}, auditParams(ctx)...)...)
+		SELECT `+taskColumns+`, prev_status FROM t`, append([]any{taskNo, scope.Admin, scope.Owner, who}, audit.Params(ctx)...)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return &CancelResult{Task: &row.Task, Immediate: row.PrevStatus != StatusRunning, PrevAttempt: row.Attempt}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -108,9 +109,9 @@ func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''
 		)
-		SELECT `+taskColumns+` FROM t`, append(append([]any{taskNo, scope.Admin, scope.Owner}, auditParams(ctx)...), task.CodeAllRowsRejected)...)
+		SELECT `+taskColumns+` FROM t`, append(append([]any{taskNo, scope.Admin, scope.Owner}, audit.Params(ctx)...), task.CodeAllRowsRejected)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return row, nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -70,11 +71,11 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken,
 			FROM t WHERE $10::text <> ''
 		)
 		SELECT `+apiTokenColumns+` FROM t`,
-		append([]any{pg.NewNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, auditParams(ctx)...)...)
+		append([]any{pg.NewNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, audit.Params(ctx)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create api token: %w", err)
 	}
-	audited(ctx, 1)
+	audit.Written(ctx, 1)
 	return tok, nil
 }
 
@@ -128,9 +129,9 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope
 			SELECT $5::text, $6::text, 'token.revoke', token_no, 'success', 'of ' || owner, $7::text, $8::text
 			FROM t WHERE $5::text <> ''
 		)
-		SELECT `+apiTokenColumns+` FROM t`, append([]any{tokenNo, scope.Admin, scope.Owner, by}, auditParams(ctx)...)...)
+		SELECT `+apiTokenColumns+` FROM t`, append([]any{tokenNo, scope.Admin, scope.Owner, by}, audit.Params(ctx)...)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return tok, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

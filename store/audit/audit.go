@@ -1,4 +1,13 @@
-package store
+// Package audit is the audit trail: who did what to which object, when, from where, through
+// which request, and how it ended (the audit_events table).
+//
+// A change that commits records its row in the same statement as the change: package store's
+// task transitions (submit, cancel, retry) and store/tokens' creating and revoking add an
+// INSERT INTO audit_events to their CTE, with Params, when the request's context carries an
+// *Origin (NewContext), and count it with Written. Every other row — a refusal, a download, a
+// change made by a statement that does not write its own — is written on its own with
+// RecordAudit. Package store embeds *Trail in its Store, so callers write st.RecordAudit(...).
+package audit
 
 import (
 	"context"
@@ -12,17 +21,14 @@ import (
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
-// This file is the audit trail: who did what to which object, when, from where, through
-// which request, and how it ended.
-//
-// A change that commits records its row in the same statement as the change: the task
-// transitions (submit, cancel, retry) add an INSERT INTO audit_events to their CTE when the
-// request's context carries an *Audit (WithAudit), and the token functions do the same. Every
-// other row — a refusal, a download, a change made by a statement this file does not own — is
-// written on its own with RecordAudit.
+// Trail writes and reads the audit trail.
+type Trail struct{ db *bun.DB }
 
-// AuditEvent is one row of the audit trail.
-type AuditEvent struct {
+// New returns the audit trail over db.
+func New(db *bun.DB) *Trail { return &Trail{db: db} }
+
+// Event is one row of the audit trail.
+type Event struct {
 	bun.BaseModel `bun:"table:audit_events"`
 
 	ID     int64     `bun:"id,pk,autoincrement"`
@@ -31,7 +37,7 @@ type AuditEvent struct {
 	Via    string    `bun:"via"`
 	Action string    `bun:"action"`
 	Target string    `bun:"target"`
-	// Outcome is AuditSuccess, AuditDenied, AuditRefused or AuditError.
+	// Outcome is Success, Denied, Refused or Error.
 	Outcome string `bun:"outcome"`
 	// Status is the HTTP status answered; 0 for a row written with the change itself.
 	Status     int    `bun:"status"`
@@ -40,14 +46,14 @@ type AuditEvent struct {
 	RequestID  string `bun:"request_id"`
 }
 
-const auditColumns = `id, at, actor, via, action, target, outcome, status, detail, client_addr, request_id`
+const columns = `id, at, actor, via, action, target, outcome, status, detail, client_addr, request_id`
 
 // Audit outcomes.
 const (
-	AuditSuccess = "success" // the action was carried out
-	AuditDenied  = "denied"  // no valid credential, or a missing scope or role (401, 403)
-	AuditRefused = "refused" // the request was refused as it stood (another 4xx)
-	AuditError   = "error"   // the server failed (5xx)
+	Success = "success" // the action was carried out
+	Denied  = "denied"  // no valid credential, or a missing scope or role (401, 403)
+	Refused = "refused" // the request was refused as it stood (another 4xx)
+	Error   = "error"   // the server failed (5xx)
 )
 
 // Audit actions the store records itself, in the statement of the change.
@@ -59,11 +65,11 @@ const (
 	ActionTokenRevoke = "token.revoke"
 )
 
-// Audit is who is behind the changes made with a context, and from where: the API puts one in
-// each request's context (WithAudit), the console in each action's. The store's transitions
-// then write their audit row in the same statement as the change, and count it, so the caller
-// knows not to write another.
-type Audit struct {
+// Origin is who is behind the changes made with a context, and from where: the API puts one
+// in each request's context (NewContext), the console in each action's. The store's
+// transitions then write their audit row in the same statement as the change, and count it,
+// so the caller knows not to write another.
+type Origin struct {
 	Actor      string
 	Via        string
 	ClientAddr string
@@ -72,52 +78,53 @@ type Audit struct {
 	recorded atomic.Int64
 }
 
-type auditKey struct{}
+type originKey struct{}
 
-// WithAudit returns ctx carrying a.
-func WithAudit(ctx context.Context, a *Audit) context.Context {
-	return context.WithValue(ctx, auditKey{}, a)
+// NewContext returns ctx carrying a.
+func NewContext(ctx context.Context, a *Origin) context.Context {
+	return context.WithValue(ctx, originKey{}, a)
 }
 
-// AuditOf returns the audit context of ctx, or nil.
-func AuditOf(ctx context.Context) *Audit {
-	a, _ := ctx.Value(auditKey{}).(*Audit)
+// FromContext returns the origin ctx carries, or nil.
+func FromContext(ctx context.Context) *Origin {
+	a, _ := ctx.Value(originKey{}).(*Origin)
 	return a
 }
 
 // Recorded is how many audit rows the store wrote with changes made under a.
-func (a *Audit) Recorded() int64 {
+func (a *Origin) Recorded() int64 {
 	if a == nil {
 		return 0
 	}
 	return a.recorded.Load()
 }
 
-func (a *Audit) count(n int) {
+// Add counts n audit rows a committed statement wrote under a.
+func (a *Origin) Add(n int) {
 	if a != nil && n > 0 {
 		a.recorded.Add(int64(n))
 	}
 }
 
-// auditParams are the bound values of the audit CTE a transition adds: actor, via, client
-// address, request id. An empty actor (no audit in ctx) writes no row.
-func auditParams(ctx context.Context) []any {
-	if a := AuditOf(ctx); a != nil && a.Actor != "" {
+// Params are the bound values of the audit CTE a statement adds: actor, via, client address,
+// request id. An empty actor (no origin in ctx) writes no row.
+func Params(ctx context.Context) []any {
+	if a := FromContext(ctx); a != nil && a.Actor != "" {
 		return []any{a.Actor, a.Via, a.ClientAddr, a.RequestID}
 	}
 	return []any{"", "", "", ""}
 }
 
-// audited counts n audit rows a committed statement wrote under ctx's audit.
-func audited(ctx context.Context, n int) {
-	if a := AuditOf(ctx); a != nil && a.Actor != "" {
-		a.count(n)
+// Written counts n audit rows a committed statement wrote under ctx's origin.
+func Written(ctx context.Context, n int) {
+	if a := FromContext(ctx); a != nil && a.Actor != "" {
+		a.Add(n)
 	}
 }
 
 // RecordAudit writes one audit row on its own (a refusal, a download, a sign-in, a change
 // whose statement lives elsewhere).
-func (s *AuditTrail) RecordAudit(ctx context.Context, e AuditEvent) error {
+func (s *Trail) RecordAudit(ctx context.Context, e Event) error {
 	_, err := pg.Exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		e.Actor, e.Via, e.Action, e.Target, e.Outcome, e.Status, e.Detail, e.ClientAddr, e.RequestID)
@@ -127,8 +134,8 @@ func (s *AuditTrail) RecordAudit(ctx context.Context, e AuditEvent) error {
 	return nil
 }
 
-// AuditFilter narrows the audit listing.
-type AuditFilter struct {
+// Filter narrows the audit listing.
+type Filter struct {
 	Actor   string
 	Action  string // an action, or a prefix ending in "." (task.)
 	Target  string
@@ -141,7 +148,7 @@ type AuditFilter struct {
 }
 
 // ListAudit returns audit rows newest first, and the cursor of the next page (0: none).
-func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, int64, error) {
+func (s *Trail) ListAudit(ctx context.Context, f Filter) ([]Event, int64, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -170,8 +177,8 @@ func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent
 	if f.Before > 0 {
 		c.And("id < " + c.Arg(f.Before))
 	}
-	var out []AuditEvent
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events`+c.Where()+
+	var out []Event
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM audit_events`+c.Where()+
 		` ORDER BY id DESC LIMIT `+c.Arg(limit+1), c.Args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list audit: %w", err)
@@ -185,9 +192,9 @@ func (s *AuditTrail) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent
 }
 
 // LastAudit returns the newest successful audit row of action on target, or nil.
-func (s *AuditTrail) LastAudit(ctx context.Context, target, action string) (*AuditEvent, error) {
-	var out []AuditEvent
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+auditColumns+` FROM audit_events
+func (s *Trail) LastAudit(ctx context.Context, target, action string) (*Event, error) {
+	var out []Event
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM audit_events
 		WHERE target = $1 AND action = $2 AND outcome = 'success' ORDER BY id DESC LIMIT 1`, target, action)
 	if err != nil {
 		return nil, fmt.Errorf("last %s of %s: %w", action, target, err)
@@ -199,7 +206,7 @@ func (s *AuditTrail) LastAudit(ctx context.Context, target, action string) (*Aud
 }
 
 // PruneAudit deletes audit rows older than age, at most limit of them, and returns how many.
-func (s *AuditTrail) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
+func (s *Trail) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
 	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
 		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {
