@@ -13,7 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/tokens"
 )
 
 // This file holds the bearer credentials besides the config tokens: API tokens
@@ -30,7 +30,7 @@ func (s *Server) bearer(ctx context.Context, token string) (Principal, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.QueryTimeout)
 		defer cancel()
 		tok, err := s.Store.APITokenByHash(ctx, auth.HashToken(token))
-		if errors.Is(err, store.ErrTokenNotFound) {
+		if errors.Is(err, tokens.ErrNotFound) {
 			return Principal{}, problem(http.StatusUnauthorized, "unauthorized", "the API token is unknown, revoked or expired")
 		}
 		if err != nil {
@@ -85,7 +85,7 @@ type TokenView struct {
 	Token      string     `json:"token,omitempty"`
 }
 
-func tokenView(t *store.APIToken) TokenView {
+func tokenView(t *tokens.APIToken) TokenView {
 	return TokenView{ID: t.TokenNo, Name: t.Name, Owner: t.Owner, Scopes: t.Scopes, Prefix: t.Prefix, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: taskview.UTC(t.LastUsedAt), RevokedAt: taskview.UTC(t.RevokedAt)}
 }
@@ -137,7 +137,7 @@ func (s tokenRoutes) createToken(w http.ResponseWriter, r *http.Request, p Princ
 		role = config.RoleAdmin
 	}
 	token, hash := auth.NewAPIToken()
-	tok, err := s.Store.CreateAPIToken(r.Context(), store.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
+	tok, err := s.Store.CreateAPIToken(r.Context(), tokens.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
 		Name: name, Scopes: scopes, CreatedBy: p.User, ExpiresAt: expires})
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (s tokenRoutes) revokeToken(w http.ResponseWriter, r *http.Request, p Princ
 		return invalid("invalid_id", "the token id in the path is not valid: it "+msg, FieldError{"id", msg})
 	}
 	_, err := s.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
-	if errors.Is(err, store.ErrTokenNotFound) {
+	if errors.Is(err, tokens.ErrNotFound) {
 		return problem(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
 	}
 	if err != nil {

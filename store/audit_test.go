@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
@@ -65,40 +64,5 @@ func TestTransitionsRecordTheirAuditRowWithTheChange(t *testing.T) {
 	last, err := f.s.LastAudit(context.Background(), task.TaskNo, audit.ActionTaskCancel)
 	if err != nil || last == nil || last.Actor != "alice" || last.Detail != "cancelled" {
 		t.Fatalf("last cancel %+v %v", last, err)
-	}
-}
-
-func TestAPITokensKeepOnlyAHashAndRevokeAtOnce(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	a := &audit.Origin{Actor: "alice", Via: "session"}
-	ctx := audit.NewContext(context.Background(), a)
-	tok, err := f.s.CreateAPIToken(ctx, store.NewAPIToken{Hash: "ab12", Prefix: "tc_ab", Owner: "alice", Role: "user", Name: "ci",
-		Scopes: []string{"tasks:read"}, CreatedBy: "alice", ExpiresAt: time.Now().Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := f.s.APITokenByHash(context.Background(), "ab12")
-	if err != nil || got.TokenNo != tok.TokenNo || len(got.Scopes) != 1 || got.Scopes[0] != "tasks:read" {
-		t.Fatalf("by hash: %+v %v", got, err)
-	}
-	if _, err := f.s.RevokeAPIToken(ctx, tok.TokenNo, store.Scope{Owner: "bob"}, "bob"); !errors.Is(err, store.ErrTokenNotFound) {
-		t.Fatalf("bob revoking alice's token: %v", err)
-	}
-	if _, err := f.s.RevokeAPIToken(ctx, tok.TokenNo, store.Scope{Owner: "alice"}, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.s.APITokenByHash(context.Background(), "ab12"); !errors.Is(err, store.ErrTokenNotFound) {
-		t.Fatalf("a revoked token still works: %v", err)
-	}
-	if a.Recorded() != 2 {
-		t.Fatalf("recorded %d audit rows, want create and revoke", a.Recorded())
-	}
-	list, err := f.s.ListAPITokens(context.Background(), store.Scope{Owner: "alice"}, "")
-	if err != nil || len(list) != 1 || list[0].RevokedAt == nil {
-		t.Fatalf("list %+v %v", list, err)
-	}
-	if n, err := f.s.PruneAudit(context.Background(), -time.Minute, 100); err != nil || n != 2 {
-		t.Fatalf("prune: %d %v", n, err)
 	}
 }

@@ -8,6 +8,5 @@ func ColumnLists() map[reflect.Type]string {
 	return map[reflect.Type]string{
 		reflect.TypeFor[Task](): taskColumns, reflect.TypeFor[Run](): runColumns, reflect.TypeFor[LogEntry](): logColumns,
 		reflect.TypeFor[Item](): itemColumns, reflect.TypeFor[CleanupRound](): roundColumns, reflect.TypeFor[Event](): eventColumns, reflect.TypeFor[Schedule](): scheduleColumns,
-		reflect.TypeFor[APIToken](): apiTokenColumns,
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/tokens"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -45,7 +46,7 @@ type Store struct {
 	*Outbox
 	*webhooks.Webhooks
 	*Schedules
-	*Tokens
+	*tokens.Tokens
 	*audit.Trail
 	*Uploads
 	*Archive
@@ -55,7 +56,7 @@ type Store struct {
 func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
-		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
+		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: &Schedules{db: db}, Tokens: tokens.New(db),
 		Trail: audit.New(db), Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
@@ -82,9 +83,6 @@ type Outbox struct{ db *bun.DB }
 
 // Schedules keeps users' recurring tasks and their fires (schedules.go).
 type Schedules struct{ db *bun.DB }
-
-// Tokens keeps the API tokens (tokens.go).
-type Tokens struct{ db *bun.DB }
 
 // Uploads records accepted uploads and sweeps the unused ones (uploads.go).
 type Uploads struct{ db *bun.DB }
