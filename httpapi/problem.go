@@ -13,6 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // Problem is an RFC 9457 problem details body (application/problem+json).
@@ -66,7 +67,7 @@ func toProblem(err error) *Problem {
 		return p
 	case errors.As(err, &slow):
 		return slowProblem(slow)
-	case errors.Is(err, store.ErrScheduleNotFound):
+	case errors.Is(err, schedules.ErrNotFound):
 		return problem(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
 	case errors.Is(err, store.ErrNotFound):
 		return problem(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")

@@ -7,6 +7,6 @@ import "reflect"
 func ColumnLists() map[reflect.Type]string {
 	return map[reflect.Type]string{
 		reflect.TypeFor[Task](): taskColumns, reflect.TypeFor[Run](): runColumns, reflect.TypeFor[LogEntry](): logColumns,
-		reflect.TypeFor[Item](): itemColumns, reflect.TypeFor[CleanupRound](): roundColumns, reflect.TypeFor[Event](): eventColumns, reflect.TypeFor[Schedule](): scheduleColumns,
+		reflect.TypeFor[Item](): itemColumns, reflect.TypeFor[CleanupRound](): roundColumns, reflect.TypeFor[Event](): eventColumns,
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/schedules"
 	"github.com/taskcenter/taskcenter/store/tokens"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
@@ -45,7 +46,7 @@ type Store struct {
 	*Maintenance
 	*Outbox
 	*webhooks.Webhooks
-	*Schedules
+	*schedules.Schedules
 	*tokens.Tokens
 	*audit.Trail
 	*Uploads
@@ -56,7 +57,7 @@ type Store struct {
 func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
-		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: &Schedules{db: db}, Tokens: tokens.New(db),
+		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
 		Trail: audit.New(db), Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
@@ -80,9 +81,6 @@ type Maintenance struct{ db *bun.DB }
 // Outbox reads the task_events outbox the transitions write (events.go) and fans its events
 // out into the deliveries of the webhook subscriptions that want them (fanout.go).
 type Outbox struct{ db *bun.DB }
-
-// Schedules keeps users' recurring tasks and their fires (schedules.go).
-type Schedules struct{ db *bun.DB }
 
 // Uploads records accepted uploads and sweeps the unused ones (uploads.go).
 type Uploads struct{ db *bun.DB }

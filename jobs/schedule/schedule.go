@@ -19,6 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // FireType is the asynq job type of one fire of a user's schedule.
@@ -119,7 +120,7 @@ func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		return fmt.Errorf("unreadable schedule fire: %w", asynq.SkipRetry)
 	}
 	sc, err := f.store.GetScheduleByID(ctx, p.ScheduleID)
-	if errors.Is(err, store.ErrScheduleNotFound) {
+	if errors.Is(err, schedules.ErrNotFound) {
 		f.logger.Info("fire of a deleted schedule ignored", "schedule_id", p.ScheduleID)
 		return nil
 	}
@@ -138,7 +139,7 @@ func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
 
 // Fire creates sc's task for slot, or records why it did not: paused, the previous run still
 // going (a schedule never piles up runs), or the queue refusing work. It returns the outcome.
-func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (string, error) {
+func (f *Firer) Fire(ctx context.Context, sc *schedules.Schedule, slot time.Time) (string, error) {
 	log := f.logger.With("schedule", sc.ScheduleNo, "slot", slot)
 	record := func(taskNo, outcome string) (string, error) {
 		if _, err := f.store.RecordFire(ctx, sc.ID, slot, taskNo, outcome); err != nil {

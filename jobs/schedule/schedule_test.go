@@ -14,6 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // A schedule's cron is read in its own time zone: "Mondays 09:00" in Shanghai is 01:00 UTC.
@@ -58,7 +59,7 @@ func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 		map[string]jobs.SubmitPolicy{"export:customers": {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Priority: 5}}, nil, nil, logger, nil)
 	f := NewFirer(st, sub, logger)
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: "sch_1", Owner: "alice", Type: "export:customers", Cron: "@every 1m", Timezone: "UTC"})
+	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_1", Owner: "alice", Type: "export:customers", Cron: "@every 1m", Timezone: "UTC"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package store
+// Package schedules keeps the recurring tasks users define (the schedules table) and what
+// each of their fires did (schedule_fires), so a slot fires once however many schedulers run
+// (RecordFire). The schedulers and the fire handler are jobs/schedule. Package store embeds
+// *Schedules in its Store, so callers write st.CreateSchedule(...).
+package schedules
 
 import (
 	"context"
@@ -12,6 +16,12 @@ import (
 
 	"github.com/taskcenter/taskcenter/store/pg"
 )
+
+// Schedules keeps users' recurring tasks and their fires.
+type Schedules struct{ db *bun.DB }
+
+// New returns the schedules over db.
+func New(db *bun.DB) *Schedules { return &Schedules{db: db} }
 
 // Schedule is a recurring task a user defined.
 type Schedule struct {
@@ -33,11 +43,11 @@ type Schedule struct {
 	UpdatedAt   time.Time       `bun:"updated_at"`
 }
 
-const scheduleColumns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, last_fired_at, last_task_no,
+const columns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, last_fired_at, last_task_no,
 	last_outcome, created_at, updated_at`
 
-// ErrScheduleNotFound: no such schedule, or not visible to the caller.
-var ErrScheduleNotFound = errors.New("schedule not found")
+// ErrNotFound: no such schedule, or not visible to the caller.
+var ErrNotFound = errors.New("schedule not found")
 
 // NewSchedule is what a user gives to create a schedule.
 type NewSchedule struct {
@@ -58,7 +68,7 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 	}
 	sc := new(Schedule)
 	err := pg.One(ctx, s.db, s.db.DB, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
-		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+columns,
 		ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
 	if err != nil {
 		return nil, fmt.Errorf("create schedule: %w", err)
@@ -67,12 +77,12 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 }
 
 // GetSchedule returns a schedule by its public number, if scope may see it.
-func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
+func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) (*Schedule, error) {
 	sc := new(Schedule)
-	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
 		scheduleNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get schedule %s: %w", scheduleNo, err)
@@ -83,9 +93,9 @@ func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Sc
 // GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
 func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
 	sc := new(Schedule)
-	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get schedule %d: %w", id, err)
@@ -95,12 +105,12 @@ func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, e
 
 // ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
 // first.
-func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string) ([]Schedule, error) {
+func (s *Schedules) ListSchedules(ctx context.Context, scope pg.Scope, owner string) ([]Schedule, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
 	var out []Schedule
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
@@ -108,12 +118,12 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string
 }
 
 // PauseSchedule pauses or resumes a schedule.
-func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
+func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope pg.Scope, paused bool) (*Schedule, error) {
 	sc := new(Schedule)
 	err := pg.One(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, updated_at = now()
-		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
+		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+columns, scheduleNo, scope.Admin, scope.Owner, paused)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pause schedule %s: %w", scheduleNo, err)
@@ -123,13 +133,13 @@ func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope 
 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
 // nothing.
-func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
+func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) error {
 	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
 	}
 	if n == 0 {
-		return ErrScheduleNotFound
+		return ErrNotFound
 	}
 	return nil
 }
@@ -137,7 +147,7 @@ func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope
 // ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
 func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 	var out []Schedule
-	if err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
 		return nil, fmt.Errorf("list active schedules: %w", err)
 	}
 	return out, nil
@@ -160,8 +170,8 @@ func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.
 	return n == 1, nil
 }
 
-// ScheduleFire is one recorded fire.
-type ScheduleFire struct {
+// Fire is one recorded fire.
+type Fire struct {
 	Slot    time.Time `bun:"slot"`
 	TaskNo  string    `bun:"task_no,nullzero"`
 	Outcome string    `bun:"outcome"`
@@ -169,8 +179,8 @@ type ScheduleFire struct {
 }
 
 // ScheduleFires returns a schedule's latest fires, newest first.
-func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
-	var out []ScheduleFire
+func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]Fire, error) {
+	var out []Fire
 	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
 		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)
 	if err != nil {
