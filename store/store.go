@@ -1,11 +1,13 @@
 // Package store is taskcenter's source of truth in Postgres: the task rows, their runs, logs
-// and failed items, and the customers the import writes. Every task state transition is one
-// conditional UPDATE in a tasks_*.go file; nothing else in the code base changes status. Each
-// names the statuses it may leave, and running attempts are fenced by their lease
-// (`AND attempt = $n`), so a transition either happens exactly once or changes nothing. The
-// attempt's task_runs row and a task_logs line are written in the same statement.
+// and failed items, their events, and every other kind of record, each in the file or the
+// subpackage named below. Every task state transition is one conditional UPDATE in a
+// tasks_*.go file; nothing else in the code base changes status. Each names the statuses it
+// may leave, and running attempts are fenced by their lease (`AND attempt = $n`), so a
+// transition either happens exactly once or changes nothing. The attempt's task_runs row and
+// a task_logs line are written in the same statement.
 //
-// Store embeds one type per kind of record; each lives in the files named here:
+// Store embeds one type per kind of record, all over the same pool; a caller writes
+// st.CreateSubscription(...) wherever the type lives. Here:
 //   - Tasks: submit (tasks_create.go), reads of tasks, their runs and logs (tasks_query.go),
 //     a user's actions on a task: cancel, retry, run now (tasks_user.go), and an import's
 //     rejected rows (tasks_items.go).
@@ -15,16 +17,23 @@
 //   - Alerts: failure alerts and alert conditions (alerts.go).
 //   - Maintenance: the cleanup's reads and bookkeeping (maintenance.go).
 //   - Outbox: the task_events outbox (events.go), and its fan-out into webhook deliveries
-//     (fanout.go).
-//   - Webhooks (store/webhooks): the webhook subscriptions and their deliveries.
-//   - Schedules (schedules.go), Tokens (tokens.go), AuditTrail (audit.go), Uploads
-//     (uploads.go).
+//     (fanout.go), which reads the task rows to build each body.
+//   - Uploads: accepted uploads and their sweep (uploads.go).
 //   - Archive: the archive and the stats (archive.go).
-//   - Customers: what the import writes and the exports and reports read (customers.go,
-//     reports.go).
 //
-// task.go holds the task models, db.go opens and migrates the database, columns.go lists the
-// models' columns; the statements run through store/pg.
+// In subpackages, each with its statements, its model and its tests:
+//   - store/webhooks: the webhook subscriptions and their deliveries (*webhooks.Webhooks).
+//   - store/schedules: users' recurring tasks and their fires (*schedules.Schedules).
+//   - store/tokens: the API tokens (*tokens.Tokens).
+//   - store/audit: the audit trail (*audit.Trail), and the audit.Origin a request's context
+//     carries, with which the transitions write their audit row in the same statement.
+//   - store/customers: the customers table, which is not embedded: the import writes it and
+//     the export and the report read it inside their own transactions, through functions.
+//
+// task.go holds the task models, db.go opens and migrates the database (the migrations of
+// every table are in migrations/), columns.go lists the models' columns. Every statement runs
+// through store/pg, the package below all of these: the statement runner, the WHERE builder,
+// error classification (pg.IsUnavailable, pg.IsTimeout) and Scope.
 package store
 
 import (

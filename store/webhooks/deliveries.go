@@ -122,9 +122,9 @@ type Outgoing struct {
 // Per subscription and task, deliveries go in the order of their events: one is eligible only
 // when no earlier-event delivery of its subscription and task is unfinished (pending or
 // sending, in flight or waiting for a retry: the next one waits until it is delivered or dead)
-// and no earlier event of its task still waits for the fan-out (FanOut). So a task has at most
-// one attempt in flight per subscription, while other tasks' deliveries to the same
-// subscription go on in parallel. Both checks read the statement's snapshot, which is safe
+// and no earlier event of its task still waits for the fan-out (store's Outbox.FanOut). So a
+// task has at most one attempt in flight per subscription, while other tasks' deliveries to
+// the same subscription go on in parallel. Both checks read the statement's snapshot, which is safe
 // because what lets a delivery go (an earlier one delivered or dead, an earlier event fanned
 // out together with its deliveries) never changes back except by Redeliver: a concurrent
 // claim or result write that has not committed, and so still holds its row locked, leaves the
