@@ -17,13 +17,14 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // This file is the API side of the audit trail and of scope enforcement.
 //
 // Every route that changes something, and every download, has an audit action. The store's
 // transitions (submit, cancel, retry) and token functions write their row in the same
-// statement as the change, from the store.Audit that authenticated puts in the request's
+// statement as the change, from the audit.Origin that authenticated puts in the request's
 // context; every other outcome — a refusal (401, 403, 404, 409, 422 …), a download, a change
 // whose statement does not write its own row (schedules, webhooks) — is written here once the
 // answer is known. So each such request leaves exactly one row, and a refused one only the
@@ -63,12 +64,12 @@ func checkScope(p identity.Principal, pattern, scope string) error {
 // this table does not name but that changes something is audited under its pattern.
 func auditAction(pattern string) string {
 	actions := map[string]string{
-		"POST /api/v1/exports":                                       store.ActionTaskSubmit,
-		"POST /api/v1/imports":                                       store.ActionTaskSubmit,
-		"POST /api/v1/tasks":                                         store.ActionTaskSubmit,
-		"POST /api/v1/tasks:batch":                                   store.ActionTaskSubmit,
-		"POST /api/v1/tasks/{id}/cancel":                             store.ActionTaskCancel,
-		"POST /api/v1/tasks/{id}/retry":                              store.ActionTaskRetry,
+		"POST /api/v1/exports":                                       audit.ActionTaskSubmit,
+		"POST /api/v1/imports":                                       audit.ActionTaskSubmit,
+		"POST /api/v1/tasks":                                         audit.ActionTaskSubmit,
+		"POST /api/v1/tasks:batch":                                   audit.ActionTaskSubmit,
+		"POST /api/v1/tasks/{id}/cancel":                             audit.ActionTaskCancel,
+		"POST /api/v1/tasks/{id}/retry":                              audit.ActionTaskRetry,
 		"GET /api/v1/tasks/{id}/result":                              "task.download_result",
 		"GET /api/v1/tasks/{id}/error-report":                        "task.download_error_report",
 		"POST /api/v1/schedules":                                     "schedule.create",
@@ -78,8 +79,8 @@ func auditAction(pattern string) string {
 		"POST /api/v1/webhooks":                                      "webhook.create",
 		"DELETE /api/v1/webhooks/{id}":                               "webhook.delete",
 		"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver": "webhook.redeliver",
-		"POST /api/v1/tokens":                                        store.ActionTokenCreate,
-		"DELETE /api/v1/tokens/{id}":                                 store.ActionTokenRevoke,
+		"POST /api/v1/tokens":                                        audit.ActionTokenCreate,
+		"DELETE /api/v1/tokens/{id}":                                 audit.ActionTokenRevoke,
 	}
 	if a, ok := actions[pattern]; ok {
 		return a
@@ -92,7 +93,7 @@ func auditAction(pattern string) string {
 
 // auditAnswer records the audit row of an answered request to an audited route, unless the
 // store already wrote it with the change (a is the request's audit; nil before one existed).
-func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p identity.Principal, a *store.Audit, status int, pr *problem.Problem) {
+func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p identity.Principal, a *audit.Origin, status int, pr *problem.Problem) {
 	if action == "" {
 		return
 	}
@@ -100,7 +101,7 @@ func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action stri
 	if target == "" && pr == nil {
 		target = locationTarget(w.Header().Get("Location"))
 	}
-	e := store.AuditEvent{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
+	e := audit.Event{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
 		ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 	if pr != nil {
 		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
@@ -152,13 +153,13 @@ func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identit
 		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")
 	}
 	var errs []problem.FieldError
-	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
+	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
 		if msg := textcheck.Problem(v, 200); msg != "" {
 			errs = append(errs, problem.FieldError{Field: name, Message: msg})
 		}
 	}
-	if f.Outcome != "" && f.Outcome != store.AuditSuccess && f.Outcome != store.AuditDenied && f.Outcome != store.AuditRefused && f.Outcome != store.AuditError {
+	if f.Outcome != "" && f.Outcome != audit.Success && f.Outcome != audit.Denied && f.Outcome != audit.Refused && f.Outcome != audit.Error {
 		errs = append(errs, problem.FieldError{Field: "outcome", Message: "must be success, denied, refused or error"})
 	}
 	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
@@ -197,7 +198,7 @@ func (s *Server) cancelledBy(ctx context.Context, t *store.Task) *ActorView {
 	if !t.CancelRequested && t.Status != store.StatusCancelled {
 		return nil
 	}
-	e, err := s.Store.LastAudit(ctx, t.TaskNo, store.ActionTaskCancel)
+	e, err := s.Store.LastAudit(ctx, t.TaskNo, audit.ActionTaskCancel)
 	if err != nil || e == nil {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/internal/auth"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // createToken makes an API token through the API and returns it.
@@ -186,8 +186,8 @@ func TestAPITokensAreShownOnceScopedAndRevocable(t *testing.T) {
 		t.Fatalf("a revoked token: %d %+v", rec.Code, pr)
 	}
 	rows := e.auditRows("target=" + tok.ID)
-	if len(rows) != 3 || rows[0].Action != store.ActionTokenRevoke || rows[0].Actor != "alice" || rows[1].Outcome != store.AuditRefused ||
-		rows[1].Actor != "bob" || rows[2].Action != store.ActionTokenCreate {
+	if len(rows) != 3 || rows[0].Action != audit.ActionTokenRevoke || rows[0].Actor != "alice" || rows[1].Outcome != audit.Refused ||
+		rows[1].Actor != "bob" || rows[2].Action != audit.ActionTokenCreate {
 		t.Fatalf("token audit rows %+v", rows)
 	}
 }

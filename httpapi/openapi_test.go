@@ -73,9 +73,9 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	constructors := map[string]int{"problem.New": 1, "problem.BadRequest": 0, "problem.Invalid": 0, "decodeProblem": 0,
 		"problem": 1} // the importer's own file problems
 	used := problemCodes(t, constructors, "*.go", "*/*.go", "../jobs/importer/*.go")
-	// The spreadsheet readers' codes (internal/sheet's Code constants), which an upload's
+	// The spreadsheet readers' codes (internal/sheet/sheettype's Code constants), which an upload's
 	// problems answer with.
-	maps.Copy(used, codeConstants(t, "../internal/sheet/*.go", "Code"))
+	maps.Copy(used, codeConstants(t, "../internal/sheet/sheettype/*.go", "Code"))
 	// And the import's own refusals of the uploader's choices (FileProblem{Code: …}).
 	maps.Copy(used, stringsIn(t, []string{"../jobs/importer/*.go"}, func(n ast.Node) []ast.Expr {
 		if kv, ok := n.(*ast.KeyValueExpr); ok {

@@ -12,6 +12,8 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // The table of error kinds to HTTP answers. Anything not listed is a 500 whose body says
@@ -37,7 +39,7 @@ func toProblem(err error) *problem.Problem {
 		return p
 	case errors.As(err, &slow):
 		return slow.Problem()
-	case errors.Is(err, store.ErrScheduleNotFound):
+	case errors.Is(err, schedules.ErrNotFound):
 		return problem.New(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
 	case errors.Is(err, store.ErrNotFound):
 		return problem.New(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")
@@ -62,11 +64,11 @@ func toProblem(err error) *problem.Problem {
 		return p
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem.New(http.StatusUnprocessableEntity, "unknown_type", err.Error())
-	case store.IsTimeout(err):
+	case pg.IsTimeout(err):
 		p := problem.New(http.StatusServiceUnavailable, "database_timeout", "the task database did not answer in time; try again shortly")
 		p.WithRetryAfter(2)
 		return p
-	case store.IsUnavailable(err):
+	case pg.IsUnavailable(err):
 		p := problem.New(http.StatusServiceUnavailable, "unavailable", "the task database is unavailable; try again shortly")
 		p.WithRetryAfter(5)
 		return p

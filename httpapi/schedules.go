@@ -15,7 +15,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // ScheduleView is a recurring task as the API shows it.
@@ -42,7 +42,7 @@ type FireView struct {
 	Outcome string    `json:"outcome"`
 }
 
-func scheduleView(sc *store.Schedule) ScheduleView {
+func scheduleView(sc *schedules.Schedule) ScheduleView {
 	return ScheduleView{ID: sc.ScheduleNo, Owner: sc.Owner, Type: sc.Type, Params: sc.Params, Priority: sc.Priority, Cron: sc.Cron,
 		Timezone: sc.Timezone, Paused: sc.Paused, LastFiredAt: taskview.UTC(sc.LastFiredAt), LastTask: sc.LastTaskNo,
 		LastOutcome: sc.LastOutcome, CreatedAt: sc.CreatedAt.UTC()}
@@ -101,7 +101,7 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 	if err != nil {
 		return err
 	}
-	sc, err := s.Store.CreateSchedule(r.Context(), store.NewSchedule{ScheduleNo: "sch_" + rand.Text(), Owner: p.User, Type: t.Name,
+	sc, err := s.Store.CreateSchedule(r.Context(), schedules.NewSchedule{ScheduleNo: "sch_" + rand.Text(), Owner: p.User, Type: t.Name,
 		Params: params, Priority: req.Priority, Cron: strings.TrimSpace(req.Cron), Timezone: req.Timezone})
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p
 	return nil
 }
 
-func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*store.Schedule, error) {
+func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*schedules.Schedule, error) {
 	id, err := scheduleID(r)
 	if err != nil {
 		return nil, err

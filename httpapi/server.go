@@ -43,6 +43,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // Deps are the API's collaborators.
@@ -324,8 +325,8 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
 			return
 		}
-		a := &store.Audit{Actor: p.User, Via: p.Via, ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
-		r = r.WithContext(store.WithAudit(r.Context(), a))
+		a := &audit.Origin{Actor: p.User, Via: p.Via, ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
+		r = r.WithContext(audit.NewContext(r.Context(), a))
 		if timeout > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()

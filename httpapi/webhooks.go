@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // This file serves webhook subscriptions:
@@ -51,15 +52,15 @@ type WebhookView struct {
 
 // DeliveryView is one event for one subscription, with its attempts.
 type DeliveryView struct {
-	ID          string                `json:"id"`
-	EventID     string                `json:"event_id"`
-	Event       string                `json:"event"`
-	TaskID      string                `json:"task_id"`
-	State       store.DeliveryState   `json:"state"`
-	Attempts    []DeliveryAttemptView `json:"attempts"`
-	NextAt      *time.Time            `json:"next_attempt_at"`
-	DeliveredAt *time.Time            `json:"delivered_at"`
-	CreatedAt   time.Time             `json:"created_at"`
+	ID          string                 `json:"id"`
+	EventID     string                 `json:"event_id"`
+	Event       string                 `json:"event"`
+	TaskID      string                 `json:"task_id"`
+	State       webhooks.DeliveryState `json:"state"`
+	Attempts    []DeliveryAttemptView  `json:"attempts"`
+	NextAt      *time.Time             `json:"next_attempt_at"`
+	DeliveredAt *time.Time             `json:"delivered_at"`
+	CreatedAt   time.Time              `json:"created_at"`
 }
 
 // DeliveryAttemptView is one try: what the receiver answered and how long it took.
@@ -111,7 +112,7 @@ func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p i
 	if err != nil {
 		return err
 	}
-	sub, err := s.Store.CreateSubscription(r.Context(), store.NewSubscription{Owner: owner, URL: req.URL, Events: events, Secret: secret, CreatedBy: p.User})
+	sub, err := s.Store.CreateSubscription(r.Context(), webhooks.NewSubscription{Owner: owner, URL: req.URL, Events: events, Secret: secret, CreatedBy: p.User})
 	if err != nil {
 		return err
 	}
@@ -182,24 +183,24 @@ func webhookSecret(field, secret string) (string, error) {
 	return secret, nil
 }
 
-func webhookView(sub *store.Subscription, taskNo string) WebhookView {
+func webhookView(sub *webhooks.Subscription, taskNo string) WebhookView {
 	return WebhookView{ID: sub.SubNo, URL: sub.URL, Events: sub.Events, Owner: sub.Owner, TaskID: taskNo, CreatedAt: sub.CreatedAt.UTC()}
 }
 
 // subscription resolves the {id} path parameter to a subscription the caller may see.
-func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*store.Subscription, error) {
+func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*webhooks.Subscription, error) {
 	id := r.PathValue("id")
 	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
 		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
-	if errors.Is(err, store.ErrSubscriptionNotFound) {
+	if errors.Is(err, webhooks.ErrSubscriptionNotFound) {
 		return nil, problem.New(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
 	}
 	return sub, err
 }
 
-func (s webhookRoutes) taskNoOf(ctx context.Context, sub *store.Subscription) string {
+func (s webhookRoutes) taskNoOf(ctx context.Context, sub *webhooks.Subscription) string {
 	if sub.TaskID == nil {
 		return ""
 	}
@@ -242,7 +243,7 @@ func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p i
 	if err != nil {
 		return err
 	}
-	if err := s.Store.DeleteSubscription(r.Context(), sub.SubNo, p.Scope()); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+	if err := s.Store.DeleteSubscription(r.Context(), sub.SubNo, p.Scope()); err != nil && !errors.Is(err, webhooks.ErrSubscriptionNotFound) {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -255,10 +256,10 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	q := r.URL.Query()
-	f := store.DeliveryFilter{Limit: 50, State: store.DeliveryState(q.Get("state"))}
+	f := webhooks.DeliveryFilter{Limit: 50, State: webhooks.DeliveryState(q.Get("state"))}
 	var errs []problem.FieldError
 	switch f.State {
-	case "", store.DeliveryPending, store.DeliverySending, store.DeliveryDelivered, store.DeliveryDead:
+	case "", webhooks.DeliveryPending, webhooks.DeliverySending, webhooks.DeliveryDelivered, webhooks.DeliveryDead:
 	default:
 		errs = append(errs, problem.FieldError{Field: "state", Message: "must be pending, sending, delivered or dead"})
 	}
@@ -292,10 +293,10 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 	return nil
 }
 
-func deliveryView(d *store.Delivery, attempts []store.DeliveryAttempt) DeliveryView {
+func deliveryView(d *webhooks.Delivery, attempts []webhooks.DeliveryAttempt) DeliveryView {
 	v := DeliveryView{ID: d.DeliveryNo, EventID: webhook.EventID(d.EventID), Event: d.Event, TaskID: d.TaskNo, State: d.State,
 		Attempts: make([]DeliveryAttemptView, len(attempts)), DeliveredAt: taskview.UTC(d.DeliveredAt), CreatedAt: d.CreatedAt.UTC()}
-	if d.State == store.DeliveryPending {
+	if d.State == webhooks.DeliveryPending {
 		v.NextAt = taskview.UTC(&d.DueAt)
 	}
 	for i, a := range attempts {
@@ -318,7 +319,7 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p ident
 		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, problem.FieldError{Field: "delivery", Message: msg})
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
-	if errors.Is(err, store.ErrDeliveryNotFound) {
+	if errors.Is(err, webhooks.ErrDeliveryNotFound) {
 		return problem.New(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
 	}
 	if err != nil {
@@ -355,17 +356,17 @@ func (n *notifyRequest) check(ctx context.Context, s *Server) error {
 
 // subscription is the subscription a new task is submitted with: the URL, told of the
 // task's endings.
-func (n *notifyRequest) subscription(by string) *store.NewSubscription {
+func (n *notifyRequest) subscription(by string) *webhooks.NewSubscription {
 	if n == nil {
 		return nil
 	}
-	return &store.NewSubscription{URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}
+	return &webhooks.NewSubscription{URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}
 }
 
 // bind answers the subscription of a submit: the one committed with a new task (made), or,
 // for a resubmit that returned an existing task, that task's subscription for the URL (the
 // existing one without its secret, or a new one).
-func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made *store.Subscription, by string) (*WebhookView, error) {
+func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made *webhooks.Subscription, by string) (*WebhookView, error) {
 	if n == nil {
 		return nil, nil
 	}

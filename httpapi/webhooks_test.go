@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 func withWebhooks(allowed ...string) func(*Deps) {
@@ -160,7 +161,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 	if err != nil || len(out) != 1 {
 		t.Fatalf("claim: %v %v", out, err)
 	}
-	if _, _, err := e.st.RecordAttempt(ctx, &out[0].Delivery, store.AttemptResult{StatusCode: 503, Latency: 42e6, Error: "HTTP 503"}); err != nil {
+	if _, _, err := e.st.RecordAttempt(ctx, &out[0].Delivery, webhooks.AttemptResult{StatusCode: 503, Latency: 42e6, Error: "HTTP 503"}); err != nil {
 		t.Fatal(err)
 	}
 	res = e.call("GET", "/api/v1/webhooks/"+hook.ID+"/deliveries", aliceToken, nil)
@@ -169,7 +170,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 		t.Fatalf("deliveries: %s", res.Body)
 	}
 	d := list.Items[0]
-	if d.State != store.DeliveryDead || d.Event != "task.submitted" || !strings.HasPrefix(d.EventID, "evt_") || len(d.Attempts) != 1 ||
+	if d.State != webhooks.DeliveryDead || d.Event != "task.submitted" || !strings.HasPrefix(d.EventID, "evt_") || len(d.Attempts) != 1 ||
 		d.Attempts[0].StatusCode != 503 || d.Attempts[0].LatencyMS != 42 || d.Attempts[0].Error != "HTTP 503" {
 		t.Fatalf("delivery view: %+v", d)
 	}
@@ -177,7 +178,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 		t.Fatalf("bob redelivers: %d", res.Code)
 	}
 	res = e.call("POST", "/api/v1/webhooks/"+hook.ID+"/deliveries/"+d.ID+"/redeliver", aliceToken, nil)
-	if res.Code != http.StatusAccepted || decodeAs[DeliveryView](t, res.Body.Bytes()).State != store.DeliveryPending {
+	if res.Code != http.StatusAccepted || decodeAs[DeliveryView](t, res.Body.Bytes()).State != webhooks.DeliveryPending {
 		t.Fatalf("redeliver: %d %s", res.Code, res.Body)
 	}
 	if res := e.call("POST", "/api/v1/webhooks/"+hook.ID+"/deliveries/dlv_nope/redeliver", aliceToken, nil); res.Code != http.StatusNotFound ||

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // The per-process batchers group the hot writes of many concurrent attempts into one
@@ -214,7 +215,7 @@ func NewCreator(st *store.Store, cfg batch.Config, logger *slog.Logger) *Creator
 // Create inserts nts with whatever other submits are in flight; the answer is exactly
 // store.CreateMany's. The tasks' audit rows name the audit of ctx.
 func (c *Creator) Create(ctx context.Context, nts []store.NewTask) ([]store.Created, error) {
-	if a := store.AuditOf(ctx); a != nil {
+	if a := audit.FromContext(ctx); a != nil {
 		for i := range nts {
 			if nts[i].Audit == nil {
 				nts[i].Audit = a

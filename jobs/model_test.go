@@ -64,6 +64,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 const (
@@ -1183,7 +1184,7 @@ func (w *rmWork) commit(ctx context.Context) error {
 	}
 	first, last := w.next, min(w.next+w.plan.size-1, w.p.Rows)
 	var (
-		good []store.CustomerRow
+		good []customers.Row
 		bad  []store.Item
 	)
 	no := w.run.Task.TaskNo
@@ -1191,11 +1192,11 @@ func (w *rmWork) commit(ctx context.Context) error {
 		if w.bad[r] {
 			bad = append(bad, store.Item{TaskID: w.run.Task.ID, Row: r, Field: "phone", Message: "phone: must be 11 digits", Raw: []byte(`["x"]`)})
 		} else {
-			good = append(good, store.CustomerRow{Row: r, Code: rmCode(no, r), Name: "n", Phone: "13800138000"})
+			good = append(good, customers.Row{Row: r, Code: rmCode(no, r), Name: "n", Phone: "13800138000"})
 		}
 	}
 	err := w.run.CommitBatch(ctx, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
-		conflicts, err := store.WriteCustomers(ctx, tx, w.run.Task.ID, good, false)
+		conflicts, err := customers.Write(ctx, tx, w.run.Task.ID, good, false)
 		if err != nil {
 			return store.Batch{}, err
 		}

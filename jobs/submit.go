@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // SubmitPolicy is what submit needs to know about a task type.
@@ -62,7 +63,7 @@ type Submission struct {
 	Title string
 	// Notify, when set, is a webhook subscription created with the task, in the same
 	// transaction: both exist, or neither.
-	Notify *store.NewSubscription
+	Notify *webhooks.NewSubscription
 }
 
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
@@ -102,7 +103,7 @@ type SubmitResult struct {
 	Task    *store.Task
 	Created bool
 	// Subscription is the submission's Notify subscription, when its task was created.
-	Subscription *store.Subscription
+	Subscription *webhooks.Subscription
 	// Err refuses this submission alone (unknown type, queue busy, owner's cap).
 	Err error
 }

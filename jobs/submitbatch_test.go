@@ -19,6 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // Forty requests submitting at once share a few insert statements, yet each gets its own task,
@@ -41,7 +42,7 @@ func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			actor := fmt.Sprintf("user%02d", i)
-			ctx := store.WithAudit(context.Background(), &store.Audit{Actor: actor, Via: "token", ClientAddr: "10.0.0.1", RequestID: "req-" + actor})
+			ctx := audit.NewContext(context.Background(), &audit.Origin{Actor: actor, Via: "token", ClientAddr: "10.0.0.1", RequestID: "req-" + actor})
 			nt := store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: actor, Queue: "work", MaxRetry: 3, TimeoutSeconds: 60}
 			switch i {
 			case 7:

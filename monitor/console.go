@@ -24,6 +24,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // ConsolePath is where the console is mounted. asynqmon is given it as its RootPath, so its
@@ -79,7 +80,7 @@ type WebSignIn interface {
 
 // AuditRecorder writes an audit row (*store.Store).
 type AuditRecorder interface {
-	RecordAudit(ctx context.Context, e store.AuditEvent) error
+	RecordAudit(ctx context.Context, e audit.Event) error
 }
 
 // TaskActions are the task transitions behind the console's job actions (*store.Store).
@@ -241,7 +242,7 @@ func (c *Console) audit(r *http.Request, who, action, target, outcome string, st
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
 	defer cancel()
-	e := store.AuditEvent{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
+	e := audit.Event{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: clientAddr(r)}
 	if err := c.cfg.Audit.RecordAudit(ctx, e); err != nil {
 		c.logger.Error("audit row not recorded", "action", action, "actor", who, "err", err)
@@ -310,7 +311,7 @@ func (c *Console) failed(r *http.Request) {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
 	c.logger.Warn("console login failed", "client", clientAddr(r))
-	c.audit(r, "", "auth.sign_in", "", store.AuditDenied, http.StatusUnauthorized, "not an admin credential")
+	c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusUnauthorized, "not an admin credential")
 }
 
 // throttled answers 429 with the time left in the address's window.
@@ -356,7 +357,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: ConsolePath,
 				MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 			c.logger.Info("console login", "user", user, "client", clientAddr(r))
-			c.audit(r, user, "auth.sign_in", "", store.AuditSuccess, http.StatusSeeOther, "")
+			c.audit(r, user, "auth.sign_in", "", audit.Success, http.StatusSeeOther, "")
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
@@ -409,28 +410,28 @@ func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who strin
 		return
 	}
 	if c.cfg.ReadOnly {
-		c.audit(r, who, "console.refused", strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"), store.AuditDenied, http.StatusForbidden, "the console is read-only")
+		c.audit(r, who, "console.refused", strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"), audit.Denied, http.StatusForbidden, "the console is read-only")
 		http.Error(w, readOnlyMessage, http.StatusForbidden)
 		return
 	}
 	a := parseConsoleAction(r.Method, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
 	// A cancel through the task store records its audit row with the change; every other
 	// action (or its refusal) is recorded here.
-	au := &store.Audit{Actor: who, Via: "console", ClientAddr: clientAddr(r)}
-	status, msg := c.act(store.WithAudit(r.Context(), au), a, who)
+	au := &audit.Origin{Actor: who, Via: "console", ClientAddr: clientAddr(r)}
+	status, msg := c.act(audit.NewContext(r.Context(), au), a, who)
 	if au.Recorded() == 0 {
 		action, target := "console."+cmp.Or(a.verb, "refused"), cmp.Or(a.job, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
 		if no, ok := taskOfJob(a.job); ok {
 			target = no
 		}
-		outcome := store.AuditSuccess
+		outcome := audit.Success
 		switch {
 		case status == http.StatusForbidden:
-			outcome = store.AuditDenied
+			outcome = audit.Denied
 		case status >= 500:
-			outcome = store.AuditError
+			outcome = audit.Error
 		case status >= 400:
-			outcome = store.AuditRefused
+			outcome = audit.Refused
 		}
 		c.audit(r, who, action, target, outcome, cmp.Or(status, http.StatusOK), msg)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds the alerts: a failed task's alert, sent by whoever claims it so it goes out
@@ -15,7 +17,7 @@ import (
 // when this caller is the one to send it: at most one caller ever gets it.
 func (s *Alerts) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
 	task := new(Task)
-	err := one(ctx, s.db, s.db.DB, task, `
+	err := pg.One(ctx, s.db, s.db.DB, task, `
 		UPDATE tasks SET alerted_at = now()
 		WHERE id = $1 AND alert_due_at IS NOT NULL AND alerted_at IS NULL
 		RETURNING `+taskColumns, taskID)
@@ -33,7 +35,7 @@ func (s *Alerts) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
 // sends them.
 func (s *Alerts) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	err := all(ctx, s.db, s.db.DB, &tasks, `
+	err := pg.All(ctx, s.db, s.db.DB, &tasks, `
 		UPDATE tasks SET alerted_at = now()
 		WHERE id IN (`+sqlDueAlerts+` FOR UPDATE SKIP LOCKED)
 		RETURNING `+taskColumns, olderThan.Seconds(), limit)
@@ -46,11 +48,11 @@ func (s *Alerts) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, li
 // ConditionHolds records that an alert condition holds. It returns the time it started and
 // fire=true exactly once per episode: the first call after it has held for at least hold.
 func (s *Alerts) ConditionHolds(ctx context.Context, key string, hold time.Duration) (since time.Time, fire bool, err error) {
-	if _, err := exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
+	if _, err := pg.Exec(ctx, s.db.DB, `INSERT INTO alert_conditions (key) VALUES ($1) ON CONFLICT (key) DO NOTHING`, key); err != nil {
 		return time.Time{}, false, fmt.Errorf("record alert condition: %w", err)
 	}
 	var fired []time.Time
-	err = all(ctx, s.db, s.db.DB, &fired, `UPDATE alert_conditions SET fired_at = now()
+	err = pg.All(ctx, s.db, s.db.DB, &fired, `UPDATE alert_conditions SET fired_at = now()
 		WHERE key = $1 AND fired_at IS NULL AND active_since <= now() - make_interval(secs => $2) RETURNING active_since`,
 		key, hold.Seconds())
 	if err != nil {
@@ -64,6 +66,6 @@ func (s *Alerts) ConditionHolds(ctx context.Context, key string, hold time.Durat
 
 // ConditionCleared forgets an alert condition, so its next episode alerts again.
 func (s *Alerts) ConditionCleared(ctx context.Context, key string) error {
-	_, err := exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
+	_, err := pg.Exec(ctx, s.db.DB, `DELETE FROM alert_conditions WHERE key = $1`, key)
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file is the archive: retention moves finished tasks into archive tables and daily
@@ -52,7 +54,7 @@ func (s *Archive) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 	var moved int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var locked []int64
-		if err := all(ctx, s.db, tx.Tx, &locked, `SELECT id FROM tasks WHERE id = ANY($1::bigint[]) AND status IN `+terminalStates+`
+		if err := pg.All(ctx, s.db, tx.Tx, &locked, `SELECT id FROM tasks WHERE id = ANY($1::bigint[]) AND status IN `+terminalStates+`
 			ORDER BY id FOR UPDATE`, ids); err != nil {
 			return err
 		}
@@ -80,11 +82,11 @@ func (s *Archive) ArchiveTasks(ctx context.Context, ids []int64) (int, error) {
 			    durations = ARRAY(SELECT a + b FROM unnest(s.durations, EXCLUDED.durations) AS u(a, b))`,
 		}
 		for _, q := range steps {
-			if _, err := exec(ctx, tx.Tx, q, locked); err != nil {
+			if _, err := pg.Exec(ctx, tx.Tx, q, locked); err != nil {
 				return fmt.Errorf("archive: %w", err)
 			}
 		}
-		n, err := exec(ctx, tx.Tx, `DELETE FROM tasks WHERE id = ANY($1::bigint[])`, locked)
+		n, err := pg.Exec(ctx, tx.Tx, `DELETE FROM tasks WHERE id = ANY($1::bigint[])`, locked)
 		if err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
@@ -108,7 +110,7 @@ func (s *Archive) PurgeArchive(ctx context.Context, age time.Duration, limit int
 	var n int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var ids []int64
-		if err := all(ctx, s.db, tx.Tx, &ids, `SELECT id FROM tasks_archive WHERE archived_at < now() - make_interval(secs => $1)
+		if err := pg.All(ctx, s.db, tx.Tx, &ids, `SELECT id FROM tasks_archive WHERE archived_at < now() - make_interval(secs => $1)
 			ORDER BY archived_at LIMIT $2`, age.Seconds(), limit); err != nil {
 			return err
 		}
@@ -119,7 +121,7 @@ func (s *Archive) PurgeArchive(ctx context.Context, age time.Duration, limit int
 			return err
 		}
 		var err error
-		n, err = exec(ctx, tx.Tx, `DELETE FROM tasks_archive WHERE id = ANY($1::bigint[])`, ids)
+		n, err = pg.Exec(ctx, tx.Tx, `DELETE FROM tasks_archive WHERE id = ANY($1::bigint[])`, ids)
 		return err
 	})
 	if err != nil {
@@ -131,7 +133,7 @@ func (s *Archive) PurgeArchive(ctx context.Context, age time.Duration, limit int
 // deleteTaskRows deletes the rows of the tasks ids from each of tables (keyed by task_id).
 func deleteTaskRows(ctx context.Context, tx bun.Tx, ids []int64, tables ...string) error {
 	for _, table := range tables {
-		if _, err := exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, ids); err != nil {
+		if _, err := pg.Exec(ctx, tx.Tx, `DELETE FROM `+table+` WHERE task_id = ANY($1::bigint[])`, ids); err != nil {
 			return err
 		}
 	}
@@ -141,7 +143,7 @@ func deleteTaskRows(ctx context.Context, tx bun.Tx, ids []int64, tables ...strin
 // GetArchived returns an archived task by its public number, if scope may see it.
 func (s *Archive) GetArchived(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	t := new(Task)
-	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks_archive WHERE task_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks_archive WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -155,14 +157,14 @@ func (s *Archive) GetArchived(ctx context.Context, taskNo string, scope Scope) (
 // ArchivedRuns and ArchivedLogs are Runs and RecentLogs for an archived task.
 func (s *Archive) ArchivedRuns(ctx context.Context, taskID int64) ([]Run, error) {
 	var runs []Run
-	err := all(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs_archive WHERE task_id = $1 ORDER BY attempt`, taskID)
+	err := pg.All(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs_archive WHERE task_id = $1 ORDER BY attempt`, taskID)
 	return runs, err
 }
 
 // ArchivedLogs returns the newest n log lines of an archived task, oldest first.
 func (s *Archive) ArchivedLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
 	var logs []LogEntry
-	err := all(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs_archive WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
+	err := pg.All(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs_archive WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
 	slices.Reverse(logs)
 	return logs, err
 }
@@ -212,7 +214,7 @@ func (s *Archive) Stats(ctx context.Context, f StatsFilter, scope Scope) ([]Stat
 		RowsFailed  int64     `bun:"rows_failed"`
 		Durations   []int64   `bun:"durations,array"`
 	}
-	err := all(ctx, s.db, s.db.DB, &raw, `
+	err := pg.All(ctx, s.db, s.db.DB, &raw, `
 		SELECT day, type, status, owner, tasks, rows_total, rows_success, rows_failed, durations FROM task_stats_daily
 		WHERE day >= ($1::timestamptz AT TIME ZONE 'UTC')::date AND day < ($2::timestamptz AT TIME ZONE 'UTC')::date
 		  AND ($3 OR owner = $4)

@@ -66,7 +66,7 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
 	// The store's statements are fixed texts with bound parameters and ask for pgx's
-	// statement cache explicitly (see cached in sql.go): each is prepared once per connection.
+	// statement cache explicitly (see pg.Cached): each is prepared once per connection.
 	// Anything else (migrations, tests' ad hoc SQL) runs unprepared, so the cache only ever
 	// holds the store's statements.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
@@ -100,7 +100,7 @@ func Open(url string, opts OpenOptions) (*bun.DB, error) {
 }
 
 // unpreparedConnector hands out connections that run every statement unnamed: the store asks
-// for pgx's statement cache (see cached), which a transaction-mode pooler cannot keep.
+// for pgx's statement cache (see pg.Cached), which a transaction-mode pooler cannot keep.
 type unpreparedConnector struct {
 	driver.Connector
 	limits map[string]string // session limits set at the start of each transaction

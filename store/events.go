@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file is the transactional outbox (task_events): the INSERT every transition (the
@@ -34,7 +35,7 @@ func insertEvents(event, actor, from string) string {
 // dispatchers and live streams follow.
 func (s *Outbox) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
 	var out []Event
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
@@ -44,7 +45,7 @@ func (s *Outbox) EventsAfter(ctx context.Context, after int64, limit int) ([]Eve
 // TaskEvents returns a task's events with id > after, oldest first, if scope may see the task.
 func (s *Outbox) TaskEvents(ctx context.Context, taskID int64, after int64, limit int) ([]Event, error) {
 	var out []Event
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
 		taskID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events of task %d: %w", taskID, err)
@@ -59,7 +60,7 @@ func (s *Outbox) ScopeEvents(ctx context.Context, scope Scope, owner string, aft
 		owner = scope.Owner
 	}
 	var out []Event
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events
 		WHERE id > $1 AND ($2 = '' OR owner = $2) ORDER BY id LIMIT $3`, after, owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
@@ -70,13 +71,13 @@ func (s *Outbox) ScopeEvents(ctx context.Context, scope Scope, owner string, aft
 // LastEventID is the newest event's id (0 when there is none): where a new follower starts.
 func (s *Outbox) LastEventID(ctx context.Context) (int64, error) {
 	var id int64
-	err := one(ctx, s.db, s.db.DB, &id, `SELECT COALESCE(max(id), 0) FROM task_events`)
+	err := pg.One(ctx, s.db, s.db.DB, &id, `SELECT COALESCE(max(id), 0) FROM task_events`)
 	return id, err
 }
 
 // PruneEvents deletes events older than age, at most limit of them, and returns how many.
 func (s *Outbox) PruneEvents(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM task_events WHERE id IN (
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM task_events WHERE id IN (
 		SELECT id FROM task_events WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)

@@ -7,8 +7,6 @@ import "reflect"
 func ColumnLists() map[reflect.Type]string {
 	return map[reflect.Type]string{
 		reflect.TypeFor[Task](): taskColumns, reflect.TypeFor[Run](): runColumns, reflect.TypeFor[LogEntry](): logColumns,
-		reflect.TypeFor[Item](): itemColumns, reflect.TypeFor[CleanupRound](): roundColumns, reflect.TypeFor[Event](): eventColumns, reflect.TypeFor[Schedule](): scheduleColumns,
-		reflect.TypeFor[Subscription](): subscriptionColumns, reflect.TypeFor[Delivery](): deliveryColumns, reflect.TypeFor[DeliveryAttempt](): attemptColumns,
-		reflect.TypeFor[APIToken](): apiTokenColumns, reflect.TypeFor[AuditEvent](): auditColumns,
+		reflect.TypeFor[Item](): itemColumns, reflect.TypeFor[CleanupRound](): roundColumns, reflect.TypeFor[Event](): eventColumns,
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds the cleanup's reads and bookkeeping, and the record of a failed hand-off to
@@ -18,7 +18,7 @@ import (
 // ClaimCleanupSlot records that worker runs the cleanup round of slot. It returns false when
 // another replica already has: the guard that makes each slot run once.
 func (s *Maintenance) ClaimCleanupSlot(ctx context.Context, slot time.Time, worker string) (bool, error) {
-	n, err := exec(ctx, s.db.DB, `INSERT INTO cleanup_rounds (slot, worker) VALUES ($1, $2) ON CONFLICT (slot) DO NOTHING`,
+	n, err := pg.Exec(ctx, s.db.DB, `INSERT INTO cleanup_rounds (slot, worker) VALUES ($1, $2) ON CONFLICT (slot) DO NOTHING`,
 		slot.UTC(), worker)
 	if err != nil {
 		return false, fmt.Errorf("claim cleanup slot %s: %w", slot, err)
@@ -32,10 +32,10 @@ func (s *Maintenance) FinishCleanupRound(ctx context.Context, slot time.Time, re
 	if err != nil {
 		return err
 	}
-	if _, err := exec(ctx, s.db.DB, `UPDATE cleanup_rounds SET finished_at = now(), report = $1::jsonb WHERE slot = $2`, string(b), slot.UTC()); err != nil {
+	if _, err := pg.Exec(ctx, s.db.DB, `UPDATE cleanup_rounds SET finished_at = now(), report = $1::jsonb WHERE slot = $2`, string(b), slot.UTC()); err != nil {
 		return fmt.Errorf("finish cleanup round: %w", err)
 	}
-	_, err = exec(ctx, s.db.DB, `DELETE FROM cleanup_rounds WHERE slot < now() - interval '7 days'`)
+	_, err = pg.Exec(ctx, s.db.DB, `DELETE FROM cleanup_rounds WHERE slot < now() - interval '7 days'`)
 	return err
 }
 
@@ -53,7 +53,7 @@ type CleanupRound struct {
 // CleanupRounds lists recorded rounds, oldest first.
 func (s *Maintenance) CleanupRounds(ctx context.Context) ([]CleanupRound, error) {
 	var rounds []CleanupRound
-	err := all(ctx, s.db, s.db.DB, &rounds, `SELECT `+roundColumns+` FROM cleanup_rounds ORDER BY slot`)
+	err := pg.All(ctx, s.db, s.db.DB, &rounds, `SELECT `+roundColumns+` FROM cleanup_rounds ORDER BY slot`)
 	return rounds, err
 }
 
@@ -66,7 +66,7 @@ func (s *Maintenance) CleanupRounds(ctx context.Context) ([]CleanupRound, error)
 // cleanup round takes these first, before any other work.
 func (s *Maintenance) TakeSilent(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find silent running tasks: %w", err)
 	}
 	return tasks, nil
@@ -78,7 +78,7 @@ func (s *Maintenance) TakeSilent(ctx context.Context, grace, takeoverAfter time.
 // idempotent, so a task asynq still holds is not delivered twice.
 func (s *Maintenance) TakeOrphans(ctx context.Context, grace time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), limit); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find orphans: %w", err)
 	}
 	return tasks, nil
@@ -110,7 +110,7 @@ const sqlTakeOrphans = `
 // MarkEnqueueFailed records that handing a waiting task to asynq failed, so the rescuer
 // picks it up at its next round instead of after the grace period.
 func (s *Maintenance) MarkEnqueueFailed(ctx context.Context, taskID int64, attempt int) error {
-	_, err := exec(ctx, s.db.DB,
+	_, err := pg.Exec(ctx, s.db.DB,
 		`UPDATE tasks SET enqueued_at = NULL WHERE id = $1 AND attempt = $2 AND status IN ('PENDING', 'RETRY_WAIT', 'RUNNING')`,
 		taskID, attempt)
 	return err
@@ -120,7 +120,7 @@ func (s *Maintenance) MarkEnqueueFailed(ctx context.Context, taskID int64, attem
 // import's error report) are past their expiry and still on record.
 func (s *Maintenance) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlExpiredResults, limit); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlExpiredResults, limit); err != nil {
 		return nil, fmt.Errorf("find expired results: %w", err)
 	}
 	return tasks, nil
@@ -132,7 +132,7 @@ func (s *Maintenance) ForgetResultFiles(ctx context.Context, ids []int64) error 
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := exec(ctx, s.db.DB, `UPDATE tasks SET result = (result - 'file' - 'error_report') || '{"expired": true}'::jsonb, updated_at = now()
+	_, err := pg.Exec(ctx, s.db.DB, `UPDATE tasks SET result = (result - 'file' - 'error_report') || '{"expired": true}'::jsonb, updated_at = now()
 		WHERE id = ANY($1::bigint[])`, ids)
 	return err
 }
@@ -140,7 +140,7 @@ func (s *Maintenance) ForgetResultFiles(ctx context.Context, ids []int64) error 
 // PastRetention returns up to limit terminal tasks that finished before the cut-off.
 func (s *Maintenance) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlPastRetention, retention.Seconds(), limit); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlPastRetention, retention.Seconds(), limit); err != nil {
 		return nil, fmt.Errorf("find tasks past retention: %w", err)
 	}
 	return tasks, nil
@@ -150,7 +150,7 @@ func (s *Maintenance) PastRetention(ctx context.Context, retention time.Duration
 // still needs.
 func (s *Maintenance) LiveUploads(ctx context.Context, paths []string) (map[string]bool, error) {
 	var live []string
-	if err := all(ctx, s.db, s.db.DB, &live, sqlLiveUploads, paths); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &live, sqlLiveUploads, paths); err != nil {
 		return nil, fmt.Errorf("find live uploads: %w", err)
 	}
 	out := make(map[string]bool, len(live))
@@ -167,7 +167,7 @@ func (s *Maintenance) RunningAttempts(ctx context.Context, taskNos []string) (ma
 		TaskNo  string `bun:"task_no"`
 		Attempt int    `bun:"attempt"`
 	}
-	err := all(ctx, s.db, s.db.DB, &running, `SELECT task_no, attempt FROM tasks WHERE task_no = ANY($1::text[]) AND status = 'RUNNING'`, taskNos)
+	err := pg.All(ctx, s.db, s.db.DB, &running, `SELECT task_no, attempt FROM tasks WHERE task_no = ANY($1::text[]) AND status = 'RUNNING'`, taskNos)
 	if err != nil {
 		return nil, fmt.Errorf("find running tasks: %w", err)
 	}
@@ -191,7 +191,7 @@ type ResultRef struct {
 // ResultRefs returns the result references of the given tasks that exist.
 func (s *Maintenance) ResultRefs(ctx context.Context, taskNos []string) (map[string]ResultRef, error) {
 	var refs []ResultRef
-	err := all(ctx, s.db, s.db.DB, &refs, `SELECT task_no, status, attempt, COALESCE(result ->> 'file', '') AS file,
+	err := pg.All(ctx, s.db, s.db.DB, &refs, `SELECT task_no, status, attempt, COALESCE(result ->> 'file', '') AS file,
 		COALESCE(result ->> 'error_report', '') AS error_report FROM tasks WHERE task_no = ANY($1::text[])`, taskNos)
 	if err != nil {
 		return nil, fmt.Errorf("find result references: %w", err)
@@ -221,25 +221,6 @@ const (
 		AND alert_due_at < now() - make_interval(secs => $1) LIMIT $2`
 )
 
-// explain returns Postgres' plan for query with args, without running it. EXPLAIN with
-// parameters needs their types from the extended protocol: the statement is described first.
-func explain(ctx context.Context, db *bun.DB, query string, args ...any) (string, error) {
-	rows, err := db.DB.QueryContext(ctx, "EXPLAIN "+query, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
-}
-
 // CleanupPlans returns Postgres' plan for each query a cleanup round runs over tasks, so a
 // benchmark can check every step is served by an index. Nothing is executed.
 func (s *Maintenance) CleanupPlans(ctx context.Context, grace, takeoverAfter, retention time.Duration, limit int) (map[string]string, error) {
@@ -259,7 +240,7 @@ func (s *Maintenance) CleanupPlans(ctx context.Context, grace, takeoverAfter, re
 	}
 	out := map[string]string{}
 	for _, st := range steps {
-		plan, err := explain(ctx, s.db, st.sql, st.args...)
+		plan, err := pg.Explain(ctx, s.db, st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("explain %s: %w", st.name, err)
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 const (
@@ -449,17 +450,17 @@ func (m *model) batch(ctx context.Context, wk *mWorker) {
 		return
 	}
 	last := min(wk.next+m.intn(4), mt.rows)
-	var good []store.CustomerRow
+	var good []customers.Row
 	var bad []store.Item
 	for r := wk.next; r <= last; r++ {
 		if mt.bad[r] {
 			bad = append(bad, store.Item{TaskID: mt.id, Row: r, Field: "phone", Message: "phone: must be 11 digits", Raw: []byte(`["x"]`)})
 		} else {
-			good = append(good, store.CustomerRow{Row: r, Code: code(mt, r), Name: "n", Phone: "13800138000"})
+			good = append(good, customers.Row{Row: r, Code: code(mt, r), Name: "n", Phone: "13800138000"})
 		}
 	}
 	cancelled, err := m.w.st.CommitBatch(ctx, l, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
-		conflicts, err := store.WriteCustomers(ctx, tx, mt.id, good, false)
+		conflicts, err := customers.Write(ctx, tx, mt.id, good, false)
 		if err != nil {
 			return store.Batch{}, err
 		}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/internal/columntest"
 )
 
 // A cancel acknowledged while a task runs wins over every way the attempt can end except
@@ -296,24 +296,7 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 // field added to a model without its column (or the reverse) fails here, not in production.
 func TestColumnListsMatchModels(t *testing.T) {
 	t.Parallel()
-	for typ, cols := range store.ColumnLists() {
-		var want []string
-		for i := range typ.NumField() {
-			tag := typ.Field(i).Tag.Get("bun")
-			name, _, _ := strings.Cut(tag, ",")
-			if name == "" || strings.HasPrefix(tag, "table:") {
-				continue
-			}
-			want = append(want, name)
-		}
-		var got []string
-		for c := range strings.SplitSeq(cols, ",") {
-			got = append(got, strings.TrimSpace(c))
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: column list %v, model %v", typ.Name(), got, want)
-		}
-	}
+	columntest.Check(t, store.ColumnLists())
 }
 
 func (f *fixture) count(query string, args ...any) int {

@@ -1,11 +1,13 @@
 // Package store is taskcenter's source of truth in Postgres: the task rows, their runs, logs
-// and failed items, and the customers the import writes. Every task state transition is one
-// conditional UPDATE in a tasks_*.go file; nothing else in the code base changes status. Each
-// names the statuses it may leave, and running attempts are fenced by their lease
-// (`AND attempt = $n`), so a transition either happens exactly once or changes nothing. The
-// attempt's task_runs row and a task_logs line are written in the same statement.
+// and failed items, their events, and every other kind of record, each in the file or the
+// subpackage named below. Every task state transition is one conditional UPDATE in a
+// tasks_*.go file; nothing else in the code base changes status. Each names the statuses it
+// may leave, and running attempts are fenced by their lease (`AND attempt = $n`), so a
+// transition either happens exactly once or changes nothing. The attempt's task_runs row and
+// a task_logs line are written in the same statement.
 //
-// Store embeds one type per kind of record; each lives in the files named here:
+// Store embeds one type per kind of record, all over the same pool; a caller writes
+// st.CreateSubscription(...) wherever the type lives. Here:
 //   - Tasks: submit (tasks_create.go), reads of tasks, their runs and logs (tasks_query.go),
 //     a user's actions on a task: cancel, retry, run now (tasks_user.go), and an import's
 //     rejected rows (tasks_items.go).
@@ -14,18 +16,34 @@
 //     attempt (tasks_end.go).
 //   - Alerts: failure alerts and alert conditions (alerts.go).
 //   - Maintenance: the cleanup's reads and bookkeeping (maintenance.go).
-//   - Outbox: the task_events outbox (events.go).
-//   - Webhooks: subscriptions (webhooks.go), the fan-out and the deliveries (deliveries.go).
-//   - Schedules (schedules.go), Tokens (tokens.go), AuditTrail (audit.go), Uploads
-//     (uploads.go).
+//   - Outbox: the task_events outbox (events.go), and its fan-out into webhook deliveries
+//     (fanout.go), which reads the task rows to build each body.
+//   - Uploads: accepted uploads and their sweep (uploads.go).
 //   - Archive: the archive and the stats (archive.go).
-//   - Customers: what the import writes and the exports and reports read (customers.go,
-//     reports.go).
 //
-// task.go holds the task models, db.go opens and migrates the database, sql.go runs statements.
+// In subpackages, each with its statements, its model and its tests:
+//   - store/webhooks: the webhook subscriptions and their deliveries (*webhooks.Webhooks).
+//   - store/schedules: users' recurring tasks and their fires (*schedules.Schedules).
+//   - store/tokens: the API tokens (*tokens.Tokens).
+//   - store/audit: the audit trail (*audit.Trail), and the audit.Origin a request's context
+//     carries, with which the transitions write their audit row in the same statement.
+//   - store/customers: the customers table, which is not embedded: the import writes it and
+//     the export and the report read it inside their own transactions, through functions.
+//
+// task.go holds the task models, db.go opens and migrates the database (the migrations of
+// every table are in migrations/), columns.go lists the models' columns. Every statement runs
+// through store/pg, the package below all of these: the statement runner, the WHERE builder,
+// error classification (pg.IsUnavailable, pg.IsTimeout) and Scope.
 package store
 
-import "github.com/uptrace/bun"
+import (
+	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/schedules"
+	"github.com/taskcenter/taskcenter/store/tokens"
+	"github.com/taskcenter/taskcenter/store/webhooks"
+)
 
 // Store is the database as the rest of taskcenter sees it: one value that embeds a type per
 // kind of record, each over the same pool, so a caller writes st.CreateSubscription(...) and
@@ -36,21 +54,20 @@ type Store struct {
 	*Alerts
 	*Maintenance
 	*Outbox
-	*Webhooks
-	*Schedules
-	*Tokens
-	*AuditTrail
+	*webhooks.Webhooks
+	*schedules.Schedules
+	*tokens.Tokens
+	*audit.Trail
 	*Uploads
 	*Archive
-	*Customers
 }
 
 // New returns a Store over db.
 func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
-		Outbox: &Outbox{db: db}, Webhooks: &Webhooks{db: db}, Schedules: &Schedules{db: db}, Tokens: &Tokens{db: db},
-		AuditTrail: &AuditTrail{db: db}, Uploads: &Uploads{db: db}, Archive: &Archive{db: db}, Customers: &Customers{db: db},
+		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
+		Trail: audit.New(db), Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
 	}
 }
 
@@ -70,21 +87,9 @@ type Alerts struct{ db *bun.DB }
 // Maintenance is the cleanup's reads and bookkeeping (maintenance.go).
 type Maintenance struct{ db *bun.DB }
 
-// Outbox reads the task_events outbox the transitions write (events.go).
+// Outbox reads the task_events outbox the transitions write (events.go) and fans its events
+// out into the deliveries of the webhook subscriptions that want them (fanout.go).
 type Outbox struct{ db *bun.DB }
-
-// Webhooks keeps the webhook subscriptions (webhooks.go), fans events out to them and
-// tracks each delivery (deliveries.go).
-type Webhooks struct{ db *bun.DB }
-
-// Schedules keeps users' recurring tasks and their fires (schedules.go).
-type Schedules struct{ db *bun.DB }
-
-// Tokens keeps the API tokens (tokens.go).
-type Tokens struct{ db *bun.DB }
-
-// AuditTrail writes and reads the audit trail (audit.go).
-type AuditTrail struct{ db *bun.DB }
 
 // Uploads records accepted uploads and sweeps the unused ones (uploads.go).
 type Uploads struct{ db *bun.DB }
@@ -92,7 +97,3 @@ type Uploads struct{ db *bun.DB }
 // Archive moves finished tasks out of the live tables, reads them back, and aggregates the
 // stats (archive.go).
 type Archive struct{ db *bun.DB }
-
-// Customers explains the customer export's queries (customers.go); the import, the export
-// and the reports reach the customers inside their own transactions, through functions.
-type Customers struct{ db *bun.DB }

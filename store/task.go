@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Status is a task's status; the rules live in internal/task.
@@ -139,11 +140,9 @@ type Lease struct {
 
 func (l Lease) String() string { return fmt.Sprintf("%s#%d", l.TaskNo, l.Attempt) }
 
-// Scope is who is asking: a user sees their own tasks, an admin sees all.
-type Scope struct {
-	Owner string `json:"owner"`
-	Admin bool   `json:"admin"`
-}
+// Scope is who is asking: a user sees their own tasks, an admin sees all. It lives in
+// store/pg, so that the subpackages' listings bind the same one.
+type Scope = pg.Scope
 
 // Errors callers branch on.
 var (

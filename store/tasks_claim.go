@@ -10,6 +10,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds a worker's claim of a task: PENDING or due RETRY_WAIT → RUNNING, and the
@@ -92,7 +94,7 @@ func (s *Attempts) ClaimTaskCapped(ctx context.Context, taskID int64, worker str
 			Status  Status `bun:"status"`
 			Attempt int    `bun:"attempt"`
 		}
-		err := one(ctx, s.db, tx.Tx, &who, `SELECT queue, owner, status, attempt FROM tasks WHERE id = $1`, taskID)
+		err := pg.One(ctx, s.db, tx.Tx, &who, `SELECT queue, owner, status, attempt FROM tasks WHERE id = $1`, taskID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -100,11 +102,11 @@ func (s *Attempts) ClaimTaskCapped(ctx context.Context, taskID int64, worker str
 			return err
 		}
 		if who.Status.Waiting() {
-			if _, err := exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))`, who.Queue, who.Owner); err != nil {
+			if _, err := pg.Exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))`, who.Queue, who.Owner); err != nil {
 				return err
 			}
 			var running int
-			err := one(ctx, s.db, tx.Tx, &running, `
+			err := pg.One(ctx, s.db, tx.Tx, &running, `
 				SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND owner = $2 AND status = 'RUNNING' LIMIT $3) r`,
 				who.Queue, who.Owner, maxRunning)
 			if err != nil {
@@ -132,7 +134,7 @@ func (s *Attempts) ClaimTaskCapped(ctx context.Context, taskID int64, worker str
 	return claimed, refused
 }
 
-func (s *Attempts) claimTask(ctx context.Context, q querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
+func (s *Attempts) claimTask(ctx context.Context, q pg.Querier, taskID int64, worker string, takeoverAfter time.Duration) (*Claimed, error) {
 	res, err := s.claimTasks(ctx, q, []int64{taskID}, worker, takeoverAfter)
 	if err != nil {
 		return nil, err
@@ -219,7 +221,7 @@ var sqlClaim = `
 		UNION ALL
 		SELECT ` + taskColumns + `, prev_status, trigger FROM ended`
 
-func (s *Attempts) claimTasks(ctx context.Context, q querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
+func (s *Attempts) claimTasks(ctx context.Context, q pg.Querier, ids []int64, worker string, takeoverAfter time.Duration) (map[int64]ClaimResult, error) {
 	var rows []struct {
 		Task
 		PrevStatus Status `bun:"prev_status"` // the status the claim left
@@ -230,11 +232,11 @@ func (s *Attempts) claimTasks(ctx context.Context, q querier, ids []int64, worke
 	// snapshot of its start, so a claim that queued behind a concurrent claim would decide a
 	// takeover on the new row yet miss the run row that claim inserted, leaving two attempts
 	// open. After the lock, the claim's snapshot holds everything committed before it.
-	claim := func(q querier) error {
-		if _, err := exec(ctx, q, `SELECT id FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids); err != nil {
+	claim := func(q pg.Querier) error {
+		if _, err := pg.Exec(ctx, q, `SELECT id FROM tasks WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids); err != nil {
 			return err
 		}
-		return all(ctx, s.db, q, &rows, sqlClaim, ids, worker, takeoverAfter.Seconds())
+		return pg.All(ctx, s.db, q, &rows, sqlClaim, ids, worker, takeoverAfter.Seconds())
 	}
 	var err error
 	if tx, ok := q.(*sql.Tx); ok {
@@ -272,7 +274,7 @@ func (s *Attempts) claimTasks(ctx context.Context, q querier, ids []int64, worke
 		NextRetryAt *time.Time `bun:"next_retry_at"`
 		Now         time.Time  `bun:"now"`
 	}
-	if err := all(ctx, s.db, q, &states, `SELECT id, status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = ANY($1::bigint[])`,
+	if err := pg.All(ctx, s.db, q, &states, `SELECT id, status, attempt, heartbeat_at, next_retry_at, now() AS now FROM tasks WHERE id = ANY($1::bigint[])`,
 		missing); err != nil {
 		return nil, fmt.Errorf("claim tasks %v: %w", missing, err)
 	}

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // NewTask is what a submit knows about a task.
@@ -27,10 +31,10 @@ type NewTask struct {
 	RetryBase, MaxRuntime, StallAfter time.Duration
 	// Notify, when set, is the webhook subscription the task is submitted with (its Owner is
 	// the task's): it commits with the task, or neither does.
-	Notify *NewSubscription
+	Notify *webhooks.NewSubscription
 	// Audit is who submitted it, for its audit row; nil: the audit of CreateMany's context.
 	// Tasks of several requests written in one statement each carry their request's.
-	Audit *Audit
+	Audit *audit.Origin
 }
 
 // Create inserts a PENDING task: (new) → PENDING. When a task with the same owner, type and
@@ -48,7 +52,7 @@ type Created struct {
 	Task    *Task
 	Created bool
 	// Subscription is the new task's Notify subscription, committed with it.
-	Subscription *Subscription
+	Subscription *webhooks.Subscription
 }
 
 // CreateMany inserts many PENDING tasks in one statement (one transaction), each with its
@@ -63,7 +67,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
 		retryBases, runtimes, stalls     = make([]int64, n), make([]int64, n), make([]int64, n)
 		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		audits                           = make([]*Audit, n)
+		audits                           = make([]*audit.Origin, n)
 		subNos, subURLs, subEvents       = make([]string, n), make([]string, n), make([]string, n)
 		subSecrets, subBys               = make([]string, n), make([]string, n)
 	)
@@ -73,19 +77,19 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
 		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
 		if ns := nt.Notify; ns != nil {
-			subNos[i], subURLs[i], subEvents[i] = newNo("whk_"), ns.URL, strings.Join(ns.Events, ",")
+			subNos[i], subURLs[i], subEvents[i] = pg.NewNo("whk_"), ns.URL, strings.Join(ns.Events, ",")
 			subSecrets[i], subBys[i] = ns.Secret, ns.CreatedBy
 		}
 		audits[i] = nt.Audit
 		if audits[i] == nil {
-			audits[i] = AuditOf(ctx)
+			audits[i] = audit.FromContext(ctx)
 		}
 		if a := audits[i]; a != nil && a.Actor != "" {
 			actors[i], vias[i], addrs[i], auditReqs[i] = a.Actor, a.Via, a.ClientAddr, a.RequestID
 		}
 	}
 	var rows []Task
-	err := all(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
+	err := pg.All(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
 		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
 		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys)
 	if err != nil {
@@ -101,11 +105,11 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 			out[i] = Created{Task: t, Created: true}
 			if ns := nt.Notify; ns != nil {
 				// What the statement inserted: now() is the task's created_at too.
-				out[i].Subscription = &Subscription{SubNo: subNos[i], Owner: t.Owner, URL: ns.URL, Events: ns.Events,
+				out[i].Subscription = &webhooks.Subscription{SubNo: subNos[i], Owner: t.Owner, URL: ns.URL, Events: ns.Events,
 					Secret: ns.Secret, TaskID: &t.ID, CreatedBy: ns.CreatedBy, CreatedAt: t.CreatedAt}
 			}
 			if a := audits[i]; a != nil && a.Actor != "" {
-				a.count(1)
+				a.Add(1)
 			}
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds the endings of an attempt: the worker's (RUNNING → an outcome, RETRY_WAIT,
@@ -193,7 +194,7 @@ func (s *Attempts) endAttempts(ctx context.Context, endings []Ending) (map[int64
 		levels[i], logs[i] = cmp.Or(e.level, "info"), e.log
 	}
 	var rows []Task
-	err := all(ctx, s.db, s.db.DB, &rows, sqlEndAttempts,
+	err := pg.All(ctx, s.db, s.db.DB, &rows, sqlEndAttempts,
 		ids, attempts, cancelWins, to, codes, messages, retryDelta, hasRetry, retryIn, hasResult, results, hasExpiry, expires,
 		alert, needCancel, runStatus, runErrors, levels, logs, outcome, hasCounts, totals, successes, failures)
 	if err != nil {
@@ -262,7 +263,7 @@ var sqlEndAttempts = `
 // nothing.
 func (s *Attempts) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
 	var tasks []Task
-	if err := all(ctx, s.db, s.db.DB, &tasks, sqlTimeoutStale, limit); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTimeoutStale, limit); err != nil {
 		return nil, fmt.Errorf("time out stale tasks: %w", err)
 	}
 	return tasks, nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Item is one rejected row of an import.
@@ -39,7 +41,7 @@ func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 			raws[i] = "[]"
 		}
 	}
-	_, err := exec(ctx, tx.Tx, `
+	_, err := pg.Exec(ctx, tx.Tx, `
 		INSERT INTO task_items (task_id, row_no, field, message, raw)
 		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::jsonb[])`,
 		taskIDs, rowNos, fields, messages, raws)
@@ -52,7 +54,7 @@ func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 // Items returns a task's rejected rows in row order, after row afterRow.
 func (s *Tasks) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
 	var items []Item
-	err := all(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
+	err := pg.All(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
 		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list rejected rows: %w", err)

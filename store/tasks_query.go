@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Get returns a task by its public number, if scope may see it.
 func (s *Tasks) Get(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	t := new(Task)
-	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -27,7 +29,7 @@ func (s *Tasks) Get(ctx context.Context, taskNo string, scope Scope) (*Task, err
 // GetByID returns a task by its internal id.
 func (s *Tasks) GetByID(ctx context.Context, id int64) (*Task, error) {
 	t := new(Task)
-	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
+	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -63,11 +65,11 @@ func (s *Tasks) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *C
 	}
 	c := taskConditions(f, scope)
 	if f.After != nil {
-		c.and("(created_at, id) < (" + c.arg(f.After.CreatedAt) + "::timestamptz, " + c.arg(f.After.ID) + "::bigint)")
+		c.And("(created_at, id) < (" + c.Arg(f.After.CreatedAt) + "::timestamptz, " + c.Arg(f.After.ID) + "::bigint)")
 	}
 	var tasks []Task
-	err := all(ctx, s.db, s.db.DB, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.where()+
-		` ORDER BY created_at DESC, id DESC LIMIT `+c.arg(limit+1), c.args...)
+	err := pg.All(ctx, s.db, s.db.DB, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.Where()+
+		` ORDER BY created_at DESC, id DESC LIMIT `+c.Arg(limit+1), c.Args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -82,29 +84,29 @@ func (s *Tasks) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *C
 
 // taskConditions are f and scope's conditions over tasks. The task list API and the task
 // export share them, so both see exactly the same rows.
-func taskConditions(f ListFilter, scope Scope) *conditions {
-	c := &conditions{}
+func taskConditions(f ListFilter, scope Scope) *pg.Conditions {
+	c := &pg.Conditions{}
 	switch {
 	case !scope.Admin:
-		c.and("owner = " + c.arg(scope.Owner))
+		c.And("owner = " + c.Arg(scope.Owner))
 	case f.Owner != "":
-		c.and("owner = " + c.arg(f.Owner))
+		c.And("owner = " + c.Arg(f.Owner))
 	}
 	if len(f.Statuses) > 0 {
 		statuses := make([]string, len(f.Statuses))
 		for i, st := range f.Statuses {
 			statuses[i] = string(st)
 		}
-		c.and("status = ANY(" + c.arg(statuses) + "::text[])")
+		c.And("status = ANY(" + c.Arg(statuses) + "::text[])")
 	}
 	if len(f.Types) > 0 {
-		c.and("type = ANY(" + c.arg(f.Types) + "::text[])")
+		c.And("type = ANY(" + c.Arg(f.Types) + "::text[])")
 	}
 	if f.CreatedFrom != nil {
-		c.and("created_at >= " + c.arg(*f.CreatedFrom) + "::timestamptz")
+		c.And("created_at >= " + c.Arg(*f.CreatedFrom) + "::timestamptz")
 	}
 	if f.CreatedTo != nil {
-		c.and("created_at < " + c.arg(*f.CreatedTo) + "::timestamptz")
+		c.And("created_at < " + c.Arg(*f.CreatedTo) + "::timestamptz")
 	}
 	return c
 }
@@ -113,7 +115,7 @@ func taskConditions(f ListFilter, scope Scope) *conditions {
 func CountTasks(ctx context.Context, tx bun.Tx, f ListFilter, scope Scope) (int64, error) {
 	c := taskConditions(f, scope)
 	var n int64
-	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks`+c.where(), cached(c.args)...).Scan(&n)
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks`+c.Where(), pg.Cached(c.Args)...).Scan(&n)
 	return n, err
 }
 
@@ -121,16 +123,16 @@ func CountTasks(ctx context.Context, tx bun.Tx, f ListFilter, scope Scope) (int6
 // inside tx (an export's snapshot).
 func TaskPage(ctx context.Context, tx bun.Tx, db *bun.DB, f ListFilter, scope Scope, after int64, limit int) ([]Task, error) {
 	c := taskConditions(f, scope)
-	c.and("id > " + c.arg(after) + "::bigint")
+	c.And("id > " + c.Arg(after) + "::bigint")
 	var tasks []Task
-	err := all(ctx, db, tx.Tx, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.where()+` ORDER BY id LIMIT `+c.arg(limit), c.args...)
+	err := pg.All(ctx, db, tx.Tx, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), c.Args...)
 	return tasks, err
 }
 
 // Runs returns every attempt of a task, oldest first.
 func (s *Tasks) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 	var runs []Run
-	if err := all(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID); err != nil {
 		return nil, fmt.Errorf("list runs of task %d: %w", taskID, err)
 	}
 	return runs, nil
@@ -139,7 +141,7 @@ func (s *Tasks) Runs(ctx context.Context, taskID int64) ([]Run, error) {
 // RecentLogs returns the newest n log lines of a task, oldest first.
 func (s *Tasks) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry, error) {
 	var logs []LogEntry
-	err := all(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
+	err := pg.All(ctx, s.db, s.db.DB, &logs, `SELECT `+logColumns+` FROM task_logs WHERE task_id = $1 ORDER BY id DESC LIMIT $2`, taskID, n)
 	if err != nil {
 		return nil, fmt.Errorf("list logs of task %d: %w", taskID, err)
 	}
@@ -153,7 +155,7 @@ func (s *Tasks) RecentLogs(ctx context.Context, taskID int64, n int) ([]LogEntry
 // only needs to know whether the backlog is over its limit.
 func (s *Tasks) Waiting(ctx context.Context, queue string, upTo int) (int, error) {
 	var n int
-	err := one(ctx, s.db, s.db.DB, &n,
+	err := pg.One(ctx, s.db, s.db.DB, &n,
 		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $2) w`,
 		queue, upTo)
 	if err != nil {
@@ -165,7 +167,7 @@ func (s *Tasks) Waiting(ctx context.Context, queue string, upTo int) (int, error
 // FindByKey returns the owner's task of a type with the given idempotency key.
 func (s *Tasks) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
 	t := new(Task)
-	err := one(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
+	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
 		owner, taskType, bizKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -182,7 +184,7 @@ func (s *Tasks) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 		Queue string `bun:"queue"`
 		N     int    `bun:"n"`
 	}
-	if err := all(ctx, s.db, s.db.DB, &rows, sqlWaitingByQueue); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &rows, sqlWaitingByQueue); err != nil {
 		return nil, fmt.Errorf("count waiting tasks: %w", err)
 	}
 	out := make(map[string]int, len(rows))
@@ -195,7 +197,7 @@ func (s *Tasks) WaitingByQueue(ctx context.Context) (map[string]int, error) {
 // OwnerWaiting counts an owner's PENDING and RETRY_WAIT tasks in a queue, stopping at upTo.
 func (s *Tasks) OwnerWaiting(ctx context.Context, queue, owner string, upTo int) (int, error) {
 	var n int
-	err := one(ctx, s.db, s.db.DB, &n,
+	err := pg.One(ctx, s.db, s.db.DB, &n,
 		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue = $1 AND owner = $2 AND status IN ('PENDING', 'RETRY_WAIT') LIMIT $3) w`,
 		queue, owner, upTo)
 	if err != nil {
@@ -214,7 +216,7 @@ type OwnerBacklog struct {
 // TopWaitingOwners returns, per queue, the limit owners with the most waiting tasks (metrics).
 func (s *Tasks) TopWaitingOwners(ctx context.Context, limit int) ([]OwnerBacklog, error) {
 	var out []OwnerBacklog
-	err := all(ctx, s.db, s.db.DB, &out, `
+	err := pg.All(ctx, s.db, s.db.DB, &out, `
 		SELECT queue, owner, waiting FROM (
 			SELECT queue, owner, count(*) AS waiting, row_number() OVER (PARTITION BY queue ORDER BY count(*) DESC) AS rank
 			FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue, owner) r

@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds a running attempt's writes: heartbeats, progress, committed batches and log
@@ -16,7 +18,7 @@ import (
 // Heartbeat proves the attempt is alive. It returns whether a cancel was requested, or
 // ErrFenced when the attempt no longer owns the task.
 func (s *Attempts) Heartbeat(ctx context.Context, l Lease) (cancelRequested bool, err error) {
-	err = one(ctx, s.db, s.db.DB, &cancelRequested,
+	err = pg.One(ctx, s.db, s.db.DB, &cancelRequested,
 		`UPDATE tasks SET heartbeat_at = now() WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' RETURNING cancel_requested`,
 		l.TaskID, l.Attempt)
 	return cancelRequested, fenced(err, "heartbeat", l)
@@ -35,7 +37,7 @@ func (s *Attempts) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64
 		ID              int64 `bun:"id"`
 		CancelRequested bool  `bun:"cancel_requested"`
 	}
-	err := all(ctx, s.db, s.db.DB, &rows, `
+	err := pg.All(ctx, s.db, s.db.DB, &rows, `
 		UPDATE tasks SET heartbeat_at = now()
 		FROM unnest($1::bigint[], $2::int[]) AS v(id, attempt)
 		WHERE tasks.id = v.id AND tasks.attempt = v.attempt AND tasks.status = 'RUNNING'
@@ -53,7 +55,7 @@ func (s *Attempts) HeartbeatMany(ctx context.Context, leases []Lease) (map[int64
 // Progress records progress and a heartbeat for the attempt. Progress never goes down: a
 // retried attempt that starts over keeps the high-water mark until it passes it.
 func (s *Attempts) Progress(ctx context.Context, l Lease, current, total int64) (cancelRequested bool, err error) {
-	err = one(ctx, s.db, s.db.DB, &cancelRequested, `
+	err = pg.One(ctx, s.db, s.db.DB, &cancelRequested, `
 		UPDATE tasks SET progress_current = GREATEST(progress_current, $1::bigint), progress_total = $2, heartbeat_at = now(), updated_at = now()
 		WHERE id = $3 AND attempt = $4 AND status = 'RUNNING' RETURNING cancel_requested`,
 		current, total, l.TaskID, l.Attempt)
@@ -76,7 +78,7 @@ type Batch struct {
 // write returns the Batch it committed, so the counts are what the write actually did.
 func (s *Attempts) CommitBatch(ctx context.Context, l Lease, write func(ctx context.Context, tx bun.Tx) (Batch, error)) (cancelRequested bool, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		err := one(ctx, s.db, tx.Tx, &cancelRequested,
+		err := pg.One(ctx, s.db, tx.Tx, &cancelRequested,
 			`SELECT cancel_requested FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING' FOR UPDATE`,
 			l.TaskID, l.Attempt)
 		if err := fenced(err, "commit batch", l); err != nil {
@@ -86,7 +88,7 @@ func (s *Attempts) CommitBatch(ctx context.Context, l Lease, write func(ctx cont
 		if err != nil {
 			return err
 		}
-		_, err = exec(ctx, tx.Tx, `
+		_, err = pg.Exec(ctx, tx.Tx, `
 			UPDATE tasks SET checkpoint = $1::jsonb, total_count = total_count + $2, success_count = success_count + $3,
 			       failed_count = failed_count + $4, progress_current = GREATEST(progress_current, $5::bigint), progress_total = $6,
 			       heartbeat_at = now(), updated_at = now()
@@ -101,7 +103,7 @@ func (s *Attempts) CommitBatch(ctx context.Context, l Lease, write func(ctx cont
 // like every other write of the attempt: a superseded attempt's line is not written, and
 // ErrFenced says so.
 func (s *Attempts) AppendLog(ctx context.Context, l Lease, level, message string) error {
-	n, err := exec(ctx, s.db.DB, `
+	n, err := pg.Exec(ctx, s.db.DB, `
 		INSERT INTO task_logs (task_id, attempt, level, message)
 		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
 		l.TaskID, l.Attempt, level, message)

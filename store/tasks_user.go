@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds a user's actions on a task (the API's and the console's): cancel, retry,
@@ -35,7 +37,7 @@ func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 		Task
 		PrevStatus Status `bun:"prev_status"`
 	}
-	err := one(ctx, s.db, s.db.DB, &row, `
+	err := pg.One(ctx, s.db, s.db.DB, &row, `
 		WITH old AS (
 			SELECT id, status FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3) FOR UPDATE
 		), t AS (
@@ -57,9 +59,9 @@ func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			       CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested' ELSE 'cancelled' END, $7::text, $8::text
 			FROM t WHERE $5::text <> ''
 		)
-		SELECT `+taskColumns+`, prev_status FROM t`, append([]any{taskNo, scope.Admin, scope.Owner, who}, auditParams(ctx)...)...)
+		SELECT `+taskColumns+`, prev_status FROM t`, append([]any{taskNo, scope.Admin, scope.Owner, who}, audit.Params(ctx)...)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return &CancelResult{Task: &row.Task, Immediate: row.PrevStatus != StatusRunning, PrevAttempt: row.Attempt}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -91,7 +93,7 @@ func (s *Tasks) Retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // retry is one try of Retry; sql.ErrNoRows when the task was not in a retryable status.
 func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
 	row := new(Task)
-	err := one(ctx, s.db, s.db.DB, row, `
+	err := pg.One(ctx, s.db, s.db.DB, row, `
 		WITH t AS (
 			UPDATE tasks SET status = 'PENDING', retry_count = 0, next_retry_at = NULL, cancel_requested = false,
 			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
@@ -107,9 +109,9 @@ func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 			INSERT INTO audit_events (actor, via, action, target, outcome, client_addr, request_id)
 			SELECT $4::text, $5::text, 'task.retry', task_no, 'success', $6::text, $7::text FROM t WHERE $4::text <> ''
 		)
-		SELECT `+taskColumns+` FROM t`, append(append([]any{taskNo, scope.Admin, scope.Owner}, auditParams(ctx)...), task.CodeAllRowsRejected)...)
+		SELECT `+taskColumns+` FROM t`, append(append([]any{taskNo, scope.Admin, scope.Owner}, audit.Params(ctx)...), task.CodeAllRowsRejected)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return row, nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -123,7 +125,7 @@ func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 // other status answers *ConflictError.
 func (s *Tasks) ExpediteRetry(ctx context.Context, taskNo string, who string) (*Task, error) {
 	task := new(Task)
-	err := one(ctx, s.db, s.db.DB, task, `
+	err := pg.One(ctx, s.db, s.db.DB, task, `
 		WITH t AS (
 			UPDATE tasks SET next_retry_at = now(), updated_at = now()
 			WHERE task_no = $1 AND status = 'RETRY_WAIT'

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // RecordUpload records that an upload was accepted (or accepted again: the same content
 // re-uploaded), which keeps its file for the upload TTL from now.
 func (s *Uploads) RecordUpload(ctx context.Context, path, sha256 string, size int64) error {
-	_, err := exec(ctx, s.db.DB, `INSERT INTO uploads (path, sha256, size) VALUES ($1, $2, $3)
+	_, err := pg.Exec(ctx, s.db.DB, `INSERT INTO uploads (path, sha256, size) VALUES ($1, $2, $3)
 		ON CONFLICT (path) DO UPDATE SET last_at = now()`, path, sha256, size)
 	if err != nil {
 		return fmt.Errorf("record upload: %w", err)
@@ -27,7 +29,7 @@ func (s *Uploads) SweepUploads(ctx context.Context, ttl time.Duration, limit int
 	n := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var paths []string
-		err := all(ctx, s.db, tx.Tx, &paths, `
+		err := pg.All(ctx, s.db, tx.Tx, &paths, `
 			SELECT u.path FROM uploads u
 			WHERE u.last_at < now() - make_interval(secs => $1)
 			  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.status IN ('PENDING', 'RETRY_WAIT', 'RUNNING') AND t.params ->> 'upload' = u.path)
@@ -45,7 +47,7 @@ func (s *Uploads) SweepUploads(ctx context.Context, ttl time.Duration, limit int
 		if len(gone) == 0 {
 			return nil
 		}
-		if _, err := exec(ctx, tx.Tx, `DELETE FROM uploads WHERE path = ANY($1::text[])`, gone); err != nil {
+		if _, err := pg.Exec(ctx, tx.Tx, `DELETE FROM uploads WHERE path = ANY($1::text[])`, gone); err != nil {
 			return err
 		}
 		n = len(gone)
@@ -60,7 +62,7 @@ func (s *Uploads) SweepUploads(ctx context.Context, ttl time.Duration, limit int
 // RecordedUploads returns which of the given paths have a record.
 func (s *Uploads) RecordedUploads(ctx context.Context, paths []string) (map[string]bool, error) {
 	var rec []string
-	if err := all(ctx, s.db, s.db.DB, &rec, `SELECT path FROM uploads WHERE path = ANY($1::text[])`, paths); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &rec, `SELECT path FROM uploads WHERE path = ANY($1::text[])`, paths); err != nil {
 		return nil, fmt.Errorf("find upload records: %w", err)
 	}
 	out := make(map[string]bool, len(rec))

@@ -44,6 +44,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/monitor"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 const usage = `usage:
@@ -177,7 +178,7 @@ func waitForDatabase(ctx context.Context, db *bun.DB, logger *slog.Logger) error
 			}
 			return nil
 		}
-		if !store.IsUnavailable(err) {
+		if !pg.IsUnavailable(err) {
 			return err
 		}
 		logger.Warn("waiting for Postgres", "err", err, "retry_in", wait)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // Two schedulers fire the same "@every 2s" schedule for a while: each slot yields exactly one
@@ -17,7 +18,7 @@ func TestTwoSchedulersFireEachScheduleSlotOnce(t *testing.T) {
 	e := newEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s", "TASKCENTER_CLEANUP_SPEC": "@every 1m"})
 	st := store.New(e.pg.DB)
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: "sch_every2s", Owner: "alice", Type: "export:customers",
+	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_every2s", Owner: "alice", Type: "export:customers",
 		Params: []byte(`{"filter":{}}`), Cron: "@every 2s", Timezone: "UTC"})
 	if err != nil {
 		t.Fatal(err)

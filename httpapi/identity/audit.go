@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // This file writes the audit trail's rows that are not written with a change itself: the
@@ -21,25 +21,25 @@ func (s *Service) ClientAddr(r *http.Request) string { return s.cfg.Gateway.Clie
 func OutcomeOf(status int) string {
 	switch {
 	case status < 400:
-		return store.AuditSuccess
+		return audit.Success
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return store.AuditDenied
+		return audit.Denied
 	case status < 500:
-		return store.AuditRefused
+		return audit.Refused
 	default:
-		return store.AuditError
+		return audit.Error
 	}
 }
 
 // AuditSignIn records a sign-in or a failed one.
 func (s *Service) AuditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
-	s.Record(r.Context(), store.AuditEvent{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
+	s.Record(r.Context(), audit.Event{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
 }
 
 // Record writes an audit row on its own (and to the log). A row that cannot be written is
 // logged as lost, with everything it held: the log is the trail's fallback.
-func (s *Service) Record(ctx context.Context, e store.AuditEvent) {
+func (s *Service) Record(ctx context.Context, e audit.Event) {
 	s.LogAudit(ctx, e, 1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
@@ -51,7 +51,7 @@ func (s *Service) Record(ctx context.Context, e store.AuditEvent) {
 
 // LogAudit writes an audit row to the log (when auth.audit.log is set) and nowhere else:
 // for rows the store wrote with the change itself (rows of them).
-func (s *Service) LogAudit(ctx context.Context, e store.AuditEvent, rows int64) {
+func (s *Service) LogAudit(ctx context.Context, e audit.Event, rows int64) {
 	if !s.cfg.AuditLog {
 		return
 	}

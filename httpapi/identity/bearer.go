@@ -11,7 +11,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/tokens"
 )
 
 // This file holds the bearer credentials: the config tokens, API tokens managed in the
@@ -25,7 +25,7 @@ func (s *Service) bearer(ctx context.Context, token string) (Principal, error) {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 		defer cancel()
 		tok, err := s.cfg.Store.APITokenByHash(ctx, auth.HashToken(token))
-		if errors.Is(err, store.ErrTokenNotFound) {
+		if errors.Is(err, tokens.ErrNotFound) {
 			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", "the API token is unknown, revoked or expired")
 		}
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // This file is the web page's sessions, as the browser holds them: a server-side session
@@ -101,13 +101,13 @@ func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session
 	id, err := s.sessions.Create(r.Context(), d)
 	if err != nil {
 		s.cfg.Logger.Error("web sign-in could not store the session", "err", err)
-		s.AuditSignIn(r, d.User, via, store.AuditError, http.StatusServiceUnavailable, "the session could not be stored")
+		s.AuditSignIn(r, d.User, via, audit.Error, http.StatusServiceUnavailable, "the session could not be stored")
 		return false
 	}
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(id), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
 	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
-	s.AuditSignIn(r, d.User, via, store.AuditSuccess, http.StatusSeeOther, "")
+	s.AuditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
 	if next != "" {
 		http.Redirect(rw, r, next, http.StatusSeeOther)
 	}
@@ -130,7 +130,7 @@ func (s *Service) GatewaySession(rw http.ResponseWriter, r *http.Request) (Princ
 	}
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(sid), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
-	s.AuditSignIn(r, p.User, "gateway", store.AuditSuccess, http.StatusOK, "")
+	s.AuditSignIn(r, p.User, "gateway", audit.Success, http.StatusOK, "")
 	p.Via = "session"
 	return p, d, true
 }
@@ -148,7 +148,7 @@ func (s *Service) EndSession(rw http.ResponseWriter, r *http.Request) (string, e
 				return "", err
 			}
 			if live {
-				s.Record(r.Context(), store.AuditEvent{Actor: d.User, Via: cmp.Or(strings.TrimSpace(d.Via), "token"), Action: "auth.sign_out", Outcome: store.AuditSuccess,
+				s.Record(r.Context(), audit.Event{Actor: d.User, Via: cmp.Or(strings.TrimSpace(d.Via), "token"), Action: "auth.sign_out", Outcome: audit.Success,
 					Status: http.StatusSeeOther, ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
 				if d.Via == "oidc" && s.cfg.OIDC != nil {
 					if u := s.cfg.OIDC.EndSessionURL(r.Context(), d.IDToken, BaseURL(r)+"/login"); u != "" {

@@ -17,7 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/tokens"
 )
 
 // This file manages API tokens, the bearer credentials users create in the product (checked
@@ -42,7 +42,7 @@ type TokenView struct {
 	Token      string     `json:"token,omitempty"`
 }
 
-func tokenView(t *store.APIToken) TokenView {
+func tokenView(t *tokens.APIToken) TokenView {
 	return TokenView{ID: t.TokenNo, Name: t.Name, Owner: t.Owner, Scopes: t.Scopes, Prefix: t.Prefix, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt.UTC(), ExpiresAt: t.ExpiresAt.UTC(), LastUsedAt: taskview.UTC(t.LastUsedAt), RevokedAt: taskview.UTC(t.RevokedAt)}
 }
@@ -94,7 +94,7 @@ func (s *Service) CreateToken(w http.ResponseWriter, r *http.Request, p Principa
 		role = config.RoleAdmin
 	}
 	token, hash := auth.NewAPIToken()
-	tok, err := s.cfg.Store.CreateAPIToken(r.Context(), store.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
+	tok, err := s.cfg.Store.CreateAPIToken(r.Context(), tokens.NewAPIToken{Hash: hash, Prefix: auth.TokenPrefix(token), Owner: owner, Role: string(role),
 		Name: name, Scopes: scopes, CreatedBy: p.User, ExpiresAt: expires})
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principa
 		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
 	}
 	_, err := s.cfg.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
-	if errors.Is(err, store.ErrTokenNotFound) {
+	if errors.Is(err, tokens.ErrNotFound) {
 		return problem.New(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
 	}
 	if err != nil {

@@ -40,7 +40,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 //go:embed assets i18n templates
@@ -348,7 +348,7 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 			w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 		}
 		w.cfg.Logger.Warn("web sign-in failed", "client", addr)
-		w.id.AuditSignIn(r, "", "token", store.AuditDenied, http.StatusUnauthorized, "not a configured token")
+		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusUnauthorized, "not a configured token")
 		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 		return
 	}

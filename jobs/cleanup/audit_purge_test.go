@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // Audit rows older than auth.audit.retention are deleted, at most a batch per round, and
@@ -16,8 +16,8 @@ func TestRoundPurgesAuditRowsPastTheirRetentionInBatches(t *testing.T) {
 	f := newFixture(t, 2)
 	ctx := context.Background()
 	for _, target := range []string{"tsk_OLD1", "tsk_OLD2", "tsk_OLD3", "tsk_NEW"} {
-		if err := f.st.RecordAudit(ctx, store.AuditEvent{Actor: "alice", Action: "task.download", Target: target,
-			Outcome: store.AuditSuccess}); err != nil {
+		if err := f.st.RecordAudit(ctx, audit.Event{Actor: "alice", Action: "task.download", Target: target,
+			Outcome: audit.Success}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 // CustomersType is the task type of the customer export.
@@ -57,16 +57,16 @@ func (customerSource) header() []string {
 	return []string{"code", "name", "phone", "email", "city", "level", "created_at", "updated_at"}
 }
 
-func (s customerSource) query() store.CustomerQuery {
-	return store.CustomerQuery{City: s.f.City, Level: s.f.Level, CodePrefix: s.f.CodePrefix}
+func (s customerSource) query() customers.Query {
+	return customers.Query{City: s.f.City, Level: s.f.Level, CodePrefix: s.f.CodePrefix}
 }
 
 func (s customerSource) count(ctx context.Context, tx bun.Tx) (int64, error) {
-	return store.CountCustomers(ctx, tx, s.query())
+	return customers.Count(ctx, tx, s.query())
 }
 
 func (s customerSource) page(ctx context.Context, tx bun.Tx, after int64, limit int) ([][]any, int64, error) {
-	rows, err := store.CustomerPage(ctx, tx, s.db, s.query(), after, limit)
+	rows, err := customers.Page(ctx, tx, s.db, s.query(), after, limit)
 	if err != nil || len(rows) == 0 {
 		return nil, after, err
 	}

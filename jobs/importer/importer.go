@@ -24,6 +24,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 // Type is the task type of the customer import.
@@ -90,7 +91,7 @@ type checkpoint struct {
 
 // batch is up to BatchSize consecutive rows, validated.
 type batch struct {
-	customers []store.CustomerRow
+	customers []customers.Row
 	raw       [][]string // original cells of each customer (see rawCells), for a later rejection
 	rejected  []store.Item
 	rows      int // data rows (not blank) in the batch
@@ -393,7 +394,7 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 		rejected := append([]store.Item(nil), b.rejected...)
 		// A code twice in one batch: the first row wins, later ones are rejected.
 		first := make(map[string]int, len(b.customers))
-		unique := make([]store.CustomerRow, 0, len(b.customers))
+		unique := make([]customers.Row, 0, len(b.customers))
 		uniqueRaw := make([][]string, 0, len(b.customers))
 		for i, c := range b.customers {
 			if row, dup := first[c.Code]; dup {
@@ -404,7 +405,7 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 			unique = append(unique, c)
 			uniqueRaw = append(uniqueRaw, b.raw[i])
 		}
-		conflicts, err := store.WriteCustomers(ctx, tx, taskID, unique, insertOnly)
+		conflicts, err := customers.Write(ctx, tx, taskID, unique, insertOnly)
 		if err != nil {
 			return store.Batch{}, err
 		}

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 // field is a column the import understands.
@@ -160,8 +160,8 @@ func (c *columns) cell(row []string, f field) string {
 // validate turns a data row into a customer, or the list of its problems. long lists the
 // columns whose text the reader cut at the cell limit: a field in one of them is reported
 // as too long, whatever the part that was read looks like.
-func (c *columns) validate(rowNo int, row []string, long []int) (store.CustomerRow, []fieldError) {
-	out := store.CustomerRow{Row: rowNo}
+func (c *columns) validate(rowNo int, row []string, long []int) (customers.Row, []fieldError) {
+	out := customers.Row{Row: rowNo}
 	var errs []fieldError
 	bad := func(f field, message string) {
 		errs = append(errs, fieldError{f, message})

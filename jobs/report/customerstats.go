@@ -14,6 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/customers"
 )
 
 // CustomerStatsType is the task type of the customer statistics report.
@@ -99,10 +100,10 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 		header []string
 		rows   func() ([][]any, error)
 	}{
-		{"By city", []string{"city", "customers"}, func() ([][]any, error) { return store.CustomersBy(ctx, tx, "city") }},
-		{"By level", []string{"level", "customers"}, func() ([][]any, error) { return store.CustomersBy(ctx, tx, "level") }},
+		{"By city", []string{"city", "customers"}, func() ([][]any, error) { return customers.By(ctx, tx, "city") }},
+		{"By level", []string{"level", "customers"}, func() ([][]any, error) { return customers.By(ctx, tx, "level") }},
 		{"Imports by day", []string{"day", "imports", "rows", "rows imported", "rows rejected"}, func() ([][]any, error) {
-			return store.ImportsByDay(ctx, tx, p.Scope, p.Days)
+			return customers.ImportsByDay(ctx, tx, p.Scope, p.Days)
 		}},
 	}
 	out, err := xlsxsafe.NewWriter(h.files, run.TempPrefix(), sheets[0].name, sheets[0].header)

@@ -20,6 +20,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // FireType is the asynq job type of one fire of a user's schedule.
@@ -121,7 +122,7 @@ func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
 		return fmt.Errorf("unreadable schedule fire: %w", asynq.SkipRetry)
 	}
 	sc, err := f.store.GetScheduleByID(ctx, p.ScheduleID)
-	if errors.Is(err, store.ErrScheduleNotFound) {
+	if errors.Is(err, schedules.ErrNotFound) {
 		f.logger.Info("fire of a deleted schedule ignored", "schedule_id", p.ScheduleID)
 		return nil
 	}
@@ -141,7 +142,7 @@ func (f *Firer) ProcessTask(ctx context.Context, job *asynq.Task) error {
 // Fire creates sc's task for slot, or records why it did not: paused, its last runs all
 // failed (it pauses itself), the previous run still going (a schedule never piles up runs),
 // or the queue refusing work. It returns the outcome.
-func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (string, error) {
+func (f *Firer) Fire(ctx context.Context, sc *schedules.Schedule, slot time.Time) (string, error) {
 	log := f.logger.With("schedule", sc.ScheduleNo, "slot", slot)
 	record := func(taskNo, outcome string) (string, error) {
 		if _, err := f.store.RecordFire(ctx, sc.ID, slot, taskNo, outcome); err != nil {
@@ -157,7 +158,7 @@ func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (s
 		if err != nil {
 			return "", err
 		}
-		if _, err := f.store.PauseScheduleItself(ctx, sc.ID, reason); err != nil {
+		if _, err := f.store.PauseItself(ctx, sc.ID, reason); err != nil {
 			return "", err
 		}
 		log.Warn("schedule paused itself", "reason", reason)
@@ -190,7 +191,7 @@ func (f *Firer) Fire(ctx context.Context, sc *store.Schedule, slot time.Time) (s
 
 // failing says why sc should pause itself when its last limits.PauseAfterFailures runs all
 // ended FAILED or TIMEOUT (a cancelled run, or one still going, breaks the streak), else "".
-func (f *Firer) failing(ctx context.Context, sc *store.Schedule) (string, error) {
+func (f *Firer) failing(ctx context.Context, sc *schedules.Schedule) (string, error) {
 	n := f.limits.PauseAfterFailures
 	if n <= 0 {
 		return "", nil
@@ -199,8 +200,8 @@ func (f *Firer) failing(ctx context.Context, sc *store.Schedule) (string, error)
 	if err != nil || len(runs) < n {
 		return "", err
 	}
-	for _, t := range runs {
-		if t.Status != store.StatusFailed && t.Status != store.StatusTimeout {
+	for _, r := range runs {
+		if r.Status != store.StatusFailed && r.Status != store.StatusTimeout {
 			return "", nil
 		}
 	}

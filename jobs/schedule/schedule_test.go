@@ -19,6 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // A schedule's cron is read in its own time zone: "Mondays 09:00" in Shanghai is 01:00 UTC.
@@ -68,7 +69,7 @@ func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 	t.Parallel()
 	f, st, _ := newFirer(t, config.Schedules{PauseAfterFailures: 5})
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: "sch_1", Owner: "alice", Type: "export:customers", Cron: "@every 1m", Timezone: "UTC"})
+	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_1", Owner: "alice", Type: "export:customers", Cron: "@every 1m", Timezone: "UTC"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestAScheduleWhoseRunsKeepFailingPausesItself(t *testing.T) {
 	t.Parallel()
 	f, st, pg := newFirer(t, config.Schedules{PauseAfterFailures: 5})
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: "sch_f", Owner: "alice", Type: "export:customers", Cron: "@every 1h", Timezone: "UTC"})
+	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_f", Owner: "alice", Type: "export:customers", Cron: "@every 1h", Timezone: "UTC"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,12 +174,12 @@ func TestAnOwnersSchedulesAreCapped(t *testing.T) {
 	var made, refused atomic.Int32
 	for i := range 12 {
 		wg.Go(func() {
-			_, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: fmt.Sprintf("sch_%d", i), Owner: "alice", Type: "export:customers",
+			_, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: fmt.Sprintf("sch_%d", i), Owner: "alice", Type: "export:customers",
 				Cron: "@every 1h", Timezone: "UTC", MaxPerOwner: 3})
 			switch {
 			case err == nil:
 				made.Add(1)
-			case errors.Is(err, store.ErrTooManySchedules):
+			case errors.Is(err, schedules.ErrTooMany):
 				refused.Add(1)
 			default:
 				t.Error(err)
@@ -189,7 +190,7 @@ func TestAnOwnersSchedulesAreCapped(t *testing.T) {
 	if made.Load() != 3 || refused.Load() != 9 {
 		t.Fatalf("made %d, refused %d; want 3 and 9", made.Load(), refused.Load())
 	}
-	if _, err := st.CreateSchedule(ctx, store.NewSchedule{ScheduleNo: "sch_bob", Owner: "bob", Type: "export:customers",
+	if _, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_bob", Owner: "bob", Type: "export:customers",
 		Cron: "@every 1h", Timezone: "UTC", MaxPerOwner: 3}); err != nil {
 		t.Fatalf("another owner's schedule: %v", err)
 	}

@@ -7,8 +7,8 @@
 // delivery's window (24 h by default) runs out, when the delivery is dead and one alert is
 // raised. Delivery is at least once; the event id header is stable, so receivers
 // de-duplicate. Per subscription and task, events are sent in the order they happened: a
-// task's next delivery waits until the one before is delivered or dead (store.ClaimDeliveries),
-// and each body carries the event's sequence among its task's events.
+// task's next delivery waits until the one before is delivered or dead (ClaimDeliveries in
+// store/webhooks), and each body carries the event's sequence among its task's events.
 package webhook
 
 import (
@@ -28,6 +28,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // Config tunes the dispatcher. Zero fields take their defaults.
@@ -247,7 +248,7 @@ func (d *Dispatcher) prune(ctx context.Context) {
 
 // attempt sends one delivery and records how it went. It reports whether the delivery ended
 // (delivered or dead).
-func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) bool {
+func (d *Dispatcher) attempt(ctx context.Context, o webhooks.Outgoing) bool {
 	res := d.send(ctx, o)
 	now := time.Now()
 	if !res.Delivered {
@@ -262,13 +263,13 @@ func (d *Dispatcher) attempt(ctx context.Context, o store.Outgoing) bool {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rec, ok, err := d.deps.Store.RecordAttempt(rctx, &o.Delivery, res)
-	ended := err == nil && ok && (rec.State == store.DeliveryDelivered || rec.State == store.DeliveryDead)
+	ended := err == nil && ok && (rec.State == webhooks.DeliveryDelivered || rec.State == webhooks.DeliveryDead)
 	switch {
 	case err != nil:
 		d.log.Warn("could not record a webhook attempt; it will be retried when its lease lapses", "delivery", o.DeliveryNo, "err", err)
 	case !ok:
 		d.log.Info("webhook attempt outlived its lease; another dispatcher took the delivery over", "delivery", o.DeliveryNo)
-	case rec.State == store.DeliveryDead:
+	case rec.State == webhooks.DeliveryDead:
 		dead := Dead{DeliveryNo: o.DeliveryNo, SubscriptionNo: o.SubNo, Owner: o.Owner, URL: o.URL, EventID: EventID(o.EventID),
 			Event: o.Event, TaskNo: o.TaskNo, Attempts: rec.Attempts, LastError: res.Error}
 		if d.deps.Alerter != nil {
@@ -299,10 +300,10 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 const maxAnswer = 64 << 10
 
 // send makes one attempt.
-func (d *Dispatcher) send(ctx context.Context, o store.Outgoing) store.AttemptResult {
+func (d *Dispatcher) send(ctx context.Context, o webhooks.Outgoing) webhooks.AttemptResult {
 	start := time.Now()
-	fail := func(format string, args ...any) store.AttemptResult {
-		return store.AttemptResult{Latency: time.Since(start), Error: fmt.Sprintf(format, args...)}
+	fail := func(format string, args ...any) webhooks.AttemptResult {
+		return webhooks.AttemptResult{Latency: time.Since(start), Error: fmt.Sprintf(format, args...)}
 	}
 	u, err := d.deps.Policy.checkHost(o.URL)
 	if err != nil {
@@ -327,7 +328,7 @@ func (d *Dispatcher) send(ctx context.Context, o store.Outgoing) store.AttemptRe
 	}
 	io.Copy(io.Discard, io.LimitReader(res.Body, maxAnswer)) //nolint:errcheck // only drained for reuse
 	res.Body.Close()
-	r := store.AttemptResult{StatusCode: res.StatusCode, Latency: time.Since(start)}
+	r := webhooks.AttemptResult{StatusCode: res.StatusCode, Latency: time.Since(start)}
 	switch {
 	case res.StatusCode >= 200 && res.StatusCode < 300:
 		r.Delivered = true

@@ -21,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/jobs/webhook/webhooktest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 const secret = "whsec_test_secret_0123456789"
@@ -100,9 +101,9 @@ func (f *fixture) finish(owner string) *store.Task {
 	return task
 }
 
-func (f *fixture) subscribe(owner, url string, events ...string) *store.Subscription {
+func (f *fixture) subscribe(owner, url string, events ...string) *webhooks.Subscription {
 	f.t.Helper()
-	sub, err := f.st.CreateSubscription(context.Background(), store.NewSubscription{Owner: owner, URL: url, Events: events, Secret: secret, CreatedBy: owner})
+	sub, err := f.st.CreateSubscription(context.Background(), webhooks.NewSubscription{Owner: owner, URL: url, Events: events, Secret: secret, CreatedBy: owner})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -283,8 +284,8 @@ func TestDeliveryGoesDeadWithOneAlert(t *testing.T) {
 	if al.count() != 1 {
 		t.Fatalf("%d alerts, want 1", al.count())
 	}
-	ds, err := f.st.Deliveries(context.Background(), sub.ID, store.DeliveryFilter{Limit: 10})
-	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryDead || ds[0].Attempts < 2 || *ds[0].LastStatus != 500 {
+	ds, err := f.st.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 10})
+	if err != nil || len(ds) != 1 || ds[0].State != webhooks.DeliveryDead || ds[0].Attempts < 2 || *ds[0].LastStatus != 500 {
 		t.Fatalf("deliveries: %+v %v", ds, err)
 	}
 	// Redelivered, it is tried again; this time the receiver accepts.
@@ -293,8 +294,8 @@ func TestDeliveryGoesDeadWithOneAlert(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "the redelivery to land", func() bool {
-		ds, _ := f.st.Deliveries(context.Background(), sub.ID, store.DeliveryFilter{Limit: 10})
-		return len(ds) == 1 && ds[0].State == store.DeliveryDelivered
+		ds, _ := f.st.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 10})
+		return len(ds) == 1 && ds[0].State == webhooks.DeliveryDelivered
 	})
 }
 
@@ -341,11 +342,11 @@ func TestAddressIsCheckedAtDialTime(t *testing.T) {
 }
 
 // waitLastError waits for the subscription's delivery to fail and returns its error.
-func (f *fixture) waitLastError(sub *store.Subscription) string {
+func (f *fixture) waitLastError(sub *webhooks.Subscription) string {
 	f.t.Helper()
 	var last string
 	testenv.Eventually(f.t, 5*time.Second, "the delivery to fail", func() bool {
-		ds, _ := f.st.Deliveries(context.Background(), sub.ID, store.DeliveryFilter{Limit: 1})
+		ds, _ := f.st.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 1})
 		if len(ds) == 1 {
 			last = ds[0].LastError
 		}

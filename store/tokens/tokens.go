@@ -1,4 +1,8 @@
-package store
+// Package tokens keeps the API tokens users manage in the product (the api_tokens table).
+// Only a token's SHA-256 is stored: the token itself is shown once, when it is created.
+// Creating and revoking write their audit row (store/audit) in the same statement as the
+// change. Package store embeds *Tokens in its Store, so callers write st.CreateAPIToken(...).
+package tokens
 
 import (
 	"context"
@@ -8,11 +12,16 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
-// This file keeps the API tokens users manage in the product. Only a token's SHA-256 is
-// stored: the token itself is shown once, when it is created. Creating and revoking write
-// their audit row in the same statement as the change.
+// Tokens keeps the API tokens.
+type Tokens struct{ db *bun.DB }
+
+// New returns the API tokens over db.
+func New(db *bun.DB) *Tokens { return &Tokens{db: db} }
 
 // APIToken is a token for a service or a script, acting as its owner within its scopes.
 type APIToken struct {
@@ -34,11 +43,11 @@ type APIToken struct {
 	RevokedBy  *string    `bun:"revoked_by"`
 }
 
-const apiTokenColumns = `id, token_no, hash, prefix, owner, role, name, scopes, created_by, created_at, expires_at,
+const columns = `id, token_no, hash, prefix, owner, role, name, scopes, created_by, created_at, expires_at,
 	last_used_at, revoked_at, revoked_by`
 
-// ErrTokenNotFound: no such token, or not visible to the caller.
-var ErrTokenNotFound = errors.New("api token not found")
+// ErrNotFound: no such token, or not visible to the caller.
+var ErrNotFound = errors.New("api token not found")
 
 // NewAPIToken is what creating a token needs; Hash is the token's hex SHA-256.
 type NewAPIToken struct {
@@ -52,27 +61,27 @@ type NewAPIToken struct {
 	ExpiresAt time.Time
 }
 
-// CreateAPIToken stores a token (and, with an audit in ctx, its token.create audit row in the
+// CreateAPIToken stores a token (and, with an audit origin in ctx, its token.create audit row in the
 // same statement).
 func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `
+	err := pg.One(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (
 			INSERT INTO api_tokens (token_no, hash, prefix, owner, role, name, scopes, created_by, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			RETURNING `+apiTokenColumns+`
+			RETURNING `+columns+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, detail, client_addr, request_id)
 			SELECT $10::text, $11::text, 'token.create', token_no, 'success', 'for ' || owner || ': ' || array_to_string(scopes, ' '),
 			       $12::text, $13::text
 			FROM t WHERE $10::text <> ''
 		)
-		SELECT `+apiTokenColumns+` FROM t`,
-		append([]any{newNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, auditParams(ctx)...)...)
+		SELECT `+columns+` FROM t`,
+		append([]any{pg.NewNo("tok_"), nt.Hash, nt.Prefix, nt.Owner, nt.Role, nt.Name, nt.Scopes, nt.CreatedBy, nt.ExpiresAt}, audit.Params(ctx)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create api token: %w", err)
 	}
-	audited(ctx, 1)
+	audit.Written(ctx, 1)
 	return tok, nil
 }
 
@@ -80,16 +89,16 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken,
 // its use (at most once a minute, so a busy script does not write on every request).
 func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens
+	err := pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+columns+` FROM api_tokens
 		WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()`, hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrTokenNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up api token: %w", err)
 	}
 	if tok.LastUsedAt == nil || time.Since(*tok.LastUsedAt) > time.Minute {
-		if _, err := exec(ctx, s.db.DB, `UPDATE api_tokens SET last_used_at = now()
+		if _, err := pg.Exec(ctx, s.db.DB, `UPDATE api_tokens SET last_used_at = now()
 			WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, tok.ID); err != nil {
 			return nil, fmt.Errorf("note api token use: %w", err)
 		}
@@ -99,12 +108,12 @@ func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, er
 
 // ListAPITokens returns the tokens scope may see (owner, when given, narrows an admin's
 // view), newest first, revoked ones included.
-func (s *Tokens) ListAPITokens(ctx context.Context, scope Scope, owner string) ([]APIToken, error) {
+func (s *Tokens) ListAPITokens(ctx context.Context, scope pg.Scope, owner string) ([]APIToken, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
 	var out []APIToken
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+apiTokenColumns+` FROM api_tokens
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM api_tokens
 		WHERE ($1 = '' OR owner = $1) ORDER BY id DESC LIMIT 1000`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list api tokens: %w", err)
@@ -112,32 +121,32 @@ func (s *Tokens) ListAPITokens(ctx context.Context, scope Scope, owner string) (
 	return out, nil
 }
 
-// RevokeAPIToken ends a token at once (and, with an audit in ctx, writes its token.revoke
+// RevokeAPIToken ends a token at once (and, with an audit origin in ctx, writes its token.revoke
 // audit row in the same statement). Revoking a revoked token changes nothing and answers it.
-func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope Scope, by string) (*APIToken, error) {
+func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope pg.Scope, by string) (*APIToken, error) {
 	tok := new(APIToken)
-	err := one(ctx, s.db, s.db.DB, tok, `
+	err := pg.One(ctx, s.db, s.db.DB, tok, `
 		WITH t AS (
 			UPDATE api_tokens SET revoked_at = now(), revoked_by = $4
 			WHERE token_no = $1 AND ($2 OR owner = $3) AND revoked_at IS NULL
-			RETURNING `+apiTokenColumns+`
+			RETURNING `+columns+`
 		), au AS (
 			INSERT INTO audit_events (actor, via, action, target, outcome, detail, client_addr, request_id)
 			SELECT $5::text, $6::text, 'token.revoke', token_no, 'success', 'of ' || owner, $7::text, $8::text
 			FROM t WHERE $5::text <> ''
 		)
-		SELECT `+apiTokenColumns+` FROM t`, append([]any{tokenNo, scope.Admin, scope.Owner, by}, auditParams(ctx)...)...)
+		SELECT `+columns+` FROM t`, append([]any{tokenNo, scope.Admin, scope.Owner, by}, audit.Params(ctx)...)...)
 	if err == nil {
-		audited(ctx, 1)
+		audit.Written(ctx, 1)
 		return tok, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("revoke api token %s: %w", tokenNo, err)
 	}
-	err = one(ctx, s.db, s.db.DB, tok, `SELECT `+apiTokenColumns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`,
+	err = pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+columns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`,
 		tokenNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrTokenNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("revoke api token %s: %w", tokenNo, err)

@@ -1,4 +1,4 @@
-package store_test
+package webhooks_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/internal/columntest"
+	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 var terminalEvents = []string{store.EventSucceeded, store.EventPartiallySucceded, store.EventFailed, store.EventTimedOut, store.EventCancelled}
@@ -20,9 +23,9 @@ func testPayload(ev store.Event, sequence int64, task *store.Task) (json.RawMess
 	return json.Marshal(map[string]any{"id": fmt.Sprintf("evt_%d", ev.ID), "type": ev.Event, "sequence": sequence, "task": task.TaskNo, "status": ev.Status})
 }
 
-func (f *fixture) subscribe(owner string, events ...string) *store.Subscription {
+func (f *fixture) subscribe(owner string, events ...string) *webhooks.Subscription {
 	f.t.Helper()
-	sub, err := f.s.CreateSubscription(context.Background(), store.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook",
+	sub, err := f.s.CreateSubscription(context.Background(), webhooks.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook",
 		Events: events, Secret: "s3cret-s3cret-s3cret", CreatedBy: owner})
 	if err != nil {
 		f.t.Fatal(err)
@@ -47,9 +50,9 @@ func (f *fixture) fanOutAll() int {
 }
 
 // deliveredEvents lists the (event name, task) of every delivery of a subscription.
-func (f *fixture) deliveredEvents(sub *store.Subscription) []string {
+func (f *fixture) deliveredEvents(sub *webhooks.Subscription) []string {
 	f.t.Helper()
-	ds, err := f.s.Deliveries(context.Background(), sub.ID, store.DeliveryFilter{Limit: 1000})
+	ds, err := f.s.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 1000})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -67,6 +70,12 @@ func (f *fixture) succeed(task *store.Task) {
 	if _, err := f.s.EndFinished(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// The column lists the statements name are exactly the models' columns, in model order.
+func TestColumnListsMatchModels(t *testing.T) {
+	t.Parallel()
+	columntest.Check(t, webhooks.ColumnLists())
 }
 
 func TestFanOutDeliversEachCommittedEventOncePerSubscription(t *testing.T) {
@@ -135,7 +144,7 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	// A notify_url subscription bound to a running task: its ending is left for the fan-out.
 	running := f.task()
 	l := f.claim(running, "w1")
-	ns := store.NewSubscription{Owner: "bob", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "bob"}
+	ns := webhooks.NewSubscription{Owner: "bob", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "bob"}
 	bound, _, err := f.s.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +218,7 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 	done, running := f.task(), f.task()
 	f.succeed(done)
 	l := f.claim(running, "w1")
-	ns := store.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
+	ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
 
 	subDone, created, err := f.s.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
 	if err != nil || !created {
@@ -256,7 +265,7 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("claimed %d, want 2 (the per-subscription cap)", len(got))
 	}
-	if got[0].URL != sub.URL || got[0].Secret != sub.Secret || got[0].Attempts != 1 || got[0].State != store.DeliverySending {
+	if got[0].URL != sub.URL || got[0].Secret != sub.Secret || got[0].Attempts != 1 || got[0].State != webhooks.DeliverySending {
 		t.Fatalf("claimed delivery: %+v", got[0])
 	}
 	if more, _ := f.s.ClaimDeliveries(ctx, 10, 2, time.Minute); len(more) != 0 {
@@ -264,11 +273,11 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	}
 	// A failure schedules the next attempt; the lease holder's write lands once.
 	next := time.Now().Add(-time.Second)
-	d, ok, err := f.s.RecordAttempt(ctx, &got[0].Delivery, store.AttemptResult{StatusCode: 500, Latency: 12 * time.Millisecond, Error: "HTTP 500", NextAt: next})
-	if err != nil || !ok || d.State != store.DeliveryPending || d.LastStatus == nil || *d.LastStatus != 500 {
+	d, ok, err := f.s.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{StatusCode: 500, Latency: 12 * time.Millisecond, Error: "HTTP 500", NextAt: next})
+	if err != nil || !ok || d.State != webhooks.DeliveryPending || d.LastStatus == nil || *d.LastStatus != 500 {
 		t.Fatalf("record failure: %+v %v %v", d, ok, err)
 	}
-	if _, ok, _ := f.s.RecordAttempt(ctx, &got[0].Delivery, store.AttemptResult{Delivered: true, StatusCode: 200}); ok {
+	if _, ok, _ := f.s.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
 		t.Fatal("a second write of the same attempt landed")
 	}
 	// A lapsed lease is claimed again, and the old holder's write is refused.
@@ -277,7 +286,7 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reclaimed *store.Outgoing
+	var reclaimed *webhooks.Outgoing
 	for i := range again {
 		if again[i].ID == got[1].ID {
 			reclaimed = &again[i]
@@ -286,11 +295,11 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	if reclaimed == nil || reclaimed.Attempts != 2 {
 		t.Fatalf("lapsed lease not reclaimed: %+v", again)
 	}
-	if _, ok, _ := f.s.RecordAttempt(ctx, &got[1].Delivery, store.AttemptResult{Delivered: true, StatusCode: 200}); ok {
+	if _, ok, _ := f.s.RecordAttempt(ctx, &got[1].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
 		t.Fatal("the lapsed holder's write landed")
 	}
-	d, ok, err = f.s.RecordAttempt(ctx, &reclaimed.Delivery, store.AttemptResult{Error: "gave up"})
-	if err != nil || !ok || d.State != store.DeliveryDead {
+	d, ok, err = f.s.RecordAttempt(ctx, &reclaimed.Delivery, webhooks.AttemptResult{Error: "gave up"})
+	if err != nil || !ok || d.State != webhooks.DeliveryDead {
 		t.Fatalf("give up: %+v %v %v", d, ok, err)
 	}
 	atts, err := f.s.DeliveryAttempts(ctx, []int64{got[0].ID, got[1].ID})
@@ -299,10 +308,10 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	}
 	// Redeliver brings a dead delivery back at once.
 	r, err := f.s.Redeliver(ctx, sub.ID, reclaimed.DeliveryNo)
-	if err != nil || r.State != store.DeliveryPending {
+	if err != nil || r.State != webhooks.DeliveryPending {
 		t.Fatalf("redeliver: %+v %v", r, err)
 	}
-	if _, err := f.s.Redeliver(ctx, sub.ID+1000, reclaimed.DeliveryNo); err != store.ErrDeliveryNotFound {
+	if _, err := f.s.Redeliver(ctx, sub.ID+1000, reclaimed.DeliveryNo); err != webhooks.ErrDeliveryNotFound {
 		t.Fatalf("redeliver through another subscription: %v", err)
 	}
 }
@@ -313,21 +322,21 @@ func TestSubscriptionsAreScopedToTheirOwner(t *testing.T) {
 	ctx := context.Background()
 	a := f.subscribe("alice", terminalEvents...)
 	f.subscribe("bob", terminalEvents...)
-	if _, err := f.s.GetSubscription(ctx, a.SubNo, store.Scope{Owner: "bob"}); err != store.ErrSubscriptionNotFound {
+	if _, err := f.s.GetSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
 		t.Fatalf("bob sees alice's subscription: %v", err)
 	}
-	if err := f.s.DeleteSubscription(ctx, a.SubNo, store.Scope{Owner: "bob"}); err != store.ErrSubscriptionNotFound {
+	if err := f.s.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
 		t.Fatalf("bob deletes alice's subscription: %v", err)
 	}
-	mine, _ := f.s.ListSubscriptions(ctx, store.Scope{Owner: "alice"}, "bob", 10)
-	all, _ := f.s.ListSubscriptions(ctx, store.Scope{Owner: "ops", Admin: true}, "", 10)
+	mine, _ := f.s.ListSubscriptions(ctx, pg.Scope{Owner: "alice"}, "bob", 10)
+	all, _ := f.s.ListSubscriptions(ctx, pg.Scope{Owner: "ops", Admin: true}, "", 10)
 	if len(mine) != 1 || mine[0].Owner != "alice" || len(all) != 2 {
 		t.Fatalf("alice lists %d, admin lists %d", len(mine), len(all))
 	}
 	if !slices.Equal(mine[0].Events, terminalEvents) {
 		t.Fatalf("events read back as %v", mine[0].Events)
 	}
-	if err := f.s.DeleteSubscription(ctx, a.SubNo, store.Scope{Owner: "ops", Admin: true}); err != nil {
+	if err := f.s.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "ops", Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -364,9 +373,9 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 	want := []string{store.EventStarted, store.EventSucceeded}
 	for round := range 60 {
 		task := f.task()
-		ns := store.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: want, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
+		ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: want, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
 		start := make(chan struct{})
-		var sub *store.Subscription
+		var sub *webhooks.Subscription
 		var subErr, runErr error
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -416,7 +425,7 @@ func sequenceOf(t *testing.T, payload json.RawMessage) int64 {
 }
 
 // claimedNames lists a claim's deliveries as "<task's name> <event>", sorted.
-func claimedNames(out []store.Outgoing, names map[string]string) []string {
+func claimedNames(out []webhooks.Outgoing, names map[string]string) []string {
 	var got []string
 	for _, o := range out {
 		got = append(got, names[o.TaskNo]+" "+o.Event)
@@ -449,7 +458,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	if got := f.fanOutAll(); got != 6 {
 		t.Fatalf("%d deliveries, want 6", got)
 	}
-	ds, err := f.s.Deliveries(ctx, sub.ID, store.DeliveryFilter{Limit: 100})
+	ds, err := f.s.Deliveries(ctx, sub.ID, webhooks.DeliveryFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +482,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 		t.Fatalf("B's sequences %v, want [2 3]", got)
 	}
 
-	claim := func(want ...string) []store.Outgoing {
+	claim := func(want ...string) []webhooks.Outgoing {
 		t.Helper()
 		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
 		if err != nil {
@@ -485,16 +494,16 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 		}
 		return out
 	}
-	record := func(o store.Outgoing, r store.AttemptResult) {
+	record := func(o webhooks.Outgoing, r webhooks.AttemptResult) {
 		t.Helper()
 		if _, ok, err := f.s.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
 			t.Fatalf("record %s: ok=%v err=%v", o.DeliveryNo, ok, err)
 		}
 	}
-	failed := func(next time.Time) store.AttemptResult {
-		return store.AttemptResult{StatusCode: 503, Error: "HTTP 503", NextAt: next}
+	failed := func(next time.Time) webhooks.AttemptResult {
+		return webhooks.AttemptResult{StatusCode: 503, Error: "HTTP 503", NextAt: next}
 	}
-	delivered := store.AttemptResult{StatusCode: 204, Delivered: true}
+	delivered := webhooks.AttemptResult{StatusCode: 204, Delivered: true}
 
 	// Only the first delivery of each task.
 	out := claim("A task.started", "B task.started")
@@ -527,7 +536,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	record(out[0], delivered)
 	out = claim("A task.retry_scheduled")
 	// Given up on (dead): the next goes.
-	record(out[0], store.AttemptResult{Error: "gave up"})
+	record(out[0], webhooks.AttemptResult{Error: "gave up"})
 	out = claim("A task.started")
 	record(out[0], delivered)
 	out = claim("A task.succeeded")
@@ -574,7 +583,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	f.succeed(task)
 	started := f.count(`SELECT id FROM task_events WHERE task_id = ? AND event = 'task.started'`, task.ID)
 	names := map[string]string{task.TaskNo: "T"}
-	claim := func(want ...string) []store.Outgoing {
+	claim := func(want ...string) []webhooks.Outgoing {
 		t.Helper()
 		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
 		if err != nil {
@@ -644,7 +653,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		out []store.Outgoing
+		out []webhooks.Outgoing
 		err error
 	}
 	done := make(chan result, 1)
@@ -745,14 +754,14 @@ func TestConcurrentClaimsNeverHoldTwoEventsOfOneTask(t *testing.T) {
 				mu.Unlock()
 				for _, o := range out {
 					time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond) // the attempt
-					var r store.AttemptResult
+					var r webhooks.AttemptResult
 					switch n := rng.IntN(20); {
 					case n < 10:
-						r = store.AttemptResult{Error: "no answer", NextAt: time.Now()}
+						r = webhooks.AttemptResult{Error: "no answer", NextAt: time.Now()}
 					case n < 17:
-						r = store.AttemptResult{StatusCode: 204, Delivered: true}
+						r = webhooks.AttemptResult{StatusCode: 204, Delivered: true}
 					default:
-						r = store.AttemptResult{Error: "gave up"}
+						r = webhooks.AttemptResult{Error: "gave up"}
 					}
 					// The attempt ends before its result commits: a claim of the next one
 					// after this point is the rule's to refuse until the commit.

@@ -1,4 +1,8 @@
-package store
+// Package customers holds the customers table: what an import writes (Write) and what the
+// customer export (Count, Page) and the customer report (By, ImportsByDay in reports.go) read.
+// Every function runs inside the caller's transaction: the import writes each batch in the
+// transaction that advances its checkpoint, and the export and the report read one snapshot.
+package customers
 
 import (
 	"context"
@@ -9,10 +13,11 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
-// CustomerRow is one validated spreadsheet row an import writes.
-type CustomerRow struct {
+// Row is one validated spreadsheet row an import writes.
+type Row struct {
 	Row   int // spreadsheet row number (header = 1)
 	Code  string
 	Name  string
@@ -30,11 +35,11 @@ type Conflict struct {
 	Exists bool
 }
 
-// WriteCustomers writes one batch of an import inside tx, with one statement. In upsert mode
+// Write writes one batch of an import inside tx, with one statement. In upsert mode
 // new codes are inserted and existing ones updated; in insert mode existing codes are left
 // alone. A code this import already wrote from an earlier row is never written again. It
 // returns the codes it did not write, and why. Codes must be unique within rows.
-func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []CustomerRow, insertOnly bool) (map[string]Conflict, error) {
+func Write(ctx context.Context, tx bun.Tx, taskID int64, rows []Row, insertOnly bool) (map[string]Conflict, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -86,12 +91,12 @@ func WriteCustomers(ctx context.Context, tx bun.Tx, taskID int64, rows []Custome
 	if len(written) == len(rows) {
 		return nil, nil
 	}
-	return unwrittenCustomers(ctx, tx, taskID, cols.code, written)
+	return unwritten(ctx, tx, taskID, cols.code, written)
 }
 
-// unwrittenCustomers says why each of codes that is not in written was not written: an earlier
+// unwritten says why each of codes that is not in written was not written: an earlier
 // row of the import taskID wrote it, or it was in the table before.
-func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, written []string) (map[string]Conflict, error) {
+func unwritten(ctx context.Context, tx bun.Tx, taskID int64, codes, written []string) (map[string]Conflict, error) {
 	done := make(map[string]bool, len(written))
 	for _, c := range written {
 		done[c] = true
@@ -103,7 +108,7 @@ func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, wri
 		}
 	}
 	res, err := tx.Tx.QueryContext(ctx, `SELECT code, last_import_task_id, last_import_row FROM customers WHERE code = ANY($1::text[])`,
-		cached([]any{missing})...)
+		pg.Cached([]any{missing})...)
 	if err != nil {
 		return nil, fmt.Errorf("explain unwritten customers: %w", err)
 	}
@@ -135,15 +140,15 @@ func unwrittenCustomers(ctx context.Context, tx bun.Tx, taskID int64, codes, wri
 	return out, nil
 }
 
-// CustomerQuery narrows a customer export; empty fields match everything.
-type CustomerQuery struct {
+// Query narrows a customer export; empty fields match everything.
+type Query struct {
 	City       string
 	Level      string
 	CodePrefix string
 }
 
-// ExportedCustomer is one customer as the export writes it.
-type ExportedCustomer struct {
+// Exported is one customer as the export writes it.
+type Exported struct {
 	ID        int64     `bun:"id"`
 	Code      string    `bun:"code"`
 	Name      string    `bun:"name"`
@@ -155,36 +160,36 @@ type ExportedCustomer struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
-func (q CustomerQuery) conditions() *conditions {
-	c := &conditions{}
+func (q Query) conditions() *pg.Conditions {
+	c := &pg.Conditions{}
 	if q.City != "" {
-		c.and("city = " + c.arg(q.City))
+		c.And("city = " + c.Arg(q.City))
 	}
 	if q.Level != "" {
-		c.and("level = " + c.arg(q.Level))
+		c.And("level = " + c.Arg(q.Level))
 	}
 	if q.CodePrefix != "" {
-		c.and("code LIKE " + c.arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
+		c.And("code LIKE " + c.Arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
 	}
 	return c
 }
 
-// CountCustomers counts the customers q selects, inside tx (an export's snapshot).
-func CountCustomers(ctx context.Context, tx bun.Tx, q CustomerQuery) (int64, error) {
+// Count counts the customers q selects, inside tx (an export's snapshot).
+func Count(ctx context.Context, tx bun.Tx, q Query) (int64, error) {
 	c := q.conditions()
 	var n int64
-	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM customers`+c.where(), cached(c.args)...).Scan(&n)
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM customers`+c.Where(), pg.Cached(c.Args)...).Scan(&n)
 	return n, err
 }
 
-// CustomerPage returns up to limit customers q selects with id > after, in id order, inside
+// Page returns up to limit customers q selects with id > after, in id order, inside
 // tx (an export's snapshot).
-func CustomerPage(ctx context.Context, tx bun.Tx, db *bun.DB, q CustomerQuery, after int64, limit int) ([]ExportedCustomer, error) {
+func Page(ctx context.Context, tx bun.Tx, db *bun.DB, q Query, after int64, limit int) ([]Exported, error) {
 	c := q.conditions()
-	c.and("id > " + c.arg(after) + "::bigint")
-	var rows []ExportedCustomer
-	err := all(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
-		c.where()+` ORDER BY id LIMIT `+c.arg(limit), c.args...)
+	c.And("id > " + c.Arg(after) + "::bigint")
+	var rows []Exported
+	err := pg.All(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
+		c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), c.Args...)
 	return rows, err
 }
 
@@ -193,25 +198,25 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// CustomerExportPlans returns Postgres' plan for the count and the first page of a customer
-// export under each kind of filter, so a test or a benchmark can check that an index serves
-// each one. Nothing is executed.
-func (s *Customers) CustomerExportPlans(ctx context.Context) (map[string]string, error) {
+// ExportPlans returns Postgres' plan for the count and the first page of a customer export
+// under each kind of filter, so a test or a benchmark can check that an index serves each
+// one. Nothing is executed.
+func ExportPlans(ctx context.Context, db *bun.DB) (map[string]string, error) {
 	out := map[string]string{}
-	for name, q := range map[string]CustomerQuery{
+	for name, q := range map[string]Query{
 		"city": {City: "Hangzhou"}, "level": {Level: "gold"}, "code_prefix": {CodePrefix: "C0001"},
 		"city_and_level": {City: "Hangzhou", Level: "gold"},
 	} {
 		c := q.conditions()
-		count := `SELECT count(*) FROM customers` + c.where()
-		c.and("id > " + c.arg(int64(0)) + "::bigint")
-		page := `SELECT id, code FROM customers` + c.where() + ` ORDER BY id LIMIT ` + c.arg(config.Default().Export.PageSize)
+		count := `SELECT count(*) FROM customers` + c.Where()
+		c.And("id > " + c.Arg(int64(0)) + "::bigint")
+		page := `SELECT id, code FROM customers` + c.Where() + ` ORDER BY id LIMIT ` + c.Arg(config.Default().Export.PageSize)
 		for kind, query := range map[string]string{"count": count, "page": page} {
-			args := c.args
+			args := c.Args
 			if kind == "count" {
 				args = args[:len(args)-2]
 			}
-			plan, err := explain(ctx, s.db, query, args...)
+			plan, err := pg.Explain(ctx, db, query, args...)
 			if err != nil {
 				return nil, fmt.Errorf("explain %s %s: %w", name, kind, err)
 			}

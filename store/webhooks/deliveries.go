@@ -1,4 +1,4 @@
-package store
+package webhooks
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // This file holds the webhook deliveries. Events come from the transactional outbox
-// (task_events): FanOut turns each committed event into one delivery per matching
-// subscription, exactly once, by marking the event it has fanned out.
+// (task_events): store's Outbox.FanOut turns each committed event into one delivery per
+// matching subscription, exactly once, by marking the event it has fanned out.
 
 // Delivery is one event for one subscription, tried until the receiver answers 2xx.
 type Delivery struct {
@@ -67,17 +69,21 @@ const (
 	attemptColumns = `id, delivery_id, attempt, status_code, latency_ms, error, created_at`
 )
 
-type newDelivery struct {
-	sub     int64
-	event   Event
-	payload json.RawMessage
+// NewDelivery is a delivery the fan-out creates: one outbox event for one subscription, with
+// the body it sends.
+type NewDelivery struct {
+	SubscriptionID int64
+	EventID        int64
+	Event          string // the event's name: task.succeeded, ...
+	TaskNo         string
+	Payload        json.RawMessage
 }
 
-// insertDeliveries creates deliveries, skipping any (subscription, event) that has one. A
+// InsertDeliveries creates deliveries, inside q (the fan-out's transaction), skipping any (subscription, event) that has one. A
 // delivery behind a pending earlier one of its subscription and task cannot go before that
 // one's next attempt, so it is due then rather than now: held-back deliveries stay out of the
 // claim's scan of due ones while a receiver is down (ClaimDeliveries still checks the order).
-func insertDeliveries(ctx context.Context, q querier, rows []newDelivery) (int64, error) {
+func InsertDeliveries(ctx context.Context, q pg.Querier, rows []NewDelivery) (int64, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -88,84 +94,14 @@ func insertDeliveries(ctx context.Context, q querier, rows []newDelivery) (int64
 	tasks := make([]string, len(rows))
 	payloads := make([]string, len(rows))
 	for i, r := range rows {
-		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = newNo("dlv_"), r.sub, r.event.ID, r.event.Event, r.event.TaskNo, string(r.payload)
+		nos[i], subs[i], events[i], names[i], tasks[i], payloads[i] = pg.NewNo("dlv_"), r.SubscriptionID, r.EventID, r.Event, r.TaskNo, string(r.Payload)
 	}
-	return exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload, due_at)
+	return pg.Exec(ctx, q, `INSERT INTO webhook_deliveries (delivery_no, subscription_id, event_id, event, task_no, payload, due_at)
 		SELECT no, sub, ev, name, task, payload::jsonb,
 		       GREATEST(now(), (SELECT max(p.due_at) FROM webhook_deliveries p
 		                        WHERE p.subscription_id = u.sub AND p.task_no = u.task AND p.event_id < u.ev AND p.state = 'pending'))
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS u(no, sub, ev, name, task, payload)
 		ON CONFLICT (subscription_id, event_id) DO NOTHING`, nos, subs, events, names, tasks, payloads)
-}
-
-// fanMatch is an event a subscription wants.
-type fanMatch struct {
-	EventID int64 `bun:"event_id"`
-	SubID   int64 `bun:"sub_id"`
-}
-
-// FanOut takes up to limit committed events no dispatcher has fanned out yet, creates one
-// delivery per subscription that wants each, and marks the events, in one transaction.
-// Concurrent dispatchers take disjoint events (FOR UPDATE SKIP LOCKED), so one task's
-// events may be fanned out by two of them and a later event's delivery may commit first:
-// ClaimDeliveries holds it back until the earlier event is fanned out. An event whose
-// transaction has not committed is not visible, and one that rolled back never will be.
-// It returns how many events it took and how many deliveries it created.
-func (s *Webhooks) FanOut(ctx context.Context, limit int, payload PayloadFunc) (events, deliveries int, err error) {
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var evs []sequencedEvent
-		if err := all(ctx, s.db, tx.Tx, &evs, `SELECT `+prefixed("e.", eventColumns)+`, `+eventSequence+` AS sequence
-			FROM task_events e WHERE e.webhooks_at IS NULL
-			ORDER BY e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED`, limit); err != nil {
-			return err
-		}
-		events = len(evs)
-		if len(evs) == 0 {
-			return nil
-		}
-		ids := make([]int64, len(evs))
-		byID := map[int64]sequencedEvent{}
-		for i, ev := range evs {
-			ids[i] = ev.ID
-			byID[ev.ID] = ev
-		}
-		var matches []fanMatch
-		if err := all(ctx, s.db, tx.Tx, &matches, `SELECT e.id AS event_id, w.id AS sub_id
-			FROM task_events e JOIN webhook_subscriptions w ON e.event = ANY(w.events)
-			 AND ((w.task_id IS NULL AND w.owner = e.owner) OR w.task_id = e.task_id)
-			WHERE e.id = ANY($1::bigint[]) ORDER BY e.id, w.id`, ids); err != nil {
-			return err
-		}
-		tasks := map[int64]*Task{}
-		var rows []newDelivery
-		for _, m := range matches {
-			ev := byID[m.EventID]
-			task, ok := tasks[ev.TaskID]
-			if !ok {
-				var err error
-				if task, err = s.getByID(ctx, tx.Tx, ev.TaskID); err != nil {
-					return err
-				}
-				tasks[ev.TaskID] = task
-			}
-			body, err := payload(ev.Event, ev.Sequence, task)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, newDelivery{sub: m.SubID, event: ev.Event, payload: body})
-		}
-		n, err := insertDeliveries(ctx, tx.Tx, rows)
-		if err != nil {
-			return err
-		}
-		deliveries = int(n)
-		_, err = exec(ctx, tx.Tx, `UPDATE task_events SET webhooks_at = now() WHERE id = ANY($1::bigint[])`, ids)
-		return err
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("fan out task events: %w", err)
-	}
-	return events, deliveries, nil
 }
 
 // Outgoing is a claimed delivery with what sending it needs.
@@ -186,9 +122,9 @@ type Outgoing struct {
 // Per subscription and task, deliveries go in the order of their events: one is eligible only
 // when no earlier-event delivery of its subscription and task is unfinished (pending or
 // sending, in flight or waiting for a retry: the next one waits until it is delivered or dead)
-// and no earlier event of its task still waits for the fan-out (FanOut). So a task has at most
-// one attempt in flight per subscription, while other tasks' deliveries to the same
-// subscription go on in parallel. Both checks read the statement's snapshot, which is safe
+// and no earlier event of its task still waits for the fan-out (store's Outbox.FanOut). So a
+// task has at most one attempt in flight per subscription, while other tasks' deliveries to
+// the same subscription go on in parallel. Both checks read the statement's snapshot, which is safe
 // because what lets a delivery go (an earlier one delivered or dead, an earlier event fanned
 // out together with its deliveries) never changes back except by Redeliver: a concurrent
 // claim or result write that has not committed, and so still holds its row locked, leaves the
@@ -198,7 +134,7 @@ type Outgoing struct {
 // another holds would take the subscription's next ones and could pass its cap.
 func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
 	var out []Outgoing
-	err := all(ctx, s.db, s.db.DB, &out, `
+	err := pg.All(ctx, s.db, s.db.DB, &out, `
 		WITH busy AS (
 			SELECT subscription_id, count(*) AS n FROM webhook_deliveries
 			WHERE state = 'sending' AND due_at > now() GROUP BY subscription_id
@@ -221,7 +157,7 @@ func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription i
 			UPDATE webhook_deliveries d SET state = 'sending', attempts = d.attempts + 1,
 				due_at = now() + make_interval(secs => $3), updated_at = now()
 			FROM picked WHERE d.id = picked.id AND d.state IN ('pending', 'sending') AND d.due_at <= now()
-			RETURNING `+prefixed("d.", deliveryColumns)+`
+			RETURNING `+pg.Prefixed("d.", deliveryColumns)+`
 		)
 		SELECT c.id, c.delivery_no, c.subscription_id, c.event_id, c.event, c.task_no, c.payload, c.state, c.attempts, c.due_at,
 			c.window_start, c.last_status, c.last_error, c.delivered_at, c.created_at, c.updated_at, w.url, w.secret, w.owner, w.sub_no
@@ -269,7 +205,7 @@ func (s *Webhooks) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResu
 		next = &r.NextAt
 	}
 	out := new(Delivery)
-	err := one(ctx, s.db, s.db.DB, out, `
+	err := pg.One(ctx, s.db, s.db.DB, out, `
 		WITH d AS (
 			UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = NULLIF($5, ''),
 				due_at = COALESCE($6, due_at), delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END,
@@ -294,7 +230,7 @@ func (s *Webhooks) RecordAttempt(ctx context.Context, d *Delivery, r AttemptResu
 		)
 		SELECT `+deliveryColumns+` FROM d`,
 		d.ID, d.Attempts, string(state), status, r.Error, next, int(r.Latency.Milliseconds()))
-	if isNoRows(err) {
+	if pg.IsNoRows(err) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -313,7 +249,7 @@ type DeliveryFilter struct {
 // Deliveries returns a subscription's deliveries, newest first.
 func (s *Webhooks) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) ([]Delivery, error) {
 	var out []Delivery
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE subscription_id = $1 AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3) ORDER BY id DESC LIMIT $4`,
 		subID, string(f.State), f.Before, f.Limit)
 	if err != nil {
@@ -325,7 +261,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, subID int64, f DeliveryFilter
 // DeliveryAttempts returns the attempts of the given deliveries, oldest first per delivery.
 func (s *Webhooks) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (map[int64][]DeliveryAttempt, error) {
 	var rows []DeliveryAttempt
-	err := all(ctx, s.db, s.db.DB, &rows, `SELECT `+attemptColumns+` FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, id`,
+	err := pg.All(ctx, s.db, s.db.DB, &rows, `SELECT `+attemptColumns+` FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, id`,
 		deliveryIDs)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook attempts: %w", err)
@@ -342,7 +278,7 @@ func (s *Webhooks) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (m
 // event id and body. An attempt in flight finishes as it would have.
 func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string) (*Delivery, error) {
 	out := new(Delivery)
-	err := one(ctx, s.db, s.db.DB, out, `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
+	err := pg.One(ctx, s.db, s.db.DB, out, `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
 			due_at = CASE WHEN state = 'sending' AND due_at > now() THEN due_at ELSE now() END, window_start = now(), updated_at = now()
 		WHERE subscription_id = $1 AND delivery_no = $2 RETURNING `+deliveryColumns, subID, deliveryNo)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -357,7 +293,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string
 // PruneDeliveries deletes up to limit finished deliveries (delivered or dead) last touched
 // more than age ago, with their attempts, and returns how many it deleted.
 func (s *Webhooks) PruneDeliveries(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM webhook_deliveries WHERE id IN (
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM webhook_deliveries WHERE id IN (
 		SELECT id FROM webhook_deliveries WHERE state IN ('delivered', 'dead') AND updated_at < now() - make_interval(secs => $1)
 		ORDER BY updated_at LIMIT $2)`, age.Seconds(), limit)
 	if err != nil {

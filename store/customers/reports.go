@@ -1,4 +1,4 @@
-package store
+package customers
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
-// CustomersBy counts customers by one column (city or level) inside tx (a report's snapshot),
-// most first.
-func CustomersBy(ctx context.Context, tx bun.Tx, column string) ([][]any, error) {
+// By counts customers by one column (city or level) inside tx (a report's snapshot), most
+// first.
+func By(ctx context.Context, tx bun.Tx, column string) ([][]any, error) {
 	if column != "city" && column != "level" {
 		return nil, fmt.Errorf("customers by %q: not a breakdown", column)
 	}
-	rows, err := tx.Tx.QueryContext(ctx, `SELECT `+column+`, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1`, cached(nil)...)
+	rows, err := tx.Tx.QueryContext(ctx, `SELECT `+column+`, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC, 1`, pg.Cached(nil)...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,11 +35,11 @@ func CustomersBy(ctx context.Context, tx bun.Tx, column string) ([][]any, error)
 
 // ImportsByDay counts the imports scope may see, and their rows, per UTC day over the last
 // days days, newest first, inside tx.
-func ImportsByDay(ctx context.Context, tx bun.Tx, scope Scope, days int) ([][]any, error) {
+func ImportsByDay(ctx context.Context, tx bun.Tx, scope pg.Scope, days int) ([][]any, error) {
 	rows, err := tx.Tx.QueryContext(ctx, `
 		SELECT (created_at AT TIME ZONE 'UTC')::date, count(*), sum(total_count), sum(success_count), sum(failed_count)
 		FROM tasks WHERE type = 'import:customers' AND created_at >= now() - make_interval(days => $1) AND ($2 OR owner = $3)
-		GROUP BY 1 ORDER BY 1 DESC`, cached([]any{days, scope.Admin, scope.Owner})...)
+		GROUP BY 1 ORDER BY 1 DESC`, pg.Cached([]any{days, scope.Admin, scope.Owner})...)
 	if err != nil {
 		return nil, err
 	}

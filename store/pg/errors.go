@@ -1,4 +1,4 @@
-package store
+package pg
 
 import (
 	"context"
@@ -48,4 +48,5 @@ func IsTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
 
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+// IsNoRows reports whether err is a statement that found no row.
+func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,4 +1,8 @@
-package store
+// Package schedules keeps the recurring tasks users define (the schedules table) and what
+// each of their fires did (schedule_fires), so a slot fires once however many schedulers run
+// (RecordFire). The schedulers and the fire handler are jobs/schedule. Package store embeds
+// *Schedules in its Store, so callers write st.CreateSchedule(...).
+package schedules
 
 import (
 	"context"
@@ -9,7 +13,16 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
+
+// Schedules keeps users' recurring tasks and their fires.
+type Schedules struct{ db *bun.DB }
+
+// New returns the schedules over db.
+func New(db *bun.DB) *Schedules { return &Schedules{db: db} }
 
 // Schedule is a recurring task a user defined.
 type Schedule struct {
@@ -33,15 +46,15 @@ type Schedule struct {
 	UpdatedAt    time.Time  `bun:"updated_at"`
 }
 
-const scheduleColumns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, paused_reason, last_fired_at,
-	last_task_no, last_outcome, created_at, updated_at`
+const columns = `id, schedule_no, owner, type, params, priority, cron, timezone, paused, paused_reason, last_fired_at, last_task_no,
+	last_outcome, created_at, updated_at`
 
 // Schedule errors callers branch on.
 var (
-	// ErrScheduleNotFound: no such schedule, or not visible to the caller.
-	ErrScheduleNotFound = errors.New("schedule not found")
-	// ErrTooManySchedules: the owner already keeps as many schedules as one owner may.
-	ErrTooManySchedules = errors.New("too many schedules")
+	// ErrNotFound: no such schedule, or not visible to the caller.
+	ErrNotFound = errors.New("schedule not found")
+	// ErrTooMany: the owner already keeps as many schedules as one owner may.
+	ErrTooMany = errors.New("too many schedules")
 )
 
 // NewSchedule is what a user gives to create a schedule.
@@ -53,8 +66,8 @@ type NewSchedule struct {
 	Priority   int
 	Cron       string
 	Timezone   string
-	// MaxPerOwner refuses the schedule with ErrTooManySchedules when its owner already keeps
-	// this many (0: no cap). Concurrent creates of one owner are serialised, so the cap holds.
+	// MaxPerOwner refuses the schedule with ErrTooMany when its owner already keeps this many
+	// (0: no cap). Concurrent creates of one owner are serialised, so the cap holds.
 	MaxPerOwner int
 }
 
@@ -69,21 +82,21 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 		if ns.MaxPerOwner > 0 {
 			var kept int
 			// One owner's creates queue behind this lock, so two at once cannot both pass the count.
-			if _, err := exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtext('schedules:' || $1))`, ns.Owner); err != nil {
+			if _, err := pg.Exec(ctx, tx.Tx, `SELECT pg_advisory_xact_lock(hashtext('schedules:' || $1))`, ns.Owner); err != nil {
 				return err
 			}
 			if err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules WHERE owner = $1`, ns.Owner).Scan(&kept); err != nil {
 				return err
 			}
 			if kept >= ns.MaxPerOwner {
-				return ErrTooManySchedules
+				return ErrTooMany
 			}
 		}
-		return one(ctx, s.db, tx.Tx, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
-			VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+scheduleColumns,
+		return pg.One(ctx, s.db, tx.Tx, sc, `INSERT INTO schedules (schedule_no, owner, type, params, priority, cron, timezone)
+			VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7) RETURNING `+columns,
 			ns.ScheduleNo, ns.Owner, ns.Type, params, ns.Priority, ns.Cron, ns.Timezone)
 	})
-	if errors.Is(err, ErrTooManySchedules) {
+	if errors.Is(err, ErrTooMany) {
 		return nil, err
 	}
 	if err != nil {
@@ -93,12 +106,12 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 }
 
 // GetSchedule returns a schedule by its public number, if scope may see it.
-func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Scope) (*Schedule, error) {
+func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
 		scheduleNo, scope.Admin, scope.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get schedule %s: %w", scheduleNo, err)
@@ -109,9 +122,9 @@ func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope Sc
 // GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
 func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id)
+	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get schedule %d: %w", id, err)
@@ -121,12 +134,12 @@ func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, e
 
 // ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
 // first.
-func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string) ([]Schedule, error) {
+func (s *Schedules) ListSchedules(ctx context.Context, scope pg.Scope, owner string) ([]Schedule, error) {
 	if !scope.Admin {
 		owner = scope.Owner
 	}
 	var out []Schedule
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
@@ -134,13 +147,13 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope Scope, owner string
 }
 
 // PauseSchedule pauses or resumes a schedule by hand (either clears why it paused itself).
-func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope Scope, paused bool) (*Schedule, error) {
+func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope pg.Scope, paused bool) (*Schedule, error) {
 	sc := new(Schedule)
-	err := one(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, paused_reason = NULL,
+	err := pg.One(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, paused_reason = NULL,
 		resumed_at = CASE WHEN $4 THEN resumed_at ELSE now() END, updated_at = now()
-		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+scheduleColumns, scheduleNo, scope.Admin, scope.Owner, paused)
+		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+columns, scheduleNo, scope.Admin, scope.Owner, paused)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrScheduleNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pause schedule %s: %w", scheduleNo, err)
@@ -150,13 +163,13 @@ func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope 
 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
 // nothing.
-func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope Scope) error {
-	n, err := exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
+func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) error {
+	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
 	}
 	if n == 0 {
-		return ErrScheduleNotFound
+		return ErrNotFound
 	}
 	return nil
 }
@@ -164,7 +177,7 @@ func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope
 // ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
 func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 	var out []Schedule
-	if err := all(ctx, s.db, s.db.DB, &out, `SELECT `+scheduleColumns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
+	if err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
 		return nil, fmt.Errorf("list active schedules: %w", err)
 	}
 	return out, nil
@@ -173,7 +186,7 @@ func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
 // RecordFire records what a schedule's fire for slot did, once per slot: it returns false
 // when the slot was already recorded (another scheduler's fire got there first).
 func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.Time, taskNo, outcome string) (bool, error) {
-	n, err := exec(ctx, s.db.DB, `
+	n, err := pg.Exec(ctx, s.db.DB, `
 		WITH f AS (
 			INSERT INTO schedule_fires (schedule_id, slot, task_no, outcome) VALUES ($1, $2, NULLIF($3, ''), $4)
 			ON CONFLICT (schedule_id, slot) DO NOTHING RETURNING schedule_id
@@ -187,10 +200,10 @@ func (s *Schedules) RecordFire(ctx context.Context, scheduleID int64, slot time.
 	return n == 1, nil
 }
 
-// PauseScheduleItself pauses a running schedule saying why (its runs kept failing); it
-// reports false when the schedule was already paused or is gone.
-func (s *Schedules) PauseScheduleItself(ctx context.Context, id int64, reason string) (bool, error) {
-	n, err := exec(ctx, s.db.DB, `UPDATE schedules SET paused = true, paused_reason = $2, updated_at = now()
+// PauseItself pauses a running schedule saying why (its runs kept failing); it reports
+// false when the schedule was already paused or is gone.
+func (s *Schedules) PauseItself(ctx context.Context, id int64, reason string) (bool, error) {
+	n, err := pg.Exec(ctx, s.db.DB, `UPDATE schedules SET paused = true, paused_reason = $2, updated_at = now()
 		WHERE id = $1 AND NOT paused`, id, reason)
 	if err != nil {
 		return false, fmt.Errorf("pause schedule %d: %w", id, err)
@@ -198,11 +211,18 @@ func (s *Schedules) PauseScheduleItself(ctx context.Context, id int64, reason st
 	return n == 1, nil
 }
 
+// Run is how one task a schedule's fire created stands.
+type Run struct {
+	TaskNo       string      `bun:"task_no"`
+	Status       task.Status `bun:"status"`
+	ErrorMessage string      `bun:"error_message"`
+}
+
 // LastRuns returns the tasks the schedule's latest n fires since it was last resumed created,
 // newest first, as far as they are still in the live tables (an archived one is left out).
-func (s *Schedules) LastRuns(ctx context.Context, scheduleID int64, n int) ([]Task, error) {
-	var out []Task
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT `+prefixed("t.", taskColumns)+`
+func (s *Schedules) LastRuns(ctx context.Context, scheduleID int64, n int) ([]Run, error) {
+	var out []Run
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT t.task_no, t.status, COALESCE(t.error_message, '') AS error_message
 		FROM (SELECT f.task_no, f.slot FROM schedule_fires f JOIN schedules sc ON sc.id = f.schedule_id
 		      WHERE f.schedule_id = $1 AND f.task_no IS NOT NULL AND f.fired_at > COALESCE(sc.resumed_at, '-infinity')
 		      ORDER BY f.slot DESC LIMIT $2) f
@@ -213,8 +233,8 @@ func (s *Schedules) LastRuns(ctx context.Context, scheduleID int64, n int) ([]Ta
 	return out, nil
 }
 
-// ScheduleFire is one recorded fire.
-type ScheduleFire struct {
+// Fire is one recorded fire.
+type Fire struct {
 	Slot    time.Time `bun:"slot"`
 	TaskNo  string    `bun:"task_no,nullzero"`
 	Outcome string    `bun:"outcome"`
@@ -222,9 +242,9 @@ type ScheduleFire struct {
 }
 
 // ScheduleFires returns a schedule's latest fires, newest first.
-func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]ScheduleFire, error) {
-	var out []ScheduleFire
-	err := all(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
+func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]Fire, error) {
+	var out []Fire
+	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
 		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list schedule fires: %w", err)

@@ -1,0 +1,18 @@
+package audit_test
+
+import (
+	"testing"
+
+	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/internal/columntest"
+)
+
+// The rows the store's own statements write with a change (submit, cancel, retry, a token's
+// creation and revocation) are tested where those statements live: store's audit_test.go and
+// store/tokens.
+
+// The column list the statements name is exactly the model's columns, in model order.
+func TestColumnListsMatchModels(t *testing.T) {
+	t.Parallel()
+	columntest.Check(t, audit.ColumnLists())
+}
