@@ -39,6 +39,9 @@ func toProblem(err error) *problem.Problem {
 		return p
 	case errors.As(err, &slow):
 		return slow.Problem()
+	case errors.Is(err, schedules.ErrTooMany):
+		return problem.New(http.StatusConflict, "too_many_schedules",
+			"you keep as many schedules as one owner may; delete one you no longer need first")
 	case errors.Is(err, schedules.ErrNotFound):
 		return problem.New(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
 	case errors.Is(err, store.ErrNotFound):

@@ -20,19 +20,21 @@ import (
 
 // ScheduleView is a recurring task as the API shows it.
 type ScheduleView struct {
-	ID          string          `json:"id"`
-	Owner       string          `json:"owner"`
-	Type        string          `json:"type"`
-	Params      json.RawMessage `json:"params"`
-	Priority    int             `json:"priority,omitempty"`
-	Cron        string          `json:"cron"`
-	Timezone    string          `json:"timezone"`
-	Paused      bool            `json:"paused"`
-	LastFiredAt *time.Time      `json:"last_fired_at"`
-	LastTask    string          `json:"last_task,omitempty"`
-	LastOutcome string          `json:"last_outcome,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	Fires       []FireView      `json:"fires,omitempty"`
+	ID       string          `json:"id"`
+	Owner    string          `json:"owner"`
+	Type     string          `json:"type"`
+	Params   json.RawMessage `json:"params"`
+	Priority int             `json:"priority,omitempty"`
+	Cron     string          `json:"cron"`
+	Timezone string          `json:"timezone"`
+	Paused   bool            `json:"paused"`
+	// PausedReason says why the schedule paused itself (its runs kept failing).
+	PausedReason string     `json:"paused_reason,omitempty"`
+	LastFiredAt  *time.Time `json:"last_fired_at"`
+	LastTask     string     `json:"last_task,omitempty"`
+	LastOutcome  string     `json:"last_outcome,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Fires        []FireView `json:"fires,omitempty"`
 }
 
 // FireView is one recorded fire of a schedule.
@@ -44,7 +46,7 @@ type FireView struct {
 
 func scheduleView(sc *schedules.Schedule) ScheduleView {
 	return ScheduleView{ID: sc.ScheduleNo, Owner: sc.Owner, Type: sc.Type, Params: sc.Params, Priority: sc.Priority, Cron: sc.Cron,
-		Timezone: sc.Timezone, Paused: sc.Paused, LastFiredAt: taskview.UTC(sc.LastFiredAt), LastTask: sc.LastTaskNo,
+		Timezone: sc.Timezone, Paused: sc.Paused, PausedReason: sc.PausedReason, LastFiredAt: taskview.UTC(sc.LastFiredAt), LastTask: sc.LastTaskNo,
 		LastOutcome: sc.LastOutcome, CreatedAt: sc.CreatedAt.UTC()}
 }
 
@@ -57,6 +59,8 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		Cron     string          `json:"cron"`
 		Timezone string          `json:"timezone"`
 		Priority int             `json:"priority"`
+		// MinInterval lowers schedules.min_interval for this schedule (admins only).
+		MinInterval string `json:"min_interval"`
 	}
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
@@ -83,6 +87,10 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 			field = "timezone"
 		}
 		errs = append(errs, problem.FieldError{Field: field, Message: err.Error()})
+	} else if min, fe := s.minInterval(req.MinInterval, who); fe != nil {
+		errs = append(errs, *fe)
+	} else if err := schedule.CheckInterval(req.Cron, req.Timezone, min); err != nil {
+		errs = append(errs, problem.FieldError{Field: "cron", Message: err.Error()})
 	}
 	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
 		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
@@ -102,13 +110,31 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		return err
 	}
 	sc, err := s.Store.CreateSchedule(r.Context(), schedules.NewSchedule{ScheduleNo: "sch_" + rand.Text(), Owner: p.User, Type: t.Name,
-		Params: params, Priority: req.Priority, Cron: strings.TrimSpace(req.Cron), Timezone: req.Timezone})
+		Params: params, Priority: req.Priority, Cron: strings.TrimSpace(req.Cron), Timezone: req.Timezone,
+		MaxPerOwner: s.Schedules.MaxPerOwner})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/schedules/"+sc.ScheduleNo)
 	writeJSON(w, http.StatusCreated, scheduleView(sc))
 	return nil
+}
+
+// minInterval is the shortest gap between fires the schedule may have: the deployment's
+// schedules.min_interval, or what an admin asked for instead.
+func (s scheduleRoutes) minInterval(asked string, who jobs.Who) (time.Duration, *problem.FieldError) {
+	if asked == "" {
+		return s.Schedules.MinInterval, nil
+	}
+	d, err := time.ParseDuration(asked)
+	switch {
+	case err != nil || d < time.Second:
+		return 0, &problem.FieldError{Field: "min_interval", Message: "must be a duration of at least 1s, such as 30s or 2m"}
+	case !who.Admin:
+		return 0, &problem.FieldError{Field: "min_interval", Message: fmt.Sprintf(
+			"only an admin may set it; schedules fire at most once every %s", s.Schedules.MinInterval)}
+	}
+	return d, nil
 }
 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).

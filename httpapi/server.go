@@ -87,6 +87,8 @@ type Deps struct {
 	Web WebConfig
 	// Auth adds the ways in besides the config tokens, and tunes the audit trail.
 	Auth AuthDeps
+	// Schedules bounds users' schedules (how often, how many). Zero: the config defaults.
+	Schedules config.Schedules
 }
 
 // AuthDeps are the company identity provider, the trusted gateway, the API token bounds and
@@ -147,6 +149,9 @@ func New(d Deps) *Server {
 	def := config.Default()
 	if d.QueryTimeout <= 0 {
 		d.QueryTimeout = def.Database.QueryTimeout
+	}
+	if d.Schedules == (config.Schedules{}) {
+		d.Schedules = def.Schedules
 	}
 	if d.Import.MaxConcurrentUploads <= 0 {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads

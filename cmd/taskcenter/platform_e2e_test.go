@@ -56,11 +56,13 @@ func TestArchivedTaskIsFoundByIDAndCountedInStats(t *testing.T) {
 }
 
 // Users manage recurring tasks through the API: a bad cron or time zone is refused naming the
-// field, a good schedule fires (its fires listed with their tasks), pausing stops it, deleting
-// removes it, and another user cannot see it.
+// field, so is a schedule firing more often than schedules.min_interval (an admin may lower it
+// for one schedule) and one schedule more than an owner may keep; a good schedule fires (its
+// fires listed with their tasks), pausing stops it, deleting removes it, and another user
+// cannot see it.
 func TestSchedulesThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s"})
+	e := newEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s", "TASKCENTER_SCHEDULES_MAX_PER_OWNER": "2"})
 	p := e.start("all")
 	for _, bad := range []map[string]any{
 		{"type": "export:customers", "cron": "every tuesday", "params": map[string]any{}},
@@ -72,7 +74,28 @@ func TestSchedulesThroughTheAPI(t *testing.T) {
 			t.Fatalf("%v: %d %s", bad, res.status, res.body)
 		}
 	}
-	res := p.do("POST", "/api/v1/schedules", aliceToken, map[string]any{"type": "export:customers", "cron": "@every 2s", "timezone": "Asia/Shanghai"})
+	for _, c := range []struct {
+		body map[string]any
+		says string
+	}{
+		{map[string]any{"type": "export:customers", "cron": "@every 1s"}, "at most once every 5m0s (schedules.min_interval)"},
+		{map[string]any{"type": "export:customers", "cron": "*/2 * * * *"}, "at most once every 5m0s"},
+		{map[string]any{"type": "export:customers", "cron": "@every 2s", "min_interval": "1s"}, "only an admin may set it"},
+	} {
+		res := p.do("POST", "/api/v1/schedules", aliceToken, c.body)
+		if res.status != http.StatusUnprocessableEntity || !strings.Contains(string(res.body), c.says) {
+			t.Fatalf("%v: %d %s, want 422 saying %q", c.body, res.status, res.body, c.says)
+		}
+	}
+	for i := range 3 {
+		res := p.do("POST", "/api/v1/schedules", aliceToken, map[string]any{"type": "export:customers", "cron": "@every 1h"})
+		if want := []int{http.StatusCreated, http.StatusCreated, http.StatusConflict}[i]; res.status != want ||
+			(i == 2 && !strings.Contains(string(res.body), `"too_many_schedules"`)) {
+			t.Fatalf("alice's schedule %d: %d %s, want %d", i+1, res.status, res.body, want)
+		}
+	}
+	res := p.do("POST", "/api/v1/schedules", adminToken, map[string]any{"type": "export:customers", "cron": "@every 2s",
+		"timezone": "Asia/Shanghai", "min_interval": "2s"})
 	if res.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", res.status, res.body)
 	}
@@ -85,19 +108,19 @@ func TestSchedulesThroughTheAPI(t *testing.T) {
 	}
 	res.json(t, &sc)
 	testenv.Eventually(t, 60*time.Second, "the schedule to fire", func() bool {
-		p.do("GET", "/api/v1/schedules/"+sc.ID, aliceToken, nil).json(t, &sc)
+		p.do("GET", "/api/v1/schedules/"+sc.ID, adminToken, nil).json(t, &sc)
 		return len(sc.Fires) > 0 && sc.Fires[0].Task != ""
 	})
 	if res := p.do("GET", "/api/v1/schedules/"+sc.ID, bobToken, nil); res.status != http.StatusNotFound {
-		t.Fatalf("bob sees alice's schedule: %d", res.status)
+		t.Fatalf("bob sees the admin's schedule: %d", res.status)
 	}
-	if res := p.do("POST", "/api/v1/schedules/"+sc.ID+"/pause", aliceToken, nil); res.status != http.StatusOK || !strings.Contains(string(res.body), `"paused":true`) {
+	if res := p.do("POST", "/api/v1/schedules/"+sc.ID+"/pause", adminToken, nil); res.status != http.StatusOK || !strings.Contains(string(res.body), `"paused":true`) {
 		t.Fatalf("pause: %d %s", res.status, res.body)
 	}
-	if res := p.do("DELETE", "/api/v1/schedules/"+sc.ID, aliceToken, nil); res.status != http.StatusNoContent {
+	if res := p.do("DELETE", "/api/v1/schedules/"+sc.ID, adminToken, nil); res.status != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", res.status, res.body)
 	}
-	if res := p.do("GET", "/api/v1/schedules/"+sc.ID, aliceToken, nil); res.status != http.StatusNotFound {
+	if res := p.do("GET", "/api/v1/schedules/"+sc.ID, adminToken, nil); res.status != http.StatusNotFound {
 		t.Fatalf("after delete: %d", res.status)
 	}
 }
