@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,93 +62,43 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity
 		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
-	form, err := s.readImportForm(r, mr, limit)
-	defer func() { form.received.Discard() }()
-	if err != nil {
-		return err
+	// The import reads the form, stores and checks the file and says what to submit; the
+	// handler keeps the notification fields and answers in HTTP. The checks read the stored
+	// upload (ranged reads on s3): the request's time, not a query's.
+	var (
+		notify notifyRequest
+		hook   *notifyRequest
+	)
+	sub, err := s.Uploads.SubmitForm(r.Context(), p.User, importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")},
+		multipartForm{mr}, limit, importer.Others{
+			Values: map[string]*string{"notify_url": &notify.URL, "notify_secret": &notify.Secret},
+			Done: func() error {
+				hook = notifyOf(notify.URL, notify.Secret)
+				return hook.check(r.Context(), s)
+			},
+		})
+	if fe := (*importer.FormError)(nil); errors.As(err, &fe) {
+		return uploadError(fe.Err, limit)
 	}
-	hook := notifyOf(form.notify.URL, form.notify.Secret)
-	if err := hook.check(r.Context(), s); err != nil {
-		return err
-	}
-	// The checks read the stored upload (ranged reads on s3): the request's time, not a
-	// query's.
-	sub, err := s.Uploads.Accept(r.Context(), form.received, p.User, form.choice)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
 	sub.RequestID = problem.RequestID(r.Context())
-	if t, ok := s.Types.Lookup(sub.Type); ok {
-		params := t.NewParams()
-		if json.Unmarshal(sub.Params, params) == nil {
-			sub.Title = t.TitleOf(params)
-		}
-	}
 	return s.submit(w, r.WithContext(ctx), sub, hook)
 }
 
-// importForm is an import's multipart form as read: the received file, the uploader's
-// choices and the notification asked for.
-type importForm struct {
-	received *importer.Received
-	choice   importer.Submit
-	notify   notifyRequest
-}
+// multipartForm is a multipart body as the import reads it: one field at a time, with the
+// file name cleaned for display.
+type multipartForm struct{ mr *multipart.Reader }
 
-// readImportForm reads the form's parts in the order sent: the file is streamed to storage
-// as it arrives, and the uploader's choices are the import's to check (importer.Submit.Set),
-// each as it arrives, so a bad one is refused before a large file after it is read. The
-// received file is the caller's to discard, also on an error.
-func (s *Server) readImportForm(r *http.Request, mr *multipart.Reader, limit int64) (importForm, error) {
-	f := importForm{choice: importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")}}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return f, uploadError(err, limit)
-		}
-		switch name := part.FormName(); name {
-		case "file":
-			if f.received != nil {
-				return f, problem.BadRequest("invalid_upload", `send one "file" field`)
-			}
-			f.received, err = s.Uploads.Receive(r.Context(), cleanFilename(part.FileName()), part, limit)
-			var fp *importer.FileProblem
-			switch {
-			case errors.As(err, &fp):
-				return f, err
-			case err != nil:
-				return f, uploadError(err, limit)
-			}
-		case "notify_url":
-			if f.notify.URL, err = smallField(part, limit); err != nil {
-				return f, err
-			}
-		case "notify_secret":
-			if f.notify.Secret, err = smallField(part, limit); err != nil {
-				return f, err
-			}
-		default:
-			if !importer.IsChoice(name) {
-				continue // a field the import does not read
-			}
-			v, err := smallField(part, limit)
-			if err != nil {
-				return f, err
-			}
-			if err := f.choice.Set(name, v); err != nil {
-				return f, err
-			}
-		}
+func (f multipartForm) NextField() (string, string, io.Reader, error) {
+	part, err := f.mr.NextPart()
+	if err != nil {
+		return "", "", nil, err
 	}
-	if f.received == nil {
-		return f, problem.BadRequest("invalid_upload", `the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
-	}
-	return f, nil
+	return part.FormName(), cleanFilename(part.FileName()), part, nil
 }
 
 func tooLarge(limit int64) *problem.Problem {
@@ -166,18 +115,6 @@ func uploadError(err error, limit int64) error {
 		return slow.Problem()
 	}
 	return problem.BadRequest("invalid_upload", "the upload could not be read: %v", err)
-}
-
-// smallField reads a short form value.
-func smallField(r io.Reader, limit int64) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 257))
-	if err != nil {
-		return "", uploadError(err, limit)
-	}
-	if len(b) > 256 {
-		return "", problem.BadRequest("invalid_upload", "form fields other than file must be at most 256 bytes")
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 // cleanFilename keeps the base name of an uploaded file for display: no directories, valid

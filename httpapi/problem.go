@@ -59,7 +59,8 @@ func toProblem(err error) *problem.Problem {
 		return p
 	case errors.As(err, &file):
 		status := map[importer.ProblemKind]int{importer.Unsupported: http.StatusUnsupportedMediaType,
-			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge}[file.Kind]
+			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge,
+			importer.BadForm: http.StatusBadRequest}[file.Kind]
 		p := problem.New(status, file.Code, file.Message)
 		if file.Field != "" {
 			p.Errors = []problem.FieldError{{Field: file.Field, Message: file.FieldMessage}}

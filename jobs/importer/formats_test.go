@@ -18,16 +18,16 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// submitAs goes through the real submit side (Receive, Accept) and creates the task.
+// submitAs goes through the real submit side (receive, accept) and creates the task.
 func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jobs2Sub, error) {
 	w.t.Helper()
 	up := NewUploads(w.st, w.fs, sheet.Limits{})
-	r, err := up.Receive(context.Background(), name, bytes.NewReader(content), 64<<20)
+	r, err := up.receive(context.Background(), name, bytes.NewReader(content), 64<<20)
 	if err != nil {
 		return nil, jobs2Sub{}, err
 	}
 	o.Mode = cmp.Or(o.Mode, ModeUpsert)
-	sub, err := up.Accept(context.Background(), r, "alice", o)
+	sub, err := up.accept(context.Background(), r, "alice", o)
 	if err != nil {
 		return nil, jobs2Sub{}, err
 	}

@@ -489,6 +489,14 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	return res, nil
 }
 
+// Title is the task's title: the file it imports, and the mode when it is not the default.
+func (p *Params) Title() string {
+	if p.Mode == ModeInsert {
+		return "Import " + p.Filename + " (insert only)"
+	}
+	return "Import " + p.Filename
+}
+
 // Prepare implements jobs.Params. An import's parameters are set by its upload, never sent
 // by a client, so there is nothing to check.
 func (*Params) Prepare(jobs.Who) error { return nil }
@@ -500,7 +508,7 @@ func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
 		Queue: "imports", Submittable: false,
 		NewParams: func() jobs.Params { return &Params{} },
-		Title:     `Import {{.Filename}}{{if eq .Mode "insert"}} (insert only){{end}}`,
+		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
 		Handler:   New(st, fs, cfg),
 	}

@@ -28,6 +28,9 @@ const (
 	Invalid
 	// TooLarge: over a size limit (413).
 	TooLarge
+	// BadForm: the upload form is not what an import takes (400): no file, two files, a
+	// field too long.
+	BadForm
 )
 
 func (p *FileProblem) Error() string { return p.Message }

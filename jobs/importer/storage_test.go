@@ -89,7 +89,7 @@ func TestOversizedUploadLeavesNothing(t *testing.T) {
 	w := newWorldOn(t, Config{}, s3Config(t))
 	up := NewUploads(w.st, w.fs, sheet.Limits{})
 	big := strings.Repeat("code,name,phone\n", 1<<17) // 2 MiB: past the 1 MiB read-ahead of an unsized put
-	_, err := up.Receive(context.Background(), "big.csv", strings.NewReader(big), 1<<20)
+	_, err := up.receive(context.Background(), "big.csv", strings.NewReader(big), 1<<20)
 	var fp *FileProblem
 	if !errors.As(err, &fp) || fp.Kind != TooLarge {
 		t.Fatalf("receive of 2 MiB with a 1 MiB limit: %v, want TooLarge", err)
@@ -98,11 +98,11 @@ func TestOversizedUploadLeavesNothing(t *testing.T) {
 		t.Fatalf("stored after a refused upload: %q", left)
 	}
 	// A refused upload that arrived whole is deleted by Discard.
-	r, err := up.Receive(context.Background(), "x.csv", strings.NewReader("not,a\x00,csv"), 1<<20)
+	r, err := up.receive(context.Background(), "x.csv", strings.NewReader("not,a\x00,csv"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := up.Accept(context.Background(), r, "alice", Submit{Mode: ModeUpsert}); !errors.As(err, &fp) {
+	if _, err := up.accept(context.Background(), r, "alice", Submit{Mode: ModeUpsert}); !errors.As(err, &fp) {
 		t.Fatalf("accept of a binary CSV: %v, want a file problem", err)
 	}
 	if left := keys(t, w.fs, ""); len(left) != 0 {

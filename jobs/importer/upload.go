@@ -51,7 +51,7 @@ type Received struct {
 const discardTimeout = 10 * time.Second
 
 // Discard deletes a received file that will not be accepted (best effort: the sweep of
-// storage.Incoming deletes what is left). It is safe to call after Accept.
+// storage.Incoming deletes what is left). It is safe to call after accept.
 func (r *Received) Discard() {
 	if r == nil || r.key == "" {
 		return
@@ -62,11 +62,11 @@ func (r *Received) Discard() {
 	r.key = ""
 }
 
-// Receive streams body (the uploaded file called filename) into the store, hashing it, up to
+// receive streams body (the uploaded file called filename) into the store, hashing it, up to
 // maxBytes: a bigger file is refused (a *FileProblem of kind TooLarge) without reading more
 // than one byte past the limit, and leaves nothing stored. A read error of body is returned
 // as it is. ctx bounds the upload (the request's).
-func (u *Uploads) Receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*Received, error) {
+func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*Received, error) {
 	format, err := sheet.FormatOf(filename)
 	if err != nil {
 		return nil, fileProblem(err)
@@ -177,7 +177,7 @@ func checkMode(mode string) error {
 // recordTimeout bounds the upload's record, written in the database.
 const recordTimeout = 5 * time.Second
 
-// Accept checks a received file where it is stored (the cheap checks: format, zip sanity,
+// accept checks a received file where it is stored (the cheap checks: format, zip sanity,
 // size, sheet, rows, a CSV's encoding, all within Limits), records it, moves it under its
 // content hash, and returns the task's submission for owner. The received file is consumed
 // either way. ctx bounds the reads and the move (the request's).
@@ -185,7 +185,7 @@ const recordTimeout = 5 * time.Second
 // The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
 // the encoding the text is read in: the same file read in another encoding is other data.
 // The language is not part of it: it only changes how the outcome reads.
-func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submit) (jobs.Submission, error) {
+func (u *Uploads) accept(ctx context.Context, r *Received, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
 	if err := checkMode(o.Mode); err != nil {
 		return jobs.Submission{}, err
@@ -223,7 +223,7 @@ func (u *Uploads) Accept(ctx context.Context, r *Received, owner string, o Submi
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key}, nil
+	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key, Title: p.Title()}, nil
 }
 
 // inspect runs the submit checks on a stored upload, reading it where it is (ranged reads
