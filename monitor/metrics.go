@@ -255,10 +255,10 @@ func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ownerBacklogDesc
 }
 
-// ownerBacklogDesc is the waiting tasks of the users with the most of them, per queue (fair
-// share). Only the top owners are reported, to bound the number of series.
-var ownerBacklogDesc = prometheus.NewDesc("taskcenter_owner_tasks_waiting",
-	"PENDING and RETRY_WAIT tasks of the 10 users with the most of them, per queue.", []string{"queue", "owner"}, nil)
+// ownerBacklogDesc is the most waiting tasks any one user has in a queue (fair share): a
+// figure, never a name — no user name or id reaches a label value.
+var ownerBacklogDesc = prometheus.NewDesc("taskcenter_owner_tasks_waiting_max",
+	"PENDING and RETRY_WAIT tasks of the user with the most of them, per queue.", []string{"queue"}, nil)
 
 func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -271,12 +271,12 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	for q, n := range counts {
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n), q)
 	}
-	owners, err := c.store.TopWaitingOwners(ctx, 10)
+	owners, err := c.store.TopWaitingOwners(ctx, 1)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(ownerBacklogDesc, err)
 		return
 	}
 	for _, o := range owners {
-		ch <- prometheus.MustNewConstMetric(ownerBacklogDesc, prometheus.GaugeValue, float64(o.Waiting), o.Queue, o.Owner)
+		ch <- prometheus.MustNewConstMetric(ownerBacklogDesc, prometheus.GaugeValue, float64(o.Waiting), o.Queue)
 	}
 }

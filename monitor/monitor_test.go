@@ -218,6 +218,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 		{"taskcenter_queue_tasks", map[string]string{"queue": "exports", "state": "pending"}, 1},
 		{"taskcenter_queue_scrape_success", map[string]string{"queue": "exports"}, 1},
 		{"taskcenter_tasks_waiting", map[string]string{"queue": "exports"}, 1},
+		{"taskcenter_owner_tasks_waiting_max", map[string]string{"queue": "exports"}, 1},
 		{"taskcenter_write_batch_seconds", map[string]string{"kind": "claim"}, 1},
 		{"taskcenter_write_batch_rows", map[string]string{"kind": "claim"}, 1},
 		{"taskcenter_write_wait_seconds", map[string]string{"kind": "claim"}, 2},
@@ -225,6 +226,16 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	for _, c := range checks {
 		if got := value(c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	// No user name reaches a label value: the task's owner "a" is in no series.
+	for name, f := range families {
+		for _, mt := range f.Metric {
+			for _, lp := range mt.Label {
+				if lp.GetName() == "owner" || lp.GetName() == "user" || lp.GetValue() == "a" {
+					t.Errorf("%s carries a user: %s=%q", name, lp.GetName(), lp.GetValue())
+				}
+			}
 		}
 	}
 }
