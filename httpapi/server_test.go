@@ -378,6 +378,7 @@ func TestJSONBodiesAreReadStrictly(t *testing.T) {
 		{"other charset", "application/json; charset=latin1", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
 		{"unknown parameter", "application/json; boundary=x", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
 		{"text/plain", "text/plain", `{"type":"customers"}`, 415, "unsupported_media_type", ""},
+		{"no media type", "", `{"type":"customers"}`, 415, "unsupported_media_type", "Content-Type: application/json"},
 		{"NUL in a value", "application/json", `{"type":"customers","filter":{"city":"a\u0000b"}}`, 400, "invalid_body", "filter.city must not contain a NUL"},
 		{"deep nesting", "application/json", `{"type":"x","filter":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, 400, "invalid_body", "nested deeper"},
 		{"huge number", "application/json", `{"type":"bench:noop","params":{"n":1e999}}`, 400, "invalid_body", "params.n is a number out of range"},

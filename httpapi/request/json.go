@@ -25,14 +25,13 @@ import (
 // media type must be application/json (charset utf-8 at most), the body one JSON value
 // with nothing after it, no key twice, no NUL, and every field known to v.
 func DecodeJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, params, err := mime.ParseMediaType(ct)
-		charset, hasCharset := params["charset"]
-		if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
-			(hasCharset && !strings.EqualFold(charset, "utf-8")) {
-			return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
-				"send the body as application/json (optionally with charset=utf-8)")
-		}
+	// A body without a media type is refused too: what it is would be a guess.
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	charset, hasCharset := params["charset"]
+	if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
+		(hasCharset && !strings.EqualFold(charset, "utf-8")) {
+		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"send the body as application/json (Content-Type: application/json, optionally with charset=utf-8)")
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
 	if err != nil {
