@@ -87,3 +87,34 @@ func FuzzXLSReader(f *testing.F) {
 		}
 	})
 }
+
+// A cut-short or damaged .xls is refused in the uploader's words: no library name, offsets
+// or io errors ("mscfb: … EOF; 7680") in the message.
+func TestDamagedXLSIsExplainedWithoutParserInternals(t *testing.T) {
+	t.Parallel()
+	paths, _ := filepath.Glob("../../../testdata/imports/*.xls")
+	if len(paths) == 0 {
+		t.Fatal("no .xls fixtures in testdata/imports")
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range []int{520, 1024, 4096, len(b) / 2, len(b) - 1} {
+			if cut <= 0 || cut >= len(b) {
+				continue
+			}
+			data := b[:cut]
+			_, err := sheet.Inspect(bytes.NewReader(data), int64(len(data)), sheet.Choice{Format: sheet.XLS},
+				sheet.Options{Limits: fuzzLimits, Count: sheet.CountAlways, IsHeader: isHeader})
+			if err == nil {
+				continue // a cut that leaves a readable workbook
+			}
+			msg := err.Error()
+			if !isProblem(err) || strings.Contains(msg, "mscfb") || strings.Contains(msg, "EOF") || strings.Contains(msg, "sector") {
+				t.Errorf("%s cut at %d: %q", filepath.Base(p), cut, msg)
+			}
+		}
+	}
+}

@@ -208,7 +208,8 @@ func openCFB(r io.ReaderAt) (doc *mscfb.Reader, err error) {
 	}()
 	doc, err = mscfb.New(r)
 	if err != nil {
-		return nil, damaged("its file structure cannot be read (%v)", err)
+		// The library's words (offsets, sector numbers) mean nothing to the uploader.
+		return nil, damaged("its file structure cannot be read (the file may be cut short, or not an Excel file)")
 	}
 	return doc, nil
 }
