@@ -86,9 +86,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = problem.RequestID(r.Context())
 	switch {
-	case p.Code == "unavailable" && s.Postgres != nil:
+	case pg.IsUnavailable(err) && s.Postgres != nil:
 		// An outage is reported once, by its tracker, and summarised when it ends; each 503
-		// during it is counted there, not logged as an error of its own.
+		// during it is counted there, not logged as an error of its own. Only Postgres's own
+		// errors (by type) feed it: another part's 503 is logged as what it is.
 		s.Postgres.Fail(err)
 		if !s.Postgres.Suppress() {
 			s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "request failed: database unavailable",
