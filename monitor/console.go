@@ -199,28 +199,22 @@ func (c *Console) Handler() http.Handler {
 }
 
 // authorize accepts basic auth, a Bearer admin token, or a live session, and names the
-// admin. Failed credentials count against the client address like failed logins.
+// admin. A valid admin credential is checked first and always passes: junk sent from the
+// same address (behind a proxy, every client's) can never lock the admin out. Refused
+// credentials count against the client address like failed logins.
 func (c *Console) authorize(r *http.Request) (who string, status int) {
 	if u, p, ok := r.BasicAuth(); ok && c.cfg.Password != "" {
-		if c.blocked(r) {
-			return "", http.StatusTooManyRequests
-		}
 		if subtle.ConstantTimeCompare([]byte(u), []byte(c.cfg.Username)) == 1 &&
 			subtle.ConstantTimeCompare([]byte(p), []byte(c.cfg.Password)) == 1 {
 			return c.cfg.Username, http.StatusOK
 		}
-		c.failed(r)
-		return "", http.StatusUnauthorized
+		return "", c.refuse(r)
 	}
 	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		if c.blocked(r) {
-			return "", http.StatusTooManyRequests
-		}
 		if user, ok := c.adminToken(token); ok {
 			return user, http.StatusOK
 		}
-		c.failed(r)
-		return "", http.StatusUnauthorized
+		return "", c.refuse(r)
 	}
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := c.session(r.Context(), ck.Value); ok {
@@ -305,6 +299,17 @@ func (c *Console) blocked(r *http.Request) bool {
 	return blocked
 }
 
+// refuse answers a refused credential: 429 once the address has used up its failed logins,
+// else the failure is counted and audited (401).
+func (c *Console) refuse(r *http.Request) int {
+	if c.blocked(r) {
+		c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusTooManyRequests, "too many failed logins from this address")
+		return http.StatusTooManyRequests
+	}
+	c.failed(r)
+	return http.StatusUnauthorized
+}
+
 // failed counts a failed login against the client address, for LoginWindow from the first.
 func (c *Console) failed(r *http.Request) {
 	if err := c.throttle.Failed(r.Context(), clientAddr(r)); err != nil {
@@ -337,10 +342,6 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		if c.blocked(r) {
-			c.throttled(w, r)
-			return
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 		token := ""
 		if err := r.ParseForm(); err == nil {
@@ -361,7 +362,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
-		c.failed(r)
+		if c.refuse(r) == http.StatusTooManyRequests {
+			c.throttled(w, r)
+			return
+		}
 		status = http.StatusUnauthorized
 		data.Error = "That is not an admin token."
 	}

@@ -328,20 +328,22 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
-	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
-		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
-	} else if blocked {
-		secs := w.throttle.Wait(r.Context(), addr)
-		rw.Header().Set("Retry-After", fmt.Sprint(secs))
-		w.render(rw, r, http.StatusTooManyRequests, "login", pageData{Lang: lang, Next: next,
-			Error: strings.ReplaceAll(dict["login.throttled"], "{s}", fmt.Sprint(secs))})
-		return
-	}
 	// Token sign-in takes config tokens only (one-box development and bootstrap): a JWT or an
-	// API token pasted here would outlive its own expiry in the session.
+	// API token pasted here would outlive its own expiry in the session. A valid token is
+	// checked first and always passes: junk from the same address cannot lock its owner out.
 	p, ok := identity.Principal{}, false
 	if token != "" {
 		p, ok = w.id.ConfigToken(token)
+	}
+	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
+		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
+	} else if blocked && !ok {
+		secs := w.throttle.Wait(r.Context(), addr)
+		rw.Header().Set("Retry-After", fmt.Sprint(secs))
+		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusTooManyRequests, "too many failed sign-ins from this address")
+		w.render(rw, r, http.StatusTooManyRequests, "login", pageData{Lang: lang, Next: next,
+			Error: strings.ReplaceAll(dict["login.throttled"], "{s}", fmt.Sprint(secs))})
+		return
 	}
 	if !ok {
 		if err := w.throttle.Failed(r.Context(), addr); err != nil {
