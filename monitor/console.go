@@ -379,10 +379,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the session server-side, so the cookie is worthless even if kept.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		who, live := c.session(r.Context(), ck.Value)
 		if err := c.sessions.Delete(r.Context(), ck.Value); err != nil {
 			c.logger.Error("console logout could not end the session", "err", err)
 			http.Error(w, "the session could not be ended (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
 			return
+		}
+		if live {
+			c.audit(r, who.User, "auth.sign_out", "", audit.Success, http.StatusSeeOther, "")
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})

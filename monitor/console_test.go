@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 const consoleAdmin = "admin-token-0123456789"
@@ -453,5 +456,48 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 	})
 	if !strings.Contains(logs.String(), "cancelled from the console by ops") {
 		t.Fatalf("no process log line for the console's cancels:\n%s", logs.String())
+	}
+}
+
+// auditLog keeps the audit rows a console writes.
+type auditLog struct {
+	mu   sync.Mutex
+	rows []audit.Event
+}
+
+func (a *auditLog) RecordAudit(_ context.Context, e audit.Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rows = append(a.rows, e)
+	return nil
+}
+
+func (a *auditLog) kinds() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, e := range a.rows {
+		out = append(out, fmt.Sprintf("%s %s %s %d", e.Actor, e.Action, e.Outcome, e.Status))
+	}
+	return out
+}
+
+// Every console sign-in, sign-out, refusal and throttled attempt leaves exactly one row.
+func TestConsoleSignInsAndOutsAreAudited(t *testing.T) {
+	t.Parallel()
+	e := newConsoleEnv(t)
+	rows := &auditLog{}
+	c := e.console(ConsoleConfig{LoginFailures: 1, LoginWindow: time.Minute, Audit: rows})
+	const addr = "198.51.100.8:5555"
+	ck := sessionOf(t, login(c, consoleAdmin, addr))
+	if rec := send(c, "GET", ConsolePath+"/logout", addr, withCookie(ck), nil); rec.Code != http.StatusSeeOther {
+		t.Fatalf("logout: %d", rec.Code)
+	}
+	login(c, "guess-1", addr) // refused: counts
+	login(c, "guess-2", addr) // throttled
+	want := []string{"admin auth.sign_in success 303", "admin auth.sign_out success 303",
+		" auth.sign_in denied 401", " auth.sign_in denied 429"}
+	if got := rows.kinds(); !slices.Equal(got, want) {
+		t.Fatalf("audit rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
