@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 const pageOrigin = "http://api.test"
@@ -100,6 +101,23 @@ func TestCookieSessionsActAsTheUserAndStateChangesNeedCSRF(t *testing.T) {
 		if rec.Code != http.StatusForbidden || problemOf(t, rec).Code != "csrf_failed" {
 			t.Fatalf("%s: %d %s", name, rec.Code, rec.Body)
 		}
+	}
+	// Each refusal is in the audit trail under the session's user, not an empty actor.
+	refused, _, err := s.srv.Store.ListAudit(context.Background(), audit.Filter{Outcome: audit.Denied, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrfRows := 0
+	for _, e := range refused {
+		if strings.HasPrefix(e.Detail, "csrf_failed") {
+			csrfRows++
+			if e.Actor != "alice" {
+				t.Errorf("a CSRF refusal recorded with actor %q, want alice", e.Actor)
+			}
+		}
+	}
+	if csrfRows != 5 {
+		t.Errorf("%d CSRF refusals in the audit trail, want 5", csrfRows)
 	}
 	rec := post("Origin", pageOrigin, "X-Csrf-Token", csrf)
 	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"owner":"alice"`) {

@@ -164,7 +164,9 @@ func PrincipalOf(id auth.Identity, via string) Principal {
 // without an Authorization header, the trusted gateway's user header (from its proxies
 // only); else a web session cookie. Cookie and gateway requests that change state must come
 // from this site: a browser behind the gateway sends the gateway's own cookie along on any
-// site's form. The error is a problem (401, 403, 503) or a failure of the token lookup.
+// site's form. The error is a problem (401, 403, 503) or a failure of the token lookup; a
+// cross-site refusal (403 csrf_failed) still names the caller it refused, for the audit
+// trail.
 func (s *Service) Principal(r *http.Request) (Principal, error) {
 	unauthorized := problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -175,10 +177,11 @@ func (s *Service) Principal(r *http.Request) (Principal, error) {
 		return s.bearer(r.Context(), strings.TrimSpace(token))
 	}
 	if id, ok := s.cfg.Gateway.Identify(r); ok {
+		p := PrincipalOf(id, "gateway")
 		if !safeMethod(r.Method) && s.CrossSite(r) {
-			return Principal{}, problem.New(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
+			return p, problem.New(http.StatusForbidden, "csrf_failed", "this request came from another site; use the page or the API directly")
 		}
-		return PrincipalOf(id, "gateway"), nil
+		return p, nil
 	}
 	if s.sessions == nil {
 		return Principal{}, unauthorized
@@ -188,7 +191,7 @@ func (s *Service) Principal(r *http.Request) (Principal, error) {
 		return Principal{}, unauthorized
 	}
 	if !safeMethod(r.Method) && !s.CSRFOK(r, d, "") {
-		return Principal{}, problem.New(http.StatusForbidden, "csrf_failed",
+		return p, problem.New(http.StatusForbidden, "csrf_failed",
 			"this request came with the page's session cookie but not from the page (origin or CSRF token missing); reload the page and try again")
 	}
 	return p, nil
