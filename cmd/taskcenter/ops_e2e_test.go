@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,14 +13,29 @@ import (
 	"time"
 )
 
-// scrape returns the value of one series (name with exactly these labels, as rendered).
+// metricsBase is the process's metrics address (metrics.addr), from its log.
+func (p *proc) metricsBase(t *testing.T) string {
+	t.Helper()
+	line := p.logs.waitFor(t, 30*time.Second, `"msg":"metrics listening"`, p.done)
+	var rec struct{ Addr string }
+	json.Unmarshal([]byte(line), &rec) //nolint:errcheck
+	return "http://" + rec.Addr
+}
+
+// scrape returns the value of one series (name with exactly these labels, as rendered),
+// read from the process's metrics address.
 func scrape(t *testing.T, p *proc, series string) float64 {
 	t.Helper()
-	res := p.do("GET", "/metrics", "", nil)
-	if res.status != 200 {
-		t.Fatalf("/metrics: %d", res.status)
+	res, err := http.Get(p.metricsBase(t) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(res.body))
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", res.StatusCode, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -74,6 +90,10 @@ func TestMetricsConsoleAndLogsDuringAnImport(t *testing.T) {
 	}
 	if res := p.do("GET", "/monitor/", adminToken, nil); res.status != 200 || !strings.Contains(string(res.body), "/monitor") {
 		t.Errorf("console page: %d", res.status)
+	}
+	// The API address has no /metrics unless the operator gives it a token (metrics.token).
+	if res := p.do("GET", "/metrics", "", nil); res.status != http.StatusNotFound {
+		t.Errorf("/metrics on the API address without metrics.token: %d", res.status)
 	}
 	if res := p.do("GET", "/openapi.yaml", "", nil); res.status != 200 || !strings.Contains(string(res.body), "/api/v1/imports") {
 		t.Errorf("openapi.yaml: %d", res.status)

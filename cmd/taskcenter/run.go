@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
+	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
@@ -316,12 +318,12 @@ func (p *process) startRoles(roles roleSet) error {
 			return err
 		}
 	}
-	switch {
-	case roles.api:
+	if roles.api {
 		if err := p.startAPI(); err != nil {
 			return err
 		}
-	case p.cfg.Metrics.Addr != "":
+	}
+	if p.cfg.Metrics.Addr != "" {
 		if err := p.listen("metrics", p.cfg.Metrics.Addr, p.metricsOnly()); err != nil {
 			return err
 		}
@@ -527,7 +529,10 @@ func (p *process) startAPI() error {
 			Retry: cfg.Events.Retry, Buffer: cfg.Events.Buffer, WriteTimeout: cfg.Events.WriteTimeout},
 	})
 	p.stopping = append(p.stopping, api.Close) // ends the streams, so the HTTP drain does not wait for them
-	mounts := []httpapi.Mount{{Pattern: "GET /metrics", Handler: p.metrics.Handler()}, profilingMount(api.Identity())}
+	mounts := []httpapi.Mount{profilingMount(api.Identity())}
+	if cfg.Metrics.Token != "" {
+		mounts = append(mounts, httpapi.Mount{Pattern: "GET /metrics", Handler: bearerOnly(cfg.Metrics.Token, p.metrics.Handler())})
+	}
 	if cfg.Console.Enabled {
 		adminUsers := map[string]string{}
 		for _, t := range cfg.Auth.Tokens {
@@ -573,7 +578,20 @@ func openStorage(ctx context.Context, cfg config.Config) (storage.Store, error) 
 		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}, cfg.DataDir)
 }
 
-// metricsOnly serves /metrics and /healthz for processes without the api role.
+// bearerOnly serves h to requests bearing token, 401 to the rest.
+func bearerOnly(token string, h http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter metrics"`)
+			problem.New(http.StatusUnauthorized, "unauthorized", "send the metrics token: Authorization: Bearer <metrics.token>").Write(w)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// metricsOnly serves /metrics and /healthz on the metrics address, in every process.
 func (p *process) metricsOnly() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", p.metrics.Handler())

@@ -165,6 +165,7 @@ func (c *Config) Validate() error {
 	c.Cleanup.validate(c.Queues, bad)
 	c.Alerts.validate(bad)
 	c.Console.validate(bad)
+	c.Metrics.validate(bad)
 	c.Log.validate(bad)
 	c.Webhooks.validate(bad)
 	c.Web.validate(bad)

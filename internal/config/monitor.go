@@ -84,10 +84,20 @@ func (c Console) validate(bad func(string, ...any)) {
 
 // Metrics configures Prometheus metrics.
 type Metrics struct {
-	// Addr is a separate listener for /metrics and /healthz, for processes without the api
-	// role (workers, schedulers). API processes also serve /metrics on the API address.
-	// Default ":9091"; empty disables the separate listener.
+	// Addr is the listener for /metrics and /healthz, in every process whatever its roles:
+	// keep it on the monitoring network. Default ":9091"; empty disables it.
 	Addr string `yaml:"addr"`
+	// Token, when set, also serves /metrics on the API address to requests bearing it
+	// (Authorization: Bearer <token>, at least 16 characters); without it the API address
+	// has no /metrics. Default none.
+	Token string `yaml:"token"`
 }
 
 func defaultMetrics() Metrics { return Metrics{Addr: ":9091"} }
+
+// validate checks the metrics token.
+func (m Metrics) validate(bad func(string, ...any)) {
+	if m.Token != "" && len(m.Token) < 16 {
+		bad("metrics.token must be at least 16 characters")
+	}
+}
