@@ -44,9 +44,7 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 	ctx := context.Background()
 	live1, l1 := f.inStatus(store.StatusRunning)
 	live2, l2 := f.inStatus(store.StatusRunning)
-	taken, zombie := f.inStatus(store.StatusRunning)
-	f.staleHeartbeat(taken.ID)
-	f.Claim(taken, "w2") // the zombie's lease is superseded
+	taken, zombie, _ := f.takenOver() // the zombie's lease is superseded
 	ok := store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":1}`)}
 	ended, err := f.S.EndAttempts(ctx, []store.Ending{store.FinishedEnding(l1, ok), store.FinishedEnding(zombie, ok), store.FinishedEnding(l2, ok)})
 	if err != nil {
@@ -76,12 +74,10 @@ func TestHeartbeatManyFencesRowByRow(t *testing.T) {
 	ctx := context.Background()
 	live, l1 := f.inStatus(store.StatusRunning)
 	cancelled, l2 := f.inStatus(store.StatusRunning)
-	taken, zombie := f.inStatus(store.StatusRunning)
+	taken, zombie, _ := f.takenOver()
 	if _, err := f.S.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	f.staleHeartbeat(taken.ID)
-	f.Claim(taken, "w2")
 	alive, err := f.S.HeartbeatMany(ctx, []store.Lease{l1, l2, zombie})
 	if err != nil {
 		t.Fatal(err)

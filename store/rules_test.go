@@ -131,9 +131,7 @@ func TestAppendLogIsFenced(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	task, old := f.inStatus(store.StatusRunning)
-	f.staleHeartbeat(task.ID)
-	live := f.Claim(task, "w2")
+	task, old, live := f.takenOver()
 	if err := f.S.AppendLog(ctx, old, "info", "zombie was here"); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("zombie log: %v", err)
 	}

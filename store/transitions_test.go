@@ -33,6 +33,15 @@ func (f *fixture) staleHeartbeat(id int64) {
 	f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", id)
 }
 
+// takenOver returns a RUNNING task whose first attempt went silent and was taken over by w2:
+// zombie is the superseded attempt's lease, live the new one's.
+func (f *fixture) takenOver() (task *store.Task, zombie, live store.Lease) {
+	f.T.Helper()
+	task, zombie = f.inStatus(store.StatusRunning)
+	f.staleHeartbeat(task.ID)
+	return task, zombie, f.Claim(task, "w2")
+}
+
 func (f *fixture) get(id int64) *store.Task {
 	f.T.Helper()
 	t, err := f.S.GetByID(context.Background(), id)

@@ -10,11 +10,7 @@ import (
 // tasks move, their events reach the outbox, the fan-out turns them into deliveries. This is
 // the part of store's test fixture those tests need (store/internal/storetest).
 
-const takeover = storetest.Takeover
-
+// fixture is storetest's, with the webhook steps of webhooks_test.go.
 type fixture struct{ *storetest.Fixture }
 
-func newFixture(t *testing.T) *fixture {
-	t.Helper()
-	return &fixture{storetest.New(t)}
-}
+func newFixture(t *testing.T) *fixture { return &fixture{storetest.New(t)} }
