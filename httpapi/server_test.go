@@ -160,6 +160,22 @@ func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	})
 }
 
+// expiringExport is finishedExport with a result expiring in an hour, and its download path.
+func (e *apiEnv) expiringExport() (task *store.Task, path string) {
+	e.t.Helper()
+	soon := time.Now().Add(time.Hour)
+	task = e.finishedExport(&soon)
+	return task, "/api/v1/tasks/" + task.TaskNo + "/result"
+}
+
+// expiringImport is finishedImport with a report expiring in an hour, and the report's path.
+func (e *apiEnv) expiringImport() (task *store.Task, path string) {
+	e.t.Helper()
+	soon := time.Now().Add(time.Hour)
+	task = e.finishedImport(&soon)
+	return task, "/api/v1/tasks/" + task.TaskNo + "/error-report"
+}
+
 // finished creates alice's task of type typ, claims it, stores its file (the task number
 // and suffix, under storage.Results) holding content, and ends it as ending says for that
 // file, the file expiring at expires.
@@ -226,9 +242,7 @@ func (e *apiEnv) taskView(token, id string) TaskView {
 func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	soon := time.Now().Add(time.Hour)
-	task := e.finishedExport(&soon)
-	path := "/api/v1/tasks/" + task.TaskNo + "/result"
+	task, path := e.expiringExport()
 
 	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK || rec.Body.String() != "PK fake xlsx" {
 		t.Fatalf("download before expiry: %d %s", rec.Code, rec.Body)
@@ -267,9 +281,7 @@ func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
 func TestExpiredErrorReportAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	soon := time.Now().Add(time.Hour)
-	task := e.finishedImport(&soon)
-	path := "/api/v1/tasks/" + task.TaskNo + "/error-report"
+	task, path := e.expiringImport()
 	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK {
 		t.Fatalf("report before expiry: %d %s", rec.Code, rec.Body)
 	}
