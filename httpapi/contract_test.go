@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -46,9 +45,7 @@ func TestTheServedDocumentLoads(t *testing.T) {
 func TestDownloadsAnswerRangesConditionsAndHeadAsDocumented(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	soon := time.Now().Add(time.Hour)
-	export := e.finishedExport(&soon)
-	path := "/api/v1/tasks/" + export.TaskNo + "/result"
+	_, path := e.expiringExport()
 	const file = "PK fake xlsx"
 
 	rec := e.call("GET", path, aliceToken, nil, "Range", "bytes=0-1")

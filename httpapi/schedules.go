@@ -150,13 +150,7 @@ func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p 
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Items []ScheduleView `json:"items"`
-	}{Items: make([]ScheduleView, len(list))}
-	for i := range list {
-		out.Items[i] = scheduleView(&list[i])
-	}
-	writeJSON(w, http.StatusOK, out)
+	request.WriteItems(w, list, scheduleView)
 	return nil
 }
 

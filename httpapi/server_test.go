@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/jobs/noop"
 	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -48,24 +48,7 @@ type apiEnv struct {
 	root    string // the data dir
 	srv     *Server
 	handler http.Handler
-	logs    *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs    *testenv.SyncBuffer
 }
 
 // newAPI builds the API with real Postgres and Redis; change adjusts its Deps.
@@ -77,17 +60,11 @@ func newAPI(t *testing.T, change ...func(*Deps)) *apiEnv {
 // newAPIOn is newAPI with files kept in the given store (storage.Config{}: the data dir).
 func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
-	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), sc, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
+	w := jobstest.New(t, sc)
+	pg, rdb, root, fs, st := w.PG, w.Redis, w.Root, w.Files, w.Store
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	st := store.New(pg.DB)
-	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil)
+	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), asynq.NewInspectorFromRedisClient(rdb), nil)
 	types := map[string]jobs.SubmitPolicy{
 		export.CustomersType:     {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
 		export.TasksType:         {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
@@ -104,7 +81,7 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	d := Deps{
 		Types: registry, Uploads: importer.NewUploads(st, fs, sheet.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
 		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil),
-		Board: jobs.NewProgressBoard(rd.Client), Files: fs, Logger: logger,
+		Board: jobs.NewProgressBoard(rdb), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},
 		Import: ImportLimits{MaxUploadBytes: 10 << 20, File: sheet.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}},
@@ -169,32 +146,44 @@ func problemOf(t *testing.T, rec *httptest.ResponseRecorder) problem.Problem {
 // expiring at expires (nil: never).
 func (e *apiEnv) finishedExport(expires *time.Time) *store.Task {
 	e.t.Helper()
-	ctx := context.Background()
-	task, _, err := e.st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: export.CustomersType, Owner: "alice",
-		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	claimed, err := e.st.ClaimTask(ctx, task.ID, "w1", time.Minute)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rel := storage.Results + "/" + task.TaskNo + ".xlsx"
-	e.put(rel, "PK fake xlsx")
-	result, _ := json.Marshal(export.ResultData{File: rel, Name: "customers.xlsx", Rows: 3, Size: 12, ContentType: export.ContentTypeXLSX})
-	done, err := e.st.EndFinished(ctx, claimed.Lease, store.Outcome{Status: store.StatusSuccess, Result: result, ResultExpiresAt: expires})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return done
+	return e.finished(export.CustomersType, "exports", ".xlsx", "PK fake xlsx", expires, func(rel string) (store.Status, json.RawMessage) {
+		result, _ := json.Marshal(export.ResultData{File: rel, Name: "customers.xlsx", Rows: 3, Size: 12, ContentType: export.ContentTypeXLSX})
+		return store.StatusSuccess, result
+	})
 }
 
 // finishedImport ends an import task PARTIAL_SUCCESS with an error report.
 func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	e.t.Helper()
+	return e.finished(importer.Type, "imports", "-errors.xlsx", "PK fake report", expires, func(rel string) (store.Status, json.RawMessage) {
+		return store.StatusPartialSuccess, json.RawMessage(`{"summary":{"total":3,"success":2,"failed":1},"error_report":"` + rel + `","error_report_name":"errors.xlsx"}`)
+	})
+}
+
+// expiringExport is finishedExport with a result expiring in an hour, and its download path.
+func (e *apiEnv) expiringExport() (task *store.Task, path string) {
+	e.t.Helper()
+	soon := time.Now().Add(time.Hour)
+	task = e.finishedExport(&soon)
+	return task, "/api/v1/tasks/" + task.TaskNo + "/result"
+}
+
+// expiringImport is finishedImport with a report expiring in an hour, and the report's path.
+func (e *apiEnv) expiringImport() (task *store.Task, path string) {
+	e.t.Helper()
+	soon := time.Now().Add(time.Hour)
+	task = e.finishedImport(&soon)
+	return task, "/api/v1/tasks/" + task.TaskNo + "/error-report"
+}
+
+// finished creates alice's task of type typ, claims it, stores its file (the task number
+// and suffix, under storage.Results) holding content, and ends it as ending says for that
+// file, the file expiring at expires.
+func (e *apiEnv) finished(typ, queue, suffix, content string, expires *time.Time, ending func(rel string) (store.Status, json.RawMessage)) *store.Task {
+	e.t.Helper()
 	ctx := context.Background()
-	task, _, err := e.st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: importer.Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 60})
+	task, _, err := e.st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: typ, Owner: "alice",
+		Queue: queue, MaxRetry: 3, TimeoutSeconds: 60})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -202,10 +191,10 @@ func (e *apiEnv) finishedImport(expires *time.Time) *store.Task {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rel := storage.Results + "/" + task.TaskNo + "-errors.xlsx"
-	e.put(rel, "PK fake report")
-	result := json.RawMessage(`{"summary":{"total":3,"success":2,"failed":1},"error_report":"` + rel + `","error_report_name":"errors.xlsx"}`)
-	done, err := e.st.EndFinished(ctx, claimed.Lease, store.Outcome{Status: store.StatusPartialSuccess, Result: result, ResultExpiresAt: expires})
+	rel := storage.Results + "/" + task.TaskNo + suffix
+	e.put(rel, content)
+	status, result := ending(rel)
+	done, err := e.st.EndFinished(ctx, claimed.Lease, store.Outcome{Status: status, Result: result, ResultExpiresAt: expires})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -253,9 +242,7 @@ func (e *apiEnv) taskView(token, id string) TaskView {
 func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	soon := time.Now().Add(time.Hour)
-	task := e.finishedExport(&soon)
-	path := "/api/v1/tasks/" + task.TaskNo + "/result"
+	task, path := e.expiringExport()
 
 	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK || rec.Body.String() != "PK fake xlsx" {
 		t.Fatalf("download before expiry: %d %s", rec.Code, rec.Body)
@@ -294,9 +281,7 @@ func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
 func TestExpiredErrorReportAnswers410BeforeAndAfterCleanup(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
-	soon := time.Now().Add(time.Hour)
-	task := e.finishedImport(&soon)
-	path := "/api/v1/tasks/" + task.TaskNo + "/error-report"
+	task, path := e.expiringImport()
 	if rec := e.call("GET", path, aliceToken, nil); rec.Code != http.StatusOK {
 		t.Fatalf("report before expiry: %d %s", rec.Code, rec.Body)
 	}

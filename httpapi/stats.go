@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -43,7 +44,7 @@ func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Pr
 	if f.To.Sub(f.From) > 400*24*time.Hour {
 		errs = append(errs, problem.FieldError{Field: "to", Message: "the range may span at most 400 days"})
 	}
-	for _, g := range multi(q["group_by"]) {
+	for _, g := range textcheck.SplitList(q["group_by"]) {
 		if !slices.Contains(store.StatsDimensions, g) {
 			errs = append(errs, problem.FieldError{Field: "group_by", Message: "must list some of: " + strings.Join(store.StatsDimensions, ", ")})
 			break

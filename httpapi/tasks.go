@@ -71,8 +71,8 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	if len(errs) > 0 {
 		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
-	tf := export.TaskFilter{Types: multi(q["type"]), Owner: q.Get("owner")}
-	for _, st := range multi(q["status"]) {
+	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner")}
+	for _, st := range textcheck.SplitList(q["status"]) {
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
 	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
@@ -308,19 +308,6 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, key, name, co
 	w.Header().Set("Cache-Control", "private, no-store")
 	s.serveContent(w, r, name, modTime, obj)
 	return nil
-}
-
-// multi splits repeated and comma-separated query values.
-func multi(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for part := range strings.SplitSeq(v, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				out = append(out, part)
-			}
-		}
-	}
-	return out
 }
 
 // taskRoutes are the handlers of /api/v1/tasks and a task's cancel, retry and result.

@@ -219,13 +219,7 @@ func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p id
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Items []WebhookView `json:"items"`
-	}{Items: make([]WebhookView, len(subs))}
-	for i := range subs {
-		out.Items[i] = webhookView(&subs[i], "")
-	}
-	writeJSON(w, http.StatusOK, out)
+	request.WriteItems(w, subs, func(sub *webhooks.Subscription) WebhookView { return webhookView(sub, "") })
 	return nil
 }
 

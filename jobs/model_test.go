@@ -47,7 +47,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,42 +87,7 @@ var (
 
 func TestRuntimeModel(t *testing.T) {
 	t.Parallel()
-	seeds := rmEnvInt("TASKCENTER_MODEL_SEEDS", 200)
-	first := uint64(rmEnvInt("TASKCENTER_MODEL_FIRST_SEED", 1))
-	var only []uint64
-	if s := os.Getenv("TASKCENTER_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TASKCENTER_MODEL_SEED=%q", s)
-		}
-		only = []uint64{n}
-	}
-	for shard := range rmShards {
-		t.Run(fmt.Sprintf("shard%d", shard), func(t *testing.T) {
-			t.Parallel()
-			if only != nil && shard > 0 {
-				return
-			}
-			w := newRMWorld(t)
-			if only != nil {
-				w.runSeed(only[0])
-				return
-			}
-			for i := shard; i < seeds; i += rmShards {
-				if t.Failed() {
-					return
-				}
-				w.runSeed(first + uint64(i))
-			}
-		})
-	}
-}
-
-func rmEnvInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
+	testenv.RunModelSeeds(t, rmShards, func(t *testing.T) func(uint64) { return newRMWorld(t).runSeed })
 }
 
 // rmWorld is one shard's database, Redis and data dir, reset between seeds.

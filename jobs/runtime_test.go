@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,16 +29,9 @@ type handlerFunc func(ctx context.Context, run *Run) (Result, error)
 func (handlerFunc) Type() string                                        { return "test:work" }
 func (h handlerFunc) Run(ctx context.Context, run *Run) (Result, error) { return h(ctx, run) }
 
-type countingAlerter struct {
-	mu     sync.Mutex
-	alerts []Alert
-}
+type countingAlerter struct{ testenv.Collector[Alert] }
 
-func (a *countingAlerter) TaskFailed(_ context.Context, al Alert) {
-	a.mu.Lock()
-	a.alerts = append(a.alerts, al)
-	a.mu.Unlock()
-}
+func (a *countingAlerter) TaskFailed(_ context.Context, al Alert) { a.Add(al) }
 
 type rtFixture struct {
 	t       *testing.T
@@ -57,11 +49,7 @@ func newRTFixture(t *testing.T, policy TypePolicy) *rtFixture {
 	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), storage.Config{}, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root := testenv.NewFiles(t, storage.Config{})
 	return &rtFixture{t: t, st: store.New(pg.DB), pg: pg, files: fs, root: root, insp: asynq.NewInspectorFromRedisClient(rd.Client), rdb: rd.Client,
 		alerter: &countingAlerter{}, policy: policy}
 }
@@ -224,7 +212,7 @@ func TestCancelledTaskIsNeverRetriedWhateverErrorFollows(t *testing.T) {
 					t.Fatalf("a cancelled task was enqueued again in %s", lane)
 				}
 			}
-			if len(f.alerter.alerts) != 0 {
+			if f.alerter.Len() != 0 {
 				t.Fatal("a cancelled task raised an alert")
 			}
 		})
@@ -250,8 +238,8 @@ func TestExhaustedTaskAlertsOnce(t *testing.T) {
 	if err != nil || len(due) != 0 {
 		t.Fatalf("due alerts after sending: %v %v", due, err)
 	}
-	if len(f.alerter.alerts) != 1 || f.alerter.alerts[0].TaskNo != task.TaskNo {
-		t.Fatalf("alerts = %+v, want exactly one", f.alerter.alerts)
+	if alerts := f.alerter.Since(0); len(alerts) != 1 || alerts[0].TaskNo != task.TaskNo {
+		t.Fatalf("alerts = %+v, want exactly one", alerts)
 	}
 }
 

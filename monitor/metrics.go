@@ -55,64 +55,49 @@ var (
 // (asynq's per-state sizes and the database backlog) when inspector and st are given.
 func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.submitted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_tasks_submitted_total", Help: "Tasks created by a submit, by type.",
-	}, []string{"type"})
-	m.finished = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_tasks_finished_total",
-		Help: "Tasks that reached a terminal status, by type, status and cause (none, bad_input, fault, timeout, cancelled).",
-	}, []string{"type", "status", "cause"})
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskcenter_task_duration_seconds", Help: "Time from a task's first start to its terminal status, by type.",
-		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600},
-	}, []string{"type"})
-	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_task_attempts_total", Help: "Execution attempts started, by type and trigger (first, retry, resume, takeover, manual_retry).",
-	}, []string{"type", "trigger"})
-	m.takeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_task_takeovers_total", Help: "RUNNING tasks taken over from a worker that stopped heart-beating, by type.",
-	}, []string{"type"})
-	m.rows = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_rows_total", Help: "Rows handled by row-based tasks (imports), by type and result (success, failed).",
-	}, []string{"type", "result"})
-	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskcenter_heartbeat_timeouts_total", Help: "RUNNING tasks marked TIMEOUT by cleanup for lack of a heartbeat.",
-	})
-	m.stalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_tasks_stalled_total", Help: "Attempts stopped because they made no progress for the type's stall_after, by type.",
-	}, []string{"type"})
-	m.orphans = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskcenter_orphans_reenqueued_total", Help: "Tasks cleanup handed to asynq again (lost by Redis, never enqueued, or silent while RUNNING).",
-	})
-	m.cleanup = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_cleanup_items_total", Help: "Items each cleanup step handled, by step.",
-	}, []string{"step"})
-	m.cleanupRuns = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "taskcenter_cleanup_rounds_total", Help: "Cleanup rounds this process ran (one per slot across all replicas).",
-	})
-	m.alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_alerts_total", Help: "Alerts raised, by kind.",
-	}, []string{"kind"})
-	m.http = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskcenter_http_request_duration_seconds", Help: "HTTP request durations, by route and status code.",
-		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
-	}, []string{"route", "code"})
+	m.submitted = counterVec("taskcenter_tasks_submitted_total",
+		"Tasks created by a submit, by type.", "type")
+	m.finished = counterVec("taskcenter_tasks_finished_total",
+		"Tasks that reached a terminal status, by type, status and cause (none, bad_input, fault, timeout, cancelled).", "type", "status", "cause")
+	m.duration = histogramVec("taskcenter_task_duration_seconds",
+		"Time from a task's first start to its terminal status, by type.",
+		[]float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600}, "type")
+	m.attempts = counterVec("taskcenter_task_attempts_total",
+		"Execution attempts started, by type and trigger (first, retry, resume, takeover, manual_retry).", "type", "trigger")
+	m.takeovers = counterVec("taskcenter_task_takeovers_total",
+		"RUNNING tasks taken over from a worker that stopped heart-beating, by type.", "type")
+	m.rows = counterVec("taskcenter_rows_total",
+		"Rows handled by row-based tasks (imports), by type and result (success, failed).", "type", "result")
+	m.timeouts = counter("taskcenter_heartbeat_timeouts_total",
+		"RUNNING tasks marked TIMEOUT by cleanup for lack of a heartbeat.")
+	m.stalls = counterVec("taskcenter_tasks_stalled_total",
+		"Attempts stopped because they made no progress for the type's stall_after, by type.", "type")
+	m.orphans = counter("taskcenter_orphans_reenqueued_total",
+		"Tasks cleanup handed to asynq again (lost by Redis, never enqueued, or silent while RUNNING).")
+	m.cleanup = counterVec("taskcenter_cleanup_items_total",
+		"Items each cleanup step handled, by step.", "step")
+	m.cleanupRuns = counter("taskcenter_cleanup_rounds_total",
+		"Cleanup rounds this process ran (one per slot across all replicas).")
+	m.alerts = counterVec("taskcenter_alerts_total",
+		"Alerts raised, by kind.", "kind")
+	m.http = histogramVec("taskcenter_http_request_duration_seconds",
+		"HTTP request durations, by route and status code.",
+		[]float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}, "route", "code")
 	m.depUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "taskcenter_dependency_up", Help: "1 when this process reaches the dependency (redis, postgres), 0 during an outage.",
 	}, []string{"dependency"})
-	m.depErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "taskcenter_dependency_errors_total", Help: "Failed operations against a dependency (probes and calls), by dependency.",
-	}, []string{"dependency"})
+	m.depErrors = counterVec("taskcenter_dependency_errors_total",
+		"Failed operations against a dependency (probes and calls), by dependency.", "dependency")
 	writeBuckets := []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
-	m.batchSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskcenter_write_batch_seconds", Help: "Duration of each grouped Postgres write (one statement, one commit), by kind (submit, claim, end).",
-		Buckets: writeBuckets}, []string{"kind"})
-	m.batchRows = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskcenter_write_batch_rows", Help: "Writes grouped into each flush, by kind (submit, claim, end).",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, []string{"kind"})
-	m.writeWaits = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "taskcenter_write_wait_seconds", Help: "How long each submit, claim or ending waited from arrival to its committed answer, by kind.",
-		Buckets: writeBuckets}, []string{"kind"})
+	m.batchSecs = histogramVec("taskcenter_write_batch_seconds",
+		"Duration of each grouped Postgres write (one statement, one commit), by kind (submit, claim, end).",
+		writeBuckets, "kind")
+	m.batchRows = histogramVec("taskcenter_write_batch_rows",
+		"Writes grouped into each flush, by kind (submit, claim, end).",
+		prometheus.ExponentialBuckets(1, 2, 11), "kind")
+	m.writeWaits = histogramVec("taskcenter_write_wait_seconds",
+		"How long each submit, claim or ending waited from arrival to its committed answer, by kind.",
+		writeBuckets, "kind")
 	m.reg.MustRegister(m.depUp, m.depErrors, m.batchSecs, m.batchRows, m.writeWaits)
 	m.reg.MustRegister(m.submitted, m.finished, m.duration, m.attempts, m.takeovers, m.rows, m.timeouts, m.stalls, m.orphans,
 		m.cleanup, m.cleanupRuns, m.alerts, m.http,
@@ -124,6 +109,20 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 		m.reg.MustRegister(&backlogCollector{store: st})
 	}
 	return m
+}
+
+// counterVec is a counter with labels; counter one without.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// histogramVec is a histogram with labels.
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,26 +48,9 @@ func TestLoggerMasksSensitiveValues(t *testing.T) {
 	}
 }
 
-func quietLogger() (*slog.Logger, *syncBuffer) {
-	b := &syncBuffer{}
+func quietLogger() (*slog.Logger, *testenv.SyncBuffer) {
+	b := &testenv.SyncBuffer{}
 	return slog.New(slog.NewJSONHandler(b, nil)), b
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestAlertWebhookRetriesAndDeliversOnce(t *testing.T) {

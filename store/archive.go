@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -142,16 +140,9 @@ func deleteTaskRows(ctx context.Context, tx bun.Tx, ids []int64, tables ...strin
 
 // GetArchived returns an archived task by its public number, if scope may see it.
 func (s *Archive) GetArchived(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
-	t := new(Task)
-	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks_archive WHERE task_no = $1 AND ($2 OR owner = $3)`,
+	return pg.Get[Task](ctx, s.db, ErrNotFound, fmt.Sprintf("get archived task %s", taskNo),
+		`SELECT `+taskColumns+` FROM tasks_archive WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get archived task %s: %w", taskNo, err)
-	}
-	return t, nil
 }
 
 // ArchivedRuns and ArchivedLogs are Runs and RecentLogs for an archived task.

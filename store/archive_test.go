@@ -19,42 +19,42 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	done, _ := f.inStatus(store.StatusSuccess)
 	failed, _ := f.inStatus(store.StatusFailed)
 	live, _ := f.inStatus(store.StatusSuccess)
-	f.exec("INSERT INTO task_items (task_id, row_no, message) VALUES (?, 2, 'phone: bad')", done.ID)
-	f.exec("INSERT INTO task_logs (task_id, level, message) VALUES (?, 'info', 'imported 9 of 10 rows')", done.ID)
-	f.exec("UPDATE tasks SET started_at = finished_at - interval '40 seconds', total_count = 10, success_count = 9, failed_count = 1 WHERE id = ?", done.ID)
+	f.Exec("INSERT INTO task_items (task_id, row_no, message) VALUES (?, 2, 'phone: bad')", done.ID)
+	f.Exec("INSERT INTO task_logs (task_id, level, message) VALUES (?, 'info', 'imported 9 of 10 rows')", done.ID)
+	f.Exec("UPDATE tasks SET started_at = finished_at - interval '40 seconds', total_count = 10, success_count = 9, failed_count = 1 WHERE id = ?", done.ID)
 
-	n, err := f.s.ArchiveTasks(ctx, []int64{done.ID, failed.ID})
+	n, err := f.S.ArchiveTasks(ctx, []int64{done.ID, failed.ID})
 	if err != nil || n != 2 {
 		t.Fatalf("archived %d: %v", n, err)
 	}
-	if _, err := f.s.Get(ctx, done.TaskNo, store.Scope{Owner: "alice"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.S.Get(ctx, done.TaskNo, store.Scope{Owner: "alice"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the archived task is still live: %v", err)
 	}
-	got, err := f.s.GetArchived(ctx, done.TaskNo, store.Scope{Owner: "alice"})
+	got, err := f.S.GetArchived(ctx, done.TaskNo, store.Scope{Owner: "alice"})
 	if err != nil || got.Status != store.StatusSuccess || got.SuccessCount != 9 {
 		t.Fatalf("archived lookup: %+v %v", got, err)
 	}
-	if _, err := f.s.GetArchived(ctx, done.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.S.GetArchived(ctx, done.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal("another user found alice's archived task")
 	}
-	runs, _ := f.s.ArchivedRuns(ctx, done.ID)
-	logs, _ := f.s.ArchivedLogs(ctx, done.ID, 10)
-	if len(runs) != 1 || len(logs) == 0 || f.count("SELECT count(*) FROM task_items_archive") != 1 || f.count("SELECT count(*) FROM task_items") != 0 {
+	runs, _ := f.S.ArchivedRuns(ctx, done.ID)
+	logs, _ := f.S.ArchivedLogs(ctx, done.ID, 10)
+	if len(runs) != 1 || len(logs) == 0 || f.Count("SELECT count(*) FROM task_items_archive") != 1 || f.Count("SELECT count(*) FROM task_items") != 0 {
 		t.Fatalf("runs %d logs %d moved", len(runs), len(logs))
 	}
 	// Nothing of an archived task stays behind in the live tables (runs and events have no
 	// foreign key to cascade from: ArchiveTasks deletes them itself); the live task keeps its.
 	for _, table := range []string{"task_runs", "task_events", "task_logs", "task_items"} {
-		if n := f.count("SELECT count(*) FROM "+table+" WHERE task_id IN (?, ?)", done.ID, failed.ID); n != 0 {
+		if n := f.Count("SELECT count(*) FROM "+table+" WHERE task_id IN (?, ?)", done.ID, failed.ID); n != 0 {
 			t.Fatalf("%d rows of archived tasks left in %s", n, table)
 		}
 	}
-	if f.count("SELECT count(*) FROM task_runs WHERE task_id = ?", live.ID) == 0 || f.count("SELECT count(*) FROM task_events WHERE task_id = ?", live.ID) == 0 {
+	if f.Count("SELECT count(*) FROM task_runs WHERE task_id = ?", live.ID) == 0 || f.Count("SELECT count(*) FROM task_events WHERE task_id = ?", live.ID) == 0 {
 		t.Fatal("archiving took the live task's runs or events")
 	}
 
 	day := time.Now().UTC().Truncate(24 * time.Hour)
-	stats, err := f.s.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
+	stats, err := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +69,14 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 		t.Fatalf("stats = %+v", stats)
 	}
 	// Archive again (idempotent: nothing left), purge, stats stay.
-	if n, _ := f.s.ArchiveTasks(ctx, []int64{done.ID}); n != 0 {
+	if n, _ := f.S.ArchiveTasks(ctx, []int64{done.ID}); n != 0 {
 		t.Fatalf("archived a task twice: %d", n)
 	}
-	f.exec("UPDATE tasks_archive SET archived_at = now() - interval '400 days'")
-	if n, err := f.s.PurgeArchive(ctx, 365*24*time.Hour, 100); err != nil || n != 2 {
+	f.Exec("UPDATE tasks_archive SET archived_at = now() - interval '400 days'")
+	if n, err := f.S.PurgeArchive(ctx, 365*24*time.Hour, 100); err != nil || n != 2 {
 		t.Fatalf("purged %d: %v", n, err)
 	}
-	after, _ := f.s.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
+	after, _ := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
 	if len(after) != 1 || after[0].Tasks != 3 {
 		t.Fatalf("stats after purge = %+v", after)
 	}

@@ -14,9 +14,9 @@ func TestClaimTasksAnswersEachTask(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	a, b := f.task(), f.task()
+	a, b := f.Task(), f.Task()
 	busy, _ := f.inStatus(store.StatusRunning)
-	res, err := f.s.ClaimTasks(ctx, []int64{a.ID, b.ID, busy.ID, 999999}, "w9", takeover)
+	res, err := f.S.ClaimTasks(ctx, []int64{a.ID, b.ID, busy.ID, 999999}, "w9", takeover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestClaimTasksAnswersEachTask(t *testing.T) {
 	if !errors.Is(res[999999].Err, store.ErrNotFound) {
 		t.Fatalf("missing task: %+v", res[999999])
 	}
-	if n := f.count("SELECT count(*) FROM task_runs WHERE worker = 'w9'"); n != 2 {
+	if n := f.Count("SELECT count(*) FROM task_runs WHERE worker = 'w9'"); n != 2 {
 		t.Fatalf("%d run rows for the batch", n)
 	}
 }
@@ -44,11 +44,9 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 	ctx := context.Background()
 	live1, l1 := f.inStatus(store.StatusRunning)
 	live2, l2 := f.inStatus(store.StatusRunning)
-	taken, zombie := f.inStatus(store.StatusRunning)
-	f.staleHeartbeat(taken.ID)
-	f.claim(taken, "w2") // the zombie's lease is superseded
+	taken, zombie, _ := f.takenOver() // the zombie's lease is superseded
 	ok := store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":1}`)}
-	ended, err := f.s.EndAttempts(ctx, []store.Ending{store.FinishedEnding(l1, ok), store.FinishedEnding(zombie, ok), store.FinishedEnding(l2, ok)})
+	ended, err := f.S.EndAttempts(ctx, []store.Ending{store.FinishedEnding(l1, ok), store.FinishedEnding(zombie, ok), store.FinishedEnding(l2, ok)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +74,11 @@ func TestHeartbeatManyFencesRowByRow(t *testing.T) {
 	ctx := context.Background()
 	live, l1 := f.inStatus(store.StatusRunning)
 	cancelled, l2 := f.inStatus(store.StatusRunning)
-	taken, zombie := f.inStatus(store.StatusRunning)
-	if _, err := f.s.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+	taken, zombie, _ := f.takenOver()
+	if _, err := f.S.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	f.staleHeartbeat(taken.ID)
-	f.claim(taken, "w2")
-	alive, err := f.s.HeartbeatMany(ctx, []store.Lease{l1, l2, zombie})
+	alive, err := f.S.HeartbeatMany(ctx, []store.Lease{l1, l2, zombie})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ func TestATakeoverQueuedBehindAClaimClosesThatClaimsRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	task := f.task()
+	task := f.Task()
 
 	// The first claim, held open: the row locked, RUNNING attempt 1, its run row written.
-	first, err := f.db.BeginTx(ctx, nil)
+	first, err := f.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +37,12 @@ func TestATakeoverQueuedBehindAClaimClosesThatClaimsRun(t *testing.T) {
 	// behind the first.
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.s.ClaimTask(ctx, task.ID, "w2", 0)
+		_, err := f.S.ClaimTask(ctx, task.ID, "w2", 0)
 		done <- err
 	}()
 	testenv.Eventually(t, 10*time.Second, "the second claim to wait for the row", func() bool {
 		var waiting int
-		err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+		err := f.DB.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`).Scan(&waiting)
 		return err == nil && waiting > 0
 	})
@@ -57,7 +57,7 @@ func TestATakeoverQueuedBehindAClaimClosesThatClaimsRun(t *testing.T) {
 		Status  string `bun:"status"`
 		Open    bool   `bun:"open"`
 	}
-	if err := f.db.NewRaw(`SELECT attempt, status, finished_at IS NULL AS open FROM task_runs WHERE task_id = ? ORDER BY attempt`,
+	if err := f.DB.NewRaw(`SELECT attempt, status, finished_at IS NULL AS open FROM task_runs WHERE task_id = ? ORDER BY attempt`,
 		task.ID).Scan(ctx, &runs); err != nil {
 		t.Fatal(err)
 	}

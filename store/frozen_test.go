@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/internal/storetest"
 )
 
 // A worker frozen in the middle of a batch (SIGSTOP, a VM pause) keeps its transaction open
@@ -28,7 +29,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			pg := testenv.NewPostgres(t)
-			f := &fixture{t: t, db: pg.DB, s: store.New(pg.DB)}
+			f := &fixture{&storetest.Fixture{T: t, DB: pg.DB, S: store.New(pg.DB)}}
 			opts := store.OpenOptions{MaxOpenConns: 2, Pooler: pooler, IdleInTransactionTimeout: 500 * time.Millisecond, LockTimeout: time.Second}
 			frozenDB, err := store.Open(pg.URL, opts)
 			if err != nil {
@@ -41,7 +42,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			}
 			frozen := store.New(frozenDB)
 
-			task := f.task()
+			task := f.Task()
 			c, err := frozen.ClaimTask(ctx, task.ID, "frozen", takeover)
 			if err != nil {
 				t.Fatal(err)
@@ -62,7 +63,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			// Without the limit this claim waits on the row until its own deadline.
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			taken, err := f.s.ClaimTask(cctx, task.ID, "rescuer", takeover)
+			taken, err := f.S.ClaimTask(cctx, task.ID, "rescuer", takeover)
 			if err != nil {
 				t.Fatalf("takeover of the frozen worker's task: %v", err)
 			}
@@ -93,7 +94,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 func TestSessionLimitsThatDidNotArriveAreReported(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	err := store.CheckSessionLimits(context.Background(), f.db, store.OpenOptions{IdleInTransactionTimeout: 1234 * time.Millisecond})
+	err := store.CheckSessionLimits(context.Background(), f.DB, store.OpenOptions{IdleInTransactionTimeout: 1234 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "idle_in_transaction_session_timeout = 0ms, want 1234ms") {
 		t.Fatalf("a pool without the limit: %v, want the setting named with both values", err)
 	}

@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,42 +49,7 @@ const (
 
 func TestStateMachineModel(t *testing.T) {
 	t.Parallel()
-	seeds := envInt("TASKCENTER_MODEL_SEEDS", 200)
-	first := uint64(envInt("TASKCENTER_MODEL_FIRST_SEED", 1))
-	var only []uint64
-	if s := os.Getenv("TASKCENTER_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("TASKCENTER_MODEL_SEED=%q", s)
-		}
-		only = []uint64{n}
-	}
-	shards := 4
-	for shard := range shards {
-		t.Run(fmt.Sprintf("shard%d", shard), func(t *testing.T) {
-			t.Parallel()
-			w := newModelWorld(t)
-			if only != nil {
-				if shard == 0 {
-					w.runSeed(only[0])
-				}
-				return
-			}
-			for i := shard; i < seeds; i += shards {
-				if t.Failed() {
-					return
-				}
-				w.runSeed(first + uint64(i))
-			}
-		})
-	}
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
+	testenv.RunModelSeeds(t, 4, func(t *testing.T) func(uint64) { return newModelWorld(t).runSeed })
 }
 
 // modelWorld is one shard's database, Redis, data dir and cleaner, reset between seeds.

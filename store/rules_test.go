@@ -20,21 +20,21 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 	ctx := context.Background()
 	endings := map[string]func(f *fixture, l store.Lease) (*store.Task, error){
 		"transient error": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Second)
+			return f.S.EndRetryWait(ctx, l, "transient", "db blip", time.Second)
 		},
-		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndInterrupted(ctx, l, "shutdown") },
-		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndFailed(ctx, l, "bad", "broken") },
+		"hand back": func(f *fixture, l store.Lease) (*store.Task, error) { return f.S.EndInterrupted(ctx, l, "shutdown") },
+		"bad input": func(f *fixture, l store.Lease) (*store.Task, error) { return f.S.EndFailed(ctx, l, "bad", "broken") },
 		"retries exhausted": func(f *fixture, l store.Lease) (*store.Task, error) {
-			return f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
+			return f.S.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 		},
-		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.s.EndTimedOut(ctx, l, "stalled") },
+		"timeout": func(f *fixture, l store.Lease) (*store.Task, error) { return f.S.EndTimedOut(ctx, l, "stalled") },
 	}
 	for name, end := range endings {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			task, l := f.inStatus(store.StatusRunning)
-			if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+			if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := end(f, l)
@@ -48,10 +48,10 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 			if row.NextRetryAt != nil || row.FinishedAt == nil || row.AlertDueAt != nil || row.RetryCount != 0 {
 				t.Fatalf("a cancelled task must not be scheduled, alerted or charged a retry: %+v", row)
 			}
-			if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
+			if _, err := f.S.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 				t.Fatal("a cancelled task was claimed again")
 			}
-			runs, _ := f.s.Runs(ctx, task.ID)
+			runs, _ := f.S.Runs(ctx, task.ID)
 			if runs[len(runs)-1].Status != "CANCELLED" {
 				t.Fatalf("run = %+v", runs[len(runs)-1])
 			}
@@ -61,10 +61,10 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		task, l := f.inStatus(store.StatusRunning)
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
+		got, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
 		if err != nil || got.Status != store.StatusSuccess {
 			t.Fatalf("succeed: %v %v", got, err)
 		}
@@ -73,11 +73,11 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		task, _ := f.inStatus(store.StatusRunning)
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 			t.Fatal(err)
 		}
-		f.exec("UPDATE tasks SET heartbeat_at = now() - interval '2 hours' WHERE id = ?", task.ID)
-		out, err := f.s.TimeoutStale(ctx, 10)
+		f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '2 hours' WHERE id = ?", task.ID)
+		out, err := f.S.TimeoutStale(ctx, 10)
 		if err != nil || len(out) != 1 || out[0].Status != store.StatusCancelled {
 			t.Fatalf("timeout stale: %+v %v", out, err)
 		}
@@ -98,12 +98,12 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		var endErr, cancelErr error
 		wg.Go(func() {
 			if i%2 == 0 {
-				ended, endErr = f.s.EndRetryWait(ctx, l, "transient", "blip", time.Millisecond)
+				ended, endErr = f.S.EndRetryWait(ctx, l, "transient", "blip", time.Millisecond)
 			} else {
-				ended, endErr = f.s.EndInterrupted(ctx, l, "shutdown")
+				ended, endErr = f.S.EndInterrupted(ctx, l, "shutdown")
 			}
 		})
-		wg.Go(func() { _, cancelErr = f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}) })
+		wg.Go(func() { _, cancelErr = f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}) })
 		wg.Wait()
 		if endErr != nil {
 			t.Fatalf("ending: %v", endErr)
@@ -120,7 +120,7 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		default:
 			t.Fatalf("round %d: ending %s, cancel err %v", i, ended.Status, cancelErr)
 		}
-		if _, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
+		if _, err := f.S.ClaimTask(ctx, task.ID, "w2", takeover); err == nil {
 			t.Fatalf("round %d: a cancelled task was claimed", i)
 		}
 	}
@@ -131,16 +131,14 @@ func TestAppendLogIsFenced(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	task, old := f.inStatus(store.StatusRunning)
-	f.staleHeartbeat(task.ID)
-	live := f.claim(task, "w2")
-	if err := f.s.AppendLog(ctx, old, "info", "zombie was here"); !errors.Is(err, store.ErrFenced) {
+	task, old, live := f.takenOver()
+	if err := f.S.AppendLog(ctx, old, "info", "zombie was here"); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("zombie log: %v", err)
 	}
-	if err := f.s.AppendLog(ctx, live, "info", "live attempt"); err != nil {
+	if err := f.S.AppendLog(ctx, live, "info", "live attempt"); err != nil {
 		t.Fatal(err)
 	}
-	logs, _ := f.s.RecentLogs(ctx, task.ID, 50)
+	logs, _ := f.S.RecentLogs(ctx, task.ID, 50)
 	for _, l := range logs {
 		if strings.Contains(l.Message, "zombie") {
 			t.Fatalf("the superseded attempt's line was written: %+v", logs)
@@ -155,7 +153,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	task, l := f.inStatus(store.StatusRunning)
-	failed, err := f.s.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
+	failed, err := f.S.EndGaveUp(ctx, l, "retries_exhausted", "gave up")
 	if err != nil || failed.AlertDueAt == nil {
 		t.Fatalf("give up: %+v %v", failed, err)
 	}
@@ -164,7 +162,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	claims := 0
 	for range 8 {
 		wg.Go(func() {
-			got, err := f.s.ClaimAlert(ctx, task.ID)
+			got, err := f.S.ClaimAlert(ctx, task.ID)
 			if err != nil {
 				t.Error(err)
 			}
@@ -176,7 +174,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		due, err := f.s.ClaimDueAlerts(ctx, 0, 10)
+		due, err := f.S.ClaimDueAlerts(ctx, 0, 10)
 		if err != nil {
 			t.Error(err)
 		}
@@ -188,7 +186,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	if claims != 1 {
 		t.Fatalf("alert claimed %d times, want once", claims)
 	}
-	if _, err := f.s.Retry(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+	if _, err := f.S.Retry(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if row := f.get(task.ID); row.AlertDueAt != nil || row.AlertedAt != nil {
@@ -196,10 +194,10 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	}
 	// Bad input fails without an alert.
 	task2, l2 := f.inStatus(store.StatusRunning)
-	if _, err := f.s.EndFailed(ctx, l2, "bad", "broken"); err != nil {
+	if _, err := f.S.EndFailed(ctx, l2, "bad", "broken"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := f.s.ClaimAlert(ctx, task2.ID); got != nil {
+	if got, _ := f.S.ClaimAlert(ctx, task2.ID); got != nil {
 		t.Fatal("bad input raised an alert")
 	}
 }
@@ -229,26 +227,26 @@ func TestValuesNeverChangeTheQueryText(t *testing.T) {
 			}
 			t.Fatalf("%s with %q: %v", what, v, err)
 		}
-		_, err := f.s.Get(ctx, v, scope)
+		_, err := f.S.Get(ctx, v, scope)
 		check("get", err)
-		_, err = f.s.Get(ctx, "tsk_x", store.Scope{Owner: v})
+		_, err = f.S.Get(ctx, "tsk_x", store.Scope{Owner: v})
 		check("get as owner", err)
-		_, _, err = f.s.List(ctx, store.ListFilter{Types: []string{v}, Owner: v, Statuses: []store.Status{store.Status(v)}}, store.Scope{Admin: true})
+		_, _, err = f.S.List(ctx, store.ListFilter{Types: []string{v}, Owner: v, Statuses: []store.Status{store.Status(v)}}, store.Scope{Admin: true})
 		check("list", err)
-		_, err = f.s.Cancel(ctx, v, scope)
+		_, err = f.S.Cancel(ctx, v, scope)
 		check("cancel", err)
-		_, err = f.s.Retry(ctx, v, scope)
+		_, err = f.S.Retry(ctx, v, scope)
 		check("retry", err)
-		_, err = f.s.FindByKey(ctx, v, v, v)
+		_, err = f.S.FindByKey(ctx, v, v, v)
 		check("find by key", err)
-		task, _, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_" + strings.ToUpper(strings.Repeat("a", 4)) + randomSuffix(),
+		task, _, err := f.S.Create(ctx, store.NewTask{TaskNo: "tsk_" + strings.ToUpper(strings.Repeat("a", 4)) + randomSuffix(),
 			Type: "export:customers", Owner: "alice", Queue: "exports", BizKey: v, MaxRetry: 3, TimeoutSeconds: 60})
 		check("create", err)
 		if err == nil && (task.BizKey == nil || *task.BizKey != v) {
 			t.Fatalf("biz key %q stored as %v", v, task.BizKey)
 		}
 	}
-	if n := f.count("SELECT count(*) FROM tasks"); n == 0 {
+	if n := f.Count("SELECT count(*) FROM tasks"); n == 0 {
 		t.Fatal("no task was created: the test did not exercise writes")
 	}
 }
@@ -261,33 +259,33 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, table := range []string{"tasks", "task_runs", "task_logs", "task_items", "customers", "cleanup_rounds"} {
-		f.exec("ALTER TABLE " + table + " ADD COLUMN added_by_a_later_release text NOT NULL DEFAULT 'new'")
+		f.Exec("ALTER TABLE " + table + " ADD COLUMN added_by_a_later_release text NOT NULL DEFAULT 'new'")
 	}
-	task := f.task()
-	l := f.claim(task, "old-binary")
-	if _, err := f.s.Heartbeat(ctx, l); err != nil {
+	task := f.Task()
+	l := f.Claim(task, "old-binary")
+	if _, err := f.S.Heartbeat(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Progress(ctx, l, 1, 2); err != nil {
+	if _, err := f.S.Progress(ctx, l, 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.AppendLog(ctx, l, "info", "still here"); err != nil {
+	if err := f.S.AppendLog(ctx, l, "info", "still here"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
+	done, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})
 	if err != nil || done.Status != store.StatusSuccess {
 		t.Fatalf("succeed: %v", err)
 	}
-	if _, _, err := f.s.List(ctx, store.ListFilter{}, store.Scope{Owner: "alice"}); err != nil {
+	if _, _, err := f.S.List(ctx, store.ListFilter{}, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Runs(ctx, task.ID); err != nil {
+	if _, err := f.S.Runs(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.RecentLogs(ctx, task.ID, 10); err != nil {
+	if _, err := f.S.RecentLogs(ctx, task.ID, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.TakeSilent(ctx, time.Minute, time.Minute, 10); err != nil {
+	if _, err := f.S.TakeSilent(ctx, time.Minute, time.Minute, 10); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -299,15 +297,6 @@ func TestColumnListsMatchModels(t *testing.T) {
 	columntest.Check(t, store.ColumnLists())
 }
 
-func (f *fixture) count(query string, args ...any) int {
-	f.t.Helper()
-	var n int
-	if err := f.db.NewRaw(query, args...).Scan(context.Background(), &n); err != nil {
-		f.t.Fatal(err)
-	}
-	return n
-}
-
 func randomSuffix() string { return strings.ToUpper(time.Now().Format("150405.000000000")) }
 
 // A takeover never exceeds the retry budget and never runs a cancelled task: the claim that
@@ -316,17 +305,17 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	task := f.task() // max_retry 3
+	task := f.Task() // max_retry 3
 	for i := range 3 {
-		f.claim(task, "dies")
+		f.Claim(task, "dies")
 		f.staleHeartbeat(task.ID)
 		if row := f.get(task.ID); row.RetryCount != i {
 			t.Fatalf("before takeover %d: retry_count %d", i+1, row.RetryCount)
 		}
 	}
-	f.claim(task, "dies") // the third takeover: retry_count 3 = max_retry
+	f.Claim(task, "dies") // the third takeover: retry_count 3 = max_retry
 	f.staleHeartbeat(task.ID)
-	_, err := f.s.ClaimTask(ctx, task.ID, "w", takeover)
+	_, err := f.S.ClaimTask(ctx, task.ID, "w", takeover)
 	var ended *store.ClaimEndedError
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusFailed || ended.Task.AlertDueAt == nil {
 		t.Fatalf("claim over a worn-out task = %v", err)
@@ -335,20 +324,20 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	if row.RetryCount != row.MaxRetry || row.ErrorCode != "retries_exhausted" || !strings.Contains(row.ErrorMessage, "stopped responding 4 times") {
 		t.Fatalf("row = %+v", row)
 	}
-	runs, _ := f.s.Runs(ctx, task.ID)
+	runs, _ := f.S.Runs(ctx, task.ID)
 	for _, r := range runs {
 		if r.FinishedAt == nil {
 			t.Fatalf("an attempt is still open: %+v", runs)
 		}
 	}
 
-	cancelled := f.task()
-	f.claim(cancelled, "dies")
-	if _, err := f.s.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+	cancelled := f.Task()
+	f.Claim(cancelled, "dies")
+	if _, err := f.S.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(cancelled.ID)
-	_, err = f.s.ClaimTask(ctx, cancelled.ID, "w", takeover)
+	_, err = f.S.ClaimTask(ctx, cancelled.ID, "w", takeover)
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {
 		t.Fatalf("claim over a cancelled dead task = %v", err)
 	}
@@ -362,14 +351,14 @@ func TestClaimTaskCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	ctx := context.Background()
 	var tasks []*store.Task
 	for range 10 {
-		tasks = append(tasks, f.task())
+		tasks = append(tasks, f.Task())
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	claimed, atCap := 0, 0
 	for i := range 16 {
 		wg.Go(func() {
-			_, err := f.s.ClaimTaskCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
+			_, err := f.S.ClaimTaskCapped(ctx, tasks[i%len(tasks)].ID, fmt.Sprintf("w%d", i), takeover, 2)
 			var nc *store.NotClaimableError
 			mu.Lock()
 			defer mu.Unlock()
@@ -388,21 +377,21 @@ func TestClaimTaskCappedNeverOvershootsTheOwnersCap(t *testing.T) {
 	if claimed != 2 || atCap == 0 {
 		t.Fatalf("claimed %d (cap 2), refused at cap %d", claimed, atCap)
 	}
-	if n := f.count("SELECT count(*) FROM tasks WHERE status = 'RUNNING'"); n != 2 {
+	if n := f.Count("SELECT count(*) FROM tasks WHERE status = 'RUNNING'"); n != 2 {
 		t.Fatalf("%d running", n)
 	}
-	if n := f.count("SELECT count(*) FROM tasks WHERE retry_count > 0"); n != 0 {
+	if n := f.Count("SELECT count(*) FROM tasks WHERE retry_count > 0"); n != 0 {
 		t.Fatalf("waiting at the cap spent retries on %d tasks", n)
 	}
-	bob, _, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_bob" + randomSuffix(), Type: "export:customers", Owner: "bob",
+	bob, _, err := f.S.Create(ctx, store.NewTask{TaskNo: "tsk_bob" + randomSuffix(), Type: "export:customers", Owner: "bob",
 		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.ClaimTaskCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
+	if _, err := f.S.ClaimTaskCapped(ctx, bob.ID, "w", takeover, 2); err != nil {
 		t.Fatalf("another owner's task at alice's cap: %v", err)
 	}
-	top, err := f.s.TopWaitingOwners(ctx, 10)
+	top, err := f.S.TopWaitingOwners(ctx, 10)
 	if err != nil || len(top) != 1 || top[0].Owner != "alice" || top[0].Waiting != 8 {
 		t.Fatalf("waiting per owner = %+v %v", top, err)
 	}
@@ -415,17 +404,17 @@ func TestHeartbeatsAreHOTUpdates(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	_, l := f.inStatus(store.StatusRunning)
-	f.exec("SELECT pg_stat_force_next_flush()")
+	f.Exec("SELECT pg_stat_force_next_flush()")
 	before := f.hotUpdates()
 	for i := range 50 {
-		if _, err := f.s.Heartbeat(ctx, l); err != nil {
+		if _, err := f.S.Heartbeat(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.s.Progress(ctx, l, int64(i), 50); err != nil {
+		if _, err := f.S.Progress(ctx, l, int64(i), 50); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.exec("SELECT pg_stat_force_next_flush()")
+	f.Exec("SELECT pg_stat_force_next_flush()")
 	after := f.hotUpdates()
 	if d, h := after.upd-before.upd, after.hot-before.hot; d < 100 || float64(h) < 0.9*float64(d) {
 		t.Fatalf("%d of %d heartbeat/progress updates were HOT", h, d)
@@ -435,12 +424,12 @@ func TestHeartbeatsAreHOTUpdates(t *testing.T) {
 type updCounts struct{ upd, hot int64 }
 
 func (f *fixture) hotUpdates() updCounts {
-	f.t.Helper()
+	f.T.Helper()
 	var c updCounts
-	err := f.db.QueryRowContext(context.Background(),
+	err := f.DB.QueryRowContext(context.Background(),
 		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass`).Scan(&c.upd, &c.hot)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return c
 }

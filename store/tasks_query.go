@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,29 +12,15 @@ import (
 
 // Get returns a task by its public number, if scope may see it.
 func (s *Tasks) Get(ctx context.Context, taskNo string, scope Scope) (*Task, error) {
-	t := new(Task)
-	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
+	return pg.Get[Task](ctx, s.db, ErrNotFound, fmt.Sprintf("get task %s", taskNo),
+		`SELECT `+taskColumns+` FROM tasks WHERE task_no = $1 AND ($2 OR owner = $3)`,
 		taskNo, scope.Admin, scope.Owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", taskNo, err)
-	}
-	return t, nil
 }
 
 // GetByID returns a task by its internal id.
 func (s *Tasks) GetByID(ctx context.Context, id int64) (*Task, error) {
-	t := new(Task)
-	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get task %d: %w", id, err)
-	}
-	return t, nil
+	return pg.Get[Task](ctx, s.db, ErrNotFound, fmt.Sprintf("get task %d", id),
+		`SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
 }
 
 // ListFilter narrows a task listing.
@@ -166,16 +150,9 @@ func (s *Tasks) Waiting(ctx context.Context, queue string, upTo int) (int, error
 
 // FindByKey returns the owner's task of a type with the given idempotency key.
 func (s *Tasks) FindByKey(ctx context.Context, owner, taskType, bizKey string) (*Task, error) {
-	t := new(Task)
-	err := pg.One(ctx, s.db, s.db.DB, t, `SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
+	return pg.Get[Task](ctx, s.db, ErrNotFound, "find task by key",
+		`SELECT `+taskColumns+` FROM tasks WHERE owner = $1 AND type = $2 AND biz_key = $3`,
 		owner, taskType, bizKey)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find task by key: %w", err)
-	}
-	return t, nil
 }
 
 // WaitingByQueue counts PENDING and RETRY_WAIT tasks per queue (metrics, backlog alerts).

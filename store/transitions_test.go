@@ -13,65 +13,40 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/task"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/internal/storetest"
 )
 
-const takeover = 30 * time.Second
+const takeover = storetest.Takeover
 
-type fixture struct {
-	t  *testing.T
-	db *bun.DB
-	s  *store.Store
-}
+// fixture is store/internal/storetest's, with the steps only store's own tests take.
+type fixture struct{ *storetest.Fixture }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
-	return &fixture{t: t, db: pg.DB, s: store.New(pg.DB)}
-}
-
-// task creates a PENDING task owned by alice.
-func (f *fixture) task() *store.Task {
-	f.t.Helper()
-	task, created, err := f.s.Create(context.Background(), store.NewTask{
-		TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice", Queue: "exports",
-		MaxRetry: 3, TimeoutSeconds: 1800, Params: json.RawMessage(`{"a":1}`),
-	})
-	if err != nil || !created {
-		f.t.Fatalf("create: created=%v err=%v", created, err)
-	}
-	return task
-}
-
-// claim claims a task and fails the test if it could not.
-func (f *fixture) claim(task *store.Task, worker string) store.Lease {
-	f.t.Helper()
-	c, err := f.s.ClaimTask(context.Background(), task.ID, worker, takeover)
-	if err != nil {
-		f.t.Fatalf("claim by %s: %v", worker, err)
-	}
-	return c.Lease
+	return &fixture{storetest.New(t)}
 }
 
 // staleHeartbeat makes a RUNNING task look abandoned.
 func (f *fixture) staleHeartbeat(id int64) {
-	f.t.Helper()
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", id)
+	f.T.Helper()
+	f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", id)
 }
 
-func (f *fixture) exec(query string, args ...any) {
-	f.t.Helper()
-	if _, err := f.db.ExecContext(context.Background(), query, args...); err != nil {
-		f.t.Fatalf("exec %q: %v", query, err)
-	}
+// takenOver returns a RUNNING task whose first attempt went silent and was taken over by w2:
+// zombie is the superseded attempt's lease, live the new one's.
+func (f *fixture) takenOver() (task *store.Task, zombie, live store.Lease) {
+	f.T.Helper()
+	task, zombie = f.inStatus(store.StatusRunning)
+	f.staleHeartbeat(task.ID)
+	return task, zombie, f.Claim(task, "w2")
 }
 
 func (f *fixture) get(id int64) *store.Task {
-	f.t.Helper()
-	t, err := f.s.GetByID(context.Background(), id)
+	f.T.Helper()
+	t, err := f.S.GetByID(context.Background(), id)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return t
 }
@@ -79,35 +54,35 @@ func (f *fixture) get(id int64) *store.Task {
 // inStatus returns a task in the given status, reached through real transitions, plus the
 // lease of its latest attempt (zero when it never ran).
 func (f *fixture) inStatus(st store.Status) (*store.Task, store.Lease) {
-	f.t.Helper()
+	f.T.Helper()
 	ctx := context.Background()
-	task := f.task()
+	task := f.Task()
 	if st == store.StatusPending {
 		return f.get(task.ID), store.Lease{}
 	}
 	if st == store.StatusCancelled {
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-			f.t.Fatal(err)
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+			f.T.Fatal(err)
 		}
 		return f.get(task.ID), store.Lease{}
 	}
-	l := f.claim(task, "w1")
+	l := f.Claim(task, "w1")
 	var err error
 	switch st {
 	case store.StatusRunning:
 	case store.StatusRetryWait:
-		_, err = f.s.EndRetryWait(ctx, l, "transient", "db blip", time.Hour)
+		_, err = f.S.EndRetryWait(ctx, l, "transient", "db blip", time.Hour)
 	case store.StatusSuccess, store.StatusPartialSuccess:
-		_, err = f.s.EndFinished(ctx, l, store.Outcome{Status: st})
+		_, err = f.S.EndFinished(ctx, l, store.Outcome{Status: st})
 	case store.StatusFailed:
-		_, err = f.s.EndFailed(ctx, l, "bad_input", "broken")
+		_, err = f.S.EndFailed(ctx, l, "bad_input", "broken")
 	case store.StatusTimeout:
-		_, err = f.s.EndTimedOut(ctx, l, "too long")
+		_, err = f.S.EndTimedOut(ctx, l, "too long")
 	default:
-		f.t.Fatalf("no route to %s", st)
+		f.T.Fatalf("no route to %s", st)
 	}
 	if err != nil {
-		f.t.Fatalf("drive to %s: %v", st, err)
+		f.T.Fatalf("drive to %s: %v", st, err)
 	}
 	return f.get(task.ID), l
 }
@@ -117,9 +92,9 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 	f := newFixture(t)
 	for _, from := range []store.Status{store.StatusPending, store.StatusRunning} {
 		t.Run("from "+string(from), func(t *testing.T) {
-			task := f.task()
+			task := f.Task()
 			if from == store.StatusRunning {
-				f.claim(task, "dead-worker")
+				f.Claim(task, "dead-worker")
 				f.staleHeartbeat(task.ID)
 			}
 			const racers = 16
@@ -133,7 +108,7 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					w := fmt.Sprintf("w%d", i)
-					_, err := f.s.ClaimTask(context.Background(), task.ID, w, takeover)
+					_, err := f.S.ClaimTask(context.Background(), task.ID, w, takeover)
 					var nc *store.NotClaimableError
 					switch {
 					case err == nil:
@@ -159,7 +134,7 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 			if got.Status != store.StatusRunning || got.Attempt != wantAttempt || got.Worker != winners[0] {
 				t.Fatalf("after race: status=%s attempt=%d worker=%s; want RUNNING, %d, %s", got.Status, got.Attempt, got.Worker, wantAttempt, winners[0])
 			}
-			runs, err := f.s.Runs(context.Background(), task.ID)
+			runs, err := f.S.Runs(context.Background(), task.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,26 +150,26 @@ func TestClaimRefusesLiveRunningAndNotYetDue(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 
-	running := f.task()
-	f.claim(running, "w1")
-	_, err := f.s.ClaimTask(ctx, running.ID, "w2", takeover)
+	running := f.Task()
+	f.Claim(running, "w1")
+	_, err := f.S.ClaimTask(ctx, running.ID, "w2", takeover)
 	var nc *store.NotClaimableError
 	if !errors.As(err, &nc) || nc.Status != store.StatusRunning || nc.RetryIn <= 0 || nc.RetryIn > takeover {
 		t.Fatalf("claim of a live RUNNING task: %v, want busy with RetryIn within the takeover window", err)
 	}
 
 	waiting, _ := f.inStatus(store.StatusRetryWait)
-	_, err = f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
+	_, err = f.S.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if !errors.As(err, &nc) || nc.Status != store.StatusRetryWait || nc.RetryIn < 50*time.Minute {
 		t.Fatalf("claim before next_retry_at: %v, want not due for about an hour", err)
 	}
-	f.exec("UPDATE tasks SET next_retry_at = now() - interval '1 second' WHERE id = ?", waiting.ID)
-	c, err := f.s.ClaimTask(ctx, waiting.ID, "w2", takeover)
+	f.Exec("UPDATE tasks SET next_retry_at = now() - interval '1 second' WHERE id = ?", waiting.ID)
+	c, err := f.S.ClaimTask(ctx, waiting.ID, "w2", takeover)
 	if err != nil || c.Trigger != "retry" || c.Lease.Attempt != 2 {
 		t.Fatalf("claim when due: %+v %v, want attempt 2 triggered by retry", c, err)
 	}
 
-	if _, err := f.s.ClaimTask(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.S.ClaimTask(ctx, 999999, "w2", takeover); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("claim of a missing task: %v", err)
 	}
 }
@@ -221,49 +196,49 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 	}
 	ops := []op{
 		{"claim", []store.Status{store.StatusPending}, func(task *store.Task, _ store.Lease) error {
-			_, err := f.s.ClaimTask(ctx, task.ID, "w9", takeover)
+			_, err := f.S.ClaimTask(ctx, task.ID, "w9", takeover)
 			return err
 		}},
 		{"heartbeat", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Heartbeat(ctx, lease(task, l))
+			_, err := f.S.Heartbeat(ctx, lease(task, l))
 			return err
 		}},
 		{"progress", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.Progress(ctx, lease(task, l), 1, 2)
+			_, err := f.S.Progress(ctx, lease(task, l), 1, 2)
 			return err
 		}},
 		{"commit batch", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.CommitBatch(ctx, lease(task, l), func(context.Context, bun.Tx) (store.Batch, error) {
+			_, err := f.S.CommitBatch(ctx, lease(task, l), func(context.Context, bun.Tx) (store.Batch, error) {
 				return store.Batch{SuccessDelta: 1}, nil
 			})
 			return err
 		}},
 		{"succeed", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.EndFinished(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
+			_, err := f.S.EndFinished(ctx, lease(task, l), store.Outcome{Status: store.StatusSuccess})
 			return err
 		}},
 		{"fail", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.EndFailed(ctx, lease(task, l), "x", "y")
+			_, err := f.S.EndFailed(ctx, lease(task, l), "x", "y")
 			return err
 		}},
 		{"retry later", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.EndRetryWait(ctx, lease(task, l), "x", "y", time.Second)
+			_, err := f.S.EndRetryWait(ctx, lease(task, l), "x", "y", time.Second)
 			return err
 		}},
 		{"release", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.EndInterrupted(ctx, lease(task, l), "shutdown")
+			_, err := f.S.EndInterrupted(ctx, lease(task, l), "shutdown")
 			return err
 		}},
 		{"time out", []store.Status{store.StatusRunning}, func(task *store.Task, l store.Lease) error {
-			_, err := f.s.EndTimedOut(ctx, lease(task, l), "slow")
+			_, err := f.S.EndTimedOut(ctx, lease(task, l), "slow")
 			return err
 		}},
 		{"cancel (API)", []store.Status{store.StatusPending, store.StatusRetryWait, store.StatusRunning}, func(task *store.Task, _ store.Lease) error {
-			_, err := f.s.Cancel(ctx, task.TaskNo, alice)
+			_, err := f.S.Cancel(ctx, task.TaskNo, alice)
 			return err
 		}},
 		{"retry (API)", []store.Status{store.StatusFailed, store.StatusTimeout, store.StatusCancelled}, func(task *store.Task, _ store.Lease) error {
-			_, err := f.s.Retry(ctx, task.TaskNo, alice)
+			_, err := f.S.Retry(ctx, task.TaskNo, alice)
 			return err
 		}},
 	}
@@ -301,33 +276,33 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	task := f.task()
-	zombie := f.claim(task, "zombie")
-	if _, err := f.s.Progress(ctx, zombie, 10, 100); err != nil {
+	task := f.Task()
+	zombie := f.Claim(task, "zombie")
+	if _, err := f.S.Progress(ctx, zombie, 10, 100); err != nil {
 		t.Fatal(err)
 	}
 	f.staleHeartbeat(task.ID)
-	c, err := f.s.ClaimTask(ctx, task.ID, "rescuer", takeover)
+	c, err := f.S.ClaimTask(ctx, task.ID, "rescuer", takeover)
 	if err != nil || c.Trigger != "takeover" || c.Lease.Attempt != 2 {
 		t.Fatalf("takeover: %+v %v", c, err)
 	}
-	if _, err := f.s.Progress(ctx, c.Lease, 20, 100); err != nil {
+	if _, err := f.S.Progress(ctx, c.Lease, 20, 100); err != nil {
 		t.Fatal(err)
 	}
 	before := f.get(task.ID)
 
 	writes := map[string]func() error{
-		"heartbeat": func() error { _, err := f.s.Heartbeat(ctx, zombie); return err },
-		"progress":  func() error { _, err := f.s.Progress(ctx, zombie, 99, 100); return err },
+		"heartbeat": func() error { _, err := f.S.Heartbeat(ctx, zombie); return err },
+		"progress":  func() error { _, err := f.S.Progress(ctx, zombie, 99, 100); return err },
 		"succeed": func() error {
-			_, err := f.s.EndFinished(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
+			_, err := f.S.EndFinished(ctx, zombie, store.Outcome{Status: store.StatusSuccess, Result: json.RawMessage(`{"file":"x"}`)})
 			return err
 		},
-		"fail":        func() error { _, err := f.s.EndFailed(ctx, zombie, "x", "zombie says no"); return err },
-		"retry later": func() error { _, err := f.s.EndRetryWait(ctx, zombie, "x", "y", time.Second); return err },
-		"release":     func() error { _, err := f.s.EndInterrupted(ctx, zombie, "bye"); return err },
+		"fail":        func() error { _, err := f.S.EndFailed(ctx, zombie, "x", "zombie says no"); return err },
+		"retry later": func() error { _, err := f.S.EndRetryWait(ctx, zombie, "x", "y", time.Second); return err },
+		"release":     func() error { _, err := f.S.EndInterrupted(ctx, zombie, "bye"); return err },
 		"commit batch": func() error {
-			_, err := f.s.CommitBatch(ctx, zombie, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
+			_, err := f.S.CommitBatch(ctx, zombie, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
 				_, err := tx.ExecContext(ctx, "INSERT INTO customers (code, name, phone) VALUES ('Z1', 'zombie', '13800138000')")
 				return store.Batch{SuccessDelta: 1000, Checkpoint: json.RawMessage(`{"row":1000}`)}, err
 			})
@@ -346,15 +321,15 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 		t.Fatalf("zombie writes changed the task:\nbefore %+v\nafter  %+v", before, after)
 	}
 	var customers int
-	if err := f.db.NewRaw("SELECT count(*) FROM customers").Scan(ctx, &customers); err != nil || customers != 0 {
+	if err := f.DB.NewRaw("SELECT count(*) FROM customers").Scan(ctx, &customers); err != nil || customers != 0 {
 		t.Fatalf("zombie batch wrote %d customers (err %v)", customers, err)
 	}
-	runs, err := f.s.Runs(ctx, task.ID)
+	runs, err := f.S.Runs(ctx, task.ID)
 	if err != nil || len(runs) != 2 || runs[0].Status != "SUPERSEDED" || runs[1].Status != "RUNNING" || runs[1].Trigger != "takeover" {
 		t.Fatalf("runs = %+v (err %v), want attempt 1 SUPERSEDED and attempt 2 RUNNING by takeover", runs, err)
 	}
 	// The rightful owner still finishes.
-	if _, err := f.s.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.S.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -369,25 +344,25 @@ func TestTerminalStaysTerminal(t *testing.T) {
 			if l.Attempt == 0 {
 				l = store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: task.Attempt}
 			}
-			f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 day' WHERE id = ?", task.ID)
+			f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '1 day' WHERE id = ?", task.ID)
 			var nc *store.NotClaimableError
-			if _, err := f.s.ClaimTask(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
+			if _, err := f.S.ClaimTask(ctx, task.ID, "late-delivery", takeover); !errors.As(err, &nc) || nc.RetryIn != 0 {
 				t.Fatalf("claim of a %s task: %v, want refused for good", st, err)
 			}
 			for _, err := range []error{
 				func() error {
-					_, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
+					_, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
 					return err
 				}(),
-				func() error { _, err := f.s.EndFailed(ctx, l, "x", "y"); return err }(),
-				func() error { _, err := f.s.EndTimedOut(ctx, l, "y"); return err }(),
+				func() error { _, err := f.S.EndFailed(ctx, l, "x", "y"); return err }(),
+				func() error { _, err := f.S.EndTimedOut(ctx, l, "y"); return err }(),
 			} {
 				if !errors.Is(err, store.ErrFenced) {
 					t.Fatalf("worker write to a %s task: %v, want ErrFenced", st, err)
 				}
 			}
 			var ce *store.ConflictError
-			if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); !errors.As(err, &ce) {
+			if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); !errors.As(err, &ce) {
 				t.Fatalf("cancel of a %s task: %v, want conflict", st, err)
 			}
 			if got := f.get(task.ID); got.Status != st {
@@ -404,16 +379,16 @@ func TestCancelAndRetry(t *testing.T) {
 	alice := store.Scope{Owner: "alice"}
 
 	t.Run("cancel of a running task is a request the worker honours", func(t *testing.T) {
-		task := f.task()
-		l := f.claim(task, "w1")
-		res, err := f.s.Cancel(ctx, task.TaskNo, alice)
+		task := f.Task()
+		l := f.Claim(task, "w1")
+		res, err := f.S.Cancel(ctx, task.TaskNo, alice)
 		if err != nil || res.Immediate || res.Task.Status != store.StatusRunning || !res.Task.CancelRequested {
 			t.Fatalf("cancel running: %+v %v", res, err)
 		}
-		if req, err := f.s.Heartbeat(ctx, l); err != nil || !req {
+		if req, err := f.S.Heartbeat(ctx, l); err != nil || !req {
 			t.Fatalf("heartbeat after cancel: requested=%v err=%v", req, err)
 		}
-		if _, err := f.s.EndCancelled(ctx, l); err != nil {
+		if _, err := f.S.EndCancelled(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.get(task.ID); got.Status != store.StatusCancelled || got.FinishedAt == nil {
@@ -422,50 +397,50 @@ func TestCancelAndRetry(t *testing.T) {
 	})
 
 	t.Run("a worker cannot mark cancelled without a request", func(t *testing.T) {
-		task := f.task()
-		l := f.claim(task, "w1")
-		if _, err := f.s.EndCancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
+		task := f.Task()
+		l := f.Claim(task, "w1")
+		if _, err := f.S.EndCancelled(ctx, l); !errors.Is(err, store.ErrFenced) {
 			t.Fatalf("cancelled without request: %v", err)
 		}
 	})
 
 	t.Run("another user's task is not found", func(t *testing.T) {
-		task := f.task()
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
+		task := f.Task()
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("bob cancels alice's task: %v", err)
 		}
-		if _, err := f.s.Retry(ctx, task.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := f.S.Retry(ctx, task.TaskNo, store.Scope{Owner: "bob"}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("bob retries alice's task: %v", err)
 		}
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Owner: "ops", Admin: true}); err != nil {
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "ops", Admin: true}); err != nil {
 			t.Fatalf("admin cancels alice's task: %v", err)
 		}
 	})
 
 	t.Run("retry starts a new attempt and keeps the old records", func(t *testing.T) {
 		task, l := f.inStatus(store.StatusFailed)
-		retried, err := f.s.Retry(ctx, task.TaskNo, alice)
+		retried, err := f.S.Retry(ctx, task.TaskNo, alice)
 		if err != nil || retried.Status != store.StatusPending || retried.ErrorMessage != "" || retried.Attempt != l.Attempt {
 			t.Fatalf("retry: %+v %v", retried, err)
 		}
-		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
+		c, err := f.S.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Lease.Attempt != 2 || c.Trigger != "manual_retry" {
 			t.Fatalf("claim after retry: %+v %v", c, err)
 		}
-		runs, _ := f.s.Runs(ctx, task.ID)
+		runs, _ := f.S.Runs(ctx, task.ID)
 		if len(runs) != 2 || runs[0].Status != "FAILED" || runs[0].Error != "broken" {
 			t.Fatalf("runs after retry = %+v, want the failed attempt kept", runs)
 		}
 	})
 
 	t.Run("release keeps the retry budget and resumes", func(t *testing.T) {
-		task := f.task()
-		l := f.claim(task, "w1")
-		rel, err := f.s.EndInterrupted(ctx, l, "shutting down")
+		task := f.Task()
+		l := f.Claim(task, "w1")
+		rel, err := f.S.EndInterrupted(ctx, l, "shutting down")
 		if err != nil || rel.Status != store.StatusRetryWait || rel.RetryCount != 0 {
 			t.Fatalf("release: %+v %v", rel, err)
 		}
-		c, err := f.s.ClaimTask(ctx, task.ID, "w2", takeover)
+		c, err := f.S.ClaimTask(ctx, task.ID, "w2", takeover)
 		if err != nil || c.Trigger != "resume" {
 			t.Fatalf("claim after release: %+v %v", c, err)
 		}
@@ -485,7 +460,7 @@ func TestCreateIsIdempotentPerOwnerTypeAndKey(t *testing.T) {
 	)
 	for range n {
 		wg.Go(func() {
-			task, c, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "alice",
+			task, c, err := f.S.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "alice",
 				Queue: "imports", BizKey: "sha256:abc", MaxRetry: 3, TimeoutSeconds: 60})
 			if err != nil {
 				t.Error(err)
@@ -503,7 +478,7 @@ func TestCreateIsIdempotentPerOwnerTypeAndKey(t *testing.T) {
 	if created != 1 || len(ids) != 1 {
 		t.Fatalf("created=%d distinct=%d, want one task for %d identical submits", created, len(ids), n)
 	}
-	other, c, err := f.s.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "bob",
+	other, c, err := f.S.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "bob",
 		Queue: "imports", BizKey: "sha256:abc", MaxRetry: 3, TimeoutSeconds: 60})
 	if err != nil || !c || ids[other.ID] {
 		t.Fatalf("another owner with the same key must get their own task: %v %v", c, err)
@@ -519,21 +494,21 @@ func TestRetryRacingTheCancelledEndingIsNeverRefusedForARetryableStatus(t *testi
 	f := newFixture(t)
 	ctx := context.Background()
 	for i := range 150 {
-		task := f.task()
-		lease := f.claim(task, "w1")
-		if _, err := f.s.Cancel(ctx, task.TaskNo, store.Scope{Admin: true}); err != nil {
+		task := f.Task()
+		lease := f.Claim(task, "w1")
+		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Admin: true}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
-			if _, err := f.s.EndCancelled(ctx, lease); err != nil {
+			if _, err := f.S.EndCancelled(ctx, lease); err != nil {
 				t.Error(err)
 			}
 		})
 		var retried bool
 		for !retried {
-			_, err := f.s.Retry(ctx, task.TaskNo, store.Scope{Admin: true})
+			_, err := f.S.Retry(ctx, task.TaskNo, store.Scope{Admin: true})
 			var conflict *store.ConflictError
 			switch {
 			case err == nil:

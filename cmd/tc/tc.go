@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/client"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
 
 // Exit codes.
@@ -378,7 +379,7 @@ func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
 	if _, err := parse(fs, args, 0, "[--status S,...] [--type T,...] [--limit N]"); err != nil {
 		return 0, err
 	}
-	opts := client.ListOptions{Status: splitAll(status), Type: splitAll(types), Owner: *owner, PageSize: 100}
+	opts := client.ListOptions{Status: textcheck.SplitList(status), Type: textcheck.SplitList(types), Owner: *owner, PageSize: 100}
 	if *limit > 0 && *limit < 100 {
 		opts.PageSize = *limit
 	}
@@ -401,18 +402,6 @@ func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
 			task.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	return exitSuccess, nil
-}
-
-func splitAll(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for part := range strings.SplitSeq(v, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				out = append(out, part)
-			}
-		}
-	}
-	return out
 }
 
 func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {

@@ -20,8 +20,8 @@ import (
 // process reading the same file with excelize's streaming reader.
 func benchImport(rows int) func(ctx context.Context, b *bench) (Figure, error) {
 	return func(ctx context.Context, b *bench) (Figure, error) {
-		file := filepath.Join(b.dataDir, fmt.Sprintf("import-%d.xlsx", rows))
-		if err := writeImportFile(file, rows); err != nil {
+		file, err := b.importFile(rows)
+		if err != nil {
 			return Figure{}, err
 		}
 		raw, rawRSS, err := b.child("raw-read", "-file", file)
@@ -88,6 +88,12 @@ func (b *bench) importOnce(ctx context.Context, file string, rows int, profile s
 	b.db.NewRaw(`SELECT extract(epoch FROM created_at - ?::timestamptz) AS upload, extract(epoch FROM started_at - created_at) AS wait,
 		extract(epoch FROM finished_at - started_at) AS run FROM tasks WHERE task_no = ?`, start, id).Scan(ctx, &r.phases.Upload, &r.phases.Wait, &r.phases.Run) //nolint:errcheck
 	return r, nil
+}
+
+// importFile writes the import of rows customers into the data dir and returns its path.
+func (b *bench) importFile(rows int) (string, error) {
+	file := filepath.Join(b.dataDir, fmt.Sprintf("import-%d.xlsx", rows))
+	return file, writeImportFile(file, rows)
 }
 
 // writeImportFile writes rows customers (six columns, all valid) with excelize's stream writer.

@@ -22,8 +22,8 @@ import (
 // service's peak.
 func benchImportS3(rows int) func(ctx context.Context, b *bench) (Figure, error) {
 	return func(ctx context.Context, b *bench) (Figure, error) {
-		file := filepath.Join(b.dataDir, fmt.Sprintf("import-%d.xlsx", rows))
-		if err := writeImportFile(file, rows); err != nil {
+		file, err := b.importFile(rows)
+		if err != nil {
 			return Figure{}, err
 		}
 		local, err := b.importOnce(ctx, file, rows, fmt.Sprintf("import-local-%d", rows))

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -103,7 +102,7 @@ func (s *Service) CreateToken(w http.ResponseWriter, r *http.Request, p Principa
 	v.Token = token
 	w.Header().Set("Location", "/api/v1/tokens/"+tok.TokenNo)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, v)
+	request.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
@@ -154,13 +153,7 @@ func (s *Service) ListTokens(w http.ResponseWriter, r *http.Request, p Principal
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Items []TokenView `json:"items"`
-	}{Items: make([]TokenView, len(list))}
-	for i := range list {
-		out.Items[i] = tokenView(&list[i])
-	}
-	writeJSON(w, http.StatusOK, out)
+	request.WriteItems(w, list, tokenView)
 	return nil
 }
 
@@ -194,13 +187,4 @@ func OwnerQuery(q url.Values, p Principal, what string) (string, error) {
 		return "", problem.Invalid("invalid_query", msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	return owner, nil
-}
-
-// writeJSON answers with v as JSON (as httpapi answers).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v) //nolint:errcheck // the client went away
 }

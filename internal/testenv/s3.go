@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"net"
@@ -28,7 +27,7 @@ type S3 struct {
 
 	cmd     *exec.Cmd
 	done    chan struct{}
-	log     *lockedBuffer
+	log     *SyncBuffer
 	stopped sync.Once
 }
 
@@ -109,7 +108,7 @@ func (s *S3) start(bin, dir string) error {
 	}
 	s.Endpoint = ln.Addr().String()
 	ln.Close()
-	s.log = &lockedBuffer{}
+	s.log = &SyncBuffer{Limit: 1 << 20}
 	cmd := exec.Command(bin, "--port", s.Endpoint, "--region", s.Region, "--quiet", "posix", s.Dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Dir = dir
@@ -166,28 +165,4 @@ func (s *S3) URL() string { return "http://" + s.Endpoint }
 // String describes the gateway without its secret.
 func (s *S3) String() string {
 	return fmt.Sprintf("versitygw at %s (access key %s, dir %s)", s.Endpoint, cmp.Or(s.AccessKey, "-"), s.Dir)
-}
-
-// lockedBuffer collects a child's output safely while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 {
-		return len(p), nil // enough to explain a failure; never block the child
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	if b == nil {
-		return ""
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -35,3 +35,17 @@ func Echo(v string) string {
 	}
 	return fmt.Sprintf("%q", v)
 }
+
+// SplitList splits repeated and comma-separated values (?status=a,b&status=c, --status a,b)
+// into their parts, trimmed, leaving out the empty ones.
+func SplitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}

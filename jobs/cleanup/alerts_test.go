@@ -2,30 +2,19 @@ package cleanup_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 )
 
 // failureAlerts is a jobs.Alerter that keeps every alert.
-type failureAlerts struct {
-	mu  sync.Mutex
-	all []jobs.Alert
-}
+type failureAlerts struct{ testenv.Collector[jobs.Alert] }
 
-func (a *failureAlerts) TaskFailed(_ context.Context, al jobs.Alert) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.all = append(a.all, al)
-}
+func (a *failureAlerts) TaskFailed(_ context.Context, al jobs.Alert) { a.Add(al) }
 
-func (a *failureAlerts) sent() []jobs.Alert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]jobs.Alert(nil), a.all...)
-}
+func (a *failureAlerts) sent() []jobs.Alert { return a.Since(0) }
 
 // A worker that failed a task and died before sending its alert leaves the alert due on the
 // row. The round leaves it to that worker for a grace period, then sends it, once.

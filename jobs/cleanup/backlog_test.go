@@ -3,17 +3,16 @@ package cleanup_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 )
 
 // backlogAlerts is a BacklogAlerter that keeps every alert.
 type backlogAlerts struct {
-	mu  sync.Mutex
-	all []backlogAlert
+	testenv.Collector[backlogAlert]
 }
 
 type backlogAlert struct {
@@ -22,16 +21,10 @@ type backlogAlert struct {
 }
 
 func (b *backlogAlerts) BacklogHigh(_ context.Context, queue string, waiting, threshold int, _ time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.all = append(b.all, backlogAlert{queue, waiting, threshold})
+	b.Add(backlogAlert{queue, waiting, threshold})
 }
 
-func (b *backlogAlerts) sent() []backlogAlert {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]backlogAlert(nil), b.all...)
-}
+func (b *backlogAlerts) sent() []backlogAlert { return b.Since(0) }
 
 // A queue whose waiting tasks stay over the threshold for BacklogFor raises one alert per
 // episode: none before it has held that long, one when it has, none while it goes on. Once

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -16,28 +17,15 @@ import (
 // reports is an Observer that keeps every round's report: the round's own account of which
 // steps it ran, one report per round that ran.
 type reports struct {
-	mu  sync.Mutex
-	all []cleanup.Report
+	testenv.Collector[cleanup.Report]
 }
 
-func (r *reports) CleanupRound(rep cleanup.Report) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.all = append(r.all, rep)
-}
+func (r *reports) CleanupRound(rep cleanup.Report) { r.Add(rep) }
 
-func (r *reports) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.all)
-}
+func (r *reports) count() int { return r.Len() }
 
 // since returns the reports received after the first n.
-func (r *reports) since(n int) []cleanup.Report {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]cleanup.Report(nil), r.all[n:]...)
-}
+func (r *reports) since(n int) []cleanup.Report { return r.Since(n) }
 
 // fixedSlot is a schedule whose only activation is the time last set, so a test chooses the
 // slot ProcessTask claims instead of depending on the wall clock's minute.

@@ -40,11 +40,7 @@ func TestErrorReportDeclaresItsRange(t *testing.T) {
 	t.Parallel()
 	pg := testenv.NewPostgres(t)
 	st := store.New(pg.DB)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), storage.Config{}, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root := testenv.NewFiles(t, storage.Config{})
 	header := []string{"code", "name", "phone"}
 	task, _, err := st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
 		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600})

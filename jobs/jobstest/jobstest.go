@@ -36,11 +36,7 @@ func New(t testing.TB, sc storage.Config) *World {
 	t.Helper()
 	pg := testenv.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	root := t.TempDir()
-	fs, err := storage.New(t.Context(), sc, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root := testenv.NewFiles(t, sc)
 	return &World{t: t, PG: pg, Redis: rd.Client, Store: store.New(pg.DB), Files: fs, Root: root}
 }
 

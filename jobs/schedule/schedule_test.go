@@ -65,14 +65,22 @@ func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *tes
 	return NewFirer(st, sub, limits, logger), st, pg
 }
 
+// aliceExports creates alice's schedule of customer exports firing on cron (in UTC).
+func aliceExports(t *testing.T, st *store.Store, scheduleNo, cron string) *schedules.Schedule {
+	t.Helper()
+	sc, err := st.CreateSchedule(context.Background(), schedules.NewSchedule{ScheduleNo: scheduleNo, Owner: "alice", Type: "export:customers",
+		Cron: cron, Timezone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 	t.Parallel()
 	f, st, _ := newFirer(t, config.Schedules{PauseAfterFailures: 5})
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_1", Owner: "alice", Type: "export:customers", Cron: "@every 1m", Timezone: "UTC"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := aliceExports(t, st, "sch_1", "@every 1m")
 	slot1 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	if out, err := f.Fire(ctx, sc, slot1); err != nil || out != "created" {
 		t.Fatalf("first fire: %q %v", out, err)
@@ -116,10 +124,7 @@ func TestAScheduleWhoseRunsKeepFailingPausesItself(t *testing.T) {
 	t.Parallel()
 	f, st, pg := newFirer(t, config.Schedules{PauseAfterFailures: 5})
 	ctx := context.Background()
-	sc, err := st.CreateSchedule(ctx, schedules.NewSchedule{ScheduleNo: "sch_f", Owner: "alice", Type: "export:customers", Cron: "@every 1h", Timezone: "UTC"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := aliceExports(t, st, "sch_f", "@every 1h")
 	slot := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	fire := func(end string) string {
 		t.Helper()
@@ -157,7 +162,8 @@ func TestAScheduleWhoseRunsKeepFailingPausesItself(t *testing.T) {
 	if tasks != 8 {
 		t.Fatalf("%d tasks, want 8: no task once the schedule paused itself", tasks)
 	}
-	if sc, err = st.PauseSchedule(ctx, "sch_f", store.Scope{Owner: "alice"}, false); err != nil || sc.Paused || sc.PausedReason != "" {
+	sc, err := st.PauseSchedule(ctx, "sch_f", store.Scope{Owner: "alice"}, false)
+	if err != nil || sc.Paused || sc.PausedReason != "" {
 		t.Fatalf("resume: %+v %v", sc, err)
 	}
 	if out := fire("SUCCESS"); out != "created" {

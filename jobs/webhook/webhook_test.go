@@ -111,21 +111,12 @@ func (f *fixture) subscribe(owner, url string, events ...string) *webhooks.Subsc
 }
 
 type alerts struct {
-	mu   sync.Mutex
-	dead []webhook.Dead
+	testenv.Collector[webhook.Dead]
 }
 
-func (a *alerts) WebhookDead(_ context.Context, d webhook.Dead) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.dead = append(a.dead, d)
-}
+func (a *alerts) WebhookDead(_ context.Context, d webhook.Dead) { a.Add(d) }
 
-func (a *alerts) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.dead)
-}
+func (a *alerts) count() int { return a.Len() }
 
 func (f *fixture) dispatcher(cfg webhook.Config, allowed []string, al webhook.Alerter) *webhook.Dispatcher {
 	f.t.Helper()

@@ -6,7 +6,6 @@ package schedules
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,29 +106,15 @@ func (s *Schedules) CreateSchedule(ctx context.Context, ns NewSchedule) (*Schedu
 
 // GetSchedule returns a schedule by its public number, if scope may see it.
 func (s *Schedules) GetSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) (*Schedule, error) {
-	sc := new(Schedule)
-	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
+	return pg.Get[Schedule](ctx, s.db, ErrNotFound, fmt.Sprintf("get schedule %s", scheduleNo),
+		`SELECT `+columns+` FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`,
 		scheduleNo, scope.Admin, scope.Owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get schedule %s: %w", scheduleNo, err)
-	}
-	return sc, nil
 }
 
 // GetScheduleByID returns a schedule by its internal id (the fire handler's lookup).
 func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, error) {
-	sc := new(Schedule)
-	err := pg.One(ctx, s.db, s.db.DB, sc, `SELECT `+columns+` FROM schedules WHERE id = $1`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get schedule %d: %w", id, err)
-	}
-	return sc, nil
+	return pg.Get[Schedule](ctx, s.db, ErrNotFound, fmt.Sprintf("get schedule %d", id),
+		`SELECT `+columns+` FROM schedules WHERE id = $1`, id)
 }
 
 // ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
@@ -148,17 +133,10 @@ func (s *Schedules) ListSchedules(ctx context.Context, scope pg.Scope, owner str
 
 // PauseSchedule pauses or resumes a schedule by hand (either clears why it paused itself).
 func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope pg.Scope, paused bool) (*Schedule, error) {
-	sc := new(Schedule)
-	err := pg.One(ctx, s.db, s.db.DB, sc, `UPDATE schedules SET paused = $4, paused_reason = NULL,
+	return pg.Get[Schedule](ctx, s.db, ErrNotFound, fmt.Sprintf("pause schedule %s", scheduleNo),
+		`UPDATE schedules SET paused = $4, paused_reason = NULL,
 		resumed_at = CASE WHEN $4 THEN resumed_at ELSE now() END, updated_at = now()
 		WHERE schedule_no = $1 AND ($2 OR owner = $3) RETURNING `+columns, scheduleNo, scope.Admin, scope.Owner, paused)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pause schedule %s: %w", scheduleNo, err)
-	}
-	return sc, nil
 }
 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does

@@ -88,14 +88,10 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, nt NewAPIToken) (*APIToken,
 // APITokenByHash returns the live token (not revoked, not expired) with this hash, and notes
 // its use (at most once a minute, so a busy script does not write on every request).
 func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, error) {
-	tok := new(APIToken)
-	err := pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+columns+` FROM api_tokens
+	tok, err := pg.Get[APIToken](ctx, s.db, ErrNotFound, "look up api token", `SELECT `+columns+` FROM api_tokens
 		WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()`, hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("look up api token: %w", err)
+		return nil, err
 	}
 	if tok.LastUsedAt == nil || time.Since(*tok.LastUsedAt) > time.Minute {
 		if _, err := pg.Exec(ctx, s.db.DB, `UPDATE api_tokens SET last_used_at = now()
@@ -143,13 +139,6 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tokenNo string, scope pg.Sc
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("revoke api token %s: %w", tokenNo, err)
 	}
-	err = pg.One(ctx, s.db, s.db.DB, tok, `SELECT `+columns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`,
-		tokenNo, scope.Admin, scope.Owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("revoke api token %s: %w", tokenNo, err)
-	}
-	return tok, nil
+	return pg.Get[APIToken](ctx, s.db, ErrNotFound, fmt.Sprintf("revoke api token %s", tokenNo),
+		`SELECT `+columns+` FROM api_tokens WHERE token_no = $1 AND ($2 OR owner = $3)`, tokenNo, scope.Admin, scope.Owner)
 }

@@ -2,9 +2,7 @@ package webhooks
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -277,17 +275,9 @@ func (s *Webhooks) DeliveryAttempts(ctx context.Context, deliveryIDs []int64) (m
 // window, whatever its state (a receiver that lost a delivered event asks again). It keeps its
 // event id and body. An attempt in flight finishes as it would have.
 func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string) (*Delivery, error) {
-	out := new(Delivery)
-	err := pg.One(ctx, s.db, s.db.DB, out, `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
+	return pg.Get[Delivery](ctx, s.db, ErrDeliveryNotFound, "redeliver webhook", `UPDATE webhook_deliveries SET state = CASE WHEN state = 'sending' AND due_at > now() THEN state ELSE 'pending' END,
 			due_at = CASE WHEN state = 'sending' AND due_at > now() THEN due_at ELSE now() END, window_start = now(), updated_at = now()
 		WHERE subscription_id = $1 AND delivery_no = $2 RETURNING `+deliveryColumns, subID, deliveryNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrDeliveryNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redeliver webhook: %w", err)
-	}
-	return out, nil
 }
 
 // PruneDeliveries deletes up to limit finished deliveries (delivered or dead) last touched

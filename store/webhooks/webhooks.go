@@ -94,16 +94,9 @@ func InsertTaskSubscription(ctx context.Context, db *bun.DB, q pg.Querier, taskI
 
 // GetSubscription returns a subscription by its public id, if scope may see it.
 func (s *Webhooks) GetSubscription(ctx context.Context, subNo string, scope pg.Scope) (*Subscription, error) {
-	sub := new(Subscription)
-	err := pg.One(ctx, s.db, s.db.DB, sub, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`,
+	return pg.Get[Subscription](ctx, s.db, ErrSubscriptionNotFound, "get webhook subscription",
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`,
 		subNo, scope.Admin, scope.Owner)
-	if pg.IsNoRows(err) {
-		return nil, ErrSubscriptionNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get webhook subscription: %w", err)
-	}
-	return sub, nil
 }
 
 // ListSubscriptions returns the user subscriptions (not the task-bound ones) scope may see,

@@ -24,23 +24,23 @@ func testPayload(ev store.Event, sequence int64, task *store.Task) (json.RawMess
 }
 
 func (f *fixture) subscribe(owner string, events ...string) *webhooks.Subscription {
-	f.t.Helper()
-	sub, err := f.s.CreateSubscription(context.Background(), webhooks.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook",
+	f.T.Helper()
+	sub, err := f.S.CreateSubscription(context.Background(), webhooks.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook",
 		Events: events, Secret: "s3cret-s3cret-s3cret", CreatedBy: owner})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return sub
 }
 
 // fanOutAll fans out until nothing is left and returns the deliveries created.
 func (f *fixture) fanOutAll() int {
-	f.t.Helper()
+	f.T.Helper()
 	total := 0
 	for {
-		n, d, err := f.s.FanOut(context.Background(), 100, testPayload)
+		n, d, err := f.S.FanOut(context.Background(), 100, testPayload)
 		if err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
 		total += d
 		if n == 0 {
@@ -51,10 +51,10 @@ func (f *fixture) fanOutAll() int {
 
 // deliveredEvents lists the (event name, task) of every delivery of a subscription.
 func (f *fixture) deliveredEvents(sub *webhooks.Subscription) []string {
-	f.t.Helper()
-	ds, err := f.s.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 1000})
+	f.T.Helper()
+	ds, err := f.S.Deliveries(context.Background(), sub.ID, webhooks.DeliveryFilter{Limit: 1000})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	var out []string
 	for _, d := range ds {
@@ -65,10 +65,10 @@ func (f *fixture) deliveredEvents(sub *webhooks.Subscription) []string {
 }
 
 func (f *fixture) succeed(task *store.Task) {
-	f.t.Helper()
-	l := f.claim(task, "w1")
-	if _, err := f.s.EndFinished(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
-		f.t.Fatal(err)
+	f.T.Helper()
+	l := f.Claim(task, "w1")
+	if _, err := f.S.EndFinished(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
@@ -85,7 +85,7 @@ func TestFanOutDeliversEachCommittedEventOncePerSubscription(t *testing.T) {
 	terminal := f.subscribe("alice", terminalEvents...)
 	started := f.subscribe("alice", store.EventStarted, store.EventSucceeded)
 	bobs := f.subscribe("bob", terminalEvents...)
-	task := f.task()
+	task := f.Task()
 	f.succeed(task)
 
 	if got := f.fanOutAll(); got != 3 {
@@ -101,7 +101,7 @@ func TestFanOutDeliversEachCommittedEventOncePerSubscription(t *testing.T) {
 		t.Errorf("bob's subscription heard of alice's task: %v", got)
 	}
 	// Fanned out once: a second pass finds nothing.
-	if n, d, err := f.s.FanOut(ctx, 100, testPayload); err != nil || n != 0 || d != 0 {
+	if n, d, err := f.S.FanOut(ctx, 100, testPayload); err != nil || n != 0 || d != 0 {
 		t.Fatalf("second fan-out: events=%d deliveries=%d err=%v", n, d, err)
 	}
 }
@@ -114,12 +114,12 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	ctx := context.Background()
 	pending := func() int {
 		var n int
-		if err := f.db.DB.QueryRowContext(ctx, `SELECT count(*) FROM task_events WHERE webhooks_at IS NULL`).Scan(&n); err != nil {
+		if err := f.DB.DB.QueryRowContext(ctx, `SELECT count(*) FROM task_events WHERE webhooks_at IS NULL`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	quiet := f.task()
+	quiet := f.Task()
 	f.succeed(quiet)
 	if n := pending(); n != 0 {
 		t.Fatalf("%d events left for the fan-out with no subscription at all", n)
@@ -129,7 +129,7 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	}
 
 	terminal := f.subscribe("alice", terminalEvents...)
-	heard := f.task()
+	heard := f.Task()
 	f.succeed(heard)
 	if n := pending(); n != 1 {
 		t.Fatalf("%d events pending; want 1 (the terminal event the subscription wants; not submitted or started)", n)
@@ -142,14 +142,14 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	}
 
 	// A notify_url subscription bound to a running task: its ending is left for the fan-out.
-	running := f.task()
-	l := f.claim(running, "w1")
+	running := f.Task()
+	l := f.Claim(running, "w1")
 	ns := webhooks.NewSubscription{Owner: "bob", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "bob"}
-	bound, _, err := f.s.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
+	bound, _, err := f.S.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	f.fanOutAll()
@@ -166,12 +166,12 @@ func TestFanOutNeitherSkipsLateCommitsNorSeesRollbacks(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sub := f.subscribe("alice", terminalEvents...)
-	early, late, rolled := f.task(), f.task(), f.task()
+	early, late, rolled := f.Task(), f.Task(), f.Task()
 
 	insertEvent := `INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
 		SELECT id, task_no, owner, type, 'task.succeeded', 'SUCCESS', 1, 'test' FROM tasks WHERE id = $1`
 	// A transaction draws the smaller id and stays open...
-	slow, err := f.db.DB.BeginTx(ctx, nil)
+	slow, err := f.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestFanOutNeitherSkipsLateCommitsNorSeesRollbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ...one that will roll back too...
-	doomed, err := f.db.DB.BeginTx(ctx, nil)
+	doomed, err := f.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,23 +215,23 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	done, running := f.task(), f.task()
+	done, running := f.Task(), f.Task()
 	f.succeed(done)
-	l := f.claim(running, "w1")
+	l := f.Claim(running, "w1")
 	ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
 
-	subDone, created, err := f.s.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
+	subDone, created, err := f.S.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
 	if err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
 	if got := f.deliveredEvents(subDone); len(got) != 1 {
 		t.Fatalf("backfill of a finished task: %v", got)
 	}
-	subRunning, _, err := f.s.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
+	subRunning, _, err := f.S.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	f.fanOutAll()
@@ -242,7 +242,7 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 		t.Errorf("running task's subscription: %v, want %v", got, want)
 	}
 	// The same URL again (an idempotent resubmit) returns the first subscription.
-	again, created, err := f.s.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
+	again, created, err := f.S.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
 	if err != nil || created || again.SubNo != subDone.SubNo {
 		t.Fatalf("resubmit: created=%v sub=%v err=%v", created, again, err)
 	}
@@ -254,11 +254,11 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	ctx := context.Background()
 	sub := f.subscribe("alice", terminalEvents...)
 	for range 5 {
-		f.succeed(f.task())
+		f.succeed(f.Task())
 	}
 	f.fanOutAll()
 
-	got, err := f.s.ClaimDeliveries(ctx, 10, 2, time.Minute)
+	got, err := f.S.ClaimDeliveries(ctx, 10, 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,21 +268,21 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	if got[0].URL != sub.URL || got[0].Secret != sub.Secret || got[0].Attempts != 1 || got[0].State != webhooks.DeliverySending {
 		t.Fatalf("claimed delivery: %+v", got[0])
 	}
-	if more, _ := f.s.ClaimDeliveries(ctx, 10, 2, time.Minute); len(more) != 0 {
+	if more, _ := f.S.ClaimDeliveries(ctx, 10, 2, time.Minute); len(more) != 0 {
 		t.Fatalf("claimed %d more while the subscription has 2 in flight", len(more))
 	}
 	// A failure schedules the next attempt; the lease holder's write lands once.
 	next := time.Now().Add(-time.Second)
-	d, ok, err := f.s.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{StatusCode: 500, Latency: 12 * time.Millisecond, Error: "HTTP 500", NextAt: next})
+	d, ok, err := f.S.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{StatusCode: 500, Latency: 12 * time.Millisecond, Error: "HTTP 500", NextAt: next})
 	if err != nil || !ok || d.State != webhooks.DeliveryPending || d.LastStatus == nil || *d.LastStatus != 500 {
 		t.Fatalf("record failure: %+v %v %v", d, ok, err)
 	}
-	if _, ok, _ := f.s.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
+	if _, ok, _ := f.S.RecordAttempt(ctx, &got[0].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
 		t.Fatal("a second write of the same attempt landed")
 	}
 	// A lapsed lease is claimed again, and the old holder's write is refused.
-	f.exec("UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?", got[1].ID)
-	again, err := f.s.ClaimDeliveries(ctx, 10, 2, time.Minute)
+	f.Exec("UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?", got[1].ID)
+	again, err := f.S.ClaimDeliveries(ctx, 10, 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,23 +295,23 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	if reclaimed == nil || reclaimed.Attempts != 2 {
 		t.Fatalf("lapsed lease not reclaimed: %+v", again)
 	}
-	if _, ok, _ := f.s.RecordAttempt(ctx, &got[1].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
+	if _, ok, _ := f.S.RecordAttempt(ctx, &got[1].Delivery, webhooks.AttemptResult{Delivered: true, StatusCode: 200}); ok {
 		t.Fatal("the lapsed holder's write landed")
 	}
-	d, ok, err = f.s.RecordAttempt(ctx, &reclaimed.Delivery, webhooks.AttemptResult{Error: "gave up"})
+	d, ok, err = f.S.RecordAttempt(ctx, &reclaimed.Delivery, webhooks.AttemptResult{Error: "gave up"})
 	if err != nil || !ok || d.State != webhooks.DeliveryDead {
 		t.Fatalf("give up: %+v %v %v", d, ok, err)
 	}
-	atts, err := f.s.DeliveryAttempts(ctx, []int64{got[0].ID, got[1].ID})
+	atts, err := f.S.DeliveryAttempts(ctx, []int64{got[0].ID, got[1].ID})
 	if err != nil || len(atts[got[0].ID]) != 1 || len(atts[got[1].ID]) != 1 || atts[got[1].ID][0].Attempt != 2 {
 		t.Fatalf("attempts: %+v %v", atts, err)
 	}
 	// Redeliver brings a dead delivery back at once.
-	r, err := f.s.Redeliver(ctx, sub.ID, reclaimed.DeliveryNo)
+	r, err := f.S.Redeliver(ctx, sub.ID, reclaimed.DeliveryNo)
 	if err != nil || r.State != webhooks.DeliveryPending {
 		t.Fatalf("redeliver: %+v %v", r, err)
 	}
-	if _, err := f.s.Redeliver(ctx, sub.ID+1000, reclaimed.DeliveryNo); err != webhooks.ErrDeliveryNotFound {
+	if _, err := f.S.Redeliver(ctx, sub.ID+1000, reclaimed.DeliveryNo); err != webhooks.ErrDeliveryNotFound {
 		t.Fatalf("redeliver through another subscription: %v", err)
 	}
 }
@@ -322,21 +322,21 @@ func TestSubscriptionsAreScopedToTheirOwner(t *testing.T) {
 	ctx := context.Background()
 	a := f.subscribe("alice", terminalEvents...)
 	f.subscribe("bob", terminalEvents...)
-	if _, err := f.s.GetSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
+	if _, err := f.S.GetSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
 		t.Fatalf("bob sees alice's subscription: %v", err)
 	}
-	if err := f.s.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
+	if err := f.S.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "bob"}); err != webhooks.ErrSubscriptionNotFound {
 		t.Fatalf("bob deletes alice's subscription: %v", err)
 	}
-	mine, _ := f.s.ListSubscriptions(ctx, pg.Scope{Owner: "alice"}, "bob", 10)
-	all, _ := f.s.ListSubscriptions(ctx, pg.Scope{Owner: "ops", Admin: true}, "", 10)
+	mine, _ := f.S.ListSubscriptions(ctx, pg.Scope{Owner: "alice"}, "bob", 10)
+	all, _ := f.S.ListSubscriptions(ctx, pg.Scope{Owner: "ops", Admin: true}, "", 10)
 	if len(mine) != 1 || mine[0].Owner != "alice" || len(all) != 2 {
 		t.Fatalf("alice lists %d, admin lists %d", len(mine), len(all))
 	}
 	if !slices.Equal(mine[0].Events, terminalEvents) {
 		t.Fatalf("events read back as %v", mine[0].Events)
 	}
-	if err := f.s.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "ops", Admin: true}); err != nil {
+	if err := f.S.DeleteSubscription(ctx, a.SubNo, pg.Scope{Owner: "ops", Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -347,12 +347,12 @@ func TestPruneDeliveriesKeepsUnfinishedOnes(t *testing.T) {
 	ctx := context.Background()
 	sub := f.subscribe("alice", terminalEvents...)
 	for range 3 {
-		f.succeed(f.task())
+		f.succeed(f.Task())
 	}
 	f.fanOutAll()
-	f.exec("UPDATE webhook_deliveries SET updated_at = now() - interval '8 days'")
-	f.exec("UPDATE webhook_deliveries SET state = 'delivered' WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 2)")
-	n, err := f.s.PruneDeliveries(ctx, 7*24*time.Hour, 100)
+	f.Exec("UPDATE webhook_deliveries SET updated_at = now() - interval '8 days'")
+	f.Exec("UPDATE webhook_deliveries SET state = 'delivered' WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 2)")
+	n, err := f.S.PruneDeliveries(ctx, 7*24*time.Hour, 100)
 	if err != nil || n != 2 {
 		t.Fatalf("pruned %d, %v; want the 2 delivered ones", n, err)
 	}
@@ -372,7 +372,7 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 	ctx := context.Background()
 	want := []string{store.EventStarted, store.EventSucceeded}
 	for round := range 60 {
-		task := f.task()
+		task := f.Task()
 		ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: want, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
 		start := make(chan struct{})
 		var sub *webhooks.Subscription
@@ -381,16 +381,16 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			time.Sleep(time.Duration(rand.IntN(1500)) * time.Microsecond)
-			sub, _, subErr = f.s.CreateTaskSubscription(ctx, task.ID, ns, testPayload)
+			sub, _, subErr = f.S.CreateTaskSubscription(ctx, task.ID, ns, testPayload)
 		})
 		wg.Go(func() {
 			<-start
-			c, err := f.s.ClaimTask(ctx, task.ID, "w1", time.Minute)
+			c, err := f.S.ClaimTask(ctx, task.ID, "w1", time.Minute)
 			if err != nil {
 				runErr = err
 				return
 			}
-			_, runErr = f.s.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess})
+			_, runErr = f.S.EndFinished(ctx, c.Lease, store.Outcome{Status: store.StatusSuccess})
 		})
 		close(start)
 		wg.Wait()
@@ -445,11 +445,11 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	sub := f.subscribe("alice", store.EventStarted, store.EventRetryScheduled, store.EventSucceeded)
-	a, b := f.task(), f.task()
+	a, b := f.Task(), f.Task()
 	names := map[string]string{a.TaskNo: "A", b.TaskNo: "B"}
 	// A: submitted (not heard of), started, retry scheduled, started, succeeded.
-	l := f.claim(a, "w1")
-	if _, err := f.s.EndRetryWait(ctx, l, "transient", "db blip", 0); err != nil {
+	l := f.Claim(a, "w1")
+	if _, err := f.S.EndRetryWait(ctx, l, "transient", "db blip", 0); err != nil {
 		t.Fatal(err)
 	}
 	f.succeed(a)
@@ -458,7 +458,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	if got := f.fanOutAll(); got != 6 {
 		t.Fatalf("%d deliveries, want 6", got)
 	}
-	ds, err := f.s.Deliveries(ctx, sub.ID, webhooks.DeliveryFilter{Limit: 100})
+	ds, err := f.S.Deliveries(ctx, sub.ID, webhooks.DeliveryFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +484,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 
 	claim := func(want ...string) []webhooks.Outgoing {
 		t.Helper()
-		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		out, err := f.S.ClaimDeliveries(ctx, 10, 10, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,7 +496,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	}
 	record := func(o webhooks.Outgoing, r webhooks.AttemptResult) {
 		t.Helper()
-		if _, ok, err := f.s.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
+		if _, ok, err := f.S.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
 			t.Fatalf("record %s: ok=%v err=%v", o.DeliveryNo, ok, err)
 		}
 	}
@@ -516,7 +516,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	record(aStarted, failed(time.Now().Add(time.Hour)))
 	record(bStarted, delivered)
 	out = claim("B task.succeeded")
-	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, a.TaskNo); n != 0 {
+	if n := f.Count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, a.TaskNo); n != 0 {
 		t.Fatalf("%d of A's held-back deliveries are due while the one before waits an hour", n)
 	}
 	claim()
@@ -525,9 +525,9 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 
 	// A's first is due again (as if the hour had passed): it alone goes, and when its lease
 	// lapses it is taken again, still before the next.
-	f.exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
+	f.Exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
 	out = claim("A task.started")
-	f.exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
+	f.Exec(`UPDATE webhook_deliveries SET due_at = now() - interval '1 second' WHERE id = ?`, aStarted.ID)
 	out = claim("A task.started")
 	if out[0].Attempts != 3 {
 		t.Fatalf("the lapsed lease's delivery is on attempt %d, want 3", out[0].Attempts)
@@ -548,19 +548,19 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 
 	// A later event fanned out while the task's earlier delivery waits for its retry is not
 	// due before that retry either.
-	c := f.task()
+	c := f.Task()
 	names[c.TaskNo] = "C"
-	l = f.claim(c, "w1")
+	l = f.Claim(c, "w1")
 	f.fanOutAll()
 	out = claim("C task.started")
 	record(out[0], failed(time.Now().Add(time.Hour)))
-	if _, err := f.s.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
+	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.fanOutAll(); got != 1 {
 		t.Fatalf("%d deliveries for C's success", got)
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, c.TaskNo); n != 0 {
+	if n := f.Count(`SELECT count(*) FROM webhook_deliveries WHERE task_no = ? AND state = 'pending' AND due_at <= now()`, c.TaskNo); n != 0 {
 		t.Fatalf("C's success is due while its start waits an hour")
 	}
 	claim()
@@ -579,13 +579,13 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.subscribe("alice", store.EventStarted, store.EventSucceeded)
-	task := f.task()
+	task := f.Task()
 	f.succeed(task)
-	started := f.count(`SELECT id FROM task_events WHERE task_id = ? AND event = 'task.started'`, task.ID)
+	started := f.Count(`SELECT id FROM task_events WHERE task_id = ? AND event = 'task.started'`, task.ID)
 	names := map[string]string{task.TaskNo: "T"}
 	claim := func(want ...string) []webhooks.Outgoing {
 		t.Helper()
-		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		out, err := f.S.ClaimDeliveries(ctx, 10, 10, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -596,7 +596,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	}
 
 	// Another fan-out holds task.started.
-	other, err := f.db.DB.BeginTx(ctx, nil)
+	other, err := f.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +604,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	if _, err := other.ExecContext(ctx, `SELECT id FROM task_events WHERE id = $1 FOR UPDATE`, started); err != nil {
 		t.Fatal(err)
 	}
-	if n, d, err := f.s.FanOut(ctx, 100, testPayload); err != nil || n != 1 || d != 1 {
+	if n, d, err := f.S.FanOut(ctx, 100, testPayload); err != nil || n != 1 || d != 1 {
 		t.Fatalf("fan-out beside the held event: events=%d deliveries=%d err=%v; want the later event alone", n, d, err)
 	}
 	claim() // task.succeeded's delivery exists, task.started's does not yet
@@ -618,7 +618,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	first := out[0]
 
 	// Another dispatcher is recording the first as delivered, not committed yet.
-	writer, err := f.db.DB.BeginTx(ctx, nil)
+	writer, err := f.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,15 +631,15 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = claim("T task.succeeded")
-	f.exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, out[0].ID)
+	f.Exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, out[0].ID)
 
 	// Two deliveries of another task, the first being taken by another claim.
-	next := f.task()
+	next := f.Task()
 	names[next.TaskNo] = "U"
 	f.succeed(next)
 	f.fanOutAll()
-	uStarted := f.count(`SELECT id FROM webhook_deliveries WHERE task_no = ? AND event = 'task.started'`, next.TaskNo)
-	taker, err := f.db.DB.BeginTx(ctx, nil)
+	uStarted := f.Count(`SELECT id FROM webhook_deliveries WHERE task_no = ? AND event = 'task.started'`, next.TaskNo)
+	taker, err := f.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,11 +658,11 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := f.s.ClaimDeliveries(ctx, 10, 10, time.Minute)
+		out, err := f.S.ClaimDeliveries(ctx, 10, 10, time.Minute)
 		done <- result{out, err}
 	}()
 	testenv.Eventually(t, 30*time.Second, "the claim to wait for the row the other claim holds", func() bool {
-		return f.count(`SELECT count(*) FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid))`, takerPID) > 0
+		return f.Count(`SELECT count(*) FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid))`, takerPID) > 0
 	})
 	if err := taker.Commit(); err != nil {
 		t.Fatal(err)
@@ -675,7 +675,7 @@ func TestClaimOrderHoldsAgainstConcurrentDispatchers(t *testing.T) {
 		t.Fatalf("the claim beside another one holding U's first delivery took %q", got)
 	}
 	claim() // U's first is in flight (the other claim's)
-	f.exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, uStarted)
+	f.Exec(`UPDATE webhook_deliveries SET state = 'delivered' WHERE id = ?`, uStarted)
 	claim("U task.succeeded")
 }
 
@@ -690,7 +690,7 @@ func TestConcurrentClaimsNeverHoldTwoEventsOfOneTask(t *testing.T) {
 	f.subscribe("alice", every...)
 	f.subscribe("alice", every...)
 	for range 12 {
-		f.succeed(f.task())
+		f.succeed(f.Task())
 	}
 	if got := f.fanOutAll(); got != 72 {
 		t.Fatalf("%d deliveries, want 72 (12 tasks × 3 events × 2 subscriptions)", got)
@@ -718,14 +718,14 @@ func TestConcurrentClaimsNeverHoldTwoEventsOfOneTask(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(picker), 7))
 			for time.Now().Before(deadline) {
-				out, err := f.s.ClaimDeliveries(ctx, 3, 8, time.Minute)
+				out, err := f.S.ClaimDeliveries(ctx, 3, 8, time.Minute)
 				if err != nil {
 					fail("picker %d: %v", picker, err)
 					return
 				}
 				if len(out) == 0 {
 					var left int
-					if err := f.db.DB.QueryRowContext(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'sending')`).Scan(&left); err != nil {
+					if err := f.DB.DB.QueryRowContext(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state IN ('pending', 'sending')`).Scan(&left); err != nil {
 						fail("picker %d: %v", picker, err)
 						return
 					}
@@ -772,7 +772,7 @@ func TestConcurrentClaimsNeverHoldTwoEventsOfOneTask(t *testing.T) {
 						nextSeq[k] = payloadSequence(o.Payload) + 1
 					}
 					mu.Unlock()
-					if _, ok, err := f.s.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
+					if _, ok, err := f.S.RecordAttempt(ctx, &o.Delivery, r); err != nil || !ok {
 						fail("record %s: ok=%v err=%v", o.DeliveryNo, ok, err)
 						return
 					}
