@@ -21,17 +21,25 @@ import (
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
 
+// notJSON refuses a body that is not declared application/json.
+func notJSON() *problem.Problem {
+	return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		"send the body as application/json (Content-Type: application/json, optionally with charset=utf-8)")
+}
+
 // DecodeJSON reads a JSON request body strictly, with errors a caller can act on: the
 // media type must be application/json (charset utf-8 at most), the body one JSON value
 // with nothing after it, no key twice, no NUL, and every field known to v.
 func DecodeJSON(r *http.Request, v any) error {
-	// A body without a media type is refused too: what it is would be a guess.
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	charset, hasCharset := params["charset"]
-	if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
-		(hasCharset && !strings.EqualFold(charset, "utf-8")) {
-		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
-			"send the body as application/json (Content-Type: application/json, optionally with charset=utf-8)")
+	ct := r.Header.Get("Content-Type")
+	if ct != "" || r.ContentLength > 0 {
+		// A body without a media type is refused too: what it is would be a guess.
+		mt, params, err := mime.ParseMediaType(ct)
+		charset, hasCharset := params["charset"]
+		if err != nil || mt != "application/json" || len(params) > 1 || (len(params) == 1 && !hasCharset) ||
+			(hasCharset && !strings.EqualFold(charset, "utf-8")) {
+			return notJSON()
+		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxJSONBody+1))
 	if err != nil {
@@ -42,6 +50,9 @@ func DecodeJSON(r *http.Request, v any) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return problem.BadRequest("invalid_body", "the request body is empty; send a JSON object")
+	}
+	if ct == "" { // a body sent without a length (chunked) and without a media type
+		return notJSON()
 	}
 	if err := checkJSON(body, ""); err != nil {
 		return err
