@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -102,7 +103,7 @@ func (f multipartForm) NextField() (string, string, io.Reader, error) {
 }
 
 func tooLarge(limit int64) *problem.Problem {
-	return problem.New(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the file is larger than the %d MB limit", limit>>20))
+	return problem.New(http.StatusRequestEntityTooLarge, "too_large", "the file is larger than the "+sheettype.LimitWords(limit)+" limit")
 }
 
 func uploadError(err error, limit int64) error {

@@ -90,7 +90,7 @@ func (s *csvSource) Next() bool {
 		case errors.Is(err, errSpan):
 			s.err = sheettype.Errorf(sheettype.RowTooLarge,
 				"row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged or a quote (\") opened in that row is never closed",
-				s.n, sheettype.SizeWords(s.lim.MaxRowBytes))
+				s.n, sheettype.LimitWords(s.lim.MaxRowBytes))
 		default:
 			s.err = fmt.Errorf("read csv: %w", err)
 		}

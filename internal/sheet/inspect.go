@@ -181,7 +181,7 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 
 func lineTooLong(line int, lim Limits) *sheettype.Error {
 	return sheettype.Errorf(sheettype.RowTooLarge,
-		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sheettype.SizeWords(lim.MaxRowBytes))
+		"line %d is longer than %s; a row of a spreadsheet is far smaller, so the file is damaged or is not a CSV export", line, sheettype.LimitWords(lim.MaxRowBytes))
 }
 
 func tooManyRows(what string, rows int, lim Limits) *sheettype.Error {
@@ -309,10 +309,10 @@ func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.Fil
 		if total >= 1<<60 {
 			return nil, sheettype.Errorf(sheettype.TooLargeUncompressed,
 				"the workbook's parts claim to expand to more than any disk holds, over the limit of %s; the file is damaged or a zip bomb",
-				sheettype.SizeWords(lim.MaxUncompressed))
+				sheettype.LimitWords(lim.MaxUncompressed))
 		}
 		return nil, sheettype.Errorf(sheettype.TooLargeUncompressed,
-			"the workbook expands to %s, over the limit of %s", sheettype.SizeWords(int64(total)), sheettype.SizeWords(lim.MaxUncompressed))
+			"the workbook expands to %s, over the limit of %s", sheettype.SizeWords(int64(total)), sheettype.LimitWords(lim.MaxUncompressed))
 	}
 	if entries["[Content_Types].xml"] == nil || entries["xl/workbook.xml"] == nil {
 		return nil, sheettype.Errorf(sheettype.UnsupportedFormat, "this zip archive is not an Excel workbook (no xl/workbook.xml)")
@@ -354,7 +354,7 @@ func tooManyParts(lim Limits) *sheettype.Error {
 func overBudget(lim Limits) *sheettype.Error {
 	return sheettype.Errorf(sheettype.TooLargeUncompressed,
 		"the workbook expands to more than %s when unpacked, over the limit; it may be damaged or a zip bomb. Save it again from your spreadsheet program, or split it",
-		sheettype.SizeWords(lim.MaxUncompressed))
+		sheettype.LimitWords(lim.MaxUncompressed))
 }
 
 // partProblem turns an error reading a workbook part into the file problem it means.

@@ -164,7 +164,7 @@ func (s *xlsxSource) rowProblem(n int, err error) error {
 	case errors.Is(err, errSpan):
 		return sheettype.Errorf(sheettype.RowTooLarge,
 			"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-			s.rowNo(n), sheettype.SizeWords(s.lim.MaxRowBytes), sheettype.Thousands(int64(s.lim.MaxCellChars)))
+			s.rowNo(n), sheettype.LimitWords(s.lim.MaxRowBytes), sheettype.Thousands(int64(s.lim.MaxCellChars)))
 	case errors.Is(err, errOverBudget):
 		return overBudget(s.lim)
 	}
@@ -464,7 +464,7 @@ func loadSharedStrings(zf *zip.File, b *budget, lim Limits, tmpDir string) (*sha
 			if errors.Is(sc.err, errSpan) {
 				return fail(sheettype.Errorf(sheettype.RowTooLarge,
 					"shared string %d of the workbook holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-					sst.count, sheettype.SizeWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars))))
+					sst.count, sheettype.LimitWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars))))
 			}
 			return fail(sc.err)
 		case tokText:

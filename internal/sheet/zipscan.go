@@ -59,7 +59,7 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 				return tooManyParts(lim)
 			}
 			if metaBytes > maxDirectoryBytes {
-				return sheettype.Errorf(sheettype.DamagedFile, "the workbook's table of contents is larger than %s; the file is damaged", sheettype.SizeWords(maxDirectoryBytes))
+				return sheettype.Errorf(sheettype.DamagedFile, "the workbook's table of contents is larger than %s; the file is damaged", sheettype.LimitWords(maxDirectoryBytes))
 			}
 			i = p + 1
 		}
@@ -182,5 +182,5 @@ func isNameByte(c byte) bool {
 func rowTooLarge(rows int, lim Limits) *sheettype.Error {
 	return sheettype.Errorf(sheettype.RowTooLarge,
 		"row %d holds more than %s; a spreadsheet cell holds at most %s characters, so the file is damaged or was not made by a spreadsheet program",
-		rows, sheettype.SizeWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars)))
+		rows, sheettype.LimitWords(lim.MaxRowBytes), sheettype.Thousands(int64(lim.MaxCellChars)))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -79,7 +80,7 @@ func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, 
 	if _, err := u.files.Put(ctx, key, in, -1, ""); err != nil {
 		switch {
 		case in.over:
-			return nil, problem(TooLarge, "too_large", "the file is larger than the %d MB limit", maxBytes>>20)
+			return nil, problem(TooLarge, "too_large", "the file is larger than the %s limit", sheettype.LimitWords(maxBytes))
 		case in.err != nil:
 			return nil, in.err // the body's own error (too large for the request, too slow, cut)
 		}

@@ -45,7 +45,20 @@ func Clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// SizeWords is a byte count for people: "8 MB", "1024 MB".
+// LimitWords is a configured byte limit for people, exactly as set: "100 MB" for a whole
+// number of MiB, "512 KB" for a whole number of KiB, else the bytes ("1,500,000 bytes"):
+// never rounded down to a limit that was not set ("the 0 MB limit").
+func LimitWords(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return Thousands(n>>20) + " MB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return Thousands(n>>10) + " KB"
+	}
+	return Thousands(n) + " bytes"
+}
+
+// SizeWords is a measured byte count for people, rounded down: "8 MB", "1024 MB".
 func SizeWords(n int64) string {
 	if n >= 1<<20 {
 		return Thousands(n>>20) + " MB"

@@ -743,7 +743,7 @@ func (s *Sheet) add(row, col int, v string, cut bool) error {
 	s.bBytes += int64(len(v))
 	if s.bBytes > s.lim.MaxRowBytes {
 		return sheettype.Errorf(sheettype.RowTooLarge, "row %d holds more than %s; a spreadsheet row is far smaller, so the file is damaged",
-			row+1, sheettype.SizeWords(s.lim.MaxRowBytes))
+			row+1, sheettype.LimitWords(s.lim.MaxRowBytes))
 	}
 	for len(s.bCells) <= col {
 		s.bCells = append(s.bCells, "")
