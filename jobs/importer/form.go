@@ -44,7 +44,7 @@ const maxChoice = 256
 func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit, form Form, maxBytes int64,
 	others Others) (jobs.Submission, error) {
 	choice := defaults
-	var received *Received
+	var received *receivedFile
 	defer func() { received.Discard() }()
 	for {
 		name, filename, body, err := form.NextField()
@@ -67,7 +67,7 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit,
 			continue
 		}
 		dest, theirs := others.Values[name]
-		if !theirs && !IsChoice(name) {
+		if !theirs && !isChoice(name) {
 			continue // a field nobody reads
 		}
 		value, err := smallField(body)

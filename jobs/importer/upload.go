@@ -36,9 +36,9 @@ func NewUploads(st *store.Store, fs storage.Store, limits sheet.Limits) *Uploads
 	return &Uploads{store: st, files: fs, limits: limits}
 }
 
-// Received is an uploaded file, stored under storage.Incoming and hashed, not yet checked or
+// receivedFile is an uploaded file, stored under storage.Incoming and hashed, not yet checked or
 // accepted.
-type Received struct {
+type receivedFile struct {
 	Filename string // as uploaded, cleaned for display
 	Format   sheet.Format
 	Size     int64
@@ -53,7 +53,7 @@ const discardTimeout = 10 * time.Second
 
 // Discard deletes a received file that will not be accepted (best effort: the sweep of
 // storage.Incoming deletes what is left). It is safe to call after accept.
-func (r *Received) Discard() {
+func (r *receivedFile) Discard() {
 	if r == nil || r.key == "" {
 		return
 	}
@@ -67,7 +67,7 @@ func (r *Received) Discard() {
 // maxBytes: a bigger file is refused (a *FileProblem of kind TooLarge) without reading more
 // than one byte past the limit, and leaves nothing stored. A read error of body is returned
 // as it is. ctx bounds the upload (the request's).
-func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*Received, error) {
+func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*receivedFile, error) {
 	format, err := sheet.FormatOf(filename)
 	if err != nil {
 		return nil, fileProblem(err)
@@ -86,7 +86,7 @@ func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, 
 		}
 		return nil, fmt.Errorf("store the upload: %w", err)
 	}
-	return &Received{Filename: filename, Format: format, Size: in.n, SHA256: hex.EncodeToString(h.Sum(nil)), key: key, files: u.files}, nil
+	return &receivedFile{Filename: filename, Format: format, Size: in.n, SHA256: hex.EncodeToString(h.Sum(nil)), key: key, files: u.files}, nil
 }
 
 // capReader passes at most limit bytes of r and fails past them, so a Put of an oversized
@@ -133,9 +133,9 @@ type Submit struct {
 // maxSheetName caps the sheet field: Excel's own limit for a sheet name.
 const maxSheetName = 31
 
-// IsChoice reports whether a form field sent beside the file is one of the uploader's
+// isChoice reports whether a form field sent beside the file is one of the uploader's
 // choices (Submit.Set).
-func IsChoice(field string) bool {
+func isChoice(field string) bool {
 	switch field {
 	case "mode", "encoding", "sheet", "lang":
 		return true
@@ -143,7 +143,7 @@ func IsChoice(field string) bool {
 	return false
 }
 
-// Set records one of the uploader's choices (IsChoice), refusing a value that cannot be one
+// Set records one of the uploader's choices (isChoice), refusing a value that cannot be one
 // with the field named, as soon as it arrives. Other names are ignored.
 func (o *Submit) Set(field, value string) error {
 	switch field {
@@ -186,7 +186,7 @@ const recordTimeout = 5 * time.Second
 // The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
 // the encoding the text is read in: the same file read in another encoding is other data.
 // The language is not part of it: it only changes how the outcome reads.
-func (u *Uploads) accept(ctx context.Context, r *Received, owner string, o Submit) (jobs.Submission, error) {
+func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
 	if err := checkMode(o.Mode); err != nil {
 		return jobs.Submission{}, err
