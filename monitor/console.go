@@ -105,6 +105,7 @@ var _ TaskActions = (*store.Store)(nil)
 type Console struct {
 	cfg      ConsoleConfig
 	mon      *asynqmon.HTTPHandler
+	ui       http.Handler // mon, its page kept on this machine (offlinePage)
 	rdb      redis.UniversalClient
 	sessions *session.Store
 	throttle *session.Throttle
@@ -131,6 +132,7 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 		c.logger = slog.Default()
 	}
 	c.cfg.ReadOnly = readOnly
+	c.ui = offlinePage(c.mon)
 	c.rdb, _ = redisOpt.MakeRedisClient().(redis.UniversalClient)
 	c.sessions = session.NewStore(c.rdb, sessionPrefix, cfg.SessionTTL)
 	c.throttle = session.NewThrottle(c.rdb, failuresPrefix, cfg.LoginFailures, cfg.LoginWindow)
@@ -169,6 +171,7 @@ type sessionData = session.Data
 func (c *Console) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		secureHeaders(w.Header())
 		switch r.URL.Path {
 		case ConsolePath + "/login":
 			c.login(w, r)
@@ -327,7 +330,7 @@ func (c *Console) throttled(w http.ResponseWriter, r *http.Request) {
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>taskcenter console</title>
+<html><head><meta charset="utf-8"><title>taskcenter console</title><link rel="icon" href="data:,">
 <style>body{font-family:sans-serif;max-width:26em;margin:4em auto}input{width:100%;padding:.5em;margin:.5em 0}p.err{color:#b00}</style>
 </head><body><h1>taskcenter console</h1>
 {{if .Error}}<p class="err">{{.Error}}</p>{{end}}
@@ -414,7 +417,7 @@ const readOnlyMessage = "the console is read-only: change tasks through the task
 // Redis is undone or resumed by the runtime).
 func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who string) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead || !strings.HasPrefix(r.URL.Path, ConsolePath+"/api/") {
-		c.mon.ServeHTTP(w, r)
+		c.ui.ServeHTTP(w, r)
 		return
 	}
 	if c.cfg.ReadOnly {
@@ -444,7 +447,7 @@ func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who strin
 		c.audit(r, who, action, target, outcome, cmp.Or(status, http.StatusOK), msg)
 	}
 	if status == 0 {
-		c.mon.ServeHTTP(w, r)
+		c.ui.ServeHTTP(w, r)
 		return
 	}
 	if msg == "" {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// The ops console in Chromium, signed in through its own form: each of its pages renders
+// with no console error, no request that fails, and no request that leaves this machine
+// (asynqmon as built asks Google Fonts for two style sheets and the browser for a manifest).
+func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	e := newEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"})
+	api := e.start("api,worker")
+	api.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}) // something in a queue
+	base, err := url.Parse(api.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var requests, failed []string
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("watch the network: %v", err)
+	}
+	sent := chromedp.Events(b.ctx, network.RequestWillBeSent)
+	failures := chromedp.Events(b.ctx, network.LoadingFailed)
+	go func() {
+		for ev, err := range sent {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			requests = append(requests, ev.Request.URL)
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		for ev, err := range failures {
+			if err != nil {
+				return
+			}
+			if ev.Canceled { // a poll cut short by the next navigation
+				continue
+			}
+			mu.Lock()
+			failed = append(failed, ev.ErrorText+" "+string(ev.Type))
+			mu.Unlock()
+		}
+	}()
+
+	b.run("the console's sign-in", chromedp.Navigate(api.base+"/monitor/"), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), adminToken+"\r"))
+	pages := map[string]string{
+		"/monitor/":                "Queues",
+		"/monitor/queues/exports":  "exports",
+		"/monitor/servers":         "Servers",
+		"/monitor/schedulers":      "Scheduler",
+		"/monitor/redis":           "Redis",
+		"/monitor/queues/imports":  "imports",
+		"/monitor/tasks/not-a-job": "",
+	}
+	for path, shows := range pages {
+		if path != "/monitor/" {
+			b.run("open "+path, chromedp.Navigate(api.base+path))
+		}
+		b.wait(path+" rendered", `location.pathname === "`+path+`" && document.querySelector("#root") &&
+			document.querySelector("#root").innerText.includes("`+shows+`")`, 20*time.Second)
+	}
+	b.screenshot("console")
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(requests) < len(pages) {
+		t.Fatalf("saw %d requests: the network was not watched", len(requests))
+	}
+	for _, r := range requests {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "data" && u.Host != base.Host) {
+			t.Errorf("a request left the machine: %s", r)
+		}
+	}
+	for _, f := range failed {
+		t.Errorf("a request failed: %s", f)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.problems) > 0 {
+		t.Errorf("the console reported:\n%s", strings.Join(b.problems, "\n"))
+	}
+}
