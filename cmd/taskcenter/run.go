@@ -211,7 +211,10 @@ type process struct {
 	redisDep  *outage.Tracker
 	pgDep     *outage.Tracker
 	policies  map[string]jobs.TypePolicy
-	types     *jobs.Registry
+	// queues are the queues something runs in: an enabled type's, or the maintenance round's.
+	// A queue only disabled types use gets no workers, no metrics and no console lane.
+	queues []string
+	types  *jobs.Registry
 	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
 	extraTypes []TypeMaker
 	imports    sheet.Limits
@@ -377,6 +380,7 @@ func (p *process) wire() error {
 	runtimes := map[string]time.Duration{}
 	submitTypes := map[string]jobs.SubmitPolicy{}
 	p.policies = map[string]jobs.TypePolicy{}
+	served := map[string]bool{cfg.Cleanup.Queue: true}
 	for _, typ := range p.types.All() {
 		pol := typ.Policy
 		t, err := cfg.ResolveType(typ.Name, config.TaskType{Queue: typ.Queue, MaxRetry: pol.MaxRetry, RetryBase: pol.RetryBase,
@@ -388,6 +392,7 @@ func (p *process) wire() error {
 			continue
 		}
 		name := typ.Name
+		served[t.Queue] = true
 		runtimes[name] = t.MaxRuntime
 		q := cfg.Queues[t.Queue]
 		submitTypes[name] = jobs.SubmitPolicy{Queue: t.Queue, MaxRetry: t.MaxRetry, TimeoutSeconds: int(t.Timeout.Seconds()), Priority: t.Priority,
@@ -395,7 +400,8 @@ func (p *process) wire() error {
 		p.policies[name] = jobs.TypePolicy{MaxRetry: t.MaxRetry, RetryBase: t.RetryBase, MaxRuntime: t.MaxRuntime, StallAfter: t.StallAfter,
 			MaxRunningPerOwner: q.MaxRunningPerOwner}
 	}
-	queues := slices.Sorted(maps.Keys(cfg.Queues))
+	queues := slices.Sorted(maps.Keys(served))
+	p.queues = queues
 	var lanes []string
 	for _, q := range queues {
 		lanes = append(lanes, jobs.Lanes(q)...)
@@ -460,7 +466,8 @@ func (p *process) startWorkers() error {
 	}
 
 	concurrency := map[string]jobs.QueueConfig{}
-	for name, q := range cfg.Queues {
+	for _, name := range p.queues {
+		q := cfg.Queues[name]
 		concurrency[name] = jobs.QueueConfig{Concurrency: q.Concurrency, StrictPriority: q.Priority != "weighted"}
 	}
 	cleaner := cleanup.New(p.cleanup, p.workerID, cleanup.Deps{Store: p.st, Enqueuer: p.enqueuer, Files: p.files,
