@@ -89,6 +89,8 @@ type TaskActions interface {
 	CancelBy(ctx context.Context, taskNo string, scope store.Scope, who string) (*store.CancelResult, error)
 	// ExpediteRetry makes a RETRY_WAIT task due now.
 	ExpediteRetry(ctx context.Context, taskNo string, who string) (*store.Task, error)
+	// Get reads a task (the console's way from a task to its job, serveJob).
+	Get(ctx context.Context, taskNo string, scope store.Scope) (*store.Task, error)
 }
 
 var _ TaskActions = (*store.Store)(nil)
@@ -103,14 +105,16 @@ var _ TaskActions = (*store.Store)(nil)
 // logging out one browser would end every other session of that admin, and the cookie would
 // still have to carry a signed expiry.)
 type Console struct {
-	cfg      ConsoleConfig
-	mon      *asynqmon.HTTPHandler
-	ui       http.Handler // mon, its page kept on this machine (offlinePage)
-	rdb      redis.UniversalClient
-	sessions *session.Store
-	throttle *session.Throttle
-	tokens   map[[32]byte]string // sha256(token) → user
-	logger   *slog.Logger
+	cfg ConsoleConfig
+	mon *asynqmon.HTTPHandler
+	ui  http.Handler // mon, its page kept on this machine (offlinePage)
+	// inspector finds a task's job in Redis (serveJob).
+	inspector *asynq.Inspector
+	rdb       redis.UniversalClient
+	sessions  *session.Store
+	throttle  *session.Throttle
+	tokens    map[[32]byte]string // sha256(token) → user
+	logger    *slog.Logger
 }
 
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
@@ -134,6 +138,7 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 	c.cfg.ReadOnly = readOnly
 	c.ui = offlinePage(c.mon)
 	c.rdb, _ = redisOpt.MakeRedisClient().(redis.UniversalClient)
+	c.inspector = asynq.NewInspectorFromRedisClient(c.rdb)
 	c.sessions = session.NewStore(c.rdb, sessionPrefix, cfg.SessionTTL)
 	c.throttle = session.NewThrottle(c.rdb, failuresPrefix, cfg.LoginFailures, cfg.LoginWindow)
 	for _, t := range cfg.AdminTokens {
@@ -195,6 +200,10 @@ func (c *Console) Handler() http.Handler {
 				w.Header().Set("WWW-Authenticate", `Basic realm="taskcenter console"`)
 			}
 			http.Error(w, "the console is for admins: log in at "+ConsolePath+"/login", http.StatusUnauthorized)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, JobsPath) && r.Method == http.MethodGet {
+			c.serveJob(w, r)
 			return
 		}
 		c.serveConsole(w, r, who)

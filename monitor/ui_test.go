@@ -1,10 +1,17 @@
 package monitor
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
 )
 
 // The console's page asks for nothing outside this origin, no manifest the browser would
@@ -52,5 +59,45 @@ func TestConsolePageStaysOnThisMachine(t *testing.T) {
 		if !strings.Contains(rec.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") || rec.Header().Get("X-Frame-Options") != "DENY" {
 			t.Errorf("%s (%d): headers %v", path, rec.Code, rec.Header())
 		}
+	}
+}
+
+// From a task to its job: the console redirects to the job's page while Redis holds it, to
+// the queue's page once it does not, and answers 404 for a task that does not exist; a job
+// id works as well as a task id. Only admins get there.
+func TestConsoleFindsATasksJob(t *testing.T) {
+	t.Parallel()
+	e := newConsoleEnv(t)
+	st := store.New(testenv.NewPostgres(t).DB)
+	inspector := asynq.NewInspectorFromRedisClient(e.rd.Client)
+	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rd.Client), inspector, nil)
+	c := e.console(ConsoleConfig{ReadOnly: true, Tasks: st})
+	ctx := context.Background()
+	task, _, err := st.Create(ctx, store.NewTask{TaskNo: jobs.NewTaskNo(), Type: "export:customers", Owner: "alice", Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enq.Enqueue(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	job := jobs.JobID(task.TaskNo, task.Attempt)
+	want := ConsolePath + "/queues/" + jobs.Lane(task) + "/tasks/" + job
+	for _, id := range []string{task.TaskNo, job} {
+		rec := send(c, "GET", JobsPath+id, here, bearer(consoleAdmin), nil)
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != want {
+			t.Fatalf("%s: %d %q, want a redirect to %s", id, rec.Code, rec.Header().Get("Location"), want)
+		}
+	}
+	if err := inspector.DeleteTask(jobs.Lane(task), job); err != nil {
+		t.Fatal(err)
+	}
+	if rec := send(c, "GET", JobsPath+task.TaskNo, here, bearer(consoleAdmin), nil); rec.Header().Get("Location") != ConsolePath+"/queues/exports" {
+		t.Fatalf("a job Redis no longer holds: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	if rec := send(c, "GET", JobsPath+"tsk_nothing", here, bearer(consoleAdmin), nil); rec.Code != http.StatusNotFound {
+		t.Fatalf("no such task: %d", rec.Code)
+	}
+	if rec := send(c, "GET", JobsPath+task.TaskNo, here, nil, nil); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("without credentials: %d", rec.Code)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // The ops console in Chromium, signed in through its own form: each of its pages renders
@@ -21,8 +23,9 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	}
 	b := newBrowser(t)
 	e := newEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"})
-	api := e.start("api,worker")
-	api.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}) // something in a queue
+	api := e.start("api") // no worker yet: the export's job waits in its queue
+	var sub struct{ Task taskJSON }
+	api.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}).json(t, &sub)
 	base, err := url.Parse(api.base)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +70,6 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 		{"/monitor/servers", "Servers"},
 		{"/monitor/schedulers", "Scheduler"},
 		{"/monitor/redis", "Redis"},
-		{"/monitor/queues/imports", "imports"},
 		{"/monitor/tasks/not-a-job", ""},
 	}
 	for i, pg := range pages {
@@ -80,19 +82,26 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	}
 	b.screenshot("console")
 
+	// From the page's task to its job in the console, for an admin signed in on the page.
+	b.signIn(api.base, adminToken)
+	b.run("the task", chromedp.Navigate(api.base+"/tasks/"+sub.Task.ID), chromedp.WaitVisible(chromedp.CSS("#job-link")))
+	b.click("its job in the console", "#job-link")
+	job := sub.Task.ID + "-a0"
+	b.wait("the job's page", `location.pathname === "/monitor/queues/exports/tasks/`+job+`" &&
+		document.querySelector("#root").innerText.includes("`+job+`")`, 20*time.Second)
+
 	// A queue only a disabled type uses (bench, for bench:noop) is not served: no idle lanes
-	// in the console.
-	queues, err := e.inspector().Queues()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// in the console once a worker lists its queues.
+	e.start("worker")
+	var queues []string
+	testenv.Eventually(t, 20*time.Second, "the worker to list its lanes", func() bool {
+		queues, err = e.inspector().Queues()
+		return err == nil && slices.Contains(queues, "exports.resume")
+	})
 	for _, q := range queues {
 		if strings.HasPrefix(q, "bench") {
 			t.Errorf("the console lists %s, a queue no enabled type uses (queues: %v)", q, queues)
 		}
-	}
-	if !slices.Contains(queues, "exports") {
-		t.Errorf("the exports queue is not listed: %v", queues)
 	}
 
 	mu.Lock()
