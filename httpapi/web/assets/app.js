@@ -77,8 +77,9 @@
   }
 
   // ---- the API ---------------------------------------------------------------------------
-  function api(method, path, body) {
+  function api(method, path, body, extra) {
     var headers = { 'Accept': 'application/json' };
+    if (extra) Object.keys(extra).forEach(function (k) { headers[k] = extra[k]; });
     var opts = { method: method, headers: headers, credentials: 'same-origin' };
     if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = boot.csrf;
     if (body instanceof FormData) opts.body = body;
@@ -718,9 +719,27 @@
   }
 
   // ---- New export --------------------------------------------------------------------------
+  // submitKey is the Idempotency-Key of one submit of a rendered form: the form's own random
+  // part and a digest of what it sends, so a double submit (two clicks, Enter twice, a
+  // resend) makes one task, and the same form sent with other values makes another.
+  function submitKey(nonce, body) {
+    var s = JSON.stringify(body), h1 = 0x811c9dc5, h2 = 0x01000193;
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charCodeAt(i);
+      h1 = Math.imul(h1 ^ c, 16777619) >>> 0;
+      h2 = Math.imul(h2 ^ c, 2246822519) >>> 0;
+    }
+    return 'page-' + nonce + '-' + h1.toString(36) + h2.toString(36);
+  }
+  function formNonce() {
+    var b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join('');
+  }
   function exportPage() {
     var form = $('#export-form');
     var box = $('#answer');
+    var nonce = formNonce();
     function sync() {
       var tasks = form.elements.type.value === 'tasks';
       $('#f-customers').hidden = tasks;
@@ -742,7 +761,8 @@
         if (v('created_to')) f.created_to = new Date(v('created_to') + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z');
       }
       $('#export-submit').disabled = true;
-      api('POST', '/api/v1/exports', { type: type, filter: f }).then(function (r) {
+      var body = { type: type, filter: f };
+      api('POST', '/api/v1/exports', body, { 'Idempotency-Key': submitKey(nonce, body) }).then(function (r) {
         $('#export-submit').disabled = false;
         answer(box, r, function (task) { return t('export.accepted', { id: task.id }); });
       });

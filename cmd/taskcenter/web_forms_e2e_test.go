@@ -1,0 +1,39 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// A form sent twice makes one task: the export form is submitted twice at once (a double
+// click, Enter twice) and then once more with another filter; the page's Idempotency-Key
+// makes the first two one export, and the third a second one.
+func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	e := newEnv(t, nil)
+	api := e.start("api") // no worker: the exports wait, so they can be counted
+	b.signIn(api.base, aliceToken)
+	b.run("the export form", chromedp.Navigate(api.base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
+	b.run("submit it twice at once", chromedp.Evaluate[chromedp.Void](
+		`(() => { const f = document.querySelector("#export-form");
+			for (let i = 0; i < 2; i++) f.dispatchEvent(new Event("submit", { cancelable: true })); })()`))
+	b.wait("the answer", `!!document.querySelector("#open-task")`, 10*time.Second)
+	exports := func() int {
+		return e.count(`SELECT count(*) FROM tasks WHERE type = 'export:customers' AND owner = 'alice'`)
+	}
+	if n := exports(); n != 1 {
+		t.Fatalf("two submits of one form made %d exports, want 1", n)
+	}
+	b.run("the export form again", chromedp.Navigate(api.base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
+	b.run("another filter", chromedp.SendKeys(chromedp.CSS(`input[name="city"]`), "Shanghai"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#export-form").requestSubmit()`))
+	b.wait("the answer", `!!document.querySelector("#open-task")`, 10*time.Second)
+	if n := exports(); n != 2 {
+		t.Fatalf("a second export with another filter: %d exports, want 2", n)
+	}
+}
