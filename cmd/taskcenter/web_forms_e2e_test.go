@@ -36,4 +36,18 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	if n := exports(); n != 2 {
 		t.Fatalf("a second export with another filter: %d exports, want 2", n)
 	}
+
+	// Its page: the filter as a person reads it, moments with their time zone (UTC on
+	// hover), the id whole with a copy button.
+	b.wait("the task's page", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
+	b.wait("the facts", `(() => {
+		const dd = [...document.querySelectorAll("#task-facts dd")].map(d => [d.innerText, d.title]);
+		return dd.some(([text]) => text === "City: Shanghai") &&
+			dd.some(([text, title]) => / UTC([+-]\d+(:\d\d)?)?$/.test(text) && /Z$/.test(title));
+	})()`, 10*time.Second)
+	if ws := eval[string](b, `getComputedStyle(document.querySelector("#task-no")).whiteSpace`); ws != "nowrap" {
+		t.Errorf("the id may wrap: white-space %q", ws)
+	}
+	b.click("copy the id", "#copy-id")
+	b.wait("copied", `document.querySelector("#copy-id").innerText === "Copied"`, 5*time.Second)
 }

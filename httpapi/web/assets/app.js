@@ -140,10 +140,17 @@
     var end = v.finished_at ? Date.parse(v.finished_at) : Date.now();
     return span(end - Date.parse(v.started_at));
   }
+  // when is a moment in one format for both languages, in the browser's time zone, which it
+  // names: 2026-12-02 22:56:03 UTC+8. utc is the same moment in UTC (shown on hover).
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
   function when(iso) {
     if (!iso) return '—';
-    return new Date(iso).toLocaleString(zh ? 'zh-CN' : 'en-GB', { hour12: false });
+    var d = new Date(iso), off = -d.getTimezoneOffset(), a = Math.abs(off);
+    var zone = 'UTC' + (off ? (off > 0 ? '+' : '-') + Math.floor(a / 60) + (a % 60 ? ':' + pad(a % 60) : '') : '');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + ' ' + zone;
   }
+  function utc(iso) { return iso ? new Date(iso).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' ') : ''; }
 
   // Row messages come from the importer in English ("row 128, phone: must be 11 digits
   // starting with 1"). The Chinese page translates the known patterns with this table;
@@ -195,19 +202,29 @@
     return v.error.message || v.error.code;
   }
 
+  // filterParts are an export's filter values as a person reads them: enum values and dates
+  // in the page's language, each labelled when labelled is set (the task's facts), bare in
+  // a title.
+  var filterLabels = { city: 'export.city', level: 'export.level', code_prefix: 'export.code_prefix', status: 'filter.status',
+    type: 'filter.type', owner: 'filter.owner', created_from: 'filter.from', created_to: 'filter.to' };
+  function filterParts(f, labelled) {
+    var parts = [];
+    Object.keys(f || {}).forEach(function (k) {
+      var val = f[k];
+      if (val === null || val === '' || (Array.isArray(val) && !val.length)) return;
+      if (Array.isArray(val)) {
+        val = val.map(function (x) { return has('status.' + x) ? statusName(x) : has('type.' + x) ? typeName(x) : x; }).join(', ');
+      } else if (k === 'level' && has('level.' + val)) val = t('level.' + val);
+      else if (k === 'created_from' || k === 'created_to') val = when(val);
+      parts.push(labelled && filterLabels[k] ? t(filterLabels[k]) + ': ' + val : String(val));
+    });
+    return parts;
+  }
   function title(v) {
     var p = v.params || {};
     if (p.filename) return p.filename;
     var name = typeName(v.type);
-    var f = p.filter || {};
-    var parts = [];
-    Object.keys(f).forEach(function (k) {
-      var val = f[k];
-      if (val === null || val === '' || (Array.isArray(val) && !val.length)) return;
-      if (Array.isArray(val)) val = val.map(function (x) { return has('status.' + x) ? statusName(x) : x; }).join(', ');
-      else if (k === 'level' && has('level.' + val)) val = t('level.' + val);
-      parts.push(val);
-    });
+    var parts = filterParts(p.filter, false);
     return parts.length ? name + ' · ' + parts.join(' · ') : name;
   }
 
@@ -433,6 +450,22 @@
     var actionMsg = $('#action-msg');
     var view = null;
     var es = null;
+    $('#copy-id').addEventListener('click', function () {
+      var btn = this;
+      function done() {
+        setText(btn, t('detail.copied'));
+        setTimeout(function () { setText(btn, t('detail.copy_id')); }, 1500);
+      }
+      function bySelection() { // the clipboard API needs https (or localhost)
+        var r = document.createRange();
+        r.selectNodeContents($('#task-no'));
+        getSelection().removeAllRanges();
+        getSelection().addRange(r);
+        if (document.execCommand('copy')) done();
+      }
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(id).then(done, bySelection);
+      else bySelection();
+    });
     var polling = null;
     var reloadTimer = null;
 
@@ -451,11 +484,11 @@
         ['owner', t('col.owner'), boot.admin ? v.owner : ''],
         ['file', t('detail.file'), p.filename],
         ['mode', t('detail.mode'), p.mode && (has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode)],
-        ['filter', t('detail.filter'), p.filter && Object.keys(p.filter).length ? JSON.stringify(p.filter) : ''],
+        ['filter', t('detail.filter'), filterParts(p.filter, true).join(' · ')],
         ['counts', t('detail.counts'), v],
-        ['created', t('detail.created'), when(v.created_at)],
-        ['started', t('detail.started'), when(v.started_at)],
-        ['finished', t('detail.finished'), when(v.finished_at)],
+        ['created', t('detail.created'), when(v.created_at), utc(v.created_at)],
+        ['started', t('detail.started'), when(v.started_at), utc(v.started_at)],
+        ['finished', t('detail.finished'), when(v.finished_at), utc(v.finished_at)],
         ['duration', t('col.duration'), duration(v)]
       ].forEach(function (f) {
         var key = f[0], value = f[2], pair = facts[key];
@@ -466,18 +499,23 @@
         if (!pair) pair = facts[key] = { dt: el('dt'), dd: key === 'counts' ? el('dd', null, counts(v)) : el('dd') };
         setText(pair.dt, f[1]);
         if (key === 'counts') counts(v, pair.dd.firstChild); else setText(pair.dd, value);
+        if (f[3]) setAttr(pair.dd, 'title', f[3]); // a moment's UTC form, on hover
         place(dl, pair.dt, prev);
         prev = place(dl, pair.dd, pair.dt);
       });
     }
     function renderHead(v) {
+      // A message about what was done (cancel requested, a refusal) belongs to the status
+      // it was said in: the next status clears it.
+      if (view && view.status !== v.status) setText(actionMsg, '');
       view = v;
       show(box, true);
       setText(msg, '');
       setText($('#task-title'), title(v));
       if (document.title !== title(v) + ' · taskcenter') document.title = title(v) + ' · taskcenter';
       chip(v, $('#task-status'));
-      setText($('#task-id'), v.id + ' · ' + typeName(v.type));
+      setText($('#task-no'), v.id);
+      setText($('#task-type'), '· ' + typeName(v.type));
       progressBar(v, $('#task-progress'));
       renderFacts(v);
       var err = $('#task-error');
