@@ -14,7 +14,9 @@ import (
 // sign-ins and sign-outs, and (for httpapi) the answers of audited routes. Each row also goes
 // to the log when auth.audit.log is set.
 
-// ClientAddr is where a request comes from (through the trusted proxies, when configured).
+// ClientAddr is where a request comes from: the connection's peer, or, when the peer is one
+// of the trusted proxies (auth.trusted_header.proxies), the client they name
+// (auth.Gateway.ClientAddr). The audit trail and every throttle use it.
 func (s *Service) ClientAddr(r *http.Request) string { return s.cfg.Gateway.ClientAddr(r) }
 
 // OutcomeOf classifies an answer's status.

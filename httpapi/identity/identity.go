@@ -17,6 +17,7 @@
 package identity
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -123,6 +124,15 @@ func sessionKey(cfg Config) []byte {
 		h.Write([]byte(t + "\x00"))
 	}
 	return h.Sum(nil)
+}
+
+// ThrottleKey keys the hashes by which the throttles of refused credentials (the API's, the
+// page's and the console's: session.Throttle.WithKey) name a credential in Redis. It comes
+// from the session key, so replicas with the same config agree on it.
+func (s *Service) ThrottleKey() []byte {
+	m := hmac.New(sha256.New, sessionKey(s.cfg))
+	m.Write([]byte("taskcenter refused-credential throttle key v1"))
+	return m.Sum(nil)
 }
 
 // Principal is the caller a credential identifies.

@@ -106,7 +106,7 @@ func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session
 	}
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(id), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
-	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
+	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", s.ClientAddr(r))
 	s.AuditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
 	if next != "" {
 		http.Redirect(rw, r, next, http.StatusSeeOther)

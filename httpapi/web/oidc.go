@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -77,11 +78,11 @@ func stateKey(state string) string {
 func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
-	addr := session.ClientAddr(r)
+	addr := w.id.ClientAddr(r)
 	http.SetCookie(rw, &http.Cookie{Name: signInCookie, Value: "", Path: "/auth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	fail := func(status int, detail, message string) {
 		if status == http.StatusUnauthorized {
-			if err := w.throttle.Failed(r.Context(), addr); err != nil {
+			if err := w.throttle.Failed(r.Context(), addr, ""); err != nil {
 				w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 			}
 		}
@@ -89,7 +90,8 @@ func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 		w.id.AuditSignIn(r, "", "oidc", identity.OutcomeOf(status), status, detail)
 		w.render(rw, r, status, "login", pageData{Lang: lang, Error: message})
 	}
-	if blocked, err := w.throttle.Blocked(r.Context(), addr); err == nil && blocked {
+	if secs, err := w.throttle.Blocked(r.Context(), addr, ""); err == nil && secs > 0 {
+		rw.Header().Set("Retry-After", fmt.Sprint(secs))
 		fail(http.StatusTooManyRequests, "throttled", dict["login.sso_failed"])
 		return
 	}
