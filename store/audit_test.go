@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
@@ -84,7 +83,7 @@ func TestRefusalsAreCountedOnOneRowPerAddressKindAndMinute(t *testing.T) {
 	junk := audit.Event{Via: "bearer", Action: audit.ActionBadCredential, Outcome: audit.Denied, Status: 401, ClientAddr: "198.51.100.7", Detail: "first"}
 	// A minute that turns during the flood would rightly split it in two rows: start with
 	// most of one ahead.
-	waitForAFreshMinute(t, f)
+	testenv.FreshMinute(t, f.DB)
 	const flood = 200
 	var wg sync.WaitGroup
 	var written atomic.Int64
@@ -135,17 +134,4 @@ func TestRefusalsAreCountedOnOneRowPerAddressKindAndMinute(t *testing.T) {
 	if first := rows[len(rows)-1]; !strings.HasPrefix(first.Detail, "attempt ") {
 		t.Fatalf("the counted row's detail %q, want its first attempt's", first.Detail)
 	}
-}
-
-// waitForAFreshMinute returns once the database's clock has at least 40 seconds left in its
-// minute.
-func waitForAFreshMinute(t *testing.T, f *fixture) {
-	t.Helper()
-	testenv.Eventually(t, 30*time.Second, "a minute with 40 s left", func() bool {
-		var left float64
-		if err := f.DB.QueryRow(`SELECT 60 - extract(second FROM now())`).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		return left >= 40
-	})
 }

@@ -326,6 +326,7 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
 	if w.id.CrossSite(r) {
+		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusForbidden, "a sign-in sent from another site")
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
@@ -365,7 +366,9 @@ func (w *App) logout(rw http.ResponseWriter, r *http.Request) {
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.id.CookieSession(r)
 	if ok && !w.id.CSRFOK(r, d, r.PostForm.Get("csrf")) {
-		w.cfg.WriteError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+		pr := problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button")
+		w.id.AuditSignOut(r, d, audit.Denied, pr.Status, pr.Code+": "+pr.Detail)
+		w.cfg.WriteError(rw, r, pr)
 		return
 	}
 	next, err := w.id.EndSession(rw, r)
