@@ -85,10 +85,16 @@ type WebSignIn interface {
 	ConsoleSignOut(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
-// AuditRecorder writes an audit row (*store.Store).
+// AuditRecorder writes audit rows (*store.Store).
 type AuditRecorder interface {
+	// RecordAudit writes one row.
 	RecordAudit(ctx context.Context, e audit.Event) error
+	// CountAudit counts one attempt on the row of its client address, minute and kind
+	// (audit.Trail.CountAudit), for refusals nobody was identified for.
+	CountAudit(ctx context.Context, e audit.Event) (int64, error)
 }
+
+var _ AuditRecorder = (*store.Store)(nil)
 
 // TaskActions are the task transitions behind the console's job actions (*store.Store).
 type TaskActions interface {
@@ -239,7 +245,9 @@ func (c *Console) authorize(r *http.Request) (who string, status, wait int) {
 	return "", http.StatusUnauthorized, 0
 }
 
-// audit records a console login or action; a row that cannot be written is logged.
+// audit records a console login or action; a row that cannot be written is logged. A
+// refusal of nobody (a refused credential, a throttled attempt) is counted on one row per
+// client address, minute and kind, so a flood is a row a minute.
 func (c *Console) audit(r *http.Request, who, action, target, outcome string, status int, detail string) {
 	if c.cfg.Audit == nil {
 		return
@@ -248,7 +256,13 @@ func (c *Console) audit(r *http.Request, who, action, target, outcome string, st
 	defer cancel()
 	e := audit.Event{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: c.clientAddr(r)}
-	if err := c.cfg.Audit.RecordAudit(ctx, e); err != nil {
+	var err error
+	if who == "" && outcome == audit.Denied {
+		_, err = c.cfg.Audit.CountAudit(ctx, e)
+	} else {
+		err = c.cfg.Audit.RecordAudit(ctx, e)
+	}
+	if err != nil {
 		c.logger.Error("audit row not recorded", "action", action, "actor", who, "err", err)
 	}
 }
@@ -310,14 +324,14 @@ func (c *Console) refuse(r *http.Request, credential string) (status, wait int) 
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
 	if secs > 0 {
-		c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusTooManyRequests, "too many refused credentials from this address or with this credential")
+		c.audit(r, "", audit.ActionThrottled, "", audit.Denied, http.StatusTooManyRequests, "too many refused credentials from this address or with this credential")
 		return http.StatusTooManyRequests, secs
 	}
 	if err := c.throttle.Failed(r.Context(), addr, credential); err != nil {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
 	c.logger.Warn("console login failed", "client", addr)
-	c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusUnauthorized, "not an admin credential")
+	c.audit(r, "", audit.ActionSignIn, "", audit.Denied, http.StatusUnauthorized, "not an admin credential")
 	return http.StatusUnauthorized, 0
 }
 
@@ -360,7 +374,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: ConsolePath,
 				MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 			c.logger.Info("console login", "user", user, "client", c.clientAddr(r))
-			c.audit(r, user, "auth.sign_in", "", audit.Success, http.StatusSeeOther, "")
+			c.audit(r, user, audit.ActionSignIn, "", audit.Success, http.StatusSeeOther, "")
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
@@ -388,7 +402,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if live {
-			c.audit(r, who.User, "auth.sign_out", "", audit.Success, http.StatusSeeOther, "")
+			c.audit(r, who.User, audit.ActionSignOut, "", audit.Success, http.StatusSeeOther, "")
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})
