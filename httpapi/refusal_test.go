@@ -146,7 +146,7 @@ func TestEveryRefusalOnEveryRouteIsAuditedOnce(t *testing.T) {
 				t.Fatalf("%s past the limit: %d %s Retry-After %q", o.pattern, rec.Code, pr.Code, rec.Header().Get("Retry-After"))
 			}
 		}
-		if row := p.countedRow(audit.ActionThrottled, "198.51.100.2"); row.Count != int64(n) || row.Via != "bearer" || row.Status != 429 {
+		if row := p.countedRow(audit.ActionThrottled, "198.51.100.2"); row.Count != int64(n) || row.Via != "bearer" || row.Status != 429 || row.Outcome != audit.Denied {
 			t.Fatalf("the counted row %+v, want %d attempts", row, n)
 		}
 		if added := p.auditCount() - before; added != 1 {
@@ -272,7 +272,7 @@ func TestAValidCredentialPassesAfterFiftyJunkTokens(t *testing.T) {
 			t.Errorf("%s rows %+v, want one of %d attempts", c.action, rows, c.count)
 		}
 	}
-	throttled, _, _ := p.st.ListAudit(context.Background(), audit.Filter{Action: audit.ActionThrottled})
+	throttled, _, _ := p.st.ListAudit(context.Background(), audit.Filter{Action: audit.ActionThrottled, Outcome: audit.Denied})
 	var got []string
 	for _, r := range throttled {
 		got = append(got, fmt.Sprintf("%s %s ×%d", r.ClientAddr, r.Via, r.Count))
@@ -308,5 +308,56 @@ func TestABearerTokenGuessedFromManyAddressesIsThrottledEverywhere(t *testing.T)
 		if strings.Contains(k, "token") {
 			t.Fatalf("a throttle key names the credential: %s", k)
 		}
+	}
+}
+
+// A sign-in through the company's provider is checked first too: callbacks the provider
+// refused throttle their address, and a valid callback from that address still signs in.
+func TestAProviderSignInPassesFromAThrottledAddress(t *testing.T) {
+	t.Parallel()
+	idp := testenv.NewIdP(t)
+	rd := testenv.NewRedis(t)
+	e := newAPI(t, func(d *Deps) {
+		d.Redis = rd.Client
+		d.Auth.OIDC = auth.NewProvider(auth.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+			Scopes: []string{"openid", "profile", "email"}, UserClaim: "preferred_username"})
+	})
+	t.Cleanup(e.srv.Close)
+	testenv.FreshMinute(t, e.pg.DB)
+	codes := map[int]int{}
+	for range 8 {
+		codes[e.call("GET", "/auth/callback?error=access_denied&state=x", "", nil).Code]++
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 3 {
+		t.Fatalf("8 refused callbacks: %v, want 5 × 401 then 3 × 429", codes)
+	}
+	// The real thing, from the same address: to the provider and back.
+	begin := e.call("GET", "/auth/login?next=/tasks", "", nil)
+	if begin.Code != http.StatusFound {
+		t.Fatalf("sign-in start: %d %s", begin.Code, begin.Body)
+	}
+	state := begin.Result().Cookies()[0]
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noRedirects.Get(begin.Header().Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	back, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || back.Query().Get("code") == "" {
+		t.Fatalf("the provider's answer: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	done := e.call("GET", "/auth/callback?"+back.RawQuery, "", nil, "Cookie", state.Name+"="+state.Value)
+	if done.Code != http.StatusSeeOther || done.Header().Get("Location") != "/tasks" {
+		t.Fatalf("a valid callback from the throttled address: %d %s", done.Code, done.Body)
+	}
+	rows, _, _ := e.st.ListAudit(context.Background(), audit.Filter{Limit: 10})
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %s %s %d ×%d", r.Via, r.Action, r.Outcome, r.Status, r.Count))
+	}
+	want := []string{"oidc auth.sign_in success 303 ×1", "oidc auth.throttled denied 429 ×3", "oidc auth.sign_in denied 401 ×5"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("audit rows %q, want %q", got, want)
 	}
 }

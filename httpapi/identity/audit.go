@@ -38,14 +38,14 @@ func OutcomeOf(status int) string {
 }
 
 // AuditSignIn records a sign-in or a failed one: a refusal of nobody (401, 403) is counted
-// as auth.sign_in, a throttled one (429) as auth.throttled.
+// as auth.sign_in, a throttled one (429, denied) as auth.throttled.
 func (s *Service) AuditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
 	e := audit.Event{Actor: user, Via: via, Action: audit.ActionSignIn, Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 	if status == http.StatusTooManyRequests {
-		e.Action = audit.ActionThrottled
+		e.Action, e.Outcome = audit.ActionThrottled, audit.Denied
 	}
-	if user == "" && outcome == audit.Denied {
+	if user == "" && e.Outcome == audit.Denied {
 		s.Count(r.Context(), e)
 		return
 	}
@@ -58,7 +58,7 @@ func (s *Service) AuditSignIn(r *http.Request, user, via, outcome string, status
 // session cookie that names no live session, via "session"), auth.throttled (429, via
 // "bearer"). The detail is the route and the problem of the minute's first attempt.
 func (s *Service) CountRefusal(r *http.Request, route string, pr *problem.Problem) {
-	e := audit.Event{Action: audit.ActionNoCredential, Outcome: OutcomeOf(pr.Status), Status: pr.Status, Detail: truncate(route+": "+pr.Code+": "+pr.Detail, 500),
+	e := audit.Event{Action: audit.ActionNoCredential, Outcome: audit.Denied, Status: pr.Status, Detail: truncate(route+": "+pr.Code+": "+pr.Detail, 500),
 		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
 	_, err := r.Cookie(sessionCookie)
 	switch hasCookie := err == nil; {

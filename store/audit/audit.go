@@ -65,7 +65,7 @@ const columns = `id, at, actor, via, action, target, outcome, status, detail, cl
 // Audit outcomes.
 const (
 	Success = "success" // the action was carried out
-	Denied  = "denied"  // no valid credential, or a missing scope or role (401, 403)
+	Denied  = "denied"  // no valid credential, a missing scope or role, or a throttled credential (401, 403, 429)
 	Refused = "refused" // the request was refused as it stood (another 4xx)
 	Error   = "error"   // the server failed (5xx)
 )
