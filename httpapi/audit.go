@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -91,6 +92,22 @@ func auditAction(pattern string) string {
 	return ""
 }
 
+// auditRefusal records a request refused before its handler ran, on any route. A refusal of
+// nobody — no credential, a refused one (401), a throttled attempt (429) — is counted on one
+// row per client address, minute and kind (identity.CountRefusal), so a flood is a row a
+// minute. A refusal of somebody — a missing scope, a cross-site change (403) — has its own
+// row, under the route's audit action, or for a read its pattern ("GET /api/v1/tasks").
+func (s *Server) auditRefusal(w http.ResponseWriter, r *http.Request, pattern, action string, p identity.Principal, pr *problem.Problem) {
+	switch {
+	case p.User == "" && (pr.Status == http.StatusUnauthorized || pr.Status == http.StatusTooManyRequests):
+		s.id.CountRefusal(r, pattern, pr)
+		return
+	case pr.Status == http.StatusUnauthorized || pr.Status == http.StatusForbidden || pr.Status == http.StatusTooManyRequests:
+		action = cmp.Or(action, pattern)
+	}
+	s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
+}
+
 // auditAnswer records the audit row of an answered request to an audited route, unless the
 // store already wrote it with the change (a is the request's audit; nil before one existed).
 func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action string, p identity.Principal, a *audit.Origin, status int, pr *problem.Problem) {
@@ -143,6 +160,8 @@ type AuditView struct {
 	Detail     string    `json:"detail,omitempty"`
 	ClientAddr string    `json:"client_addr"`
 	RequestID  string    `json:"request_id,omitempty"`
+	// Count is the attempts the row stands for: 1, or a counted refusal's (audit.Event.Count).
+	Count int64 `json:"count"`
 }
 
 // listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
@@ -177,7 +196,7 @@ func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identit
 	}{Items: make([]AuditView, len(rows))}
 	for i, e := range rows {
 		out.Items[i] = AuditView{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Via: e.Via, Action: e.Action, Target: e.Target, Outcome: e.Outcome,
-			Status: e.Status, Detail: e.Detail, ClientAddr: e.ClientAddr, RequestID: e.RequestID}
+			Status: e.Status, Detail: e.Detail, ClientAddr: e.ClientAddr, RequestID: e.RequestID, Count: e.Count}
 	}
 	if next > 0 {
 		out.NextCursor = strconv.FormatInt(next, 10)

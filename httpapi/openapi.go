@@ -61,6 +61,7 @@ var sharedAnswers = []sharedAnswer{
 	{"408", "BodyTooSlow", operationInfo.body},
 	{"413", "BodyTooLarge", operationInfo.body},
 	{"415", "UnsupportedMediaType", operationInfo.body},
+	{"429", "Throttled", func(o operationInfo) bool { return o.authenticated && o.api() }},
 	{"500", "Internal", operationInfo.api},
 	{"503", "Unavailable", operationInfo.api},
 }

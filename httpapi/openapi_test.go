@@ -186,3 +186,53 @@ func stringsIn(t *testing.T, patterns []string, pick func(ast.Node) []ast.Expr) 
 	}
 	return out
 }
+
+// Every authenticated API operation documents the throttle's 429 (too_many_failures): any of
+// them answers it to a refused credential past the limit. One with a 429 of its own names the
+// code in it.
+func TestEveryAuthenticatedOperationDocumentsTheThrottle(t *testing.T) {
+	t.Parallel()
+	type response struct {
+		Ref         string `yaml:"$ref"`
+		Description string `yaml:"description"`
+	}
+	var doc struct {
+		Paths      map[string]map[string]any `yaml:"paths"`
+		Components struct {
+			Responses map[string]response `yaml:"responses"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	type operation struct {
+		Security  *[]any              `yaml:"security"`
+		Responses map[string]response `yaml:"responses"`
+	}
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			if method == "parameters" || !strings.HasPrefix(path, "/api/") {
+				continue
+			}
+			var op operation
+			if b, err := yaml.Marshal(raw); err != nil || yaml.Unmarshal(b, &op) != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			if op.Security != nil {
+				continue
+			}
+			res, ok := op.Responses["429"]
+			if name, isRef := strings.CutPrefix(res.Ref, "#/components/responses/"); isRef {
+				res = doc.Components.Responses[name]
+			}
+			if !ok || !strings.Contains(res.Description, "too_many_failures") {
+				t.Errorf("%s %s: its 429 (%q) does not name too_many_failures", strings.ToUpper(method), path, res.Description)
+			}
+			checked++
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("checked only %d operations", checked)
+	}
+}

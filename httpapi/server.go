@@ -106,6 +106,10 @@ type AuthDeps struct {
 	TokenMaxTTL time.Duration
 	// AuditLog also writes every audit row to the log (message "audit").
 	AuditLog bool
+	// Throttle bounds refused bearer credentials on /api/*, per client address and per
+	// credential, in Deps.Redis (none without it); past the limit they answer 429
+	// too_many_failures. Zero: the config defaults (10 per 1m).
+	Throttle config.Throttle
 }
 
 // WebConfig configures the web page and its sessions.
@@ -115,8 +119,9 @@ type WebConfig struct {
 	Disabled bool
 	// SessionTTL is how long a sign-in lasts at most. Default 12h.
 	SessionTTL time.Duration
-	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
-	// further attempts answer 429 until the window ends. Default 5.
+	// LoginFailures is how many refused sign-ins one client address, and one credential from
+	// any address, may make per LoginWindow; further refused ones answer 429 until the window
+	// ends (a valid credential always passes). Default 5.
 	LoginFailures int
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration
@@ -164,7 +169,8 @@ func New(d Deps) *Server {
 	}
 	s.id = identity.New(identity.Config{Tokens: d.Tokens, Store: d.Store, OIDC: d.Auth.OIDC, Gateway: d.Auth.Gateway,
 		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout, TokenDefaultTTL: d.Auth.TokenDefaultTTL, TokenMaxTTL: d.Auth.TokenMaxTTL,
-		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey})
+		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey,
+		BearerThrottle: identity.BearerThrottle{Redis: d.Redis, Failures: d.Auth.Throttle.Failures, Window: d.Auth.Throttle.Window}})
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
@@ -308,9 +314,10 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 
 // authenticated identifies the caller (httpapi/identity), checks the scope the route needs
 // (routeScope), then runs h within timeout (none when 0), turning its error into a problem.
-// Every state-changing route and every download leaves an audit row (audit.go): written by
-// the store with the change itself when there is one, else here once the answer is known —
-// a refusal included, and nothing else for it.
+// Every refusal of the caller, on every route, leaves an audit row (auditRefusal), and
+// nothing else for it; every state-changing route and every download leaves one too
+// (audit.go): written by the store with the change itself when there is one, else here once
+// the answer is known.
 func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http.Request, identity.Principal) error, timeout time.Duration) http.Handler {
 	scope, action := routeScope(pattern), auditAction(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +334,7 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 				w.Header().Set("WWW-Authenticate", `Bearer realm="taskcenter", error="insufficient_scope", scope="`+scope+`"`)
 			}
 			s.writeError(w, r, err)
-			s.auditAnswer(w, r, action, p, nil, pr.Status, pr)
+			s.auditRefusal(w, r, pattern, action, p, pr)
 			return
 		}
 		a := &audit.Origin{Actor: p.User, Via: p.Via, ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}

@@ -48,8 +48,9 @@ type ConsoleConfig struct {
 	AdminUsers map[string]string
 	// SessionTTL is how long a login lasts at most. Default 12h.
 	SessionTTL time.Duration
-	// LoginFailures is how many failed logins one client address may make per LoginWindow;
-	// further attempts answer 429 until the window ends. Default 5.
+	// LoginFailures is how many refused credentials one client address, and one credential
+	// from any address, may present per LoginWindow; further refused attempts answer 429 until
+	// the window ends (a valid credential always passes). Default 5.
 	LoginFailures int
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration
@@ -62,6 +63,12 @@ type ConsoleConfig struct {
 	// there (with a token, the company identity provider or through the gateway) is let in,
 	// the login page offers the provider's sign-in, and logout ends that session as well.
 	Web WebSignIn
+	// Gateway reads client addresses through the trusted proxies (auth.trusted_header.proxies),
+	// for the throttle and the audit trail, as the API does. Nil: the connection's peer.
+	Gateway *auth.Gateway
+	// ThrottleKey keys the hashes the throttle names refused credentials by in Redis (the
+	// same on every replica). Default: a fixed key.
+	ThrottleKey []byte
 	// Audit records logins, failed logins and actions in the audit trail (*store.Store).
 	// Cancels made through Tasks record their row in the same statement as the change.
 	Audit AuditRecorder
@@ -78,10 +85,16 @@ type WebSignIn interface {
 	ConsoleSignOut(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
-// AuditRecorder writes an audit row (*store.Store).
+// AuditRecorder writes audit rows (*store.Store).
 type AuditRecorder interface {
+	// RecordAudit writes one row.
 	RecordAudit(ctx context.Context, e audit.Event) error
+	// CountAudit counts one attempt on the row of its client address, minute and kind
+	// (audit.Trail.CountAudit), for refusals nobody was identified for.
+	CountAudit(ctx context.Context, e audit.Event) (int64, error)
 }
+
+var _ AuditRecorder = (*store.Store)(nil)
 
 // TaskActions are the task transitions behind the console's job actions (*store.Store).
 type TaskActions interface {
@@ -140,7 +153,7 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 	c.rdb, _ = redisOpt.MakeRedisClient().(redis.UniversalClient)
 	c.inspector = asynq.NewInspectorFromRedisClient(c.rdb)
 	c.sessions = session.NewStore(c.rdb, sessionPrefix, cfg.SessionTTL)
-	c.throttle = session.NewThrottle(c.rdb, failuresPrefix, cfg.LoginFailures, cfg.LoginWindow)
+	c.throttle = session.NewThrottle(c.rdb, failuresPrefix, cfg.LoginFailures, cfg.LoginWindow).WithKey(cfg.ThrottleKey)
 	for _, t := range cfg.AdminTokens {
 		user := cfg.AdminUsers[t]
 		if user == "" {
@@ -185,11 +198,11 @@ func (c *Console) Handler() http.Handler {
 			c.logout(w, r)
 			return
 		}
-		who, status := c.authorize(r)
+		who, status, wait := c.authorize(r)
 		switch status {
 		case http.StatusOK:
 		case http.StatusTooManyRequests:
-			c.throttled(w, r)
+			throttled(w, wait)
 			return
 		default:
 			if strings.Contains(r.Header.Get("Accept"), "text/html") {
@@ -213,35 +226,40 @@ func (c *Console) Handler() http.Handler {
 // authorize accepts basic auth, a Bearer admin token, or a live session, and names the
 // admin. A valid admin credential is checked first and always passes: junk sent from the
 // same address (behind a proxy, every client's) can never lock the admin out. Refused
-// credentials count against the client address like failed logins.
-func (c *Console) authorize(r *http.Request) (who string, status int) {
+// credentials count against the client address and the credential like failed logins
+// (refuse); wait is a throttled request's Retry-After.
+func (c *Console) authorize(r *http.Request) (who string, status, wait int) {
 	if u, p, ok := r.BasicAuth(); ok && c.cfg.Password != "" {
 		if subtle.ConstantTimeCompare([]byte(u), []byte(c.cfg.Username)) == 1 &&
 			subtle.ConstantTimeCompare([]byte(p), []byte(c.cfg.Password)) == 1 {
-			return c.cfg.Username, http.StatusOK
+			return c.cfg.Username, http.StatusOK, 0
 		}
-		return "", c.refuse(r)
+		status, wait := c.refuse(r, "basic:"+u+":"+p)
+		return "", status, wait
 	}
 	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		if user, ok := c.adminToken(token); ok {
-			return user, http.StatusOK
+			return user, http.StatusOK, 0
 		}
-		return "", c.refuse(r)
+		status, wait := c.refuse(r, token)
+		return "", status, wait
 	}
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := c.session(r.Context(), ck.Value); ok {
-			return s.User, http.StatusOK
+			return s.User, http.StatusOK, 0
 		}
 	}
 	if c.cfg.Web != nil {
 		if user, ok := c.cfg.Web.ConsoleAdmin(r); ok {
-			return user, http.StatusOK
+			return user, http.StatusOK, 0
 		}
 	}
-	return "", http.StatusUnauthorized
+	return "", http.StatusUnauthorized, 0
 }
 
-// audit records a console login or action; a row that cannot be written is logged.
+// audit records a console login or action; a row that cannot be written is logged. A
+// refusal of nobody (a refused credential, a throttled attempt) is counted on one row per
+// client address, minute and kind, so a flood is a row a minute.
 func (c *Console) audit(r *http.Request, who, action, target, outcome string, status int, detail string) {
 	if c.cfg.Audit == nil {
 		return
@@ -249,8 +267,14 @@ func (c *Console) audit(r *http.Request, who, action, target, outcome string, st
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
 	defer cancel()
 	e := audit.Event{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
-		ClientAddr: clientAddr(r)}
-	if err := c.cfg.Audit.RecordAudit(ctx, e); err != nil {
+		ClientAddr: c.clientAddr(r)}
+	var err error
+	if who == "" && outcome == audit.Denied {
+		_, err = c.cfg.Audit.CountAudit(ctx, e)
+	} else {
+		err = c.cfg.Audit.RecordAudit(ctx, e)
+	}
+	if err != nil {
 		c.logger.Error("audit row not recorded", "action", action, "actor", who, "err", err)
 	}
 }
@@ -298,44 +322,36 @@ func (c *Console) session(ctx context.Context, id string) (sessionData, bool) {
 	return s, false
 }
 
-// clientAddr is the address failed logins are counted against (session.ClientAddr).
-func clientAddr(r *http.Request) string { return session.ClientAddr(r) }
+// clientAddr is where a request comes from: the peer, or behind the trusted proxies the
+// client they name (auth.Gateway.ClientAddr, as everywhere else).
+func (c *Console) clientAddr(r *http.Request) string { return c.cfg.Gateway.ClientAddr(r) }
 
-// blocked reports whether the client address has used up its failed logins. When Redis
-// cannot tell, the attempt is let through: the credential check itself stands.
-func (c *Console) blocked(r *http.Request) bool {
-	blocked, err := c.throttle.Blocked(r.Context(), clientAddr(r))
+// refuse answers a refused credential: 429 and the seconds to wait once the client address
+// or the credential has used up its failures, else the refusal is counted (401). Either is
+// audited.
+func (c *Console) refuse(r *http.Request, credential string) (status, wait int) {
+	addr := c.clientAddr(r)
+	secs, err := c.throttle.Blocked(r.Context(), addr, credential)
 	if err != nil {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
-	return blocked
-}
-
-// refuse answers a refused credential: 429 once the address has used up its failed logins,
-// else the failure is counted and audited (401).
-func (c *Console) refuse(r *http.Request) int {
-	if c.blocked(r) {
-		c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusTooManyRequests, "too many failed logins from this address")
-		return http.StatusTooManyRequests
+	if secs > 0 {
+		c.audit(r, "", audit.ActionThrottled, "", audit.Denied, http.StatusTooManyRequests, "too many refused credentials from this address or with this credential")
+		return http.StatusTooManyRequests, secs
 	}
-	c.failed(r)
-	return http.StatusUnauthorized
-}
-
-// failed counts a failed login against the client address, for LoginWindow from the first.
-func (c *Console) failed(r *http.Request) {
-	if err := c.throttle.Failed(r.Context(), clientAddr(r)); err != nil {
+	if err := c.throttle.Failed(r.Context(), addr, credential); err != nil {
 		c.logger.Warn("console login throttle unavailable", "err", err)
 	}
-	c.logger.Warn("console login failed", "client", clientAddr(r))
-	c.audit(r, "", "auth.sign_in", "", audit.Denied, http.StatusUnauthorized, "not an admin credential")
+	c.logger.Warn("console login failed", "client", addr)
+	c.audit(r, "", audit.ActionSignIn, "", audit.Denied, http.StatusUnauthorized, "not an admin credential")
+	return http.StatusUnauthorized, 0
 }
 
-// throttled answers 429 with the time left in the address's window.
-func (c *Console) throttled(w http.ResponseWriter, r *http.Request) {
-	secs := c.throttle.Wait(r.Context(), clientAddr(r))
+// throttled answers 429 with the time left in the window that throttled the request.
+func throttled(w http.ResponseWriter, secs int) {
+	secs = max(secs, 1)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	http.Error(w, fmt.Sprintf("too many failed logins from your address; try again in %d s", secs), http.StatusTooManyRequests)
+	http.Error(w, fmt.Sprintf("too many refused credentials from your address or with this credential; try again in %d s", secs), http.StatusTooManyRequests)
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -369,13 +385,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			secure := r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 			http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: ConsolePath,
 				MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
-			c.logger.Info("console login", "user", user, "client", clientAddr(r))
-			c.audit(r, user, "auth.sign_in", "", audit.Success, http.StatusSeeOther, "")
+			c.logger.Info("console login", "user", user, "client", c.clientAddr(r))
+			c.audit(r, user, audit.ActionSignIn, "", audit.Success, http.StatusSeeOther, "")
 			http.Redirect(w, r, ConsolePath+"/", http.StatusSeeOther)
 			return
 		}
-		if c.refuse(r) == http.StatusTooManyRequests {
-			c.throttled(w, r)
+		if status, wait := c.refuse(r, token); status == http.StatusTooManyRequests {
+			throttled(w, wait)
 			return
 		}
 		status = http.StatusUnauthorized
@@ -398,7 +414,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if live {
-			c.audit(r, who.User, "auth.sign_out", "", audit.Success, http.StatusSeeOther, "")
+			c.audit(r, who.User, audit.ActionSignOut, "", audit.Success, http.StatusSeeOther, "")
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: ConsolePath, MaxAge: -1, HttpOnly: true})
@@ -437,7 +453,7 @@ func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who strin
 	a := parseConsoleAction(r.Method, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
 	// A cancel through the task store records its audit row with the change; every other
 	// action (or its refusal) is recorded here.
-	au := &audit.Origin{Actor: who, Via: "console", ClientAddr: clientAddr(r)}
+	au := &audit.Origin{Actor: who, Via: "console", ClientAddr: c.clientAddr(r)}
 	status, msg := c.act(audit.NewContext(r.Context(), au), a, who)
 	if au.Recorded() == 0 {
 		action, target := "console."+cmp.Or(a.verb, "refused"), cmp.Or(a.job, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))

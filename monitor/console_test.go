@@ -12,13 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -459,45 +459,106 @@ func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 	}
 }
 
-// auditLog keeps the audit rows a console writes.
-type auditLog struct {
-	mu   sync.Mutex
-	rows []audit.Event
-}
-
-func (a *auditLog) RecordAudit(_ context.Context, e audit.Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.rows = append(a.rows, e)
-	return nil
-}
-
-func (a *auditLog) kinds() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// auditKinds lists the audit rows, oldest first, as "actor action outcome status ×count".
+func auditKinds(t *testing.T, st *store.Store) []string {
+	t.Helper()
+	rows, _, err := st.ListAudit(context.Background(), audit.Filter{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
-	for _, e := range a.rows {
-		out = append(out, fmt.Sprintf("%s %s %s %d", e.Actor, e.Action, e.Outcome, e.Status))
+	for i := len(rows) - 1; i >= 0; i-- {
+		e := rows[i]
+		out = append(out, fmt.Sprintf("%s %s %s %d ×%d", e.Actor, e.Action, e.Outcome, e.Status, e.Count))
 	}
 	return out
 }
 
-// Every console sign-in, sign-out, refusal and throttled attempt leaves exactly one row.
+// Every console sign-in, sign-out, refused credential and throttled attempt is in the audit
+// trail exactly once: sign-ins and sign-outs a row each, refusals of nobody counted on one row
+// per address, minute and kind whose count is the attempts.
 func TestConsoleSignInsAndOutsAreAudited(t *testing.T) {
 	t.Parallel()
 	e := newConsoleEnv(t)
-	rows := &auditLog{}
-	c := e.console(ConsoleConfig{LoginFailures: 1, LoginWindow: time.Minute, Audit: rows})
+	pg := testenv.NewPostgres(t)
+	st := store.New(pg.DB)
+	c := e.console(ConsoleConfig{LoginFailures: 3, LoginWindow: time.Minute, Audit: st, Username: "ops", Password: "correct horse battery"})
 	const addr = "198.51.100.8:5555"
+	testenv.FreshMinute(t, pg.DB)
 	ck := sessionOf(t, login(c, consoleAdmin, addr))
 	if rec := send(c, "GET", ConsolePath+"/logout", addr, withCookie(ck), nil); rec.Code != http.StatusSeeOther {
 		t.Fatalf("logout: %d", rec.Code)
 	}
-	login(c, "guess-1", addr) // refused: counts
-	login(c, "guess-2", addr) // throttled
-	want := []string{"admin auth.sign_in success 303", "admin auth.sign_out success 303",
-		" auth.sign_in denied 401", " auth.sign_in denied 429"}
-	if got := rows.kinds(); !slices.Equal(got, want) {
+	// Three refused credentials, one of each way in: counted, then throttled.
+	login(c, "guess-1", addr)
+	send(c, "GET", ConsolePath+"/api/queues", addr, bearer("guess-2"), nil)
+	send(c, "GET", ConsolePath+"/api/queues", addr, func(r *http.Request) { r.SetBasicAuth("ops", "guess-3") }, nil)
+	for i := range 7 {
+		if rec := send(c, "GET", ConsolePath+"/api/queues", addr, bearer(fmt.Sprint("junk-", i)), nil); rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("junk %d past the limit: %d", i, rec.Code)
+		}
+	}
+	// The admin still passes, and a read-only refusal of the admin is a row of its own.
+	if rec := send(c, "GET", ConsolePath+"/api/queues", addr, bearer(consoleAdmin), nil); rec.Code != http.StatusOK {
+		t.Fatalf("the admin after the junk: %d", rec.Code)
+	}
+	send(c, "POST", ConsolePath+"/api/queues/exports:pause", addr, bearer(consoleAdmin), nil)
+	want := []string{"admin auth.sign_in success 303 ×1", "admin auth.sign_out success 303 ×1",
+		" auth.sign_in denied 401 ×3", " auth.throttled denied 429 ×7", "admin console.refused denied 403 ×1"}
+	if got := auditKinds(t, st); !slices.Equal(got, want) {
 		t.Fatalf("audit rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	rows, _, _ := st.ListAudit(context.Background(), audit.Filter{Action: audit.ActionThrottled})
+	if len(rows) != 1 || rows[0].ClientAddr != "198.51.100.8" || rows[0].Via != "console" {
+		t.Fatalf("the throttled row %+v", rows)
+	}
+}
+
+// Behind the trusted proxies the client is the address they name, for the throttle and the
+// audit trail alike: one client's junk through the proxy throttles that client only, and a
+// client naming itself in X-Forwarded-For from outside the proxies is not believed. A
+// credential refused from many addresses is throttled from every address.
+func TestConsoleThrottlesTheClientBehindTheProxiesAndTheCredentialEverywhere(t *testing.T) {
+	t.Parallel()
+	e := newConsoleEnv(t)
+	gw, err := auth.NewGateway("", "", nil, []string{"10.0.0.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := testenv.NewPostgres(t)
+	st := store.New(pg.DB)
+	c := e.console(ConsoleConfig{LoginFailures: 2, LoginWindow: time.Minute, Gateway: gw, Audit: st})
+	const proxy = "10.0.0.5:4444"
+	via := func(client string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("X-Forwarded-For", "203.0.113.200, "+client) }
+	}
+	for i := range 2 {
+		send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer(fmt.Sprint("guess-", i))(r) }, nil)
+	}
+	blocked := send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-9")(r) }, nil)
+	if blocked.Code != http.StatusTooManyRequests {
+		t.Fatalf("the client behind the proxy after 2 refusals: %d", blocked.Code)
+	}
+	if rec := send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.21")(r); bearer("guess-10")(r) }, nil); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("another client behind the same proxy: %d, want its own 401", rec.Code)
+	}
+	// From outside the proxies, X-Forwarded-For is the client's own claim: the peer counts.
+	if rec := send(c, "GET", ConsolePath+"/api/queues", "192.0.2.77:1", func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-11")(r) }, nil); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a client claiming a throttled address: %d", rec.Code)
+	}
+	rows, _, _ := st.ListAudit(context.Background(), audit.Filter{Action: audit.ActionThrottled})
+	if len(rows) != 1 || rows[0].ClientAddr != "198.51.100.20" {
+		t.Fatalf("throttled rows %+v, want one for the client behind the proxy", rows)
+	}
+	// One credential tried from two addresses: the third address waits too.
+	for _, from := range []string{"192.0.2.1:1", "192.0.2.2:1"} {
+		login(c, "the-one-guessed-token", from)
+	}
+	if rec := login(c, "the-one-guessed-token", "192.0.2.3:1"); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("a credential refused twice, from a third address: %d", rec.Code)
+	}
+	if rec := login(c, "a-different-guess", "192.0.2.3:1"); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("another credential from that address: %d", rec.Code)
+	}
+	sessionOf(t, login(c, consoleAdmin, "192.0.2.3:1"))
 }

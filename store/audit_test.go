@@ -5,8 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
 )
@@ -64,5 +70,68 @@ func TestTransitionsRecordTheirAuditRowWithTheChange(t *testing.T) {
 	last, err := f.S.LastAudit(context.Background(), task.TaskNo, audit.ActionTaskCancel)
 	if err != nil || last == nil || last.Actor != "alice" || last.Detail != "cancelled" {
 		t.Fatalf("last cancel %+v %v", last, err)
+	}
+}
+
+// A refusal nobody was identified for is counted: however many arrive at once, each client
+// address, kind and minute has one row whose count is the attempts; other kinds, addresses
+// and written rows stay apart.
+func TestRefusalsAreCountedOnOneRowPerAddressKindAndMinute(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	junk := audit.Event{Via: "bearer", Action: audit.ActionBadCredential, Outcome: audit.Denied, Status: 401, ClientAddr: "198.51.100.7", Detail: "first"}
+	// A minute that turns during the flood would rightly split it in two rows: start with
+	// most of one ahead.
+	testenv.FreshMinute(t, f.DB)
+	const flood = 200
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for i := range flood {
+		wg.Go(func() {
+			e := junk
+			e.Detail = fmt.Sprint("attempt ", i)
+			n, err := f.S.CountAudit(ctx, e)
+			if err != nil {
+				t.Error(err)
+			}
+			written.Add(n)
+		})
+	}
+	wg.Wait()
+	throttled := junk
+	throttled.Action, throttled.Status = audit.ActionThrottled, 429
+	for _, e := range []audit.Event{throttled, throttled, {Action: audit.ActionNoCredential, Outcome: audit.Denied, Status: 401, ClientAddr: "198.51.100.7"},
+		func() audit.Event { e := junk; e.ClientAddr = "203.0.113.5"; return e }()} {
+		if _, err := f.S.CountAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.S.RecordAudit(ctx, audit.Event{Actor: "alice", Via: "token", Action: "task.cancel", Outcome: audit.Denied, Status: 403, ClientAddr: "198.51.100.7"}); err != nil {
+		t.Fatal(err)
+	}
+	if written.Load() != flood {
+		t.Fatalf("the calls say they wrote %d attempts, want %d", written.Load(), flood)
+	}
+	rows, _, err := f.S.ListAudit(ctx, audit.Filter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %q %s %s %d ×%d", r.ClientAddr, r.Actor, r.Via, r.Action, r.Status, r.Count))
+	}
+	want := []string{
+		`198.51.100.7 "alice" token task.cancel 403 ×1`,
+		`203.0.113.5 "" bearer auth.bad_credential 401 ×1`,
+		`198.51.100.7 ""  auth.no_credential 401 ×1`,
+		`198.51.100.7 "" bearer auth.throttled 429 ×2`,
+		fmt.Sprintf(`198.51.100.7 "" bearer auth.bad_credential 401 ×%d`, flood),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if first := rows[len(rows)-1]; !strings.HasPrefix(first.Detail, "attempt ") {
+		t.Fatalf("the counted row's detail %q, want its first attempt's", first.Detail)
 	}
 }

@@ -514,7 +514,7 @@ func (p *process) startAPI() error {
 	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
 	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
-	authDeps := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
+	authDeps := httpapi.AuthDeps{Gateway: gateway, Throttle: cfg.Auth.Throttle, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
 		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
 			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
 			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
@@ -550,7 +550,7 @@ func (p *process) startAPI() error {
 		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
 			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), AdminUsers: adminUsers,
 			SessionTTL: cfg.Console.SessionTTL, LoginFailures: cfg.Console.LoginFailures, LoginWindow: cfg.Console.LoginWindow,
-			Tasks: p.st, Logger: p.logger, Web: api.Identity(), Audit: p.st})
+			Tasks: p.st, Logger: p.logger, Web: api.Identity(), Audit: p.st, Gateway: gateway, ThrottleKey: api.Identity().ThrottleKey()})
 		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
 		p.stopping = append(p.stopping, func() {
 			if err := console.Close(); err != nil {

@@ -11,10 +11,16 @@ import (
 )
 
 // This file writes the audit trail's rows that are not written with a change itself: the
-// sign-ins and sign-outs, and (for httpapi) the answers of audited routes. Each row also goes
-// to the log when auth.audit.log is set.
+// sign-ins and sign-outs, and (for httpapi) the answers of audited routes and the refusals of
+// every route. A refusal of nobody — no credential, a refused one, a throttled attempt — is
+// counted (Count): one row per client address, minute and kind, so a flood of junk is a row
+// a minute; a refusal of somebody (a missing scope, a cross-site change) has a row of its
+// own. Each row also goes to the log when auth.audit.log is set (a counted row once per
+// write, with the attempts it added).
 
-// ClientAddr is where a request comes from (through the trusted proxies, when configured).
+// ClientAddr is where a request comes from: the connection's peer, or, when the peer is one
+// of the trusted proxies (auth.trusted_header.proxies), the client they name
+// (auth.Gateway.ClientAddr). The audit trail and every throttle use it.
 func (s *Service) ClientAddr(r *http.Request) string { return s.cfg.Gateway.ClientAddr(r) }
 
 // OutcomeOf classifies an answer's status.
@@ -31,10 +37,62 @@ func OutcomeOf(status int) string {
 	}
 }
 
-// AuditSignIn records a sign-in or a failed one.
+// AuditSignIn records a sign-in or a failed one: a refusal of nobody (401, 403) is counted
+// as auth.sign_in, a throttled one (429, denied) as auth.throttled.
 func (s *Service) AuditSignIn(r *http.Request, user, via, outcome string, status int, detail string) {
-	s.Record(r.Context(), audit.Event{Actor: user, Via: via, Action: "auth.sign_in", Outcome: outcome, Status: status, Detail: detail,
-		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
+	e := audit.Event{Actor: user, Via: via, Action: audit.ActionSignIn, Outcome: outcome, Status: status, Detail: detail,
+		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
+	if status == http.StatusTooManyRequests {
+		e.Action, e.Outcome = audit.ActionThrottled, audit.Denied
+	}
+	if user == "" && e.Outcome == audit.Denied {
+		s.Count(r.Context(), e)
+		return
+	}
+	s.Record(r.Context(), e)
+}
+
+// CountRefusal records an API request refused before anybody was identified, counted by
+// client address, minute and kind: auth.no_credential (nothing, or nothing the server
+// knows, presented), auth.bad_credential (a refused bearer credential, via "bearer", or a
+// session cookie that names no live session, via "session"), auth.throttled (429, via
+// "bearer"). The detail is the route and the problem of the minute's first attempt.
+func (s *Service) CountRefusal(r *http.Request, route string, pr *problem.Problem) {
+	e := audit.Event{Action: audit.ActionNoCredential, Outcome: audit.Denied, Status: pr.Status, Detail: truncate(route+": "+pr.Code+": "+pr.Detail, 500),
+		ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
+	_, err := r.Cookie(sessionCookie)
+	switch hasCookie := err == nil; {
+	case pr.Status == http.StatusTooManyRequests:
+		e.Action, e.Via = audit.ActionThrottled, "bearer"
+	case r.Header.Get("Authorization") != "":
+		e.Action, e.Via = audit.ActionBadCredential, "bearer"
+	case hasCookie:
+		e.Action, e.Via = audit.ActionBadCredential, "session"
+	}
+	s.Count(r.Context(), e)
+}
+
+// Count writes a counted audit row's attempt (audit.Trail.CountAudit) and logs what it wrote.
+// Attempts that cannot be written are logged as lost.
+func (s *Service) Count(ctx context.Context, e audit.Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	n, err := s.cfg.Store.CountAudit(ctx, e)
+	if n > 0 {
+		e.Count = n
+		s.LogAudit(ctx, e, 1)
+	}
+	if err != nil {
+		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("via", e.Via),
+			slog.String("client", e.ClientAddr), slog.Int("status", e.Status), slog.String("request_id", e.RequestID), slog.Any("err", err))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // Record writes an audit row on its own (and to the log). A row that cannot be written is
@@ -50,7 +108,8 @@ func (s *Service) Record(ctx context.Context, e audit.Event) {
 }
 
 // LogAudit writes an audit row to the log (when auth.audit.log is set) and nowhere else:
-// for rows the store wrote with the change itself (rows of them).
+// for rows the store wrote with the change itself (rows of them), and for the attempts a
+// counted row was given (e.Count of them).
 func (s *Service) LogAudit(ctx context.Context, e audit.Event, rows int64) {
 	if !s.cfg.AuditLog {
 		return
@@ -66,6 +125,9 @@ func (s *Service) LogAudit(ctx context.Context, e audit.Event, rows int64) {
 	}
 	if rows > 1 {
 		attrs = append(attrs, slog.Int64("rows", rows))
+	}
+	if e.Count > 1 {
+		attrs = append(attrs, slog.Int64("count", e.Count))
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }

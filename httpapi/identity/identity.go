@@ -17,8 +17,11 @@
 package identity
 
 import (
+	"cmp"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -64,6 +67,20 @@ type Config struct {
 	// SessionKey signs session cookies. Default: derived from Tokens (so replicas with the
 	// same config agree, and changing the tokens ends every session).
 	SessionKey []byte
+	// BearerThrottle counts refused bearer credentials per client address and per credential
+	// (throttle.go). Without its Redis there is none.
+	BearerThrottle BearerThrottle
+}
+
+// BearerThrottle configures the throttle of refused bearer credentials (auth.throttle).
+type BearerThrottle struct {
+	// Redis keeps the counts, shared by every replica. Nil: no throttle.
+	Redis redis.UniversalClient
+	// Failures is how many refused credentials a client address, and a credential from any
+	// address, may present per Window. Default 10.
+	Failures int
+	// Window is the span Failures counts over. Default 1m.
+	Window time.Duration
 }
 
 // Service identifies callers, keeps the web page's sessions and writes the audit trail.
@@ -76,6 +93,8 @@ type Service struct {
 	// origins refuses state-changing browser requests from other sites (cookie and gateway
 	// requests; a bearer token is not sent by a browser on its own).
 	origins *http.CrossOriginProtection
+	// throttle counts refused bearer credentials; nil when there is none.
+	throttle *session.Throttle
 }
 
 // New returns the identity service of cfg.
@@ -103,6 +122,10 @@ func New(cfg Config) *Service {
 	if cfg.Sessions != nil {
 		s.sessions = session.NewStore(cfg.Sessions, sessionPrefix, cfg.SessionTTL).WithSigningKey(sessionKey(cfg))
 	}
+	if bt := cfg.BearerThrottle; bt.Redis != nil {
+		s.throttle = session.NewThrottle(bt.Redis, bearerFailPrefix, cmp.Or(bt.Failures, def.Auth.Throttle.Failures),
+			cmp.Or(bt.Window, def.Auth.Throttle.Window)).WithKey(s.ThrottleKey())
+	}
 	return s
 }
 
@@ -123,6 +146,15 @@ func sessionKey(cfg Config) []byte {
 		h.Write([]byte(t + "\x00"))
 	}
 	return h.Sum(nil)
+}
+
+// ThrottleKey keys the hashes by which the throttles of refused credentials (the API's, the
+// page's and the console's: session.Throttle.WithKey) name a credential in Redis. It comes
+// from the session key, so replicas with the same config agree on it.
+func (s *Service) ThrottleKey() []byte {
+	m := hmac.New(sha256.New, sessionKey(s.cfg))
+	m.Write([]byte("taskcenter refused-credential throttle key v1"))
+	return m.Sum(nil)
 }
 
 // Principal is the caller a credential identifies.
@@ -160,7 +192,9 @@ func PrincipalOf(id auth.Identity, via string) Principal {
 	return p
 }
 
-// Principal identifies the caller of an API request: a bearer credential (bearer.go);
+// Principal identifies the caller of an API request: a bearer credential (bearer.go: checked
+// first, and a refused one counted by the throttle, which answers 429 too_many_failures past
+// its limit: throttle.go);
 // without an Authorization header, the trusted gateway's user header (from its proxies
 // only); else a web session cookie. Cookie and gateway requests that change state must come
 // from this site: a browser behind the gateway sends the gateway's own cookie along on any
@@ -171,10 +205,15 @@ func (s *Service) Principal(r *http.Request) (Principal, error) {
 	unauthorized := problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return Principal{}, unauthorized
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			return Principal{}, s.refuseBearer(r, h, unauthorized)
 		}
-		return s.bearer(r.Context(), strings.TrimSpace(token))
+		p, err := s.bearer(r.Context(), token)
+		if pr, ok := errors.AsType[*problem.Problem](err); ok && pr.Status == http.StatusUnauthorized {
+			return Principal{}, s.refuseBearer(r, token, pr)
+		}
+		return p, err
 	}
 	if id, ok := s.cfg.Gateway.Identify(r); ok {
 		p := PrincipalOf(id, "gateway")

@@ -106,7 +106,7 @@ func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session
 	}
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(id), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
-	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", session.ClientAddr(r))
+	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", s.ClientAddr(r))
 	s.AuditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
 	if next != "" {
 		http.Redirect(rw, r, next, http.StatusSeeOther)
@@ -135,6 +135,13 @@ func (s *Service) GatewaySession(rw http.ResponseWriter, r *http.Request) (Princ
 	return p, d, true
 }
 
+// AuditSignOut records a sign-out of the session d, or its refusal (a sign-out without the
+// session's CSRF token), under the session's user and the way it was opened.
+func (s *Service) AuditSignOut(r *http.Request, d session.Data, outcome string, status int, detail string) {
+	s.Record(r.Context(), audit.Event{Actor: d.User, Via: cmp.Or(strings.TrimSpace(d.Via), "token"), Action: audit.ActionSignOut, Outcome: outcome,
+		Status: status, Detail: detail, ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
+}
+
 // EndSession ends the request's web session on every replica, records the sign-out, and
 // returns where to send the browser: the sign-in page, or the provider's sign-out page
 // (RP-initiated logout) for a session it opened, when it offers one.
@@ -148,8 +155,7 @@ func (s *Service) EndSession(rw http.ResponseWriter, r *http.Request) (string, e
 				return "", err
 			}
 			if live {
-				s.Record(r.Context(), audit.Event{Actor: d.User, Via: cmp.Or(strings.TrimSpace(d.Via), "token"), Action: "auth.sign_out", Outcome: audit.Success,
-					Status: http.StatusSeeOther, ClientAddr: s.ClientAddr(r), RequestID: problem.RequestID(r.Context())})
+				s.AuditSignOut(r, d, audit.Success, http.StatusSeeOther, "")
 				if d.Via == "oidc" && s.cfg.OIDC != nil {
 					if u := s.cfg.OIDC.EndSessionURL(r.Context(), d.IDToken, BaseURL(r)+"/login"); u != "" {
 						next = u

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -77,21 +78,25 @@ func stateKey(state string) string {
 func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
-	addr := session.ClientAddr(r)
+	addr := w.id.ClientAddr(r)
 	http.SetCookie(rw, &http.Cookie{Name: signInCookie, Value: "", Path: "/auth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	// The sign-in is checked first, so a valid one passes from a throttled address too. A
+	// refusal by the provider or the token check counts against the address (a code is good
+	// once: counting it would stop nothing); past the limit it answers 429.
 	fail := func(status int, detail, message string) {
 		if status == http.StatusUnauthorized {
-			if err := w.throttle.Failed(r.Context(), addr); err != nil {
+			if secs, err := w.throttle.Blocked(r.Context(), addr, ""); err != nil {
+				w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
+			} else if secs > 0 {
+				rw.Header().Set("Retry-After", fmt.Sprint(secs))
+				status, detail = http.StatusTooManyRequests, "too many refused sign-ins from this address: "+detail
+			} else if err := w.throttle.Failed(r.Context(), addr, ""); err != nil {
 				w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 			}
 		}
 		w.cfg.Logger.Warn("browser sign-in failed", "client", addr, "reason", detail)
 		w.id.AuditSignIn(r, "", "oidc", identity.OutcomeOf(status), status, detail)
 		w.render(rw, r, status, "login", pageData{Lang: lang, Error: message})
-	}
-	if blocked, err := w.throttle.Blocked(r.Context(), addr); err == nil && blocked {
-		fail(http.StatusTooManyRequests, "throttled", dict["login.sso_failed"])
-		return
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {

@@ -60,8 +60,9 @@ type Config struct {
 	// WriteError answers with the problem for an error, as the API answers its own (logged,
 	// and counted against an outage).
 	WriteError func(http.ResponseWriter, *http.Request, error)
-	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
-	// further attempts answer 429 until the window ends. Default 5.
+	// LoginFailures is how many refused sign-ins one client address, and one credential from
+	// any address, may make per LoginWindow; further refused ones answer 429 until the window
+	// ends (a valid credential always passes). Default 5.
 	LoginFailures int
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration
@@ -104,7 +105,7 @@ func New(cfg Config) (*App, error) {
 		cfg.ConsoleLink = ""
 	}
 	w := &App{cfg: cfg, id: cfg.Identity, pages: map[string]*template.Template{}, sso: cfg.OIDC.BrowserSignIn(), rdb: cfg.Redis}
-	w.throttle = session.NewThrottle(cfg.Redis, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow)
+	w.throttle = session.NewThrottle(cfg.Redis, webFailPrefix, cfg.LoginFailures, cfg.LoginWindow).WithKey(cfg.Identity.ThrottleKey())
 	var err error
 	if w.assets, err = fs.Sub(files, "assets"); err != nil {
 		return nil, err
@@ -316,7 +317,7 @@ func (w *App) loginPage(rw http.ResponseWriter, r *http.Request) {
 func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
 	dict := w.dict[lang]
-	addr := session.ClientAddr(r)
+	addr := w.id.ClientAddr(r)
 	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
 	token, next := "", "/"
 	if err := r.ParseForm(); err == nil {
@@ -325,6 +326,7 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	// Sign-in forms are not cross-site either: a login CSRF would sign the victim in as the
 	// attacker.
 	if w.id.CrossSite(r) {
+		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusForbidden, "a sign-in sent from another site")
 		w.render(rw, r, http.StatusForbidden, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_origin"]})
 		return
 	}
@@ -335,28 +337,27 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	if token != "" {
 		p, ok = w.id.ConfigToken(token)
 	}
-	if blocked, err := w.throttle.Blocked(r.Context(), addr); err != nil {
+	if ok {
+		if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
+			w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
+		}
+		return
+	}
+	if secs, err := w.throttle.Blocked(r.Context(), addr, token); err != nil {
 		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
-	} else if blocked && !ok {
-		secs := w.throttle.Wait(r.Context(), addr)
+	} else if secs > 0 {
 		rw.Header().Set("Retry-After", fmt.Sprint(secs))
 		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusTooManyRequests, "too many failed sign-ins from this address")
 		w.render(rw, r, http.StatusTooManyRequests, "login", pageData{Lang: lang, Next: next,
 			Error: strings.ReplaceAll(dict["login.throttled"], "{s}", fmt.Sprint(secs))})
 		return
 	}
-	if !ok {
-		if err := w.throttle.Failed(r.Context(), addr); err != nil {
-			w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
-		}
-		w.cfg.Logger.Warn("web sign-in failed", "client", addr)
-		w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusUnauthorized, "not a configured token")
-		w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
-		return
+	if err := w.throttle.Failed(r.Context(), addr, token); err != nil {
+		w.cfg.Logger.Warn("web sign-in throttle unavailable", "err", err)
 	}
-	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
-		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
-	}
+	w.cfg.Logger.Warn("web sign-in failed", "client", addr)
+	w.id.AuditSignIn(r, "", "token", audit.Denied, http.StatusUnauthorized, "not a configured token")
+	w.render(rw, r, http.StatusUnauthorized, "login", pageData{Lang: lang, Next: next, Error: dict["login.bad_token"]})
 }
 
 // logout answers POST /logout (form: csrf): the session ends on every replica.
@@ -365,7 +366,9 @@ func (w *App) logout(rw http.ResponseWriter, r *http.Request) {
 	r.ParseForm() //nolint:errcheck // a missing token fails the check below
 	_, d, ok := w.id.CookieSession(r)
 	if ok && !w.id.CSRFOK(r, d, r.PostForm.Get("csrf")) {
-		w.cfg.WriteError(rw, r, problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button"))
+		pr := problem.New(http.StatusForbidden, "csrf_failed", "sign out from the page's own button")
+		w.id.AuditSignOut(r, d, audit.Denied, pr.Status, pr.Code+": "+pr.Detail)
+		w.cfg.WriteError(rw, r, pr)
 		return
 	}
 	next, err := w.id.EndSession(rw, r)

@@ -12,7 +12,8 @@ import (
 
 // Auth says who may call the API and how: config tokens (bootstrap and development), JWTs
 // from the company's identity provider and browser sign-in with it (oidc), a trusted gateway
-// (trusted_header), API tokens managed in the product (api_tokens), and the audit trail.
+// (trusted_header), API tokens managed in the product (api_tokens), the throttle of refused
+// bearer credentials (throttle), and the audit trail.
 type Auth struct {
 	// Tokens maps bearer tokens to users. A token may be given as its SHA-256 instead,
 	// "sha256:<64 hex digits>", so the config holds no secret. In the environment:
@@ -27,6 +28,9 @@ type Auth struct {
 	TrustedHeader TrustedHeader `yaml:"trusted_header"`
 	// APITokens bounds the tokens users create with POST /api/v1/tokens.
 	APITokens APITokens `yaml:"api_tokens"`
+	// Throttle bounds refused bearer credentials on the API (/api/*): per client address and
+	// per credential. A valid credential always passes.
+	Throttle Throttle `yaml:"throttle"`
 	// Audit tunes the audit trail (GET /api/v1/audit).
 	Audit Audit `yaml:"audit"`
 }
@@ -38,6 +42,7 @@ func defaultAuth() Auth {
 			JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
 		TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
 		APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
+		Throttle:      Throttle{Failures: 10, Window: time.Minute},
 		Audit:         Audit{Retention: 365 * 24 * time.Hour, Log: true},
 	}
 }
@@ -52,6 +57,9 @@ func (a Auth) validate(bad func(string, ...any)) {
 	a.TrustedHeader.validate(bad)
 	if t := a.APITokens; t.DefaultTTL <= 0 || t.MaxTTL < t.DefaultTTL {
 		bad("auth.api_tokens.default_ttl must be positive and max_ttl at least default_ttl")
+	}
+	if t := a.Throttle; t.Failures < 1 || t.Window <= 0 || t.Window > 24*time.Hour {
+		bad("auth.throttle.failures must be at least 1 and auth.throttle.window between 1s and 24h")
 	}
 	if a.Audit.Retention < 0 {
 		bad("auth.audit.retention must be 0 (keep for good) or positive")
@@ -207,6 +215,19 @@ type APITokens struct {
 	DefaultTTL time.Duration `yaml:"default_ttl"`
 	// MaxTTL is the longest lifetime a token may be given. Default 8760h (365 days).
 	MaxTTL time.Duration `yaml:"max_ttl"`
+}
+
+// Throttle bounds refused credentials. A refused one counts against the client address it came
+// from (behind auth.trusted_header.proxies: the client they name) and against the credential
+// itself (a keyed hash of it, in Redis); once either has Failures within Window, further
+// refused attempts from that address, or with that credential from any address, answer 429
+// until the window ends. A valid credential is checked first and always passes.
+type Throttle struct {
+	// Failures is how many refused credentials an address, or a credential, may present per
+	// Window. Default 10.
+	Failures int `yaml:"failures"`
+	// Window is the span Failures counts over, from the first refusal. Default 1m.
+	Window time.Duration `yaml:"window"`
 }
 
 // Audit tunes the audit trail.

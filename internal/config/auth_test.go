@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAuthSettings(t *testing.T) {
@@ -17,6 +18,13 @@ func TestAuthSettings(t *testing.T) {
 	}
 	if cfg.Auth.OIDC.Enabled() || cfg.Auth.TrustedHeader.User != "" || cfg.Auth.Audit.Retention <= 0 || !cfg.Auth.Audit.Log {
 		t.Fatalf("the shipped config turns on more than tokens: %+v", cfg.Auth)
+	}
+	if th := cfg.Auth.Throttle; th.Failures != 10 || th.Window != time.Minute {
+		t.Fatalf("the shipped bearer throttle: %+v, want 10 per 1m", th)
+	}
+	cfg, err = load(map[string]string{"TASKCENTER_AUTH_THROTTLE_FAILURES": "3", "TASKCENTER_AUTH_THROTTLE_WINDOW": "5m"})
+	if th := cfg.Auth.Throttle; err != nil || th.Failures != 3 || th.Window != 5*time.Minute {
+		t.Fatalf("the bearer throttle from the environment: %+v %v", th, err)
 	}
 	cfg, err = load(map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com/realms/acme",
 		"TASKCENTER_AUTH_OIDC_AUDIENCE": "taskcenter", "TASKCENTER_AUTH_OIDC_ADMIN_VALUES": "ops,sre"})
@@ -35,6 +43,8 @@ func TestAuthSettings(t *testing.T) {
 		{map[string]string{"TASKCENTER_AUTH_OIDC_CLIENT_ID": "x"}, "need auth.oidc.issuer"},
 		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User"}, "proxies must list"},
 		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User", "TASKCENTER_AUTH_TRUSTED_HEADER_PROXIES": "10.0.0.0/33"}, "not an address"},
+		{map[string]string{"TASKCENTER_AUTH_THROTTLE_FAILURES": "0"}, "auth.throttle.failures must be at least 1"},
+		{map[string]string{"TASKCENTER_AUTH_THROTTLE_WINDOW": "48h"}, "auth.throttle.window between 1s and 24h"},
 	} {
 		if _, err := load(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want an error saying %q", c.env, err, c.want)

@@ -50,8 +50,9 @@ type Web struct {
 	Enabled bool `yaml:"enabled"`
 	// SessionTTL is how long a sign-in lasts at most. Default 12h.
 	SessionTTL time.Duration `yaml:"session_ttl"`
-	// LoginFailures is how many failed sign-ins one client address may make per LoginWindow;
-	// further attempts answer 429 until the window ends. Default 5.
+	// LoginFailures is how many refused sign-ins one client address, and one credential from
+	// any address, may make per LoginWindow; further refused ones answer 429 until the window
+	// ends (a valid credential always passes). Default 5.
 	LoginFailures int `yaml:"login_failures"`
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration `yaml:"login_window"`

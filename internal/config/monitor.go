@@ -55,8 +55,10 @@ type Console struct {
 	ReadOnly bool `yaml:"read_only"`
 	// SessionTTL is how long a console login lasts at most. Default 12h.
 	SessionTTL time.Duration `yaml:"session_ttl"`
-	// LoginFailures is how many failed logins one client address may make per LoginWindow;
-	// further attempts answer 429 until the window ends. Default 5.
+	// LoginFailures is how many refused credentials (login form, bearer, basic auth) one
+	// client address, and one credential from any address, may present per LoginWindow;
+	// further refused ones answer 429 until the window ends (a valid credential always
+	// passes). Default 5.
 	LoginFailures int `yaml:"login_failures"`
 	// LoginWindow is the span LoginFailures counts over. Default 1m.
 	LoginWindow time.Duration `yaml:"login_window"`

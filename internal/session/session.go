@@ -1,5 +1,6 @@
-// Package session keeps browser sessions server-side in Redis and throttles failed logins
-// per client address. The console (/monitor/) and the web page (/) both use it.
+// Package session keeps browser sessions server-side in Redis, and throttles refused
+// credentials per client address and per credential (throttle.go). The console (/monitor/),
+// the web page (/) and the REST API (/api/) use them.
 //
 // A session id is 32 random bytes; the browser holds it in an HttpOnly cookie, Redis holds
 // only its SHA-256 (reading Redis gives no session away) under a TTL. Ending a session
@@ -18,8 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -172,65 +171,4 @@ func (s *Store) sign(id string) string {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte(id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// Throttle counts failed logins per client address in Redis, so the limit holds across
-// replicas.
-type Throttle struct {
-	rdb      redis.UniversalClient
-	prefix   string
-	failures int
-	window   time.Duration
-}
-
-// NewThrottle allows failures failed logins per address per window.
-func NewThrottle(rdb redis.UniversalClient, prefix string, failures int, window time.Duration) *Throttle {
-	return &Throttle{rdb: rdb, prefix: prefix, failures: failures, window: window}
-}
-
-// Blocked reports whether addr has used up its failed logins. When Redis cannot tell, the
-// attempt is let through (the error says why): the credential check itself stands.
-func (t *Throttle) Blocked(ctx context.Context, addr string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-	n, err := t.rdb.Get(ctx, t.prefix+addr).Int()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("login throttle: %w", err)
-	}
-	return n >= t.failures, nil
-}
-
-// Failed counts a failed login against addr, for the window from the first.
-func (t *Throttle) Failed(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
-	defer cancel()
-	key := t.prefix + addr
-	pipe := t.rdb.TxPipeline()
-	pipe.Incr(ctx, key)
-	pipe.ExpireNX(ctx, key, t.window)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("login throttle: %w", err)
-	}
-	return nil
-}
-
-// Wait is how long addr must wait before its next try, in whole seconds (at least 1).
-func (t *Throttle) Wait(ctx context.Context, addr string) int {
-	wait := t.window
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-	if ttl, err := t.rdb.PTTL(ctx, t.prefix+addr).Result(); err == nil && ttl > 0 {
-		wait = ttl
-	}
-	return max(int((wait+time.Second-1)/time.Second), 1)
-}
-
-// ClientAddr is the address failed logins are counted against: the peer's IP. Behind a
-// reverse proxy every client shares the proxy's address.
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

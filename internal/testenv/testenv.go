@@ -169,6 +169,20 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
+// FreshMinute returns once db's clock has at least 40 seconds left in its minute: the audit
+// trail counts refusals per minute by that clock, and a minute turning in the middle of a test
+// would rightly split one count in two rows.
+func FreshMinute(t testing.TB, db *bun.DB) {
+	t.Helper()
+	Eventually(t, 30*time.Second, "a minute with 40 s left on the database's clock", func() bool {
+		var left float64
+		if err := db.QueryRow(`SELECT 60 - extract(second FROM now())`).Scan(&left); err != nil {
+			t.Fatalf("testenv: read the database's clock: %v", err)
+		}
+		return left >= 40
+	})
+}
+
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {

@@ -1,6 +1,9 @@
 // Package audit is the audit trail: who did what to which object, when, from where, through
 // which request, and how it ended (the audit_events table).
 //
+// A refusal nobody was identified for is counted instead (CountAudit): one row per client
+// address, minute, via, action and status, whose Count grows with each attempt.
+//
 // A change that commits records its row in the same statement as the change: package store's
 // task transitions (submit, cancel, retry) and store/tokens' creating and revoking add an
 // INSERT INTO audit_events to their CTE, with Params, when the request's context carries an
@@ -13,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,10 +26,17 @@ import (
 )
 
 // Trail writes and reads the audit trail.
-type Trail struct{ db *bun.DB }
+type Trail struct {
+	db *bun.DB
+
+	mu sync.Mutex
+	// counting holds the counted rows being written by this process, by their key: the
+	// attempts that arrived meanwhile, for the writer to add before it returns.
+	counting map[countKey]*int64
+}
 
 // New returns the audit trail over db.
-func New(db *bun.DB) *Trail { return &Trail{db: db} }
+func New(db *bun.DB) *Trail { return &Trail{db: db, counting: map[countKey]*int64{}} }
 
 // Event is one row of the audit trail.
 type Event struct {
@@ -44,16 +55,28 @@ type Event struct {
 	Detail     string `bun:"detail"`
 	ClientAddr string `bun:"client_addr"`
 	RequestID  string `bun:"request_id"`
+	// Count is how many attempts the row stands for: 1, or for a counted refusal
+	// (CountAudit) the attempts of its address, kind and minute. At is then the first's.
+	Count int64 `bun:"count"`
 }
 
-const columns = `id, at, actor, via, action, target, outcome, status, detail, client_addr, request_id`
+const columns = `id, at, actor, via, action, target, outcome, status, detail, client_addr, request_id, count`
 
 // Audit outcomes.
 const (
 	Success = "success" // the action was carried out
-	Denied  = "denied"  // no valid credential, or a missing scope or role (401, 403)
+	Denied  = "denied"  // no valid credential, a missing scope or role, or a throttled credential (401, 403, 429)
 	Refused = "refused" // the request was refused as it stood (another 4xx)
 	Error   = "error"   // the server failed (5xx)
+)
+
+// Audit actions of sign-in and of refusals nobody was identified for.
+const (
+	ActionSignIn        = "auth.sign_in"        // a sign-in to the page or the console, or a refused one
+	ActionSignOut       = "auth.sign_out"       // a sign-out of the page or the console
+	ActionNoCredential  = "auth.no_credential"  // an API request with no credential (counted)
+	ActionBadCredential = "auth.bad_credential" // an API request with a refused credential (counted)
+	ActionThrottled     = "auth.throttled"      // a refused credential past the throttle's limit, anywhere (counted)
 )
 
 // Audit actions the store records itself, in the statement of the change.
@@ -132,6 +155,56 @@ func (s *Trail) RecordAudit(ctx context.Context, e Event) error {
 		return fmt.Errorf("record audit %s: %w", e.Action, err)
 	}
 	return nil
+}
+
+// countKey is what a counted row is counted under (with the minute, which the database
+// gives).
+type countKey struct {
+	addr, via, action string
+	status            int
+}
+
+// CountAudit counts one attempt of a refusal nobody was identified for (e's Actor and Target
+// are not kept): one row per client address, minute by the database's clock, via, action and
+// status, whose Count is the attempts; At, Detail and RequestID are the first attempt's. It
+// returns how many attempts this call wrote, its own and those that arrived meanwhile: 0
+// when another call of this process is writing the row's count, which then adds this
+// attempt before it returns. So a flood keeps at most one statement per row in flight per
+// process, instead of every request queueing on the row's lock with a connection held.
+func (s *Trail) CountAudit(ctx context.Context, e Event) (int64, error) {
+	k := countKey{addr: e.ClientAddr, via: e.Via, action: e.Action, status: e.Status}
+	s.mu.Lock()
+	if pending, busy := s.counting[k]; busy {
+		*pending++
+		s.mu.Unlock()
+		return 0, nil
+	}
+	pending := new(int64)
+	s.counting[k] = pending
+	s.mu.Unlock()
+	var written int64
+	for n := int64(1); ; {
+		_, err := pg.Exec(ctx, s.db.DB, `INSERT INTO audit_events (actor, via, action, target, outcome, status, detail, client_addr, request_id, count, minute)
+			VALUES ('', $1, $2, '', $3, $4, $5, $6, $7, $8, date_trunc('minute', now()))
+			ON CONFLICT (client_addr, minute, via, action, status) WHERE minute IS NOT NULL
+			DO UPDATE SET count = audit_events.count + excluded.count`,
+			e.Via, e.Action, e.Outcome, e.Status, e.Detail, e.ClientAddr, e.RequestID, n)
+		s.mu.Lock()
+		if err != nil {
+			lost := n + *pending
+			delete(s.counting, k)
+			s.mu.Unlock()
+			return written, fmt.Errorf("count audit %s (%d attempts): %w", e.Action, lost, err)
+		}
+		written += n
+		n, *pending = *pending, 0
+		if n == 0 {
+			delete(s.counting, k)
+			s.mu.Unlock()
+			return written, nil
+		}
+		s.mu.Unlock()
+	}
 }
 
 // Filter narrows the audit listing.
