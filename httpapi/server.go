@@ -364,6 +364,20 @@ func (s *Server) authenticated(pattern string, h func(http.ResponseWriter, *http
 // sessions, and the console's view of them (monitor's WebSignIn; cmd wires it).
 func (s *Server) Identity() *identity.Service { return s.id }
 
+// ConsoleLoginPage is the web page's rendering of the console's sign-in (monitor's
+// LoginPage), or nil when the web page is off.
+func (s *Server) ConsoleLoginPage() monitorLoginPage {
+	if s.web == nil {
+		return nil
+	}
+	return s.web
+}
+
+// monitorLoginPage is monitor.LoginPage, named here so that httpapi need not import monitor.
+type monitorLoginPage interface {
+	ConsoleLogin(w http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string)
+}
+
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // statusRecorder remembers the status a handler wrote. An answer sent before the request

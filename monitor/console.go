@@ -69,6 +69,9 @@ type ConsoleConfig struct {
 	// ThrottleKey keys the hashes the throttle names refused credentials by in Redis (the
 	// same on every replica). Default: a fixed key.
 	ThrottleKey []byte
+	// Page, when set, renders the sign-in page; without it (the web page is off) a plain
+	// English one is served.
+	Page LoginPage
 	// Audit records logins, failed logins and actions in the audit trail (*store.Store).
 	// Cancels made through Tasks record their row in the same statement as the change.
 	Audit AuditRecorder
@@ -83,6 +86,13 @@ type WebSignIn interface {
 	ConsoleSignInURL(next string) string
 	// ConsoleSignOut ends the request's web session; it returns where to go ("" for none).
 	ConsoleSignOut(w http.ResponseWriter, r *http.Request) (string, error)
+}
+
+// LoginPage renders the console's sign-in page in the web page's look and the visitor's
+// language (*web.App of httpapi/web): problem is a message key ("" for none) with its {name}
+// values.
+type LoginPage interface {
+	ConsoleLogin(w http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string)
 }
 
 // AuditRecorder writes audit rows (*store.Store).
@@ -354,7 +364,7 @@ func throttled(w http.ResponseWriter, secs int) {
 	http.Error(w, fmt.Sprintf("too many refused credentials from your address or with this credential; try again in %d s", secs), http.StatusTooManyRequests)
 }
 
-var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+var plainLoginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>taskcenter console</title><link rel="icon" href="data:,">
 <style>body{font-family:sans-serif;max-width:26em;margin:4em auto}input{width:100%;padding:.5em;margin:.5em 0}p.err{color:#b00}</style>
 </head><body><h1>taskcenter console</h1>
@@ -364,11 +374,10 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <input type="submit" value="Log in"></form></body></html>`))
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	data := struct{ Action, Error, SSO string }{Action: ConsolePath + "/login"}
+	data := loginData{Action: ConsolePath + "/login"}
 	if c.cfg.Web != nil {
 		data.SSO = c.cfg.Web.ConsoleSignInURL(ConsolePath + "/")
 	}
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 		token := ""
@@ -379,7 +388,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			id, err := c.newSession(r.Context(), user, token)
 			if err != nil {
 				c.logger.Error("console login failed to store the session", "err", err)
-				http.Error(w, "the console cannot store sessions now (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
+				c.loginPage(w, r, http.StatusServiceUnavailable, data, "console.unavailable", nil)
 				return
 			}
 			secure := r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
@@ -391,17 +400,43 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if status, wait := c.refuse(r, token); status == http.StatusTooManyRequests {
-			throttled(w, wait)
+			wait = max(wait, 1)
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
+			c.loginPage(w, r, status, data, "login.throttled", map[string]string{"s": strconv.Itoa(wait)})
 			return
 		}
-		status = http.StatusUnauthorized
-		data.Error = "That is not an admin token."
+		c.loginPage(w, r, http.StatusUnauthorized, data, "console.not_admin", nil)
+		return
+	}
+	c.loginPage(w, r, http.StatusOK, data, "", nil)
+}
+
+// loginPage writes the sign-in page: the web page's when there is one, else a plain one
+// (English, problem's text from plainProblems).
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, data loginData, problem string, values map[string]string) {
+	if c.cfg.Page != nil {
+		c.cfg.Page.ConsoleLogin(w, r, status, data.Action, data.SSO, problem, values)
+		return
+	}
+	data.Error = plainProblems[problem]
+	for k, v := range values {
+		data.Error = strings.ReplaceAll(data.Error, "{"+k+"}", v)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	if err := loginPage.Execute(w, data); err != nil {
+	if err := plainLoginPage.Execute(w, data); err != nil {
 		fmt.Fprintln(w, err)
 	}
+}
+
+// loginData is what the sign-in page shows.
+type loginData struct{ Action, Error, SSO string }
+
+// plainProblems are the plain sign-in page's messages.
+var plainProblems = map[string]string{
+	"console.not_admin":   "That is not an admin token.",
+	"console.unavailable": "The console cannot store sessions now (Redis unavailable); try again shortly.",
+	"login.throttled":     "Too many refused credentials from your address or with this credential; try again in {s} s.",
 }
 
 // logout ends the session server-side, so the cookie is worthless even if kept.

@@ -550,7 +550,7 @@ func (p *process) startAPI() error {
 		console := monitor.NewConsole(cfg.Redis.ConnOpt(), monitor.ConsoleConfig{Username: cfg.Console.Username,
 			Password: cfg.Console.Password, ReadOnly: cfg.Console.ReadOnly, AdminTokens: cfg.AdminTokens(), AdminUsers: adminUsers,
 			SessionTTL: cfg.Console.SessionTTL, LoginFailures: cfg.Console.LoginFailures, LoginWindow: cfg.Console.LoginWindow,
-			Tasks: p.st, Logger: p.logger, Web: api.Identity(), Audit: p.st, Gateway: gateway, ThrottleKey: api.Identity().ThrottleKey()})
+			Tasks: p.st, Logger: p.logger, Web: api.Identity(), Page: api.ConsoleLoginPage(), Audit: p.st, Gateway: gateway, ThrottleKey: api.Identity().ThrottleKey()})
 		mounts = append(mounts, httpapi.Mount{Pattern: monitor.ConsolePath + "/", Handler: console.Handler()})
 		p.stopping = append(p.stopping, func() {
 			if err := console.Close(); err != nil {

@@ -136,7 +136,7 @@ func New(cfg Config) (*App, error) {
 			return nil, fmt.Errorf("web/i18n/zh.json lacks %q", k)
 		}
 	}
-	for _, page := range []string{"login", "list", "detail", "import", "export"} {
+	for _, page := range []string{"login", "list", "detail", "import", "export", "console_login"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
 		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -194,6 +194,8 @@ type pageData struct {
 	Boot                                                                         template.JS
 	// SSO offers sign-in with the company identity provider; TokenLogin the token form.
 	SSO, TokenLogin bool
+	// Action and SSOURL are the console sign-in's form target and provider link.
+	Action, SSOURL string
 }
 
 // render writes a page.
@@ -311,6 +313,21 @@ func (w *App) loginPage(rw http.ResponseWriter, r *http.Request) {
 		w.lang(rw, r)
 	}
 	w.render(rw, r, http.StatusOK, "login", pageData{Next: nextPath(r.URL.Query().Get("next"))})
+}
+
+// ConsoleLogin writes the console's sign-in page in the page's look and the visitor's
+// language (monitor's LoginPage): action is the form's target, ssoURL the provider's sign-in
+// ("" when off), problem a message key ("" for none) with its {name} values.
+func (w *App) ConsoleLogin(rw http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string) {
+	lang := w.lang(rw, r)
+	msg := ""
+	if problem != "" {
+		msg = w.dict[lang][problem]
+		for k, v := range values {
+			msg = strings.ReplaceAll(msg, "{"+k+"}", v)
+		}
+	}
+	w.render(rw, r, status, "console_login", pageData{Lang: lang, Action: action, SSOURL: ssoURL, Error: msg})
 }
 
 // login answers POST /login (form: token, next): a session for the token's user.
