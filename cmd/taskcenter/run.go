@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -217,6 +216,9 @@ type process struct {
 	imports    sheet.Limits
 	cleanup    cleanup.Config
 
+	// listeners are the addresses the process serves, bound before anything starts (bind).
+	listeners map[string]net.Listener
+
 	wg          sync.WaitGroup
 	errs        chan error
 	stopping    []func()
@@ -231,6 +233,10 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.logger = logger.With("worker", p.workerID)
 	p.logger.Info("starting taskcenter", "roles", roles.String())
+	if err := p.bind(roles); err != nil {
+		return err
+	}
+	defer p.closeListeners() // the ones never served: a start that failed half-way
 	closeDB, err := p.openDatabase(ctx)
 	if err != nil {
 		return err
@@ -258,9 +264,47 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	defer p.alerter.Close(5 * time.Second)
 	p.startProbes(ctx)
 	if err := p.startRoles(roles); err != nil {
+		// Stop what did start before the deferred closes pull Redis and Postgres from under it.
+		p.stop()
 		return err
 	}
 	return p.runUntilStopped(ctx)
+}
+
+// bind listens on every address the process serves — the API's with the api role, the
+// metrics address when set — before anything else starts: a port that is taken is a
+// configuration error, reported at once ("http.addr (TASKCENTER_HTTP_ADDR): listen tcp
+// 127.0.0.1:8080: bind: address already in use") rather than after the database wait, and
+// with no worker or scheduler started that would have to be stopped again. Connections that
+// arrive before the process serves wait in the listen backlog.
+func (p *process) bind(roles roleSet) error {
+	p.listeners = map[string]net.Listener{}
+	for _, l := range []struct {
+		name, key, env, addr string
+		on                   bool
+	}{
+		{"http", "http.addr", "TASKCENTER_HTTP_ADDR", p.cfg.HTTP.Addr, roles.api},
+		{"metrics", "metrics.addr", "TASKCENTER_METRICS_ADDR", p.cfg.Metrics.Addr, p.cfg.Metrics.Addr != ""},
+	} {
+		if !l.on {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			p.closeListeners()
+			return fmt.Errorf("%s (%s): %w", l.key, l.env, err)
+		}
+		p.listeners[l.name] = ln
+	}
+	return nil
+}
+
+// closeListeners closes the listeners no server took over.
+func (p *process) closeListeners() {
+	for name, ln := range p.listeners {
+		ln.Close()
+		delete(p.listeners, name)
+	}
 }
 
 // openDatabase opens the task database's pool, migrates the schema through a pool of its
@@ -324,9 +368,7 @@ func (p *process) startRoles(roles roleSet) error {
 		}
 	}
 	if p.cfg.Metrics.Addr != "" {
-		if err := p.listen("metrics", p.cfg.Metrics.Addr, p.metricsOnly()); err != nil {
-			return err
-		}
+		p.serveOn("metrics", p.metricsOnly())
 	}
 	if roles.scheduler {
 		return p.startScheduler()
@@ -344,14 +386,19 @@ func (p *process) runUntilStopped(ctx context.Context) error {
 	case runErr = <-p.errs:
 		p.logger.Error("a component failed; shutting down", "err", runErr)
 	}
+	p.stop()
+	p.logger.Info("bye")
+	return runErr
+}
+
+// stop stops every role that started, at once, and waits for them.
+func (p *process) stop() {
 	var stopWG sync.WaitGroup
 	for _, stop := range p.stopping {
 		stopWG.Go(stop)
 	}
 	stopWG.Wait()
 	p.wg.Wait()
-	p.logger.Info("bye")
-	return runErr
 }
 
 // wire builds what every role shares: the store, asynq client, progress board, submitter,
@@ -551,7 +598,8 @@ func (p *process) startAPI() error {
 			}
 		})
 	}
-	return p.listen("http", cfg.HTTP.Addr, api.Handler(mounts...))
+	p.serveOn("http", api.Handler(mounts...))
+	return nil
 }
 
 // sweepScratch sweeps this node's scratch dir while the process runs (once per process,
@@ -599,12 +647,11 @@ func (p *process) metricsOnly() http.Handler {
 	return mux
 }
 
-// listen serves h on addr until shutdown, draining in-flight requests.
-func (p *process) listen(name, addr string, h http.Handler) error {
-	ln, err := listenRetrying(addr, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
-	}
+// serveOn serves h on the listener bind made for name until shutdown, draining in-flight
+// requests.
+func (p *process) serveOn(name string, h http.Handler) {
+	ln := p.listeners[name]
+	delete(p.listeners, name) // the server closes it from now on
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
 	p.logger.Info(name+" listening", "addr", ln.Addr().String())
 	p.wg.Go(func() {
@@ -620,21 +667,6 @@ func (p *process) listen(name, addr string, h http.Handler) error {
 		}
 		p.logger.Info(name + " stopped")
 	})
-	return nil
-}
-
-// listenRetrying listens on addr, retrying for up to patience while the port is in use: a
-// restarted process whose dying predecessor still holds the port waits for it instead of
-// exiting.
-func listenRetrying(addr string, patience time.Duration) (net.Listener, error) {
-	deadline := time.Now().Add(patience)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			return ln, err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // startScheduler runs asynq's periodic task manager over the provider of periodic work: the
