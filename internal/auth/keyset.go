@@ -20,8 +20,11 @@ import (
 // go-oidc's own RemoteKeySet fetches the keys again for every token whose key it does not
 // know, so a stream of tokens with made-up key ids makes a stream of requests to the
 // provider. This one follows key rotation the same way — a token naming an unknown key id
-// fetches the keys again — but at most once per refreshInterval; keys older than maxAge are
-// fetched again before use, so a key the provider removed stops working.
+// fetches the keys again — but at most once per refreshInterval. Keys are also refreshed on
+// a schedule: keys older than maxAge are fetched again before the next token is checked, so
+// a key the provider removed stops working within maxAge (5 minutes by default). While that
+// fetch is under way other tokens are checked with the keys in hand instead of queueing
+// behind it, and when it fails (the provider is down) the keys in hand stay in use.
 type KeySet struct {
 	url, file       string
 	client          *http.Client
@@ -45,9 +48,12 @@ var (
 	errNoKeys       = errors.New("the provider's signing keys could not be fetched")
 )
 
-// NewKeySet returns a key set read from url or file.
-func NewKeySet(url, file string, client *http.Client, algs []string, refreshInterval, maxAge time.Duration) *KeySet {
-	ks := &KeySet{url: url, file: file, client: client, refreshInterval: refreshInterval, maxAge: maxAge, now: time.Now}
+// NewKeySet returns a key set read from url or file; now is its clock (nil: time.Now).
+func NewKeySet(url, file string, client *http.Client, algs []string, refreshInterval, maxAge time.Duration, now func() time.Time) *KeySet {
+	if now == nil {
+		now = time.Now
+	}
+	ks := &KeySet{url: url, file: file, client: client, refreshInterval: refreshInterval, maxAge: maxAge, now: now}
 	for _, a := range algs {
 		ks.algs = append(ks.algs, jose.SignatureAlgorithm(a))
 	}
@@ -110,7 +116,8 @@ func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) 
 
 // current returns the cached keys, fetching them first when there are none, when they are
 // older than maxAge, or (refresh) when a token named an unknown key — each at most once per
-// refreshInterval. When a fetch fails the old keys stay in use.
+// refreshInterval. When a fetch fails the old keys stay in use; while keys that are only old
+// are being fetched again, other callers use them rather than wait.
 func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
 	keys, fetched, tried := k.keys, k.fetched, k.tried
@@ -125,7 +132,12 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		}
 		return keys, nil
 	}
-	k.fetchMu.Lock()
+	if !k.fetchMu.TryLock() {
+		if keys != nil && !refresh {
+			return keys, nil
+		}
+		k.fetchMu.Lock()
+	}
 	defer k.fetchMu.Unlock()
 	k.mu.Lock()
 	if k.tried.After(tried) { // another caller fetched meanwhile

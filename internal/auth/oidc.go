@@ -32,12 +32,16 @@ type OIDCConfig struct {
 	Leeway       time.Duration
 	// JWKSRefreshInterval is the least time between two key fetches for unknown key ids.
 	JWKSRefreshInterval time.Duration
-	JWKSMaxAge          time.Duration
-	UserClaim           string
-	AdminClaim          string
-	AdminValues         []string
+	// JWKSMaxAge is how long fetched keys are used before they are fetched again (a removed
+	// key stops working within it).
+	JWKSMaxAge  time.Duration
+	UserClaim   string
+	AdminClaim  string
+	AdminValues []string
 	// HTTPClient talks to the provider. Default: a client with a 10s timeout.
 	HTTPClient *http.Client
+	// Clock tells the time: the keys' age and the tokens' exp, nbf and iat. Default time.Now.
+	Clock func() time.Time
 }
 
 // Provider is the company identity provider: it verifies bearer JWTs and runs the browser
@@ -98,12 +102,15 @@ func NewProvider(cfg OIDCConfig) *Provider {
 	if len(cfg.Scopes) == 0 {
 		cfg.Scopes = def.Scopes
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	p := &Provider{cfg: cfg, client: cfg.HTTPClient}
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.JWKSURL != "" || cfg.JWKSFile != "" {
-		p.keys = NewKeySet(cfg.JWKSURL, cfg.JWKSFile, p.client, cfg.Algorithms, cfg.JWKSRefreshInterval, cfg.JWKSMaxAge)
+		p.keys = NewKeySet(cfg.JWKSURL, cfg.JWKSFile, p.client, cfg.Algorithms, cfg.JWKSRefreshInterval, cfg.JWKSMaxAge, cfg.Clock)
 	}
 	return p
 }
@@ -155,7 +162,7 @@ func (p *Provider) discover(ctx context.Context) (*discovery, error) {
 			p.discErr = fmt.Errorf("%w: the discovery document names no jwks_uri", ErrProviderUnavailable)
 			return nil, p.discErr
 		}
-		p.keys = NewKeySet(extra.JWKSURI, "", p.client, p.cfg.Algorithms, p.cfg.JWKSRefreshInterval, p.cfg.JWKSMaxAge)
+		p.keys = NewKeySet(extra.JWKSURI, "", p.client, p.cfg.Algorithms, p.cfg.JWKSRefreshInterval, p.cfg.JWKSMaxAge, p.cfg.Clock)
 	}
 	p.disc, p.discErr = d, nil
 	return d, nil
@@ -192,7 +199,7 @@ func (p *Provider) verify(ctx context.Context, raw, audience, nonce string) (Ide
 		return Identity{}, err
 	}
 	v := oidc.NewVerifier(p.cfg.Issuer, ks, &oidc.Config{ClientID: audience, SupportedSigningAlgs: p.cfg.Algorithms,
-		SkipExpiryCheck: true}) // exp, nbf and iat are checked below, with the configured leeway
+		SkipExpiryCheck: true, Now: p.cfg.Clock}) // exp, nbf and iat are checked below, with the configured leeway
 	tok, err := v.Verify(ctx, raw)
 	if err != nil {
 		return Identity{}, classify(err)
@@ -201,7 +208,7 @@ func (p *Provider) verify(ctx context.Context, raw, audience, nonce string) (Ide
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, &TokenError{Reason: "the token's claims do not decode", Err: err}
 	}
-	now := time.Now()
+	now := p.cfg.Clock()
 	exp, hasExp := numericDate(claims["exp"])
 	switch {
 	case !hasExp:

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +143,63 @@ func TestKeyRotationIsFollowedAndRefetchesAreRateLimited(t *testing.T) {
 	}
 	if n := p.JWKSServed.Load() - fetches; n > 1 {
 		t.Fatalf("50 tokens with made-up kids fetched the keys %d times within the refresh interval", n)
+	}
+}
+
+// clock is a test's time: it stands still until the test moves it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A key the provider removed stops working once the keys are older than jwks_max_age (by
+// default 5 minutes), even though tokens keep naming a key id the key set already knows (no
+// unknown kid prompts a fetch): the keys are refreshed on their own schedule.
+func TestARemovedKeyStopsWorkingAfterTheKeysMaxAge(t *testing.T) {
+	t.Parallel()
+	p := testenv.NewIdP(t)
+	clk := &clock{now: time.Now()}
+	prov := provider(p, func(c *auth.OIDCConfig) {
+		c.JWKSRefreshInterval, c.JWKSMaxAge, c.Clock = 10*time.Second, 0, clk.Now // 0: the default max age
+	})
+	// Tokens valid for a day, so that moving the clock tests the keys' age, not the token's.
+	claims := func(user string) jwt.MapClaims {
+		return p.Claims(user, func(c jwt.MapClaims) { c["exp"] = time.Now().Add(24 * time.Hour).Unix() })
+	}
+	removed := p.Key()
+	token := testenv.Sign(t, removed, claims("alice"))
+	if _, err := prov.VerifyBearer(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
+	fetches := p.JWKSServed.Load()
+
+	fresh := p.Rotate(t) // the provider removes the key and publishes another
+	clk.Advance(4 * time.Minute)
+	if _, err := prov.VerifyBearer(context.Background(), token); err != nil {
+		t.Fatalf("within jwks_max_age the keys in hand are used: %v", err)
+	}
+	if n := p.JWKSServed.Load() - fetches; n != 0 {
+		t.Fatalf("the keys were fetched %d times within their max age", n)
+	}
+
+	clk.Advance(time.Minute + time.Second)
+	refused(t, prov, token, "unknown kid")
+	if n := p.JWKSServed.Load() - fetches; n != 1 {
+		t.Fatalf("the keys past their max age were fetched %d times, want once", n)
+	}
+	if id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, claims("bob"))); err != nil || id.User != "bob" {
+		t.Fatalf("a token of the published key: %+v %v", id, err)
 	}
 }
