@@ -32,6 +32,7 @@ type KeySet struct {
 	refreshInterval time.Duration
 	maxAge          time.Duration
 	now             func() time.Time
+	health          Health // told how each fetch from the provider went; nil: nobody
 
 	fetchMu sync.Mutex // one fetch at a time
 	mu      sync.Mutex // guards the fields below
@@ -41,20 +42,25 @@ type KeySet struct {
 	lastErr error
 }
 
-// Key set errors; go-oidc folds them into its own message, which keeps their text.
+// Key set errors. go-oidc folds them into its own message; the verification that called the
+// key set keeps the error itself (checkedKeys), so they are told apart by identity.
 var (
 	errUnknownKey   = errors.New("the token's signing key (kid) is not one of the provider's keys")
 	errBadSignature = errors.New("the token's signature does not verify")
-	errNoKeys       = errors.New("the provider's signing keys could not be fetched")
+	errMalformed    = errors.New("malformed jwt")
+	// errNoKeys comes wrapped with ErrProviderUnavailable: no token can be checked.
+	errNoKeys = errors.New("the provider's signing keys could not be fetched")
 )
 
-// NewKeySet returns a key set read from url or file; now is its clock (nil: time.Now).
-func NewKeySet(url, file string, client *http.Client, algs []string, refreshInterval, maxAge time.Duration, now func() time.Time) *KeySet {
-	if now == nil {
-		now = time.Now
+// newKeySet returns a key set read from url or file, with cfg's algorithms, refresh
+// interval, max age, clock and health.
+func newKeySet(url, file string, client *http.Client, cfg OIDCConfig) *KeySet {
+	ks := &KeySet{url: url, file: file, client: client, refreshInterval: cfg.JWKSRefreshInterval, maxAge: cfg.JWKSMaxAge,
+		now: cfg.Clock, health: cfg.Health}
+	if ks.now == nil {
+		ks.now = time.Now
 	}
-	ks := &KeySet{url: url, file: file, client: client, refreshInterval: refreshInterval, maxAge: maxAge, now: now}
-	for _, a := range algs {
+	for _, a := range cfg.Algorithms {
 		ks.algs = append(ks.algs, jose.SignatureAlgorithm(a))
 	}
 	return ks
@@ -65,10 +71,10 @@ func NewKeySet(url, file string, client *http.Client, algs []string, refreshInte
 func (k *KeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	jws, err := jose.ParseSigned(raw, k.algs)
 	if err != nil {
-		return nil, fmt.Errorf("malformed jwt: %w", err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, errors.New("the token must carry exactly one signature")
+		return nil, fmt.Errorf("%w: the token must carry exactly one signature", errMalformed)
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, err := k.current(ctx, false)
@@ -128,7 +134,7 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		if keys == nil {
 			k.mu.Lock()
 			defer k.mu.Unlock()
-			return nil, fmt.Errorf("%w: %v", errNoKeys, k.lastErr)
+			return nil, noKeys(k.lastErr)
 		}
 		return keys, nil
 	}
@@ -144,7 +150,7 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		keys, err := k.keys, k.lastErr
 		k.mu.Unlock()
 		if keys == nil {
-			return nil, fmt.Errorf("%w: %v", errNoKeys, err)
+			return nil, noKeys(err)
 		}
 		return keys, nil
 	}
@@ -156,7 +162,7 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 	if err != nil {
 		k.lastErr = err
 		if k.keys == nil {
-			return nil, fmt.Errorf("%w: %v", errNoKeys, err)
+			return nil, noKeys(err)
 		}
 		return k.keys, nil
 	}
@@ -164,8 +170,26 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 	return fresh, nil
 }
 
-// fetch reads the JWKS.
+// noKeys is the error of a key set that has no keys to check a token with.
+func noKeys(cause error) error {
+	return fmt.Errorf("%w: %w: %v", ErrProviderUnavailable, errNoKeys, cause)
+}
+
+// fetch reads the JWKS; a fetch from the provider tells the health how it went.
 func (k *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	keys, err := k.read(ctx)
+	if k.file == "" && k.health != nil {
+		if err != nil {
+			k.health.Fail(fmt.Errorf("fetch the signing keys: %w", err))
+		} else {
+			k.health.OK()
+		}
+	}
+	return keys, err
+}
+
+// read reads and decodes the JWKS.
+func (k *KeySet) read(ctx context.Context) ([]jose.JSONWebKey, error) {
 	var body []byte
 	if k.file != "" {
 		b, err := os.ReadFile(k.file)
