@@ -207,10 +207,16 @@ type process struct {
 	scripts   *jobs.ScriptPipeliner
 	metrics   *monitor.Metrics
 	alerter   *monitor.Alerter
-	redisDep  *outage.Tracker
-	pgDep     *outage.Tracker
-	policies  map[string]jobs.TypePolicy
-	types     *jobs.Registry
+	inspector *asynq.Inspector
+	oidc      *auth.Provider // the company identity provider, with the api role; nil when off
+	// Each dependency's availability, its own log lines and its own dependency label
+	// (observe). idpDep and storeDep are nil when the process does not use them.
+	redisDep *outage.Tracker
+	pgDep    *outage.Tracker
+	idpDep   *outage.Tracker
+	storeDep *outage.Tracker
+	policies map[string]jobs.TypePolicy
+	types    *jobs.Registry
 	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
 	extraTypes []TypeMaker
 	imports    sheet.Limits
@@ -248,7 +254,8 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.rdb = rdb
 	defer rdb.Close()
-	if p.files, err = openStorage(ctx, cfg); err != nil {
+	p.observe(roles)
+	if p.files, err = openStorage(ctx, cfg, p.storeDep); err != nil {
 		return err
 	}
 	p.logger.Info("storage ready", "backend", p.files.Backend(), "scratch", p.files.TempDir())
@@ -342,7 +349,45 @@ func (p *process) openDatabase(ctx context.Context) (func(), error) {
 	return func() { db.Close() }, nil
 }
 
-// startProbes follows Redis and Postgres for the outage trackers until the process stops.
+// observe makes the metrics and a tracker for each dependency the process uses, before
+// anything reports to them: Redis and Postgres always, the object store on s3, the identity
+// provider with the api role when it is configured (which also makes the provider).
+func (p *process) observe(roles roleSet) {
+	cfg := p.cfg
+	p.st = store.New(p.db)
+	p.inspector = asynq.NewInspectorFromRedisClient(p.rdb)
+	var lanes []string
+	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
+		lanes = append(lanes, jobs.Lanes(q)...)
+	}
+	p.metrics = monitor.NewMetrics(p.inspector, lanes, p.st)
+	p.redisDep = outage.New("redis", p.logger, p.metrics)
+	p.pgDep = outage.New("postgres", p.logger, p.metrics)
+	if cfg.Storage.Backend == storage.BackendS3 {
+		p.storeDep = outage.New("object_store", p.logger, p.metrics)
+	}
+	if o := cfg.Auth.OIDC; roles.api && o.Enabled() {
+		p.idpDep = outage.New("identity_provider", p.logger, p.metrics)
+		p.oidc = auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
+			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
+			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
+			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues, Health: p.idpDep})
+	}
+}
+
+// dependency is t as a jobs.Dependency: nil (not a nil *Tracker) when the process does not
+// use the dependency.
+func dependency(t *outage.Tracker) jobs.Dependency {
+	if t == nil {
+		return nil
+	}
+	return t
+}
+
+// startProbes follows each dependency for its outage tracker until the process stops: what
+// notices an outage, and its end, when no call is made. Redis and Postgres every second; the
+// object store and the identity provider, which are asked for more each time and shared
+// with others, every 5 and 10 seconds.
 func (p *process) startProbes(ctx context.Context) {
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	p.wg.Go(func() {
@@ -351,6 +396,12 @@ func (p *process) startProbes(ctx context.Context) {
 	p.wg.Go(func() {
 		p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) })
 	})
+	if p.storeDep != nil {
+		p.wg.Go(func() { p.storeDep.Probe(probeCtx, 5*time.Second, p.files.Ping) })
+	}
+	if p.idpDep != nil {
+		p.wg.Go(func() { p.idpDep.Probe(probeCtx, 10*time.Second, p.oidc.Ping) })
+	}
 	p.stopping = append(p.stopping, stopProbes)
 }
 
@@ -405,11 +456,9 @@ func (p *process) stop() {
 // metrics and alerts.
 func (p *process) wire() error {
 	cfg := p.cfg
-	p.st = store.New(p.db)
 	// asynq enqueues a job with one Lua script call; concurrent enqueues share a pipeline.
 	p.scripts = jobs.NewScriptPipeliner(p.rdb)
 	client := asynq.NewClientFromRedisClient(p.scripts)
-	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
 	p.imports = sheet.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
 		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
 		MaxSharedStrings: cfg.Import.MaxSharedStrings}
@@ -443,16 +492,9 @@ func (p *process) wire() error {
 			MaxRunningPerOwner: q.MaxRunningPerOwner}
 	}
 	queues := slices.Sorted(maps.Keys(cfg.Queues))
-	var lanes []string
-	for _, q := range queues {
-		lanes = append(lanes, jobs.Lanes(q)...)
-	}
-	p.metrics = monitor.NewMetrics(inspector, lanes, p.st)
-	p.redisDep = outage.New("redis", p.logger, p.metrics)
-	p.pgDep = outage.New("postgres", p.logger, p.metrics)
 	p.alerter = monitor.NewAlerter(monitor.AlertConfig{WebhookURL: cfg.Alerts.WebhookURL, WebhookTimeout: cfg.Alerts.WebhookTimeout,
 		WebhookRetries: cfg.Alerts.WebhookRetries}, p.metrics, p.logger)
-	p.enqueuer = jobs.NewEnqueuer(client, inspector, runtimes)
+	p.enqueuer = jobs.NewEnqueuer(client, p.inspector, runtimes)
 	p.board = jobs.NewProgressBoard(p.rdb)
 	limits := map[string]int{}
 	for name, q := range cfg.Queues {
@@ -523,7 +565,8 @@ func (p *process) startWorkers() error {
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	hooks := webhook.New(webhook.Config{PollInterval: cfg.Webhooks.PollInterval, Concurrency: cfg.Webhooks.Concurrency,
 		PerSubscription: cfg.Webhooks.PerSubscription, Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase,
-		RetryMax: cfg.Webhooks.RetryMax, MaxAge: cfg.Webhooks.MaxAge, Retention: cfg.Webhooks.Retention}, webhook.Deps{Store: p.st, Policy: hookPolicy, Alerter: p.alerter, Logger: p.logger})
+		RetryMax: cfg.Webhooks.RetryMax, MaxAge: cfg.Webhooks.MaxAge, Retention: cfg.Webhooks.Retention}, webhook.Deps{Store: p.st, Policy: hookPolicy, Alerter: p.alerter, Logger: p.logger,
+		Observer: p.metrics})
 	hooks.Start()
 	p.stopping = append(p.stopping, hooks.Stop)
 	p.stopping = append(p.stopping, func() {
@@ -551,18 +594,17 @@ func (p *process) startAPI() error {
 	// Error reports rendered in another language for one download live in scratch.
 	p.sweepScratch(nil)
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
-	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
-	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
+	// Identity: the company identity provider (made with its tracker, observe), the trusted
+	// gateway, API tokens, audit.
+	th := cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
 	authDeps := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
-		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
-			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
-			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
-			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues})}
+		AuditLog: cfg.Auth.Audit.Log, OIDC: p.oidc}
 	api := httpapi.New(httpapi.Deps{
 		Auth: authDeps, Schedules: cfg.Schedules,
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
-		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
+		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Webhooks: hookPolicy,
+		Postgres: dependency(p.pgDep), IdentityProvider: dependency(p.idpDep), ObjectStore: dependency(p.storeDep),
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
@@ -617,13 +659,17 @@ func (p *process) sweepScratch(c *cleanup.Cleaner) {
 }
 
 // openStorage opens the configured store: the data dir, or the S3 bucket (checked: the
-// endpoint answers, the credentials work, the bucket exists or is created). Scratch files
-// live under the data dir either way.
-func openStorage(ctx context.Context, cfg config.Config) (storage.Store, error) {
+// endpoint answers, the credentials work, the bucket exists or is created), whose every
+// request is reported to health (nil: none). Scratch files live under the data dir either way.
+func openStorage(ctx context.Context, cfg config.Config, health *outage.Tracker) (storage.Store, error) {
 	st := cfg.Storage
-	return storage.New(ctx, storage.Config{Backend: st.Backend, Endpoint: st.Endpoint, Bucket: st.Bucket, Region: st.Region,
+	sc := storage.Config{Backend: st.Backend, Endpoint: st.Endpoint, Bucket: st.Bucket, Region: st.Region,
 		AccessKey: st.AccessKey, SecretKey: st.SecretKey, PathStyle: st.PathStyle, TLS: st.TLS, Presign: st.Presign,
-		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}, cfg.DataDir)
+		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}
+	if health != nil {
+		sc.Health = health
+	}
+	return storage.New(ctx, sc, cfg.DataDir)
 }
 
 // bearerOnly serves h to requests bearing token, 401 to the rest.
