@@ -84,7 +84,7 @@ func TestAProviderThatDiesBeforeTheCallbackIsAnOutageNotAFailedSignIn(t *testing
 	}
 	logs := e.logs.String()
 	if strings.Count(logs, `"msg":"identity_provider is unreachable`) != 1 || strings.Contains(logs, "postgres is unreachable") ||
-		strings.Contains(logs, "database unavailable") || pgDep.Down() {
+		strings.Contains(logs, "postgres unavailable") || pgDep.Down() {
 		t.Fatalf("the outage is not the identity provider's alone:\n%s", logs)
 	}
 

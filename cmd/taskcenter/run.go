@@ -32,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/every"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -386,8 +387,9 @@ func dependency(t *outage.Tracker) jobs.Dependency {
 
 // startProbes follows each dependency for its outage tracker until the process stops: what
 // notices an outage, and its end, when no call is made. Redis and Postgres every second; the
-// object store and the identity provider, which are asked for more each time and shared
-// with others, every 5 and 10 seconds.
+// object store and the identity provider, which are shared with others and asked for more
+// each time, every 5 and 10 seconds. The object store's probe only makes a request: every
+// request to the S3 service reports to its tracker on its own (openStorage).
 func (p *process) startProbes(ctx context.Context) {
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	p.wg.Go(func() {
@@ -397,7 +399,13 @@ func (p *process) startProbes(ctx context.Context) {
 		p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) })
 	})
 	if p.storeDep != nil {
-		p.wg.Go(func() { p.storeDep.Probe(probeCtx, 5*time.Second, p.files.Ping) })
+		p.wg.Go(func() {
+			every.Run(probeCtx, 5*time.Second, func(ctx context.Context) {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				p.files.Ping(pctx) //nolint:errcheck // reported by the store's requests
+				cancel()
+			})
+		})
 	}
 	if p.idpDep != nil {
 		p.wg.Go(func() { p.idpDep.Probe(probeCtx, 10*time.Second, p.oidc.Ping) })
@@ -452,8 +460,8 @@ func (p *process) stop() {
 	p.wg.Wait()
 }
 
-// wire builds what every role shares: the store, asynq client, progress board, submitter,
-// metrics and alerts.
+// wire builds what every role shares: the asynq client, progress board, submitter and alerts
+// (the store and the metrics are observe's).
 func (p *process) wire() error {
 	cfg := p.cfg
 	// asynq enqueues a job with one Lua script call; concurrent enqueues share a pipeline.
