@@ -7,6 +7,8 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -67,12 +69,24 @@ func toProblem(err error) *problem.Problem {
 		return p
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem.New(http.StatusUnprocessableEntity, "unknown_type", err.Error())
+	// A 503 names the part that failed. The other parts' sentinels come first: Postgres's
+	// test takes any network error or deadline for its own.
+	case errors.Is(err, auth.ErrProviderUnavailable):
+		p := problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
+			"the identity provider cannot be reached to check the token; try again shortly")
+		p.WithRetryAfter(10)
+		return p
+	case errors.Is(err, storage.ErrUnavailable):
+		p := problem.New(http.StatusServiceUnavailable, "object_store_unavailable",
+			"the file store (S3) cannot be reached; try again shortly")
+		p.WithRetryAfter(5)
+		return p
 	case pg.IsTimeout(err):
 		p := problem.New(http.StatusServiceUnavailable, "database_timeout", "the task database did not answer in time; try again shortly")
 		p.WithRetryAfter(2)
 		return p
 	case pg.IsUnavailable(err):
-		p := problem.New(http.StatusServiceUnavailable, "unavailable", "the task database is unavailable; try again shortly")
+		p := problem.New(http.StatusServiceUnavailable, "database_unavailable", "the task database cannot be reached; try again shortly")
 		p.WithRetryAfter(5)
 		return p
 	default:
@@ -80,18 +94,38 @@ func toProblem(err error) *problem.Problem {
 	}
 }
 
+// outageOf names the dependency whose outage err is, by the error's type (the same order as
+// toProblem), with its tracker; counted is false when the dependency's own client (the
+// identity provider's, the object store's) already counted the failed call.
+func (s *Server) outageOf(err error) (name string, dep jobs.Dependency, counted bool) {
+	switch {
+	case errors.Is(err, auth.ErrProviderUnavailable):
+		return "identity_provider", s.IdentityProvider, true
+	case errors.Is(err, storage.ErrUnavailable):
+		return "object_store", s.ObjectStore, true
+	case pg.IsTimeout(err):
+		return "", nil, false // busy, not gone: an error of its own
+	case pg.IsUnavailable(err):
+		return "postgres", s.Postgres, false
+	}
+	return "", nil, false
+}
+
 // writeError answers with the problem for err, logging the cause of server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = problem.RequestID(r.Context())
+	name, dep, counted := s.outageOf(err)
 	switch {
-	case pg.IsUnavailable(err) && s.Postgres != nil:
-		// An outage is reported once, by its tracker, and summarised when it ends; each 503
-		// during it is counted there, not logged as an error of its own. Only Postgres's own
-		// errors (by type) feed it: another part's 503 is logged as what it is.
-		s.Postgres.Fail(err)
-		if !s.Postgres.Suppress() {
-			s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "request failed: database unavailable",
+	case name != "":
+		// An outage is reported once, by its dependency's tracker, and summarised when it
+		// ends; each 503 during it is counted there, not logged as an error of its own. Each
+		// dependency has its own tracker, told apart by the error's type.
+		if dep != nil && !counted {
+			dep.Fail(err)
+		}
+		if dep == nil || !dep.Suppress() {
+			s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "request failed: "+name+" unavailable", slog.String("dependency", name),
 				slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
 		}
 	case p.Status >= 500:

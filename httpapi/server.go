@@ -72,9 +72,14 @@ type Deps struct {
 	// Observe, when set, is called after every request with its route pattern, status and
 	// duration (metrics).
 	Observe func(route string, status int, took time.Duration)
-	// Postgres, when set, follows the database's availability: a 503 during a reported outage
-	// is counted there instead of logged on its own (internal/outage's Tracker).
-	Postgres jobs.Dependency
+	// Postgres, IdentityProvider and ObjectStore, when set, follow each dependency's
+	// availability (internal/outage's Trackers): a 503 during a reported outage of one is
+	// counted by its tracker instead of logged on its own. Postgres's failures are counted
+	// here; the identity provider's and the object store's by their clients (auth.Provider,
+	// the s3 backend), which report every call.
+	Postgres         jobs.Dependency
+	IdentityProvider jobs.Dependency
+	ObjectStore      jobs.Dependency
 	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
 	// allows none.
 	Webhooks URLChecker

@@ -9,7 +9,8 @@ import (
 )
 
 // NewLogger returns the process logger: JSON (or text) on w, durations written as "1.5s",
-// and sensitive values masked in every line: secrets by attribute name, mobile numbers in any
+// and sensitive values masked in every line: secrets by attribute name, mobile numbers and
+// the secrets inside URLs (a password, signed query values; scheme, host and port stay) in any
 // text, and file paths outside dataDir in errors and in attributes that name a file or path
 // (a URL path such as a route is not a file and is left alone).
 func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
@@ -26,7 +27,7 @@ func NewLogger(format, level string, w io.Writer, dataDir string) *slog.Logger {
 			if names(a.Key, "path", "file", "dir") {
 				return slog.String(a.Key, redact.String(a.Value.String(), dataDir))
 			}
-			return slog.String(a.Key, redact.Phones(a.Value.String()))
+			return slog.String(a.Key, redact.URLs(redact.Phones(a.Value.String())))
 		case slog.KindAny:
 			if err, ok := a.Value.Any().(error); ok {
 				return slog.String(a.Key, redact.String(err.Error(), dataDir))

@@ -84,10 +84,11 @@ func NewMetrics(inspector *asynq.Inspector, queues []string, st *store.Store) *M
 		"HTTP request durations, by route and status code.",
 		[]float64{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}, "route", "code")
 	m.depUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "taskcenter_dependency_up", Help: "1 when this process reaches the dependency (redis, postgres), 0 during an outage.",
+		Name: "taskcenter_dependency_up",
+		Help: "1 when this process reaches the dependency (postgres, redis, identity_provider, object_store; those it uses), 0 during an outage.",
 	}, []string{"dependency"})
 	m.depErrors = counterVec("taskcenter_dependency_errors_total",
-		"Failed operations against a dependency (probes and calls), by dependency.", "dependency")
+		"Failed operations against a dependency (probes and calls), by dependency (postgres, redis, identity_provider, object_store, webhook_target).", "dependency")
 	writeBuckets := []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
 	m.batchSecs = histogramVec("taskcenter_write_batch_seconds",
 		"Duration of each grouped Postgres write (one statement, one commit), by kind (submit, claim, end).",

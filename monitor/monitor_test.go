@@ -34,14 +34,17 @@ func TestLoggerMasksSensitiveValues(t *testing.T) {
 	log := NewLogger("json", "info", &buf, "/srv/tc")
 	log.Info("row rejected", "detail", "row 9, phone 13800138000 already used", "token", "demo-admin-token-ops0",
 		"err", errors.New("open /etc/shadow: permission denied"), "file", "/srv/tc/uploads/ab.xlsx", "took", 1500*time.Millisecond,
-		"route", "GET /api/v1/tasks/{id}", "tmp_path", "/tmp/elsewhere/x")
+		"route", "GET /api/v1/tasks/{id}", "tmp_path", "/tmp/elsewhere/x", "issuer", "http://127.0.0.1:18500",
+		"cause", errors.New(`Get "http://127.0.0.1:18500/token?code=SplxlOBeZQQYbYS6WxSbIA": connection refused`),
+		"database", "postgres://tc:hunter2pw@db:5432/tc")
 	out := buf.String()
-	for _, leaked := range []string{"13800138000", "demo-admin-token-ops0", "/etc/shadow", "/tmp/elsewhere"} {
+	for _, leaked := range []string{"13800138000", "demo-admin-token-ops0", "/etc/shadow", "/tmp/elsewhere", "SplxlOBeZQQYbYS6WxSbIA", "hunter2pw"} {
 		if strings.Contains(out, leaked) {
 			t.Errorf("log line leaks %q: %s", leaked, out)
 		}
 	}
-	for _, kept := range []string{"138****8000", `"token":"***"`, "open <path>: permission denied", "/srv/tc/uploads/ab.xlsx", `"took":"1.5s"`, `"route":"GET /api/v1/tasks/{id}"`} {
+	for _, kept := range []string{"138****8000", `"token":"***"`, "open <path>: permission denied", "/srv/tc/uploads/ab.xlsx", `"took":"1.5s"`, `"route":"GET /api/v1/tasks/{id}"`,
+		`"issuer":"http://127.0.0.1:18500"`, `http://127.0.0.1:18500/token?code=***`, `"database":"postgres://tc:***@db:5432/tc"`} {
 		if !strings.Contains(out, kept) {
 			t.Errorf("log line lacks %q: %s", kept, out)
 		}

@@ -179,6 +179,10 @@ func TestPostgresOutageAnswers503AndTheTaskFinishes(t *testing.T) {
 		if res.status != http.StatusServiceUnavailable || strings.Contains(body, "dial") || strings.Contains(body, "select") || strings.Contains(body, "sql") {
 			t.Errorf("GET %s while Postgres is down: %d %s, want a 503 without internals", path, res.status, res.body)
 		}
+		// The 503 names the part that failed.
+		if !strings.Contains(body, `"code":"database_`) || !strings.Contains(body, "the task database") {
+			t.Errorf("GET %s while Postgres is down: %s, want a database_unavailable (or _timeout) problem naming the task database", path, res.body)
+		}
 	}
 	if res := p.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}); res.status != http.StatusServiceUnavailable {
 		t.Errorf("submit while Postgres is down: %d %s", res.status, res.body)

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -33,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/every"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -208,17 +208,26 @@ type process struct {
 	scripts   *jobs.ScriptPipeliner
 	metrics   *monitor.Metrics
 	alerter   *monitor.Alerter
-	redisDep  *outage.Tracker
-	pgDep     *outage.Tracker
-	policies  map[string]jobs.TypePolicy
+	inspector *asynq.Inspector
+	oidc      *auth.Provider // the company identity provider, with the api role; nil when off
+	// Each dependency's availability, its own log lines and its own dependency label
+	// (observe). idpDep and storeDep are nil when the process does not use them.
+	redisDep *outage.Tracker
+	pgDep    *outage.Tracker
+	idpDep   *outage.Tracker
+	storeDep *outage.Tracker
+	policies map[string]jobs.TypePolicy
 	// queues are the queues something runs in: an enabled type's, or the maintenance round's.
-	// A queue only disabled types use gets no workers, no metrics and no console lane.
+	// A queue only disabled types use gets no workers and no console lane.
 	queues []string
 	types  *jobs.Registry
 	// extraTypes are task types added by whoever runs the program (tests), beside the built-in.
 	extraTypes []TypeMaker
 	imports    sheet.Limits
 	cleanup    cleanup.Config
+
+	// listeners are the addresses the process serves, bound before anything starts (bind).
+	listeners map[string]net.Listener
 
 	wg          sync.WaitGroup
 	errs        chan error
@@ -234,6 +243,10 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.logger = logger.With("worker", p.workerID)
 	p.logger.Info("starting taskcenter", "roles", roles.String())
+	if err := p.bind(roles); err != nil {
+		return err
+	}
+	defer p.closeListeners() // the ones never served: a start that failed half-way
 	closeDB, err := p.openDatabase(ctx)
 	if err != nil {
 		return err
@@ -245,7 +258,8 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	}
 	p.rdb = rdb
 	defer rdb.Close()
-	if p.files, err = openStorage(ctx, cfg); err != nil {
+	p.observe(roles)
+	if p.files, err = openStorage(ctx, cfg, p.storeDep); err != nil {
 		return err
 	}
 	p.logger.Info("storage ready", "backend", p.files.Backend(), "scratch", p.files.TempDir())
@@ -261,9 +275,47 @@ func serve(ctx context.Context, cfg config.Config, roles roleSet, logger *slog.L
 	defer p.alerter.Close(5 * time.Second)
 	p.startProbes(ctx)
 	if err := p.startRoles(roles); err != nil {
+		// Stop what did start before the deferred closes pull Redis and Postgres from under it.
+		p.stop()
 		return err
 	}
 	return p.runUntilStopped(ctx)
+}
+
+// bind listens on every address the process serves — the API's with the api role, the
+// metrics address when set — before anything else starts: a port that is taken is a
+// configuration error, reported at once ("http.addr (TASKCENTER_HTTP_ADDR): listen tcp
+// 127.0.0.1:8080: bind: address already in use") rather than after the database wait, and
+// with no worker or scheduler started that would have to be stopped again. Connections that
+// arrive before the process serves wait in the listen backlog.
+func (p *process) bind(roles roleSet) error {
+	p.listeners = map[string]net.Listener{}
+	for _, l := range []struct {
+		name, key, env, addr string
+		on                   bool
+	}{
+		{"http", "http.addr", "TASKCENTER_HTTP_ADDR", p.cfg.HTTP.Addr, roles.api},
+		{"metrics", "metrics.addr", "TASKCENTER_METRICS_ADDR", p.cfg.Metrics.Addr, p.cfg.Metrics.Addr != ""},
+	} {
+		if !l.on {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			p.closeListeners()
+			return fmt.Errorf("%s (%s): %w", l.key, l.env, err)
+		}
+		p.listeners[l.name] = ln
+	}
+	return nil
+}
+
+// closeListeners closes the listeners no server took over.
+func (p *process) closeListeners() {
+	for name, ln := range p.listeners {
+		ln.Close()
+		delete(p.listeners, name)
+	}
 }
 
 // openDatabase opens the task database's pool, migrates the schema through a pool of its
@@ -301,7 +353,46 @@ func (p *process) openDatabase(ctx context.Context) (func(), error) {
 	return func() { db.Close() }, nil
 }
 
-// startProbes follows Redis and Postgres for the outage trackers until the process stops.
+// observe makes the metrics and a tracker for each dependency the process uses, before
+// anything reports to them: Redis and Postgres always, the object store on s3, the identity
+// provider with the api role when it is configured (which also makes the provider).
+func (p *process) observe(roles roleSet) {
+	cfg := p.cfg
+	p.st = store.New(p.db)
+	p.inspector = asynq.NewInspectorFromRedisClient(p.rdb)
+	var lanes []string
+	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
+		lanes = append(lanes, jobs.Lanes(q)...)
+	}
+	p.metrics = monitor.NewMetrics(p.inspector, lanes, p.st)
+	p.redisDep = outage.New("redis", p.logger, p.metrics)
+	p.pgDep = outage.New("postgres", p.logger, p.metrics)
+	if cfg.Storage.Backend == storage.BackendS3 {
+		p.storeDep = outage.New("object_store", p.logger, p.metrics)
+	}
+	if o := cfg.Auth.OIDC; roles.api && o.Enabled() {
+		p.idpDep = outage.New("identity_provider", p.logger, p.metrics)
+		p.oidc = auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
+			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
+			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
+			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues, Health: p.idpDep})
+	}
+}
+
+// dependency is t as a jobs.Dependency: nil (not a nil *Tracker) when the process does not
+// use the dependency.
+func dependency(t *outage.Tracker) jobs.Dependency {
+	if t == nil {
+		return nil
+	}
+	return t
+}
+
+// startProbes follows each dependency for its outage tracker until the process stops: what
+// notices an outage, and its end, when no call is made. Redis and Postgres every second; the
+// object store and the identity provider, which are shared with others and asked for more
+// each time, every 5 and 10 seconds. The object store's probe only makes a request: every
+// request to the S3 service reports to its tracker on its own (openStorage).
 func (p *process) startProbes(ctx context.Context) {
 	probeCtx, stopProbes := context.WithCancel(context.WithoutCancel(ctx))
 	p.wg.Go(func() {
@@ -310,6 +401,18 @@ func (p *process) startProbes(ctx context.Context) {
 	p.wg.Go(func() {
 		p.pgDep.Probe(probeCtx, time.Second, func(ctx context.Context) error { return store.Ping(ctx, p.db) })
 	})
+	if p.storeDep != nil {
+		p.wg.Go(func() {
+			every.Run(probeCtx, 5*time.Second, func(ctx context.Context) {
+				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				p.files.Ping(pctx) //nolint:errcheck // reported by the store's requests
+				cancel()
+			})
+		})
+	}
+	if p.idpDep != nil {
+		p.wg.Go(func() { p.idpDep.Probe(probeCtx, 10*time.Second, p.oidc.Ping) })
+	}
 	p.stopping = append(p.stopping, stopProbes)
 }
 
@@ -327,9 +430,7 @@ func (p *process) startRoles(roles roleSet) error {
 		}
 	}
 	if p.cfg.Metrics.Addr != "" {
-		if err := p.listen("metrics", p.cfg.Metrics.Addr, p.metricsOnly()); err != nil {
-			return err
-		}
+		p.serveOn("metrics", p.metricsOnly())
 	}
 	if roles.scheduler {
 		return p.startScheduler()
@@ -347,25 +448,28 @@ func (p *process) runUntilStopped(ctx context.Context) error {
 	case runErr = <-p.errs:
 		p.logger.Error("a component failed; shutting down", "err", runErr)
 	}
+	p.stop()
+	p.logger.Info("bye")
+	return runErr
+}
+
+// stop stops every role that started, at once, and waits for them.
+func (p *process) stop() {
 	var stopWG sync.WaitGroup
 	for _, stop := range p.stopping {
 		stopWG.Go(stop)
 	}
 	stopWG.Wait()
 	p.wg.Wait()
-	p.logger.Info("bye")
-	return runErr
 }
 
-// wire builds what every role shares: the store, asynq client, progress board, submitter,
-// metrics and alerts.
+// wire builds what every role shares: the asynq client, progress board, submitter and alerts
+// (the store and the metrics are observe's).
 func (p *process) wire() error {
 	cfg := p.cfg
-	p.st = store.New(p.db)
 	// asynq enqueues a job with one Lua script call; concurrent enqueues share a pipeline.
 	p.scripts = jobs.NewScriptPipeliner(p.rdb)
 	client := asynq.NewClientFromRedisClient(p.scripts)
-	inspector := asynq.NewInspectorFromRedisClient(p.rdb)
 	p.imports = sheet.Limits{MaxUncompressed: cfg.Import.MaxUncompressedBytes, MaxEntries: cfg.Import.MaxEntries, MaxRows: cfg.Import.MaxRows,
 		MaxCellChars: cfg.Import.MaxCellChars, MaxColumns: cfg.Import.MaxColumns, MaxRowBytes: cfg.Import.MaxRowBytes,
 		MaxSharedStrings: cfg.Import.MaxSharedStrings}
@@ -402,16 +506,9 @@ func (p *process) wire() error {
 	}
 	queues := slices.Sorted(maps.Keys(served))
 	p.queues = queues
-	var lanes []string
-	for _, q := range queues {
-		lanes = append(lanes, jobs.Lanes(q)...)
-	}
-	p.metrics = monitor.NewMetrics(inspector, lanes, p.st)
-	p.redisDep = outage.New("redis", p.logger, p.metrics)
-	p.pgDep = outage.New("postgres", p.logger, p.metrics)
 	p.alerter = monitor.NewAlerter(monitor.AlertConfig{WebhookURL: cfg.Alerts.WebhookURL, WebhookTimeout: cfg.Alerts.WebhookTimeout,
 		WebhookRetries: cfg.Alerts.WebhookRetries}, p.metrics, p.logger)
-	p.enqueuer = jobs.NewEnqueuer(client, inspector, runtimes)
+	p.enqueuer = jobs.NewEnqueuer(client, p.inspector, runtimes)
 	p.board = jobs.NewProgressBoard(p.rdb)
 	limits := map[string]int{}
 	for name, q := range cfg.Queues {
@@ -483,7 +580,8 @@ func (p *process) startWorkers() error {
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
 	hooks := webhook.New(webhook.Config{PollInterval: cfg.Webhooks.PollInterval, Concurrency: cfg.Webhooks.Concurrency,
 		PerSubscription: cfg.Webhooks.PerSubscription, Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase,
-		RetryMax: cfg.Webhooks.RetryMax, MaxAge: cfg.Webhooks.MaxAge, Retention: cfg.Webhooks.Retention}, webhook.Deps{Store: p.st, Policy: hookPolicy, Alerter: p.alerter, Logger: p.logger})
+		RetryMax: cfg.Webhooks.RetryMax, MaxAge: cfg.Webhooks.MaxAge, Retention: cfg.Webhooks.Retention}, webhook.Deps{Store: p.st, Policy: hookPolicy, Alerter: p.alerter, Logger: p.logger,
+		Observer: p.metrics})
 	hooks.Start()
 	p.stopping = append(p.stopping, hooks.Stop)
 	p.stopping = append(p.stopping, func() {
@@ -511,18 +609,17 @@ func (p *process) startAPI() error {
 	// Error reports rendered in another language for one download live in scratch.
 	p.sweepScratch(nil)
 	hookPolicy, _ := webhook.NewPolicy(cfg.Webhooks.AllowedHosts) // validated with the config
-	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
-	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
+	// Identity: the company identity provider (made with its tracker, observe), the trusted
+	// gateway, API tokens, audit.
+	th := cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
 	authDeps := httpapi.AuthDeps{Gateway: gateway, Throttle: cfg.Auth.Throttle, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
-		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
-			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
-			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
-			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues})}
+		AuditLog: cfg.Auth.Audit.Log, OIDC: p.oidc}
 	api := httpapi.New(httpapi.Deps{
 		Auth: authDeps, Schedules: cfg.Schedules,
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
-		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Postgres: p.pgDep, Webhooks: hookPolicy,
+		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Webhooks: hookPolicy,
+		Postgres: dependency(p.pgDep), IdentityProvider: dependency(p.idpDep), ObjectStore: dependency(p.storeDep),
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
 		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
@@ -558,7 +655,8 @@ func (p *process) startAPI() error {
 			}
 		})
 	}
-	return p.listen("http", cfg.HTTP.Addr, api.Handler(mounts...))
+	p.serveOn("http", api.Handler(mounts...))
+	return nil
 }
 
 // sweepScratch sweeps this node's scratch dir while the process runs (once per process,
@@ -576,13 +674,17 @@ func (p *process) sweepScratch(c *cleanup.Cleaner) {
 }
 
 // openStorage opens the configured store: the data dir, or the S3 bucket (checked: the
-// endpoint answers, the credentials work, the bucket exists or is created). Scratch files
-// live under the data dir either way.
-func openStorage(ctx context.Context, cfg config.Config) (storage.Store, error) {
+// endpoint answers, the credentials work, the bucket exists or is created), whose every
+// request is reported to health (nil: none). Scratch files live under the data dir either way.
+func openStorage(ctx context.Context, cfg config.Config, health *outage.Tracker) (storage.Store, error) {
 	st := cfg.Storage
-	return storage.New(ctx, storage.Config{Backend: st.Backend, Endpoint: st.Endpoint, Bucket: st.Bucket, Region: st.Region,
+	sc := storage.Config{Backend: st.Backend, Endpoint: st.Endpoint, Bucket: st.Bucket, Region: st.Region,
 		AccessKey: st.AccessKey, SecretKey: st.SecretKey, PathStyle: st.PathStyle, TLS: st.TLS, Presign: st.Presign,
-		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}, cfg.DataDir)
+		PresignTTL: st.PresignTTL, PresignEndpoint: st.PresignEndpoint, CreateBucket: st.CreateBucket, PartSize: st.PartSize}
+	if health != nil {
+		sc.Health = health
+	}
+	return storage.New(ctx, sc, cfg.DataDir)
 }
 
 // bearerOnly serves h to requests bearing token, 401 to the rest.
@@ -606,12 +708,11 @@ func (p *process) metricsOnly() http.Handler {
 	return mux
 }
 
-// listen serves h on addr until shutdown, draining in-flight requests.
-func (p *process) listen(name, addr string, h http.Handler) error {
-	ln, err := listenRetrying(addr, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
-	}
+// serveOn serves h on the listener bind made for name until shutdown, draining in-flight
+// requests.
+func (p *process) serveOn(name string, h http.Handler) {
+	ln := p.listeners[name]
+	delete(p.listeners, name) // the server closes it from now on
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
 	p.logger.Info(name+" listening", "addr", ln.Addr().String())
 	p.wg.Go(func() {
@@ -627,21 +728,6 @@ func (p *process) listen(name, addr string, h http.Handler) error {
 		}
 		p.logger.Info(name + " stopped")
 	})
-	return nil
-}
-
-// listenRetrying listens on addr, retrying for up to patience while the port is in use: a
-// restarted process whose dying predecessor still holds the port waits for it instead of
-// exiting.
-func listenRetrying(addr string, patience time.Duration) (net.Listener, error) {
-	deadline := time.Now().Add(patience)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			return ln, err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // startScheduler runs asynq's periodic task manager over the provider of periodic work: the

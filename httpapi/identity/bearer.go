@@ -42,13 +42,9 @@ func (s *Service) bearer(ctx context.Context, token string) (Principal, error) {
 		switch {
 		case errors.As(err, &te):
 			return Principal{}, problem.New(http.StatusUnauthorized, "unauthorized", te.Reason)
-		case errors.Is(err, auth.ErrProviderUnavailable):
-			s.cfg.Logger.Warn("bearer JWT not checked: identity provider unreachable", "err", err)
-			pr := problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
-				"the identity provider could not be reached to check the token; try again shortly")
-			pr.WithRetryAfter(10)
-			return Principal{}, pr
 		case err != nil:
+			// auth.ErrProviderUnavailable among them: httpapi's error table answers it (503
+			// naming the provider) and its outage tracker logs it, once per outage.
 			return Principal{}, err
 		}
 		return PrincipalOf(id, "jwt"), nil

@@ -198,9 +198,9 @@ func PrincipalOf(id auth.Identity, via string) Principal {
 // without an Authorization header, the trusted gateway's user header (from its proxies
 // only); else a web session cookie. Cookie and gateway requests that change state must come
 // from this site: a browser behind the gateway sends the gateway's own cookie along on any
-// site's form. The error is a problem (401, 403, 503) or a failure of the token lookup; a
-// cross-site refusal (403 csrf_failed) still names the caller it refused, for the audit
-// trail.
+// site's form. The error is a problem (401, 403), a failure of the token lookup, or
+// auth.ErrProviderUnavailable when a JWT could not be checked; a cross-site refusal (403
+// csrf_failed) still names the caller it refused, for the audit trail.
 func (s *Service) Principal(r *http.Request) (Principal, error) {
 	unauthorized := problem.New(http.StatusUnauthorized, "unauthorized", "send a valid token: Authorization: Bearer <token>")
 	if h := r.Header.Get("Authorization"); h != "" {

@@ -120,12 +120,17 @@ func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 	id, idToken, err := w.cfg.OIDC.Finish(r.Context(), si, q.Get("code"))
 	var te *auth.TokenError
 	switch {
+	case errors.Is(err, auth.ErrProviderUnavailable):
+		// The provider was not reached (it died between the consent and this callback): the
+		// user's code was never judged, so this is no failed sign-in for the throttle.
+		fail(http.StatusServiceUnavailable, "the identity provider cannot be reached", dict["login.sso_unavailable"])
+		return
 	case errors.As(err, &te):
 		fail(http.StatusUnauthorized, te.Reason, dict["login.sso_failed"])
 		return
 	case err != nil:
-		w.cfg.Logger.Warn("browser sign-in: identity provider unreachable", "err", err)
-		fail(http.StatusServiceUnavailable, "the identity provider could not be reached", dict["login.sso_unavailable"])
+		w.cfg.Logger.Warn("browser sign-in could not be completed", "err", err)
+		fail(http.StatusServiceUnavailable, "the sign-in could not be completed", dict["login.sso_unavailable"])
 		return
 	}
 	p := identity.PrincipalOf(id, "oidc")

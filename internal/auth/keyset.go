@@ -20,8 +20,11 @@ import (
 // go-oidc's own RemoteKeySet fetches the keys again for every token whose key it does not
 // know, so a stream of tokens with made-up key ids makes a stream of requests to the
 // provider. This one follows key rotation the same way — a token naming an unknown key id
-// fetches the keys again — but at most once per refreshInterval; keys older than maxAge are
-// fetched again before use, so a key the provider removed stops working.
+// fetches the keys again — but at most once per refreshInterval. Keys are also refreshed on
+// a schedule: keys older than maxAge are fetched again before the next token is checked, so
+// a key the provider removed stops working within maxAge (5 minutes by default). While that
+// fetch is under way other tokens are checked with the keys in hand instead of queueing
+// behind it, and when it fails (the provider is down) the keys in hand stay in use.
 type KeySet struct {
 	url, file       string
 	client          *http.Client
@@ -29,6 +32,7 @@ type KeySet struct {
 	refreshInterval time.Duration
 	maxAge          time.Duration
 	now             func() time.Time
+	health          Health // told how each fetch from the provider went; nil: nobody
 
 	fetchMu sync.Mutex // one fetch at a time
 	mu      sync.Mutex // guards the fields below
@@ -38,17 +42,25 @@ type KeySet struct {
 	lastErr error
 }
 
-// Key set errors; go-oidc folds them into its own message, which keeps their text.
+// Key set errors. go-oidc folds them into its own message; the verification that called the
+// key set keeps the error itself (checkedKeys), so they are told apart by identity.
 var (
 	errUnknownKey   = errors.New("the token's signing key (kid) is not one of the provider's keys")
 	errBadSignature = errors.New("the token's signature does not verify")
-	errNoKeys       = errors.New("the provider's signing keys could not be fetched")
+	errMalformed    = errors.New("malformed jwt")
+	// errNoKeys comes wrapped with ErrProviderUnavailable: no token can be checked.
+	errNoKeys = errors.New("the provider's signing keys could not be fetched")
 )
 
-// NewKeySet returns a key set read from url or file.
-func NewKeySet(url, file string, client *http.Client, algs []string, refreshInterval, maxAge time.Duration) *KeySet {
-	ks := &KeySet{url: url, file: file, client: client, refreshInterval: refreshInterval, maxAge: maxAge, now: time.Now}
-	for _, a := range algs {
+// newKeySet returns a key set read from url or file, with cfg's algorithms, refresh
+// interval, max age, clock and health.
+func newKeySet(url, file string, client *http.Client, cfg OIDCConfig) *KeySet {
+	ks := &KeySet{url: url, file: file, client: client, refreshInterval: cfg.JWKSRefreshInterval, maxAge: cfg.JWKSMaxAge,
+		now: cfg.Clock, health: cfg.Health}
+	if ks.now == nil {
+		ks.now = time.Now
+	}
+	for _, a := range cfg.Algorithms {
 		ks.algs = append(ks.algs, jose.SignatureAlgorithm(a))
 	}
 	return ks
@@ -59,10 +71,10 @@ func NewKeySet(url, file string, client *http.Client, algs []string, refreshInte
 func (k *KeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	jws, err := jose.ParseSigned(raw, k.algs)
 	if err != nil {
-		return nil, fmt.Errorf("malformed jwt: %w", err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, errors.New("the token must carry exactly one signature")
+		return nil, fmt.Errorf("%w: the token must carry exactly one signature", errMalformed)
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, err := k.current(ctx, false)
@@ -110,7 +122,8 @@ func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) 
 
 // current returns the cached keys, fetching them first when there are none, when they are
 // older than maxAge, or (refresh) when a token named an unknown key — each at most once per
-// refreshInterval. When a fetch fails the old keys stay in use.
+// refreshInterval. When a fetch fails the old keys stay in use; while keys that are only old
+// are being fetched again, other callers use them rather than wait.
 func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
 	keys, fetched, tried := k.keys, k.fetched, k.tried
@@ -121,18 +134,23 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 		if keys == nil {
 			k.mu.Lock()
 			defer k.mu.Unlock()
-			return nil, fmt.Errorf("%w: %v", errNoKeys, k.lastErr)
+			return nil, noKeys(k.lastErr)
 		}
 		return keys, nil
 	}
-	k.fetchMu.Lock()
+	if !k.fetchMu.TryLock() {
+		if keys != nil && !refresh {
+			return keys, nil
+		}
+		k.fetchMu.Lock()
+	}
 	defer k.fetchMu.Unlock()
 	k.mu.Lock()
 	if k.tried.After(tried) { // another caller fetched meanwhile
 		keys, err := k.keys, k.lastErr
 		k.mu.Unlock()
 		if keys == nil {
-			return nil, fmt.Errorf("%w: %v", errNoKeys, err)
+			return nil, noKeys(err)
 		}
 		return keys, nil
 	}
@@ -144,7 +162,7 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 	if err != nil {
 		k.lastErr = err
 		if k.keys == nil {
-			return nil, fmt.Errorf("%w: %v", errNoKeys, err)
+			return nil, noKeys(err)
 		}
 		return k.keys, nil
 	}
@@ -152,8 +170,26 @@ func (k *KeySet) current(ctx context.Context, refresh bool) ([]jose.JSONWebKey, 
 	return fresh, nil
 }
 
-// fetch reads the JWKS.
+// noKeys is the error of a key set that has no keys to check a token with.
+func noKeys(cause error) error {
+	return fmt.Errorf("%w: %w: %v", ErrProviderUnavailable, errNoKeys, cause)
+}
+
+// fetch reads the JWKS; a fetch from the provider tells the health how it went.
 func (k *KeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	keys, err := k.read(ctx)
+	if k.file == "" && k.health != nil {
+		if err != nil {
+			k.health.Fail(fmt.Errorf("fetch the signing keys: %w", err))
+		} else {
+			k.health.OK()
+		}
+	}
+	return keys, err
+}
+
+// read reads and decodes the JWKS.
+func (k *KeySet) read(ctx context.Context) ([]jose.JSONWebKey, error) {
 	var body []byte
 	if k.file != "" {
 		b, err := os.ReadFile(k.file)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,12 +33,27 @@ type OIDCConfig struct {
 	Leeway       time.Duration
 	// JWKSRefreshInterval is the least time between two key fetches for unknown key ids.
 	JWKSRefreshInterval time.Duration
-	JWKSMaxAge          time.Duration
-	UserClaim           string
-	AdminClaim          string
-	AdminValues         []string
+	// JWKSMaxAge is how long fetched keys are used before they are fetched again (a removed
+	// key stops working within it).
+	JWKSMaxAge  time.Duration
+	UserClaim   string
+	AdminClaim  string
+	AdminValues []string
 	// HTTPClient talks to the provider. Default: a client with a 10s timeout.
 	HTTPClient *http.Client
+	// Clock tells the time: the keys' age and the tokens' exp, nbf and iat. Default time.Now.
+	Clock func() time.Time
+	// Health is told how each call to the provider went (discovery, keys, code exchange).
+	// Nil: nobody.
+	Health Health
+}
+
+// Health follows the provider's availability (internal/outage's Tracker).
+type Health interface {
+	// Fail records a call that could not reach the provider or that it failed to answer.
+	Fail(err error)
+	// OK records a call the provider answered.
+	OK()
 }
 
 // Provider is the company identity provider: it verifies bearer JWTs and runs the browser
@@ -70,9 +86,10 @@ type TokenError struct {
 func (e *TokenError) Error() string { return e.Reason + ": " + e.Err.Error() }
 func (e *TokenError) Unwrap() error { return e.Err }
 
-// ErrProviderUnavailable: the provider (its discovery document or keys) could not be reached,
-// so a token could not be checked.
-var ErrProviderUnavailable = errors.New("the identity provider could not be reached")
+// ErrProviderUnavailable: the provider (its discovery document, its keys, its token endpoint)
+// could not be reached or failed to answer, so a token could not be checked or a sign-in
+// could not be completed. It says nothing about the token or the user.
+var ErrProviderUnavailable = errors.New("the identity provider cannot be reached")
 
 // NewProvider returns the provider, or nil when cfg has no issuer (off).
 func NewProvider(cfg OIDCConfig) *Provider {
@@ -98,12 +115,15 @@ func NewProvider(cfg OIDCConfig) *Provider {
 	if len(cfg.Scopes) == 0 {
 		cfg.Scopes = def.Scopes
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	p := &Provider{cfg: cfg, client: cfg.HTTPClient}
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.JWKSURL != "" || cfg.JWKSFile != "" {
-		p.keys = NewKeySet(cfg.JWKSURL, cfg.JWKSFile, p.client, cfg.Algorithms, cfg.JWKSRefreshInterval, cfg.JWKSMaxAge)
+		p.keys = newKeySet(cfg.JWKSURL, cfg.JWKSFile, p.client, cfg)
 	}
 	return p
 }
@@ -123,11 +143,23 @@ func (p *Provider) discover(ctx context.Context) (*discovery, error) {
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), p.client), 10*time.Second)
 	defer cancel()
-	prov, err := oidc.NewProvider(ctx, p.cfg.Issuer)
+	d, err := p.fetchDiscovery(ctx)
 	p.discAt = time.Now()
+	p.report(err)
 	if err != nil {
-		p.discErr = fmt.Errorf("%w: discovery at %s: %v", ErrProviderUnavailable, p.cfg.Issuer, err)
+		p.discErr = fmt.Errorf("%w: %w", ErrProviderUnavailable, err)
 		return nil, p.discErr
+	}
+	p.disc, p.discErr = d, nil
+	return d, nil
+}
+
+// fetchDiscovery reads the discovery document (p.mu held) and, unless the keys are
+// configured, makes the key set it names.
+func (p *Provider) fetchDiscovery(ctx context.Context) (*discovery, error) {
+	prov, err := oidc.NewProvider(ctx, p.cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("discovery at %s: %w", p.cfg.Issuer, err)
 	}
 	var extra struct {
 		JWKSURI     string   `json:"jwks_uri"`
@@ -136,8 +168,7 @@ func (p *Provider) discover(ctx context.Context) (*discovery, error) {
 		PKCEMethods []string `json:"code_challenge_methods_supported"`
 	}
 	if err := prov.Claims(&extra); err != nil {
-		p.discErr = fmt.Errorf("%w: discovery document: %v", ErrProviderUnavailable, err)
-		return nil, p.discErr
+		return nil, fmt.Errorf("discovery document: %w", err)
 	}
 	d := &discovery{provider: prov, endSession: extra.EndSession, authStyle: oauth2.AuthStyleAutoDetect}
 	switch {
@@ -152,13 +183,51 @@ func (p *Provider) discover(ctx context.Context) (*discovery, error) {
 	}
 	if p.keys == nil {
 		if extra.JWKSURI == "" {
-			p.discErr = fmt.Errorf("%w: the discovery document names no jwks_uri", ErrProviderUnavailable)
-			return nil, p.discErr
+			return nil, errors.New("the discovery document names no jwks_uri")
 		}
-		p.keys = NewKeySet(extra.JWKSURI, "", p.client, p.cfg.Algorithms, p.cfg.JWKSRefreshInterval, p.cfg.JWKSMaxAge)
+		p.keys = newKeySet(extra.JWKSURI, "", p.client, p.cfg)
 	}
-	p.disc, p.discErr = d, nil
 	return d, nil
+}
+
+// report tells the health how a call to the provider went: err nil, it answered.
+func (p *Provider) report(err error) {
+	switch {
+	case p.cfg.Health == nil:
+	case err != nil:
+		p.cfg.Health.Fail(err)
+	default:
+		p.cfg.Health.OK()
+	}
+}
+
+// Ping checks that the provider answers, for the outage probe: a GET of the document the
+// service needs from it — the discovery document, or the configured jwks_url when tokens are
+// checked without discovery (no browser sign-in); nil at once with a jwks_file and no browser
+// sign-in, which need nothing from the provider. It reports to nobody: the probe does.
+func (p *Provider) Ping(ctx context.Context) error {
+	target := strings.TrimSuffix(p.cfg.Issuer, "/") + "/.well-known/openid-configuration"
+	switch {
+	case p.BrowserSignIn():
+	case p.cfg.JWKSURL != "":
+		target = p.cfg.JWKSURL
+	case p.cfg.JWKSFile != "":
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20)) //nolint:errcheck // drained for reuse
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", target, res.Status)
+	}
+	return nil
 }
 
 // keySet returns the signing keys: the static JWKS, or the one discovery names.
@@ -191,17 +260,18 @@ func (p *Provider) verify(ctx context.Context, raw, audience, nonce string) (Ide
 	if err != nil {
 		return Identity{}, err
 	}
-	v := oidc.NewVerifier(p.cfg.Issuer, ks, &oidc.Config{ClientID: audience, SupportedSigningAlgs: p.cfg.Algorithms,
-		SkipExpiryCheck: true}) // exp, nbf and iat are checked below, with the configured leeway
+	keys := &checkedKeys{KeySet: ks}
+	v := oidc.NewVerifier(p.cfg.Issuer, keys, &oidc.Config{ClientID: audience, SupportedSigningAlgs: p.cfg.Algorithms,
+		SkipExpiryCheck: true, Now: p.cfg.Clock}) // exp, nbf and iat are checked below, with the configured leeway
 	tok, err := v.Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, classify(err)
+		return Identity{}, classify(err, keys.err)
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, &TokenError{Reason: "the token's claims do not decode", Err: err}
 	}
-	now := time.Now()
+	now := p.cfg.Clock()
 	exp, hasExp := numericDate(claims["exp"])
 	switch {
 	case !hasExp:
@@ -278,21 +348,44 @@ func numericDate(v any) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// classify turns go-oidc's and the key set's errors into a reason for the caller.
-func classify(err error) error {
+// checkedKeys is the key set as one verification sees it: go-oidc folds the key set's error
+// into its own message, so the error is kept here and told apart by identity, not by text.
+type checkedKeys struct {
+	*KeySet
+	err error
+}
+
+func (c *checkedKeys) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+	payload, err := c.KeySet.VerifySignature(ctx, raw)
+	c.err = err
+	return payload, err
+}
+
+// classify turns a failed verification into ErrProviderUnavailable (no keys to check with)
+// or a refusal with a reason for the caller: keyErr, the key set's own error, by identity;
+// go-oidc's checks before the signature (issuer, audience, algorithm, form), which it
+// reports as text only, by their words.
+func classify(err, keyErr error) error {
+	if keyErr != nil {
+		switch {
+		case errors.Is(keyErr, ErrProviderUnavailable):
+			return keyErr
+		case errors.Is(keyErr, errUnknownKey):
+			return &TokenError{Reason: "the token is signed with a key the identity provider does not publish (unknown kid)", Err: err}
+		case errors.Is(keyErr, errBadSignature):
+			return &TokenError{Reason: "the token's signature does not verify", Err: err}
+		case errors.Is(keyErr, errMalformed):
+			return &TokenError{Reason: "the token is not a signed JWT", Err: err}
+		}
+		return &TokenError{Reason: "the token could not be verified", Err: err}
+	}
 	msg := err.Error()
 	reason := "the token could not be verified"
 	switch {
-	case strings.Contains(msg, errNoKeys.Error()):
-		return fmt.Errorf("%w: %v", ErrProviderUnavailable, err)
-	case strings.Contains(msg, "unexpected signature algorithm"):
+	case strings.Contains(msg, "unexpected signature algorithm"), strings.Contains(msg, "unsupported algorithm"):
 		reason = "the token is signed with an algorithm this service does not accept"
 	case strings.Contains(msg, "malformed jwt"), strings.Contains(msg, "compact JWS format"):
 		reason = "the token is not a signed JWT"
-	case strings.Contains(msg, errUnknownKey.Error()):
-		reason = "the token is signed with a key the identity provider does not publish (unknown kid)"
-	case strings.Contains(msg, errBadSignature.Error()):
-		reason = "the token's signature does not verify"
 	case strings.Contains(msg, "issued by a different provider"):
 		reason = "the token was issued by another issuer"
 	case strings.Contains(msg, "expected audience"):
@@ -340,12 +433,25 @@ func (p *Provider) Finish(ctx context.Context, si SignIn, code string) (Identity
 	if err != nil {
 		return Identity{}, "", err
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, p.client), 15*time.Second)
+	ectx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, p.client), 15*time.Second)
 	defer cancel()
-	tok, err := p.oauth(d, si.Redirect).Exchange(ctx, code, oauth2.VerifierOption(si.Verifier))
-	if err != nil {
+	tok, err := p.oauth(d, si.Redirect).Exchange(ectx, code, oauth2.VerifierOption(si.Verifier))
+	var refused *oauth2.RetrieveError
+	switch {
+	case ctx.Err() != nil:
+		return Identity{}, "", ctx.Err() // the browser went away; nobody is told anything
+	case errors.As(err, &refused) && refused.Response != nil && refused.Response.StatusCode < http.StatusInternalServerError:
+		// The provider answered and refused the code (used, expired, not this client's).
+		p.report(nil)
 		return Identity{}, "", &TokenError{Reason: "the identity provider did not accept the sign-in code", Err: err}
+	case err != nil:
+		// Not reached, or it failed to answer (5xx): the code was never judged, so this is
+		// no failed sign-in of the user's.
+		err = fmt.Errorf("exchange the sign-in code: %w", err)
+		p.report(err)
+		return Identity{}, "", fmt.Errorf("%w: %w", ErrProviderUnavailable, err)
 	}
+	p.report(nil)
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		return Identity{}, "", &TokenError{Reason: "the identity provider sent no ID token", Err: errors.New("no id_token")}

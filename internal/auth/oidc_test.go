@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,171 @@ func TestKeyRotationIsFollowedAndRefetchesAreRateLimited(t *testing.T) {
 	}
 	if n := p.JWKSServed.Load() - fetches; n > 1 {
 		t.Fatalf("50 tokens with made-up kids fetched the keys %d times within the refresh interval", n)
+	}
+}
+
+// clock is a test's time: it stands still until the test moves it.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A key the provider removed stops working once the keys are older than jwks_max_age (by
+// default 5 minutes), even though tokens keep naming a key id the key set already knows (no
+// unknown kid prompts a fetch): the keys are refreshed on their own schedule.
+func TestARemovedKeyStopsWorkingAfterTheKeysMaxAge(t *testing.T) {
+	t.Parallel()
+	p := testenv.NewIdP(t)
+	clk := &clock{now: time.Now()}
+	prov := provider(p, func(c *auth.OIDCConfig) {
+		c.JWKSRefreshInterval, c.JWKSMaxAge, c.Clock = 10*time.Second, 0, clk.Now // 0: the default max age
+	})
+	// Tokens valid for a day, so that moving the clock tests the keys' age, not the token's.
+	claims := func(user string) jwt.MapClaims {
+		return p.Claims(user, func(c jwt.MapClaims) { c["exp"] = time.Now().Add(24 * time.Hour).Unix() })
+	}
+	removed := p.Key()
+	token := testenv.Sign(t, removed, claims("alice"))
+	if _, err := prov.VerifyBearer(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
+	fetches := p.JWKSServed.Load()
+
+	fresh := p.Rotate(t) // the provider removes the key and publishes another
+	clk.Advance(4 * time.Minute)
+	if _, err := prov.VerifyBearer(context.Background(), token); err != nil {
+		t.Fatalf("within jwks_max_age the keys in hand are used: %v", err)
+	}
+	if n := p.JWKSServed.Load() - fetches; n != 0 {
+		t.Fatalf("the keys were fetched %d times within their max age", n)
+	}
+
+	clk.Advance(time.Minute + time.Second)
+	refused(t, prov, token, "unknown kid")
+	if n := p.JWKSServed.Load() - fetches; n != 1 {
+		t.Fatalf("the keys past their max age were fetched %d times, want once", n)
+	}
+	if id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, claims("bob"))); err != nil || id.User != "bob" {
+		t.Fatalf("a token of the published key: %+v %v", id, err)
+	}
+}
+
+// health records what the provider reports of its calls.
+type health struct {
+	mu    sync.Mutex
+	fails []error
+	oks   int
+}
+
+func (h *health) Fail(err error) { h.mu.Lock(); h.fails = append(h.fails, err); h.mu.Unlock() }
+func (h *health) OK()            { h.mu.Lock(); h.oks++; h.mu.Unlock() }
+func (h *health) counts() (fails, oks int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.fails), h.oks
+}
+
+// authorize follows a sign-in's authorization URL at the provider as a browser would and
+// returns the code the provider sends back.
+func authorize(t *testing.T, authURL string) string {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := res.Request.URL.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("the provider's answer to the authorization: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
+	}
+	return loc.Query().Get("code")
+}
+
+// A sign-in whose provider dies between the consent and the callback cannot be completed,
+// and says so as the provider's outage (ErrProviderUnavailable), not as a refused code: the
+// user did nothing wrong. A code the provider answers and refuses stays a refusal. Each call
+// to the provider is reported to the health.
+func TestACodeExchangeTheProviderCannotAnswerIsItsOutage(t *testing.T) {
+	t.Parallel()
+	p := testenv.NewIdP(t)
+	h := &health{}
+	prov := provider(p, func(c *auth.OIDCConfig) { c.Health = h })
+	ctx := context.Background()
+
+	authURL, si, err := prov.Begin(ctx, "http://127.0.0.1:1/auth/callback", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := prov.Finish(ctx, si, "made-up-code"); !isRefusal(err) {
+		t.Fatalf("a code the provider refuses: %v, want a *TokenError", err)
+	}
+	if fails, oks := h.counts(); fails != 0 || oks != 2 {
+		t.Fatalf("discovery and a refused exchange: %d failures, %d answers reported; want 0 and 2", fails, oks)
+	}
+
+	code := authorize(t, authURL)
+	if err := p.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = prov.Finish(ctx, si, code)
+	if !errors.Is(err, auth.ErrProviderUnavailable) || isRefusal(err) {
+		t.Fatalf("the exchange with a stopped provider: %v, want ErrProviderUnavailable and no refusal", err)
+	}
+	if fails, _ := h.counts(); fails != 1 {
+		t.Fatalf("%d failures reported for one exchange that could not reach the provider", fails)
+	}
+}
+
+func isRefusal(err error) bool {
+	var te *auth.TokenError
+	return errors.As(err, &te)
+}
+
+// Without its keys no token can be checked: that is the provider's outage, reported to the
+// health, and the answer once it is back.
+func TestTokensCheckedWhileTheKeysCannotBeFetchedAreTheProvidersOutage(t *testing.T) {
+	t.Parallel()
+	p := testenv.NewIdP(t)
+	h := &health{}
+	issuer := p.Issuer()
+	down := provider(p, func(c *auth.OIDCConfig) { c.Health, c.Issuer = h, "http://127.0.0.1:1/unreachable" })
+	_, err := down.VerifyBearer(context.Background(), testenv.Sign(t, p.Key(), p.Claims("alice")))
+	if !errors.Is(err, auth.ErrProviderUnavailable) || isRefusal(err) {
+		t.Fatalf("a token checked while discovery fails: %v", err)
+	}
+	if err := down.Ping(context.Background()); err == nil {
+		t.Fatal("Ping of an unreachable provider answered nil")
+	}
+	if fails, _ := h.counts(); fails != 1 {
+		t.Fatalf("%d failures reported, want 1 (Ping reports to nobody)", fails)
+	}
+
+	// The keys' own URL is down while discovery works.
+	h = &health{}
+	noKeys := provider(p, func(c *auth.OIDCConfig) { c.Health, c.JWKSURL = h, "http://127.0.0.1:1/jwks" })
+	_, err = noKeys.VerifyBearer(context.Background(), testenv.Sign(t, p.Key(), p.Claims("alice")))
+	if !errors.Is(err, auth.ErrProviderUnavailable) || isRefusal(err) {
+		t.Fatalf("a token checked while the keys cannot be fetched: %v", err)
+	}
+	if fails, _ := h.counts(); fails != 1 {
+		t.Fatalf("%d failures reported for one failed key fetch", fails)
+	}
+
+	up := provider(p, func(c *auth.OIDCConfig) { c.Issuer = issuer })
+	if err := up.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping of a provider that answers: %v", err)
 	}
 }

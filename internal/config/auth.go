@@ -39,7 +39,7 @@ type Auth struct {
 func defaultAuth() Auth {
 	return Auth{
 		OIDC: OIDC{Scopes: []string{"openid", "profile", "email"}, Algorithms: slices.Clone(SignatureAlgorithms), Leeway: 30 * time.Second,
-			JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: time.Hour, UserClaim: "sub", AdminClaim: "groups"},
+			JWKSRefreshInterval: 10 * time.Second, JWKSMaxAge: 5 * time.Minute, UserClaim: "sub", AdminClaim: "groups"},
 		TrustedHeader: TrustedHeader{AdminValues: []string{"admin"}},
 		APITokens:     APITokens{DefaultTTL: 90 * 24 * time.Hour, MaxTTL: 365 * 24 * time.Hour},
 		Throttle:      Throttle{Failures: 10, Window: time.Minute},
@@ -104,8 +104,11 @@ type OIDC struct {
 	// a key id that is not known (key rotation), so made-up key ids cannot hammer the
 	// provider. Default 10s.
 	JWKSRefreshInterval time.Duration `yaml:"jwks_refresh_interval"`
-	// JWKSMaxAge: keys older than this are fetched again before use (a removed key stops
-	// working). Default 1h.
+	// JWKSMaxAge is how long fetched keys are trusted: keys older than this are fetched again
+	// before the next token is checked, so a key the provider removed (revoked or rotated
+	// out) stops working within this time. While the provider cannot be reached the keys
+	// already fetched stay in use. Between jwks_refresh_interval and 1h
+	// (TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE). Default 5m.
 	JWKSMaxAge time.Duration `yaml:"jwks_max_age"`
 	// UserClaim names the claim that is the user: sub, preferred_username, email, or a dotted
 	// path into nested claims. Default "sub".
@@ -158,6 +161,9 @@ func (o OIDC) validate(bad func(string, ...any)) {
 		}
 		if o.JWKSRefreshInterval < time.Second || o.JWKSMaxAge < o.JWKSRefreshInterval {
 			bad("auth.oidc.jwks_refresh_interval must be at least 1s and jwks_max_age at least jwks_refresh_interval")
+		}
+		if o.JWKSMaxAge > time.Hour {
+			bad("auth.oidc.jwks_max_age (TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE) must be at most 1h, so a key the provider removed stops working soon; got %s", o.JWKSMaxAge)
 		}
 		if o.UserClaim == "" {
 			bad("auth.oidc.user_claim must name a claim, e.g. sub or preferred_username")

@@ -31,6 +31,16 @@ func TestAuthSettings(t *testing.T) {
 	if err != nil || !cfg.Auth.OIDC.Enabled() || cfg.Auth.OIDC.ClientID != "" || len(cfg.Auth.OIDC.AdminValues) != 2 {
 		t.Fatalf("oidc from the environment: %+v %v", cfg.Auth.OIDC, err)
 	}
+	// A removed key stops working within minutes: the keys are trusted for 5 minutes unless
+	// set otherwise, the file and the built-in default agree.
+	if got, def := cfg.Auth.OIDC.JWKSMaxAge, Default().Auth.OIDC.JWKSMaxAge; got != 5*time.Minute || def != got {
+		t.Fatalf("jwks_max_age: the file says %s, the default %s; want 5m", got, def)
+	}
+	cfg, err = load(map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+		"TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE": "2m"})
+	if err != nil || cfg.Auth.OIDC.JWKSMaxAge != 2*time.Minute {
+		t.Fatalf("jwks_max_age from the environment: %s %v", cfg.Auth.OIDC.JWKSMaxAge, err)
+	}
 	for _, c := range []struct {
 		env  map[string]string
 		want string
@@ -41,6 +51,10 @@ func TestAuthSettings(t *testing.T) {
 		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
 			"TASKCENTER_AUTH_OIDC_ALGORITHMS": "RS256,HS256"}, "asymmetric algorithms only"},
 		{map[string]string{"TASKCENTER_AUTH_OIDC_CLIENT_ID": "x"}, "need auth.oidc.issuer"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE": "24h"}, "jwks_max_age (TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE) must be at most 1h"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_JWKS_MAX_AGE": "5s"}, "jwks_max_age at least jwks_refresh_interval"},
 		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User"}, "proxies must list"},
 		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User", "TASKCENTER_AUTH_TRUSTED_HEADER_PROXIES": "10.0.0.0/33"}, "not an address"},
 		{map[string]string{"TASKCENTER_AUTH_THROTTLE_FAILURES": "0"}, "auth.throttle.failures must be at least 1"},

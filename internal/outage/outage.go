@@ -1,7 +1,9 @@
-// Package outage follows the availability of the service's dependencies (Redis, Postgres) so
-// an outage is reported the way an operator wants to read it at 3 a.m.: one WARN line when it
-// starts, one summary line when it ends (how long, how many operations failed), and metrics
-// for everything in between, instead of an ERROR line per failed call.
+// Package outage follows the availability of the service's dependencies (Postgres, Redis, the
+// identity provider, the object store, webhook receivers) so an outage is reported the way an
+// operator wants to read it at 3 a.m.: one WARN line when it starts, one summary line when it
+// ends (how long, how many operations failed), and metrics for everything in between, instead
+// of an ERROR line per failed call. Each dependency has a tracker of its own: its own lines,
+// its own dependency label.
 package outage
 
 import (
@@ -22,8 +24,10 @@ type Observer interface {
 // Tracker is one dependency's availability. The zero value is not usable; use New.
 type Tracker struct {
 	name     string
+	what     string // how the log lines name it: the name, or the name and the target
 	logger   *slog.Logger
 	observer Observer
+	target   bool // one target of a dependency with many: no up/down series of its own
 
 	mu         sync.Mutex
 	down       bool
@@ -33,13 +37,21 @@ type Tracker struct {
 	lastErr    string
 }
 
-// New returns a tracker for the dependency name; observer may be nil.
+// New returns a tracker for the dependency name (its dependency label); observer may be nil.
 func New(name string, logger *slog.Logger, observer Observer) *Tracker {
-	t := &Tracker{name: name, logger: logger, observer: observer}
+	t := &Tracker{name: name, what: name, logger: logger, observer: observer}
 	if observer != nil {
 		observer.DependencyUp(name, true)
 	}
 	return t
+}
+
+// NewTarget returns a tracker for one target of a dependency that has many (a webhook
+// receiver, by host): its lines name the target, its failed operations count against the
+// dependency's name, and it reports no up or down of its own — one receiver being down is
+// its owner's outage, not the service's.
+func NewTarget(name, target string, logger *slog.Logger, observer Observer) *Tracker {
+	return &Tracker{name: name, what: name + " " + target, logger: logger.With("target", target), observer: observer, target: true}
 }
 
 // Name is the dependency's name.
@@ -60,10 +72,10 @@ func (t *Tracker) Fail(err error) {
 		return
 	}
 	t.down, t.since, t.failures, t.suppressed = true, time.Now(), 1, 0
-	if t.observer != nil {
+	if t.observer != nil && !t.target {
 		t.observer.DependencyUp(t.name, false)
 	}
-	t.logger.Warn(t.name+" is unreachable; failures are counted until it is back", "dependency", t.name, "err", t.lastErr)
+	t.logger.Warn(t.what+" is unreachable; failures are counted until it is back", "dependency", t.name, "err", t.lastErr)
 }
 
 // OK records a successful operation. The first success after an outage logs its summary.
@@ -74,10 +86,10 @@ func (t *Tracker) OK() {
 		return
 	}
 	t.down = false
-	if t.observer != nil {
+	if t.observer != nil && !t.target {
 		t.observer.DependencyUp(t.name, true)
 	}
-	t.logger.Info(t.name+" is reachable again", "dependency", t.name, "outage", time.Since(t.since).Round(time.Millisecond),
+	t.logger.Info(t.what+" is reachable again", "dependency", t.name, "outage", time.Since(t.since).Round(time.Millisecond),
 		"failed_operations", t.failures, "log_lines_held_back", t.suppressed, "last_error", t.lastErr)
 }
 

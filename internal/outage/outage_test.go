@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,5 +66,63 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// observed records what the trackers tell the metrics.
+type observed struct {
+	mu     sync.Mutex
+	up     map[string]bool
+	errors map[string]int
+}
+
+func (o *observed) DependencyUp(name string, up bool) { o.mu.Lock(); o.up[name] = up; o.mu.Unlock() }
+func (o *observed) DependencyError(name string)       { o.mu.Lock(); o.errors[name]++; o.mu.Unlock() }
+
+// Each dependency is its own: an identity provider's outage is logged and counted as the
+// identity provider's, and Postgres stays up. A webhook receiver's outage names its host,
+// counts against the webhook targets and leaves no up/down series: one customer's dead
+// receiver is not the service's outage.
+func TestEachDependencyIsItsOwn(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	obs := &observed{up: map[string]bool{}, errors: map[string]int{}}
+	pg := New("postgres", logger, obs)
+	idp := New("identity_provider", logger, obs)
+	hook := NewTarget("webhook_target", "hooks.example.com:443", logger, obs)
+
+	for range 3 {
+		idp.Fail(errors.New("dial tcp 127.0.0.1:18500: connect: connection refused"))
+		hook.Fail(errors.New("HTTP 503"))
+	}
+	pg.OK()
+	if pg.Down() || !idp.Down() || !hook.Down() {
+		t.Fatalf("down: postgres %v, identity provider %v, webhook target %v", pg.Down(), idp.Down(), hook.Down())
+	}
+	obs.mu.Lock()
+	up, errs := maps.Clone(obs.up), maps.Clone(obs.errors)
+	obs.mu.Unlock()
+	if !maps.Equal(up, map[string]bool{"postgres": true, "identity_provider": false}) {
+		t.Fatalf("dependency_up: %v", up)
+	}
+	if !maps.Equal(errs, map[string]int{"identity_provider": 3, "webhook_target": 3}) {
+		t.Fatalf("dependency_errors_total: %v", errs)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`"msg":"identity_provider is unreachable; failures are counted until it is back","dependency":"identity_provider"`,
+		`"msg":"webhook_target hooks.example.com:443 is unreachable; failures are counted until it is back","target":"hooks.example.com:443","dependency":"webhook_target"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "postgres is unreachable") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("want exactly the two outages' first lines:\n%s", out)
+	}
+	hook.OK()
+	if !strings.Contains(buf.String(), `"msg":"webhook_target hooks.example.com:443 is reachable again"`) {
+		t.Fatalf("no summary for the receiver:\n%s", buf.String())
 	}
 }

@@ -92,12 +92,18 @@ func newS3(ctx context.Context, cfg Config, localRoot string) (*S3, error) {
 		lookup = minio.BucketLookupPath
 	}
 	opts := func(secure bool) *minio.Options {
-		return &minio.Options{
+		o := &minio.Options{
 			Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
 			Secure:       secure,
 			Region:       cfg.Region, // set, so minio-go never asks the server for the bucket's location
 			BucketLookup: lookup,
 		}
+		if cfg.Health != nil {
+			if base, err := minio.DefaultTransport(secure); err == nil {
+				o.Transport = healthTransport{base: base, health: cfg.Health}
+			}
+		}
+		return o
 	}
 	client, err := minio.New(host, opts(secure))
 	if err != nil {
@@ -190,6 +196,41 @@ func errCode(err error) string {
 	return ""
 }
 
+// unreachable reports whether err means the S3 service was not reached or failed to answer —
+// a network error, a timeout, a connection cut mid-answer, a 5xx (SlowDown included) — told
+// by the error's type, as opposed to an answer that refuses (a 4xx).
+func unreachable(err error) bool {
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		return er.StatusCode >= http.StatusInternalServerError || er.Code == "SlowDown" || er.Code == "ServiceUnavailable"
+	}
+	if errors.Is(err, context.Canceled) {
+		return false // the caller gave up; the service said nothing
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// healthTransport tells the health how each request to the S3 service went.
+type healthTransport struct {
+	base   http.RoundTripper
+	health Health
+}
+
+func (t healthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := t.base.RoundTrip(req)
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+	case err != nil:
+		t.health.Fail(err)
+	case res.StatusCode >= http.StatusInternalServerError:
+		t.health.Fail(fmt.Errorf("%s %s: %s", req.Method, req.URL.Host, res.Status))
+	default:
+		t.health.OK()
+	}
+	return res, err
+}
+
 // s3Err wraps an operation's error, mapping S3's answers to the package's sentinels.
 func (s *S3) s3Err(op, key string, err error) error {
 	var er minio.ErrorResponse
@@ -202,6 +243,9 @@ func (s *S3) s3Err(op, key string, err error) error {
 		case er.Code == minio.NoSuchBucket:
 			return fmt.Errorf("storage: %s %s: bucket %q is gone from %s: %w", op, key, s.bucket, s.endpoint, err)
 		}
+	}
+	if unreachable(err) {
+		return fmt.Errorf("storage: %s %s: %w at %s: %w", op, key, ErrUnavailable, s.endpoint, err)
 	}
 	return fmt.Errorf("storage: %s %s: %w", op, key, err)
 }
@@ -226,7 +270,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, conte
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			r, size = bytes.NewReader(buf[:n]), int64(n)
 		default:
-			return Info{}, fmt.Errorf("storage: put %s: %w", key, err)
+			return Info{}, fmt.Errorf("storage: put %s: %w", key, err) // reading the caller's reader failed
 		}
 	}
 	return s.put(ctx, key, ctxReader{ctx: ctx, r: r}, size, contentType)
@@ -438,6 +482,9 @@ func (s *S3) SpoolLocal(ctx context.Context, key, dir string) (*os.File, error) 
 func (s *S3) Ping(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
+		if unreachable(err) {
+			return fmt.Errorf("storage.s3: %w at %s: %w", ErrUnavailable, s.endpoint, err)
+		}
 		return fmt.Errorf("storage.s3: %s: %w", s.endpoint, err)
 	}
 	if !ok {

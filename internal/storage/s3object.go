@@ -107,7 +107,7 @@ func (o *s3Object) Read(p []byte) (int, error) {
 		return n, nil // the next Read answers io.EOF
 	case err != nil:
 		o.dropBody() // the next Read reconnects at pos
-		return n, fmt.Errorf("storage: read %s: %w", o.key, err)
+		return n, o.s.s3Err("read", o.key, err)
 	}
 	return n, nil
 }
@@ -216,7 +216,7 @@ func (o *s3Object) fetch(p []byte, off int64) error {
 	}
 	defer body.Close()
 	if _, err := io.ReadFull(body, p); err != nil {
-		return fmt.Errorf("storage: read %s at %d: %w", o.key, off, err)
+		return o.s.s3Err(fmt.Sprintf("read at %d of", off), o.key, err)
 	}
 	return nil
 }

@@ -122,7 +122,20 @@ var (
 	// opened (s3: the ETag no longer matches). The reader must open it again; it never sees
 	// a mix of the old and the new object.
 	ErrChanged = errors.New("object changed while it was being read")
+	// ErrUnavailable is returned (wrapping the cause) when the object store could not be
+	// reached or failed to answer (s3: a network error, a timeout, a 5xx answer): the
+	// operation may succeed once the store is back. A refusal (no such key, access denied)
+	// is not one.
+	ErrUnavailable = errors.New("the object store cannot be reached")
 )
+
+// Health follows the object store's availability (internal/outage's Tracker).
+type Health interface {
+	// Fail records a request the store did not answer, or answered with a server error.
+	Fail(err error)
+	// OK records a request the store answered.
+	OK()
+}
 
 // Backends.
 const (
@@ -181,6 +194,8 @@ type Config struct {
 	// of unknown size holds, and with 10,000 parts the ceiling of one object (default the
 	// configuration's, 16 MiB: 160 GiB).
 	PartSize int64
+	// Health is told how each request to the S3 service went (s3 only). Nil: nobody.
+	Health Health
 }
 
 // New opens the configured backend. localRoot is this node's data dir: the local backend

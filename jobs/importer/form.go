@@ -59,10 +59,7 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit,
 				return jobs.Submission{}, badForm(`send one "file" field`)
 			}
 			if received, err = u.receive(ctx, filename, body, maxBytes); err != nil {
-				if fp := (*FileProblem)(nil); errors.As(err, &fp) {
-					return jobs.Submission{}, err
-				}
-				return jobs.Submission{}, &FormError{err}
+				return jobs.Submission{}, err // a FileProblem, a FormError, or the store's failure
 			}
 			continue
 		}

@@ -65,8 +65,9 @@ func (r *receivedFile) Discard() {
 
 // receive streams body (the uploaded file called filename) into the store, hashing it, up to
 // maxBytes: a bigger file is refused (a *FileProblem of kind TooLarge) without reading more
-// than one byte past the limit, and leaves nothing stored. A read error of body is returned
-// as it is. ctx bounds the upload (the request's).
+// than one byte past the limit, and leaves nothing stored. A read error of body is a
+// *FormError; a failure of the store is returned wrapped (storage.ErrUnavailable when it
+// cannot be reached). ctx bounds the upload (the request's).
 func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, maxBytes int64) (*receivedFile, error) {
 	format, err := sheet.FormatOf(filename)
 	if err != nil {
@@ -82,8 +83,10 @@ func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, 
 		case in.over:
 			return nil, problem(TooLarge, "too_large", "the file is larger than the %s limit", sheettype.LimitWords(maxBytes))
 		case in.err != nil:
-			return nil, in.err // the body's own error (too large for the request, too slow, cut)
+			return nil, &FormError{in.err} // the body's own error (too large for the request, too slow, cut)
 		}
+		// The store's failure (storage.ErrUnavailable when it cannot be reached): not the
+		// client's form, so not a FormError.
 		return nil, fmt.Errorf("store the upload: %w", err)
 	}
 	return &receivedFile{Filename: filename, Format: format, Size: in.n, SHA256: hex.EncodeToString(h.Sum(nil)), key: key, files: u.files}, nil

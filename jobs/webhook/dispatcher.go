@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
@@ -95,6 +97,9 @@ type Deps struct {
 	// Alerter may be nil: a dead delivery is then only logged (at ERROR, "alert":"webhook_dead").
 	Alerter Alerter
 	Logger  *slog.Logger
+	// Observer counts the attempts no receiver answered under
+	// taskcenter_dependency_errors_total{dependency="webhook_target"}. May be nil.
+	Observer outage.Observer
 }
 
 // Dispatcher fans events out and sends deliveries.
@@ -109,6 +114,7 @@ type Dispatcher struct {
 	inflight sync.WaitGroup
 	slots    chan struct{}
 	wake     chan struct{} // a delivery ended: its task's next one may be due now
+	targets  *targets
 }
 
 // New returns a Dispatcher; Start runs it.
@@ -117,8 +123,38 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	if deps.Policy == nil {
 		deps.Policy, _ = NewPolicy(nil)
 	}
+	log := deps.Logger.With("component", "webhooks")
 	return &Dispatcher{cfg: cfg, deps: deps, client: NewHTTPClient(deps.Policy, cfg.Timeout),
-		log: deps.Logger.With("component", "webhooks"), slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1)}
+		log: log, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1),
+		targets: &targets{byHost: map[string]*outage.Tracker{}, log: log, observer: deps.Observer}}
+}
+
+// targets follows each receiver's availability by host (internal/outage's target trackers): a
+// receiver that stops answering is one WARN line naming its host when it goes and one summary
+// when it is back, while each attempt is only a DEBUG line and a row in the deliveries API.
+type targets struct {
+	mu       sync.Mutex
+	byHost   map[string]*outage.Tracker
+	log      *slog.Logger
+	observer outage.Observer
+}
+
+// maxTargets bounds the trackers kept; past it, those of receivers that answer are dropped.
+const maxTargets = 1000
+
+// of is host's tracker.
+func (t *targets) of(host string) *outage.Tracker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tr, ok := t.byHost[host]
+	if !ok {
+		if len(t.byHost) >= maxTargets {
+			maps.DeleteFunc(t.byHost, func(_ string, tr *outage.Tracker) bool { return !tr.Down() })
+		}
+		tr = outage.NewTarget("webhook_target", host, t.log, t.observer)
+		t.byHost[host] = tr
+	}
+	return tr
 }
 
 // NewHTTPClient is the client deliveries are sent with: every connection's address is checked
@@ -323,6 +359,17 @@ func (d *Dispatcher) send(ctx context.Context, o webhooks.Outgoing) webhooks.Att
 	h.Set(HeaderDelivery, o.DeliveryNo)
 	h.Set(HeaderSignature, Sign(o.Secret, time.Now(), o.Payload))
 	res, err := d.client.Do(req)
+	var refused *NotAllowedError
+	switch {
+	case errors.As(err, &refused), errors.Is(err, context.Canceled):
+		// Our policy's refusal, or our own shutdown: the receiver was never asked.
+	case err != nil:
+		d.targets.of(u.Host).Fail(err)
+	case res.StatusCode >= http.StatusInternalServerError:
+		d.targets.of(u.Host).Fail(errors.New("HTTP " + strconv.Itoa(res.StatusCode)))
+	default:
+		d.targets.of(u.Host).OK()
+	}
 	if err != nil {
 		return fail("%s", describe(err, d.cfg.Timeout))
 	}
