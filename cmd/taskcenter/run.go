@@ -33,6 +33,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/linger"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -605,7 +606,11 @@ func (p *process) listen(name, addr string, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
+	// Every address answers an oversized request head with 431, and lingers after its last
+	// answer so a client still sending reads it instead of a reset (internal/linger).
+	ln = linger.Listen(ln, linger.Config{})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, MaxHeaderBytes: p.cfg.HTTP.MaxHeaderBytes,
+		IdleTimeout: 2 * time.Minute}
 	p.logger.Info(name+" listening", "addr", ln.Addr().String())
 	p.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
