@@ -23,7 +23,7 @@ func serve(t *testing.T, cfg Config) (addr string, ln net.Listener) {
 		ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }() //nolint:errcheck // ends with the test
-	t.Cleanup(func() { srv.Close(); <-done })         //nolint:errcheck
+	t.Cleanup(func() { srv.Close(); <-done })        //nolint:errcheck
 	return raw.Addr().String(), ln
 }
 
