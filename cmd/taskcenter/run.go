@@ -508,11 +508,12 @@ func (p *process) startAPI() error {
 	// Identity: the company identity provider, the trusted gateway, API tokens, audit.
 	o, th := cfg.Auth.OIDC, cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
+	gateway.WithSubjects(th.MapSubjects)
 	authDeps := httpapi.AuthDeps{Gateway: gateway, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
 		AuditLog: cfg.Auth.Audit.Log, OIDC: auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
 			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
 			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
-			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues})}
+			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues, Name: o.Name, MapSubjects: o.MapSubjects})}
 	api := httpapi.New(httpapi.Deps{
 		Auth: authDeps, Schedules: cfg.Schedules,
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
