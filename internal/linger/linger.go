@@ -1,9 +1,10 @@
 // Package linger makes the last answer on an HTTP connection reach a client that is still
-// sending. net/http answers a request head over its MaxHeaderBytes with 431 (and an upload it
-// will not read with 413) and then hangs up while the client may still be writing: after its
-// fixed half-second wait the server closes a socket holding unread bytes, the kernel answers
-// the client's next segment with a reset, and many TCP stacks drop the unread answer along
-// with the connection. The client sees "connection reset" instead of the status.
+// sending. net/http answers a request head over its MaxHeaderBytes with 431, and closes the
+// connection after an answer that left a large body unread (the API's 413 for an oversized
+// upload); either way it hangs up while the client may still be writing: after a fixed
+// half-second wait it closes a socket holding unread bytes, the kernel answers the client's
+// next segment with a reset, and many TCP stacks drop the unread answer along with the
+// connection. The client sees "connection reset" or "broken pipe" instead of the status.
 //
 // RFC 9112 §9.6 (formerly RFC 7230 §6.6) asks a server that closes after an answer to keep
 // reading until the client closes too. A Listener's connections do that: once the server has
