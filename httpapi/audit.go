@@ -174,7 +174,7 @@ func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identit
 	var errs []problem.FieldError
 	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
-		if msg := textcheck.Problem(v, 200); msg != "" {
+		if msg := textcheck.Problem(v, config.MaxOwner); msg != "" { // the longest: an actor, an owner name
 			errs = append(errs, problem.FieldError{Field: name, Message: msg})
 		}
 	}

@@ -276,6 +276,8 @@ func TestTrustedGatewayHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The gateway's alice is the config user alice here (see owners_test.go for the rest).
+	g.WithSubjects(map[string]string{"alice": "alice"})
 	e := newAPI(t, func(d *Deps) { d.Auth.Gateway = g })
 	task := e.finishedExport(nil)
 	rec := e.call("GET", "/api/v1/tasks/"+task.TaskNo, "", nil, "X-Forwarded-User", "alice") // httptest's peer is 192.0.2.1

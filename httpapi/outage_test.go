@@ -13,7 +13,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -101,4 +103,75 @@ func TestAStorageRefusalIsNoOutage(t *testing.T) {
 	if p := toProblem(context.Canceled); p.Status == http.StatusServiceUnavailable {
 		t.Fatalf("a cancelled request answered %d %s", p.Status, p.Code)
 	}
+}
+
+// A statement that runs out of time against a Postgres that is up (here: the task's row is
+// held by another transaction past the query timeout) answers 503 database_timeout saying it
+// timed out, with Retry-After, and is logged as a failed request with its request id: it is
+// not an outage, so it neither feeds the outage tracker nor loses its log line to it.
+func TestAQueryTimeoutIsNotADatabaseOutage(t *testing.T) {
+	t.Parallel()
+	dep := &syncDep{}
+	e := newAPI(t, func(d *Deps) { d.QueryTimeout = 300 * time.Millisecond; d.Postgres = dep })
+	ctx := context.Background()
+	res := e.callJSON("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"})
+	if res.Code != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", res.Code, res.Body)
+	}
+	task := decodeAs[SubmitView](t, res.Body.Bytes()).Task
+
+	tx, err := e.pg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	if _, err := tx.ExecContext(ctx, `SELECT id FROM tasks WHERE task_no = ? FOR UPDATE`, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	res = e.call("POST", "/api/v1/tasks/"+task.ID+"/cancel", aliceToken, nil)
+	pr := problemOf(t, res)
+	if res.Code != http.StatusServiceUnavailable || pr.Code != "database_timeout" || !strings.Contains(pr.Detail, "did not answer in time") ||
+		res.Header().Get("Retry-After") == "" {
+		t.Fatalf("cancel of a held row: %d %v %+v", res.Code, res.Header(), pr)
+	}
+	if n := dep.fed(); n != 0 {
+		t.Fatalf("the timeout fed the outage tracker %d times", n)
+	}
+	var logged bool
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"request failed"`) && strings.Contains(line, `"request_id":"`+pr.RequestID+`"`) &&
+			strings.Contains(line, `"level":"ERROR"`) {
+			logged = true
+		}
+	}
+	if pr.RequestID == "" || !logged {
+		t.Fatalf("no error line for request %q:\n%s", pr.RequestID, e.logs.String())
+	}
+	// Once the row is free the same cancel goes through: nothing was marked down.
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.call("POST", "/api/v1/tasks/"+task.ID+"/cancel", aliceToken, nil); res.Code != http.StatusOK {
+		t.Fatalf("cancel once the row is free: %d %s", res.Code, res.Body)
+	}
+}
+
+// syncDep is countingDep for a server that runs requests on its own goroutines.
+type syncDep struct {
+	mu     sync.Mutex
+	failed []error
+}
+
+func (d *syncDep) Down() bool     { return d.fed() > 0 }
+func (d *syncDep) Suppress() bool { return false }
+func (d *syncDep) Fail(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failed = append(d.failed, err)
+}
+
+func (d *syncDep) fed() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.failed)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -140,7 +141,7 @@ func (s scheduleRoutes) minInterval(asked string, who jobs.Who) (time.Duration, 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
 func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner := r.URL.Query().Get("owner")
-	if msg := textcheck.Problem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
 		return problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -43,6 +44,7 @@ const (
 type apiEnv struct {
 	t       *testing.T
 	pg      *testenv.Postgres
+	rdb     *redis.Client
 	st      *store.Store
 	files   storage.Store
 	root    string // the data dir
@@ -92,7 +94,7 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	srv := New(d)
 	// Every exchange of the test is held to the OpenAPI document.
 	handler := loadContract(t).Handler(t, srv.Handler())
-	return &apiEnv{t: t, pg: pg, st: st, files: fs, root: root, srv: srv, handler: handler, logs: logs}
+	return &apiEnv{t: t, pg: pg, rdb: rdb, st: st, files: fs, root: root, srv: srv, handler: handler, logs: logs}
 }
 
 // call serves one request in-process; headers are name, value pairs set verbatim (so a test

@@ -14,6 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -96,7 +97,7 @@ func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p i
 		if !p.Scope().Admin {
 			return problem.New(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
 		}
-		if msg := textcheck.Problem(req.Owner, 200); msg != "" {
+		if msg := textcheck.Problem(req.Owner, config.MaxOwner); msg != "" {
 			return problem.Invalid("invalid_body", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 		}
 		owner = req.Owner

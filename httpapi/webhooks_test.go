@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/batch"
+	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/webhooks"
@@ -188,31 +193,116 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 }
 
 // A task and the subscription it was submitted with commit together: when the subscription
-// cannot be written, the submit fails whole and leaves no task behind (a client that retries
-// without an Idempotency-Key must not end with two running tasks).
+// cannot be written, the submit fails whole and leaves nothing behind — no task row, no
+// event, no audit row of a submit, no subscription, no job in Redis — on every submit route
+// (the import's stored upload included), whether its insert runs alone or grouped with
+// concurrent submits (jobs.Creator, as in production). A client that retries without an
+// Idempotency-Key must not end with two running tasks.
 func TestASubmitWhoseSubscriptionFailsCreatesNothing(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, withWebhooks("127.0.0.1"))
-	ctx := context.Background()
-	// Make every subscription insert fail, as a constraint or a lost connection would.
-	for _, q := range []string{
-		`CREATE FUNCTION refuse_subscription() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no subscriptions today'; END $$`,
-		`CREATE TRIGGER refuse_subscription BEFORE INSERT ON webhook_subscriptions FOR EACH ROW EXECUTE FUNCTION refuse_subscription()`,
-	} {
-		if _, err := e.pg.DB.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
+	const hook = "http://127.0.0.1:9/done"
+	submits := []struct {
+		name string
+		send func(e *apiEnv, notify bool) *httptest.ResponseRecorder
+	}{
+		{"export", func(e *apiEnv, notify bool) *httptest.ResponseRecorder {
+			body := map[string]any{"type": "customers"}
+			if notify {
+				body["notify_url"] = hook
+			}
+			return e.callJSON("POST", "/api/v1/exports", aliceToken, body)
+		}},
+		{"any type", func(e *apiEnv, notify bool) *httptest.ResponseRecorder {
+			body := map[string]any{"type": "bench:noop"}
+			if notify {
+				body["notify_url"] = hook
+			}
+			return e.callJSON("POST", "/api/v1/tasks", aliceToken, body)
+		}},
+		{"import", func(e *apiEnv, notify bool) *httptest.ResponseRecorder {
+			fields := map[string]string{}
+			if notify {
+				fields["notify_url"] = hook
+			}
+			body, ct := multipartBody(e.t, "c.csv", []byte("code,name,phone\nC1,A,13800000001\n"), fields)
+			return e.call("POST", "/api/v1/imports", aliceToken, body, "Content-Type", ct)
+		}},
+	}
+	for _, grouped := range []bool{false, true} {
+		for _, sub := range submits {
+			name := sub.name
+			if grouped {
+				name += ", grouped with concurrent submits"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				var change []func(*Deps)
+				if grouped {
+					change = append(change, func(d *Deps) {
+						c := jobs.NewCreator(d.Store, batch.Config{MaxBatch: 16}, d.Logger)
+						t.Cleanup(c.Close)
+						d.Submitter.WithCreator(c)
+					})
+				}
+				e := newAPI(t, append(change, withWebhooks("127.0.0.1"))...)
+				ctx := context.Background()
+				// Make every subscription insert fail, as a constraint or a lost connection would.
+				for _, q := range []string{
+					`CREATE FUNCTION refuse_subscription() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no subscriptions today'; END $$`,
+					`CREATE TRIGGER refuse_subscription BEFORE INSERT ON webhook_subscriptions FOR EACH ROW EXECUTE FUNCTION refuse_subscription()`,
+				} {
+					if _, err := e.pg.DB.ExecContext(ctx, q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res := sub.send(e, true)
+				if res.Code < 500 {
+					t.Fatalf("submit whose subscription failed: %d %s, want a server error", res.Code, res.Body)
+				}
+				if pr := problemOf(t, res); strings.Contains(pr.Detail, "no subscriptions today") {
+					t.Fatalf("the database's error leaked: %+v", pr)
+				}
+				for table, q := range map[string]string{
+					"tasks":                 `SELECT count(*) FROM tasks`,
+					"task_events":           `SELECT count(*) FROM task_events`,
+					"webhook_subscriptions": `SELECT count(*) FROM webhook_subscriptions`,
+					"submit audit rows":     `SELECT count(*) FROM audit_events WHERE action = 'task.submit' AND outcome = 'success'`,
+				} {
+					var n int
+					if err := e.pg.DB.NewRaw(q).Scan(ctx, &n); err != nil || n != 0 {
+						t.Fatalf("%d %s after the failed submit (err %v), want none", n, table, err)
+					}
+				}
+				if n := e.queuedJobs(); n != 0 {
+					t.Fatalf("%d jobs in Redis after the failed submit, want none", n)
+				}
+				// Without a notify_url the same submit goes through, and is enqueued.
+				if res := sub.send(e, false); res.Code != http.StatusAccepted {
+					t.Fatalf("plain submit: %d %s", res.Code, res.Body)
+				}
+				if n := e.queuedJobs(); n != 1 {
+					t.Fatalf("%d jobs in Redis after the plain submit, want 1", n)
+				}
+			})
 		}
 	}
-	res := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers","notify_url":"http://127.0.0.1:9/done"}`))
-	if res.Code < 500 {
-		t.Fatalf("submit whose subscription failed: %d %s, want a server error", res.Code, res.Body)
+}
+
+// queuedJobs counts the jobs waiting in every asynq queue of the test's Redis.
+func (e *apiEnv) queuedJobs() int {
+	e.t.Helper()
+	insp := asynq.NewInspectorFromRedisClient(e.rdb)
+	queues, err := insp.Queues()
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	var n int
-	if err := e.pg.DB.NewRaw("SELECT count(*) FROM tasks").Scan(ctx, &n); err != nil || n != 0 {
-		t.Fatalf("%d tasks after the failed submit (err %v), want none", n, err)
+	n := 0
+	for _, q := range queues {
+		info, err := insp.GetQueueInfo(q)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n += info.Size
 	}
-	// Without a notify_url the same submit goes through.
-	if res := e.call("POST", "/api/v1/exports", aliceToken, strings.NewReader(`{"type":"customers"}`)); res.Code != http.StatusAccepted {
-		t.Fatalf("plain submit: %d %s", res.Code, res.Body)
-	}
+	return n
 }

@@ -34,6 +34,7 @@ func (p companyIdP) vars() map[string]string {
 		"TASKCENTER_AUTH_OIDC_CLIENT_SECRET":         p.ClientSecret,
 		"TASKCENTER_AUTH_OIDC_SCOPES":                "openid,profile,email,groups",
 		"TASKCENTER_AUTH_OIDC_USER_CLAIM":            "preferred_username",
+		"TASKCENTER_AUTH_OIDC_NAME":                  "corp",
 		"TASKCENTER_AUTH_OIDC_ADMIN_VALUES":          "taskcenter-admins",
 		"TASKCENTER_AUTH_OIDC_JWKS_REFRESH_INTERVAL": "1s",
 		"TASKCENTER_CLEANUP_SPEC":                    "@every 1h",
@@ -66,15 +67,19 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	kp := idp.Key()
 	alice := idp.jwt(t, kp, "alice")
 
-	// A JWT is accepted as its user; what it submits is alice's.
+	// A JWT is accepted as its user, qualified by the provider: what it submits is
+	// oidc:corp:alice's, not the config user alice's.
 	res := api.do("POST", "/api/v1/exports", alice, map[string]any{"type": "customers"})
 	if res.status != http.StatusAccepted {
 		t.Fatalf("submit with a JWT: %d %s", res.status, res.body)
 	}
 	var sub struct{ Task taskJSON }
 	res.json(t, &sub)
-	if sub.Task.Owner != "alice" {
+	if sub.Task.Owner != "oidc:corp:alice" {
 		t.Fatalf("owner %q", sub.Task.Owner)
+	}
+	if res := api.do("GET", "/api/v1/tasks/"+sub.Task.ID, aliceToken, nil); res.status != http.StatusNotFound {
+		t.Fatalf("the config user alice on the provider's alice's task: %d", res.status)
 	}
 	if res := api.do("GET", "/api/v1/tasks/"+sub.Task.ID, idp.jwt(t, kp, "bob"), nil); res.status != http.StatusNotFound {
 		t.Fatalf("bob's JWT on alice's task: %d", res.status)
@@ -140,7 +145,7 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	for _, r := range trail.Items {
 		got = append(got, r.Actor+" "+r.Via+" "+r.Action+" "+r.Outcome)
 	}
-	want := []string{"alice jwt task.cancel success", "alice jwt task.submit success"}
+	want := []string{"oidc:corp:alice jwt task.cancel success", "oidc:corp:alice jwt task.submit success"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the trail of %s:\n got %q\nwant %q", sub.Task.ID, got, want)
 	}
@@ -203,11 +208,11 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 
 	b.run("open the page", chromedp.Navigate(base+"/tasks/"+sub.Task.ID), chromedp.WaitVisible(chromedp.CSS("#sso")))
 	b.click("sign in with the company account", "#sso")
-	b.wait("back on the task, signed in as alice", `location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
-		document.querySelector(".who").innerText === "alice" && document.querySelector("#task-status").dataset.status === "PENDING"`, 20*time.Second)
+	b.wait("back on the task, signed in as the provider's alice", `location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
+		document.querySelector(".who").innerText === "oidc:corp:alice" && document.querySelector("#task-status").dataset.status === "PENDING"`, 20*time.Second)
 	b.click("cancel it", "#cancel")
 	b.wait("cancelled by alice", `document.querySelector("#task-status").dataset.status === "CANCELLED" &&
-		!document.querySelector("#task-cancelled-by").hidden && document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice at ")`, 20*time.Second)
+		!document.querySelector("#task-cancelled-by").hidden && document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by oidc:corp:alice at ")`, 20*time.Second)
 	shot := b.screenshot("sso-cancelled-by")
 
 	b.click("sign out", "#signout")
@@ -215,7 +220,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	b.run("the page again", chromedp.Navigate(base+"/"))
 	b.wait("signed out for good", `location.pathname === "/login"`, 10*time.Second)
 
-	res = api.do("GET", "/api/v1/audit?actor=alice", adminToken, nil)
+	res = api.do("GET", "/api/v1/audit?actor=oidc:corp:alice", adminToken, nil)
 	var trail auditJSON
 	res.json(t, &trail)
 	var got []string

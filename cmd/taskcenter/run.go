@@ -33,6 +33,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/every"
+	"github.com/taskcenter/taskcenter/internal/linger"
 	"github.com/taskcenter/taskcenter/internal/outage"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -375,7 +376,8 @@ func (p *process) observe(roles roleSet) {
 		p.oidc = auth.NewProvider(auth.OIDCConfig{Issuer: o.Issuer, Audience: o.Audience, ClientID: o.ClientID,
 			ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL, Scopes: o.Scopes, JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile,
 			Algorithms: o.Algorithms, Leeway: o.Leeway, JWKSRefreshInterval: o.JWKSRefreshInterval, JWKSMaxAge: o.JWKSMaxAge,
-			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues, Health: p.idpDep})
+			UserClaim: o.UserClaim, AdminClaim: o.AdminClaim, AdminValues: o.AdminValues, Name: o.Name, MapSubjects: o.MapSubjects,
+			Health: p.idpDep})
 	}
 }
 
@@ -613,6 +615,7 @@ func (p *process) startAPI() error {
 	// gateway, API tokens, audit.
 	th := cfg.Auth.TrustedHeader
 	gateway, _ := auth.NewGateway(th.User, th.Role, th.AdminValues, th.Proxies) // validated with the config
+	gateway.WithSubjects(th.MapSubjects)
 	authDeps := httpapi.AuthDeps{Gateway: gateway, Throttle: cfg.Auth.Throttle, TokenDefaultTTL: cfg.Auth.APITokens.DefaultTTL, TokenMaxTTL: cfg.Auth.APITokens.MaxTTL,
 		AuditLog: cfg.Auth.Audit.Log, OIDC: p.oidc}
 	api := httpapi.New(httpapi.Deps{
@@ -711,9 +714,12 @@ func (p *process) metricsOnly() http.Handler {
 // serveOn serves h on the listener bind made for name until shutdown, draining in-flight
 // requests.
 func (p *process) serveOn(name string, h http.Handler) {
-	ln := p.listeners[name]
+	// Every address answers an oversized request head with 431, and lingers after its last
+	// answer so a client still sending reads it instead of a reset (internal/linger).
+	ln := linger.Listen(p.listeners[name], linger.Config{})
 	delete(p.listeners, name) // the server closes it from now on
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.HTTP.ReadHeaderTimeout, MaxHeaderBytes: p.cfg.HTTP.MaxHeaderBytes,
+		IdleTimeout: 2 * time.Minute}
 	p.logger.Info(name+" listening", "addr", ln.Addr().String())
 	p.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -159,6 +159,9 @@ func (s *Service) ThrottleKey() []byte {
 
 // Principal is the caller a credential identifies.
 type Principal struct {
+	// User is the owner name, in the namespace of the way in (config.QualifiedOwner): a
+	// config user's bare name, oidc:<name>:<subject>, gateway:<subject>, or the bare name a
+	// subject is mapped to. Ownership, the audit trail and the page all use it as it is.
 	User string
 	Role config.Role
 	// Scopes limit an API token (auth.ScopeRead, ScopeWrite, ScopeAdmin). Nil: every scope the

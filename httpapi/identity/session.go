@@ -41,7 +41,11 @@ func (s *Service) CookieSession(r *http.Request) (Principal, session.Data, bool)
 	}
 	if d.Via == "oidc" || d.Via == "gateway" {
 		// Opened for a user the provider or the gateway named; it lasts its TTL or until
-		// signed out.
+		// signed out, as long as that way in still gives the name (not after it is turned
+		// off or renamed, or the subject's mapping to a config user is removed).
+		if !s.sourceGives(d.Via, d.User) {
+			return Principal{}, session.Data{}, false
+		}
 		return Principal{User: d.User, Role: config.Role(d.Role), Via: "session"}, d, true
 	}
 	// The token must still be configured; its current user and role apply.
@@ -50,6 +54,14 @@ func (s *Service) CookieSession(r *http.Request) (Principal, session.Data, bool)
 		return Principal{}, session.Data{}, false
 	}
 	return p, d, true
+}
+
+// sourceGives reports whether the way in via (oidc or gateway) gives the owner name user now.
+func (s *Service) sourceGives(via, user string) bool {
+	if via == "oidc" {
+		return s.cfg.OIDC.Gives(user)
+	}
+	return s.cfg.Gateway.Gives(user)
 }
 
 // TokenSignIn reports whether a config token can open a session (any is configured).

@@ -71,7 +71,7 @@ func (s *Service) CreateToken(w http.ResponseWriter, r *http.Request, p Principa
 	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
 		errs = append(errs, problem.FieldError{Field: "name", Message: cmp.Or(strings.TrimSpace(msg), "is required: what the token is for, e.g. \"nightly export job\"")})
 	}
-	if msg := textcheck.Problem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
 		errs = append(errs, problem.FieldError{Field: "owner", Message: msg})
 	}
 	scopes, scopeErrs := tokenScopes(req.Scopes)
@@ -179,7 +179,7 @@ func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principa
 // a user name, which only an admin may give for someone else. what names the listed things.
 func OwnerQuery(q url.Values, p Principal, what string) (string, error) {
 	owner := q.Get("owner")
-	if msg := textcheck.Problem(owner, 200); msg != "" {
+	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
 		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {

@@ -33,8 +33,12 @@ var AllScopes = []string{ScopeRead, ScopeWrite, ScopeAdmin}
 
 // Identity is the user a credential names.
 type Identity struct {
-	User  string
-	Admin bool
+	// User is the owner name: qualified by the source (oidc:<name>:<subject>,
+	// gateway:<subject>), or the bare name the operator mapped the subject to.
+	User string
+	// Subject is the user as the source named them (the claim's or the header's value).
+	Subject string
+	Admin   bool
 	// Expiry is when the credential stops being valid (zero: not known).
 	Expiry time.Time
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // Gateway is the trusted gateway mode: a proxy in front of taskcenter authenticates users and
@@ -16,6 +18,7 @@ type Gateway struct {
 	userHeader, roleHeader string
 	adminValues            []string
 	proxies                []netip.Prefix
+	names                  names // the header's value → the owner
 }
 
 // NewGateway returns the gateway mode, or nil when userHeader is empty (off). proxies are
@@ -28,8 +31,21 @@ func NewGateway(userHeader, roleHeader string, adminValues, proxies []string) (*
 	if userHeader == "" {
 		return &Gateway{proxies: prefixes}, nil // no identity, but the proxies still give client addresses
 	}
-	return &Gateway{userHeader: userHeader, roleHeader: roleHeader, adminValues: adminValues, proxies: prefixes}, nil
+	return &Gateway{userHeader: userHeader, roleHeader: roleHeader, adminValues: adminValues, proxies: prefixes,
+		names: names{prefix: config.TrustedHeader{}.OwnerPrefix()}}, nil
 }
+
+// WithSubjects names the gateway users listed in m (header value → owner) by the bare owner
+// names given instead of gateway:<header value> (auth.trusted_header.map_subjects).
+func (g *Gateway) WithSubjects(m map[string]string) *Gateway {
+	if g != nil {
+		g.names.mapped = m
+	}
+	return g
+}
+
+// Gives reports whether owner is a name the gateway gives its users now (false when off).
+func (g *Gateway) Gives(owner string) bool { return g.Enabled() && g.names.gives(owner) }
 
 // ParsePrefixes reads addresses and ranges ("10.0.0.5", "10.0.0.0/24").
 func ParsePrefixes(list []string) ([]netip.Prefix, error) {
@@ -72,8 +88,8 @@ func (g *Gateway) isProxy(a netip.Addr) bool {
 	return slices.ContainsFunc(g.proxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
-// Identify returns the user the gateway names, when the request comes from the gateway and
-// carries the header.
+// Identify returns the user the gateway names (gateway:<header value>, unless mapped), when
+// the request comes from the gateway and carries the header.
 func (g *Gateway) Identify(r *http.Request) (Identity, bool) {
 	if !g.Enabled() || !g.fromProxy(r) {
 		return Identity{}, false
@@ -82,7 +98,7 @@ func (g *Gateway) Identify(r *http.Request) (Identity, bool) {
 	if !validUser(user) {
 		return Identity{}, false
 	}
-	id := Identity{User: user}
+	id := Identity{User: g.names.owner(user), Subject: user}
 	if g.roleHeader != "" {
 		for v := range strings.SplitSeq(r.Header.Get(g.roleHeader), ",") {
 			if slices.Contains(g.adminValues, strings.TrimSpace(v)) {

@@ -13,17 +13,19 @@ func TestGatewayHeadersAreBelievedOnlyFromTheProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.WithSubjects(map[string]string{"carol": "carol"})
 	for _, c := range []struct {
 		name, remote, user, groups, xff string
 		want                            string
 		admin, ok                       bool
 		client                          string
 	}{
-		{"from the gateway", "10.0.0.9:5000", "alice", "staff", "198.51.100.4", "alice", false, true, "198.51.100.4"},
-		{"an admin from the gateway", "192.0.2.7:5000", "ops", "staff, admin", "", "ops", true, true, "192.0.2.7"},
+		{"from the gateway", "10.0.0.9:5000", "alice", "staff", "198.51.100.4", "gateway:alice", false, true, "198.51.100.4"},
+		{"an admin from the gateway", "192.0.2.7:5000", "ops", "staff, admin", "", "gateway:ops", true, true, "192.0.2.7"},
+		{"a mapped user", "10.0.0.9:5000", "carol", "", "", "carol", false, true, "10.0.0.9"},
 		{"from anywhere else", "198.51.100.4:5000", "ops", "admin", "10.0.0.9", "", false, false, "198.51.100.4"},
 		{"no user header", "10.0.0.9:5000", "", "admin", "", "", false, false, "10.0.0.9"},
-		{"a spoofed hop left of the real client", "10.0.0.9:5000", "alice", "", "203.0.113.66, 198.51.100.4, 10.0.0.3", "alice", false, true, "198.51.100.4"},
+		{"a spoofed hop left of the real client", "10.0.0.9:5000", "alice", "", "203.0.113.66, 198.51.100.4, 10.0.0.3", "gateway:alice", false, true, "198.51.100.4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", "/api/v1/tasks", nil)
@@ -44,7 +46,12 @@ func TestGatewayHeadersAreBelievedOnlyFromTheProxies(t *testing.T) {
 			}
 		})
 	}
-	if off, _ := auth.NewGateway("", "", nil, nil); off.Enabled() {
+	for owner, gives := range map[string]bool{"gateway:alice": true, "carol": true, "gateway:carol": false, "alice": false, "oidc:x:alice": false} {
+		if got := g.Gives(owner); got != gives {
+			t.Errorf("Gives(%q) = %v, want %v", owner, got, gives)
+		}
+	}
+	if off, _ := auth.NewGateway("", "", nil, nil); off.Enabled() || off.Gives("gateway:alice") {
 		t.Fatal("a gateway without a user header is on")
 	}
 }

@@ -39,6 +39,11 @@ type OIDCConfig struct {
 	UserClaim   string
 	AdminClaim  string
 	AdminValues []string
+	// Name qualifies the provider's users: oidc:<Name>:<user claim>. Default: the issuer's
+	// host name (config.OIDC.SourceName).
+	Name string
+	// MapSubjects maps user claim values to the bare owner names they are instead.
+	MapSubjects map[string]string
 	// HTTPClient talks to the provider. Default: a client with a 10s timeout.
 	HTTPClient *http.Client
 	// Clock tells the time: the keys' age and the tokens' exp, nbf and iat. Default time.Now.
@@ -63,6 +68,7 @@ type Health interface {
 type Provider struct {
 	cfg    OIDCConfig
 	client *http.Client
+	names  names // the user claim → the owner
 
 	mu      sync.Mutex
 	disc    *discovery
@@ -118,7 +124,8 @@ func NewProvider(cfg OIDCConfig) *Provider {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	p := &Provider{cfg: cfg, client: cfg.HTTPClient}
+	src := config.OIDC{Issuer: cfg.Issuer, Name: cfg.Name}
+	p := &Provider{cfg: cfg, client: cfg.HTTPClient, names: names{prefix: src.OwnerPrefix(), mapped: cfg.MapSubjects}}
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -130,6 +137,9 @@ func NewProvider(cfg OIDCConfig) *Provider {
 
 // BrowserSignIn reports whether browsers sign in with the provider (a client id is set).
 func (p *Provider) BrowserSignIn() bool { return p != nil && p.cfg.ClientID != "" }
+
+// Gives reports whether owner is a name the provider gives its users now (false when off).
+func (p *Provider) Gives(owner string) bool { return p != nil && p.names.gives(owner) }
 
 // discover fetches the discovery document once; after a failure, again at most every 10s.
 func (p *Provider) discover(ctx context.Context) (*discovery, error) {
@@ -296,13 +306,14 @@ func (p *Provider) verify(ctx context.Context, raw, audience, nonce string) (Ide
 	return id, nil
 }
 
-// identity maps claims to the user (UserClaim) and the admin role (AdminClaim, AdminValues).
+// identity maps claims to the user (UserClaim, qualified as oidc:<name>:<value> unless
+// mapped) and the admin role (AdminClaim, AdminValues).
 func (p *Provider) identity(claims map[string]any) (Identity, error) {
 	user, _ := claimAt(claims, p.cfg.UserClaim).(string)
 	if !validUser(user) {
 		return Identity{}, &TokenError{Reason: "the token does not name a user (claim " + p.cfg.UserClaim + ")", Err: errors.New("no user")}
 	}
-	id := Identity{User: user}
+	id := Identity{User: p.names.owner(user), Subject: user}
 	if p.cfg.AdminClaim != "" && len(p.cfg.AdminValues) > 0 {
 		switch v := claimAt(claims, p.cfg.AdminClaim).(type) {
 		case string:

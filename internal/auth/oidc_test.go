@@ -48,14 +48,16 @@ func TestBearerJWTs(t *testing.T) {
 	prov := provider(p)
 	kp := p.Key()
 
+	// The user is qualified by the provider (the issuer's host name), never a bare name a
+	// config user could have.
 	id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, kp, p.Claims("alice")))
-	if err != nil || id.User != "alice" || id.Admin {
+	if err != nil || id.User != "oidc:127.0.0.1:alice" || id.Subject != "alice" || id.Admin {
 		t.Fatalf("a good token: %+v %v", id, err)
 	}
 	id, err = prov.VerifyBearer(context.Background(), testenv.Sign(t, kp, p.Claims("ops", func(c jwt.MapClaims) {
 		c["groups"] = []string{"staff", "taskcenter-admins"}
 	})))
-	if err != nil || id.User != "ops" || !id.Admin {
+	if err != nil || id.User != "oidc:127.0.0.1:ops" || !id.Admin {
 		t.Fatalf("an admin's token: %+v %v", id, err)
 	}
 	within := testenv.Sign(t, kp, p.Claims("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Second).Unix() }))
@@ -127,7 +129,7 @@ func TestKeyRotationIsFollowedAndRefetchesAreRateLimited(t *testing.T) {
 	fresh := p.Rotate(t)
 	time.Sleep(350 * time.Millisecond) // past the refresh interval since the first fetch
 	id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, p.Claims("bob")))
-	if err != nil || id.User != "bob" {
+	if err != nil || id.User != "oidc:127.0.0.1:bob" {
 		t.Fatalf("a token of the rotated key: %+v %v", id, err)
 	}
 	if p.JWKSServed.Load() != before+1 {
@@ -310,5 +312,33 @@ func TestTokensCheckedWhileTheKeysCannotBeFetchedAreTheProvidersOutage(t *testin
 	up := provider(p, func(c *auth.OIDCConfig) { c.Issuer = issuer })
 	if err := up.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping of a provider that answers: %v", err)
+	}
+}
+
+// The provider's users are named oidc:<name>:<subject> (the configured name, else the
+// issuer's host name), except the subjects the operator maps to bare owners; Gives tells the
+// names the provider gives now from every other name.
+func TestProviderUsersAreQualifiedUnlessMapped(t *testing.T) {
+	t.Parallel()
+	p := testenv.NewIdP(t)
+	prov := provider(p, func(c *auth.OIDCConfig) {
+		c.Name = "corp"
+		c.MapSubjects = map[string]string{"alice": "alice"}
+	})
+	for subject, want := range map[string]string{"alice": "alice", "bob": "oidc:corp:bob", "gateway:carol": "oidc:corp:gateway:carol"} {
+		id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, p.Key(), p.Claims(subject)))
+		if err != nil || id.User != want || id.Subject != subject {
+			t.Errorf("subject %q: %+v %v, want the owner %q", subject, id, err, want)
+		}
+	}
+	for owner, gives := range map[string]bool{"alice": true, "oidc:corp:bob": true, "oidc:corp:alice": false, "bob": false,
+		"oidc:127.0.0.1:bob": false, "gateway:bob": false, "oidc:corp:": false} {
+		if got := prov.Gives(owner); got != gives {
+			t.Errorf("Gives(%q) = %v, want %v", owner, got, gives)
+		}
+	}
+	var off *auth.Provider
+	if off.Gives("oidc:corp:bob") {
+		t.Error("a provider that is off gives names")
 	}
 }

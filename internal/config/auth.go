@@ -2,12 +2,15 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Auth says who may call the API and how: config tokens (bootstrap and development), JWTs
@@ -119,6 +122,18 @@ type OIDC struct {
 	// AdminValues: a JWT whose AdminClaim holds one of these is an admin. Default none (no
 	// JWT is an admin).
 	AdminValues []string `yaml:"admin_values"`
+	// Name qualifies the provider's users: the user a JWT or a browser sign-in names by
+	// UserClaim is the owner oidc:<name>:<claim value>, never a config user of the same
+	// name (see Owner names). Lower-case letters, digits, '.', '-' and '_', at most 64.
+	// Default: the issuer's host name (login.example.com). Changing it gives every user of
+	// the provider a new name: their tasks, tokens, schedules and webhooks stay with the old.
+	Name string `yaml:"name"`
+	// MapSubjects names chosen users of the provider as owners of the operator's choosing:
+	// UserClaim value → a bare owner name, usually the config user the person already is
+	// ({"alice@example.com": "alice"}). Everyone else is oidc:<name>:<claim value>. In the
+	// environment: TASKCENTER_AUTH_OIDC_MAP_SUBJECTS="alice@example.com=alice,bob@example.com=bob".
+	// Default none.
+	MapSubjects SubjectMap `yaml:"map_subjects"`
 }
 
 // validate checks the provider's addresses, the keys and the claims, when the issuer is set.
@@ -171,10 +186,37 @@ func (o OIDC) validate(bad func(string, ...any)) {
 		if len(o.AdminValues) > 0 && o.AdminClaim == "" {
 			bad("auth.oidc.admin_claim must name a claim when admin_values is set")
 		}
-	} else if o.ClientID != "" || o.Audience != "" {
-		bad("auth.oidc.client_id and audience need auth.oidc.issuer")
+		if o.Name != "" && !validSourceName(o.Name) {
+			bad("auth.oidc.name (TASKCENTER_AUTH_OIDC_NAME) must be 1 to 64 lower-case letters, digits, '.', '-' or '_', got %q", o.Name)
+		} else if o.Name == "" && !validSourceName(o.SourceName()) {
+			bad("auth.oidc.name (TASKCENTER_AUTH_OIDC_NAME) must be set: the issuer's host name %q is longer than 64 characters", o.SourceName())
+		}
+		o.MapSubjects.validate("auth.oidc.map_subjects", bad)
+	} else if o.ClientID != "" || o.Audience != "" || o.Name != "" || len(o.MapSubjects) > 0 {
+		bad("auth.oidc.client_id, audience, name and map_subjects need auth.oidc.issuer")
 	}
 }
+
+// SourceName is what qualifies the provider's users (oidc:<name>:<subject>): Name, else the
+// issuer's host name in lower case (characters a name may not hold become '-').
+func (o OIDC) SourceName() string {
+	if o.Name != "" {
+		return o.Name
+	}
+	u, err := url.Parse(o.Issuer)
+	if err != nil {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		if validSourceRune(r) {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(u.Hostname()))
+}
+
+// OwnerPrefix starts the owner name of every user the provider names (unless mapped).
+func (o OIDC) OwnerPrefix() string { return OIDCSource + ":" + o.SourceName() + ":" }
 
 // Enabled reports whether bearer JWTs are accepted.
 func (o OIDC) Enabled() bool { return o.Issuer != "" }
@@ -193,7 +235,15 @@ type TrustedHeader struct {
 	// believed only on connections from these; from anywhere else they are ignored. Required
 	// when User is set.
 	Proxies []string `yaml:"proxies"`
+	// MapSubjects names chosen gateway users as owners of the operator's choosing: the User
+	// header's value → a bare owner name, usually the config user the person already is.
+	// Everyone else the gateway names is gateway:<header value>. In the environment:
+	// TASKCENTER_AUTH_TRUSTED_HEADER_MAP_SUBJECTS="alice=alice". Default none.
+	MapSubjects SubjectMap `yaml:"map_subjects"`
 }
+
+// OwnerPrefix starts the owner name of every user the gateway names (unless mapped).
+func (th TrustedHeader) OwnerPrefix() string { return GatewaySource + ":" }
 
 // validate checks the header names and the gateway's addresses.
 func (th TrustedHeader) validate(bad func(string, ...any)) {
@@ -204,6 +254,9 @@ func (th TrustedHeader) validate(bad func(string, ...any)) {
 		if !validHeaderName(th.User) || (th.Role != "" && !validHeaderName(th.Role)) {
 			bad("auth.trusted_header.user and role must be HTTP header names such as X-Forwarded-User")
 		}
+		th.MapSubjects.validate("auth.trusted_header.map_subjects", bad)
+	} else if len(th.MapSubjects) > 0 {
+		bad("auth.trusted_header.map_subjects needs auth.trusted_header.user")
 	}
 	for _, p := range th.Proxies {
 		if _, err := netip.ParsePrefix(p); err != nil {
@@ -285,6 +338,8 @@ func (ts Tokens) validate(bad func(string, ...any)) {
 		seen[t.Token] = true
 		if t.User == "" {
 			bad("auth.tokens[%d]: user must be set", i)
+		} else if QualifiedOwner(t.User) {
+			bad("auth.tokens[%d]: user %q starts like the name of another way in (oidc:, gateway:); a config user's name is bare", i, t.User)
 		}
 		if t.Role != RoleUser && t.Role != RoleAdmin {
 			bad("auth.tokens[%d] (user %q): role must be user or admin, got %q", i, t.User, t.Role)
@@ -353,4 +408,84 @@ func redact(s string) string {
 		return "***" + s[i:]
 	}
 	return "***"
+}
+
+// Owner names. A config token's user is an owner by its bare name (alice), as it always was.
+// A user another way in names is qualified by it, so the same name from two of them is never
+// the same owner: oidc:<auth.oidc.name>:<claim value> for the identity provider (bearer JWTs
+// and browser sign-in alike) and gateway:<header value> for the trusted gateway. An API
+// token acts as the owner that made it (or that an admin made it for), qualified or not. A
+// source's map_subjects is the operator's statement that chosen users of it are bare
+// owners, typically the config users those people already are.
+const (
+	OIDCSource    = "oidc"
+	GatewaySource = "gateway"
+	// MaxOwner is the longest owner name the ways in give: a subject of 200 characters
+	// behind the longest prefix (oidc:, a 64-character name, ':'), with room to spare. Owner
+	// filters and fields accept names up to this long.
+	MaxOwner = 300
+)
+
+// QualifiedOwner reports whether name is in the namespace of another way in than the config
+// (starts with "oidc:" or "gateway:"): no config user, and no mapped subject, may be named so.
+func QualifiedOwner(name string) bool {
+	return strings.HasPrefix(name, OIDCSource+":") || strings.HasPrefix(name, GatewaySource+":")
+}
+
+// SubjectMap maps the users a source names (a JWT's user claim, the gateway's header) to
+// bare owner names. In the environment: "subject=owner,subject2=owner2" (a subject may
+// contain '=', an owner may not: the last '=' splits).
+type SubjectMap map[string]string
+
+// DecodeEnv parses "subject=owner,subject2=owner2".
+func (m *SubjectMap) DecodeEnv(s string) error {
+	out := SubjectMap{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		i := strings.LastIndex(item, "=")
+		if i < 0 {
+			return fmt.Errorf("entry %q must be subject=owner", item)
+		}
+		out[strings.TrimSpace(item[:i])] = strings.TrimSpace(item[i+1:])
+	}
+	*m = out
+	return nil
+}
+
+// validate checks every entry: a subject and an owner of at most 200 characters without
+// control characters, the owner bare (not oidc:… or gateway:…).
+func (m SubjectMap) validate(key string, bad func(string, ...any)) {
+	for _, subject := range slices.Sorted(maps.Keys(m)) {
+		owner := m[subject]
+		switch {
+		case !validName(subject):
+			bad("%s: subject %q must be 1 to 200 characters without control characters", key, subject)
+		case !validName(owner):
+			bad("%s[%q]: the owner %q must be 1 to 200 characters without control characters", key, subject, owner)
+		case QualifiedOwner(owner):
+			bad("%s[%q]: the owner %q must be a bare name such as a config user's, not one qualified by a way in", key, subject, owner)
+		}
+	}
+}
+
+// validName reports whether s can be a subject or an owner: 1 to 200 characters of valid
+// UTF-8 without control characters.
+func validName(s string) bool {
+	if s == "" || utf8.RuneCountInString(s) > 200 || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// validSourceName reports whether s can qualify a source's users: 1 to 64 of a-z, 0-9, '.',
+// '-', '_'.
+func validSourceName(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool { return !validSourceRune(r) })
+}
+
+func validSourceRune(r rune) bool {
+	return (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '.' || r == '-' || r == '_'
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +61,61 @@ func TestAuthSettings(t *testing.T) {
 		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_USER": "X-Forwarded-User", "TASKCENTER_AUTH_TRUSTED_HEADER_PROXIES": "10.0.0.0/33"}, "not an address"},
 		{map[string]string{"TASKCENTER_AUTH_THROTTLE_FAILURES": "0"}, "auth.throttle.failures must be at least 1"},
 		{map[string]string{"TASKCENTER_AUTH_THROTTLE_WINDOW": "48h"}, "auth.throttle.window between 1s and 24h"},
+		// Owner names: a config user is never named like another way in's user; a mapping
+		// names a bare owner, and only for a source that is on.
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_NAME": "Corp IdP"}, "auth.oidc.name (TASKCENTER_AUTH_OIDC_NAME) must be 1 to 64 lower-case letters"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_MAP_SUBJECTS": "alice=gateway:alice"}, `the owner "gateway:alice" must be a bare name`},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://login.example.com", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x",
+			"TASKCENTER_AUTH_OIDC_MAP_SUBJECTS": "alice="}, `the owner "" must be 1 to 200 characters`},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_MAP_SUBJECTS": "alice=alice"}, "map_subjects need auth.oidc.issuer"},
+		{map[string]string{"TASKCENTER_AUTH_OIDC_MAP_SUBJECTS": "alice"}, "must be subject=owner"},
+		{map[string]string{"TASKCENTER_AUTH_TRUSTED_HEADER_MAP_SUBJECTS": "alice=alice"}, "auth.trusted_header.map_subjects needs auth.trusted_header.user"},
 	} {
 		if _, err := load(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want an error saying %q", c.env, err, c.want)
 		}
+	}
+}
+
+// A provider's users are named oidc:<name>:<subject>: the name defaults to the issuer's host
+// name; map_subjects from the file or the environment names chosen subjects as bare owners.
+func TestOwnerNamesOfTheWaysIn(t *testing.T) {
+	t.Parallel()
+	oidc := map[string]string{"TASKCENTER_AUTH_OIDC_ISSUER": "https://Login.Example.com/realms/acme", "TASKCENTER_AUTH_OIDC_AUDIENCE": "x"}
+	cfg, err := Load("../../configs/taskcenter.yaml", envMap(oidc))
+	if err != nil || cfg.Auth.OIDC.OwnerPrefix() != "oidc:login.example.com:" || cfg.Auth.TrustedHeader.OwnerPrefix() != "gateway:" {
+		t.Fatalf("the default name: %q %v", cfg.Auth.OIDC.OwnerPrefix(), err)
+	}
+	oidc["TASKCENTER_AUTH_OIDC_NAME"] = "acme"
+	oidc["TASKCENTER_AUTH_OIDC_MAP_SUBJECTS"] = "alice@example.com=alice, c2FsdA== = carol"
+	cfg, err = Load("../../configs/taskcenter.yaml", envMap(oidc))
+	if err != nil || cfg.Auth.OIDC.OwnerPrefix() != "oidc:acme:" || len(cfg.Auth.OIDC.MapSubjects) != 2 ||
+		cfg.Auth.OIDC.MapSubjects["alice@example.com"] != "alice" || cfg.Auth.OIDC.MapSubjects["c2FsdA=="] != "carol" {
+		t.Fatalf("name and mapping from the environment: %q %v %v", cfg.Auth.OIDC.OwnerPrefix(), cfg.Auth.OIDC.MapSubjects, err)
+	}
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	file := `
+auth:
+  tokens: [{token: 0123456789abcdef, user: alice, role: user}]
+  trusted_header:
+    user: X-Forwarded-User
+    proxies: [10.0.0.0/24]
+    map_subjects: {"alice": "alice", "Bob Smith": "bob"}
+`
+	if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(p, envMap(nil))
+	if err != nil || cfg.Auth.TrustedHeader.MapSubjects["Bob Smith"] != "bob" || cfg.Auth.TrustedHeader.MapSubjects["alice"] != "alice" {
+		t.Fatalf("the gateway's mapping from the file: %v %v", cfg.Auth.TrustedHeader.MapSubjects, err)
+	}
+	// A config user is never named like another way in's user.
+	if err := os.WriteFile(p, []byte("auth:\n  tokens: [{token: 0123456789abcdef, user: \"oidc:corp:alice\", role: user}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p, envMap(nil)); err == nil || !strings.Contains(err.Error(), `user "oidc:corp:alice" starts like the name of another way in`) {
+		t.Fatalf("a config user named like a provider's: %v", err)
 	}
 }

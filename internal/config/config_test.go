@@ -74,6 +74,8 @@ func TestValidationMessagesNameTheKeyAndTheFix(t *testing.T) {
 			"database.idle_in_transaction_timeout (26s) must be positive and end a frozen transaction at least one worker.heartbeat_interval (5s) before worker.takeover_after (30s)"},
 		{"lock waits outlive the takeover", map[string]string{"TASKCENTER_DATABASE_LOCK_TIMEOUT": "30s"},
 			"database.lock_timeout (30s) must be positive and below worker.takeover_after (30s)"},
+		{"tiny header limit", map[string]string{"TASKCENTER_HTTP_MAX_HEADER_BYTES": "100"},
+			"http.max_header_bytes (TASKCENTER_HTTP_MAX_HEADER_BYTES) must be between 4096 (4 KiB) and 67108864 (64 MiB), got 100"},
 		{"bad webhook host", map[string]string{"TASKCENTER_WEBHOOKS_ALLOWED_HOSTS": "10.0.0.0/33"},
 			`webhooks.allowed_hosts: "10.0.0.0/33" is not a valid address range (TASKCENTER_WEBHOOKS_ALLOWED_HOSTS)`},
 	}

@@ -10,6 +10,10 @@ type HTTP struct {
 	Addr string `yaml:"addr"`
 	// ReadHeaderTimeout bounds how long a client may take to send headers. Default 10s.
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// MaxHeaderBytes bounds a request's head (request line and headers) on every address
+	// the process serves (API, console, metrics): a larger one answers 431 Request Header
+	// Fields Too Large. Default 1048576 (1 MiB).
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// ShutdownTimeout bounds how long in-flight requests may take after SIGTERM. Default 20s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// BodyIdleTimeout ends a request whose body sends nothing for this long (408). Default 30s.
@@ -26,6 +30,7 @@ func defaultHTTP() HTTP {
 	return HTTP{
 		Addr:              ":8080",
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
 		ShutdownTimeout:   20 * time.Second,
 		BodyIdleTimeout:   30 * time.Second,
 		BodyMinRate:       16 << 10,
@@ -37,6 +42,9 @@ func defaultHTTP() HTTP {
 func (h HTTP) validate(bad func(string, ...any)) {
 	if h.Addr == "" {
 		bad("http.addr (TASKCENTER_HTTP_ADDR) must be set, e.g. :8080")
+	}
+	if h.MaxHeaderBytes < 4<<10 || h.MaxHeaderBytes > 64<<20 {
+		bad("http.max_header_bytes (TASKCENTER_HTTP_MAX_HEADER_BYTES) must be between 4096 (4 KiB) and 67108864 (64 MiB), got %d", h.MaxHeaderBytes)
 	}
 	if h.BodyIdleTimeout <= 0 || h.BodyRateWindow <= 0 || h.BodyMinRate < 0 {
 		bad("http.body_idle_timeout and http.body_rate_window must be positive and http.body_min_rate 0 or more")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -131,7 +132,7 @@ func (f TaskFilter) Validate() error {
 			break
 		}
 	}
-	c.text("owner", f.Owner, MaxFilterText)
+	c.text("owner", f.Owner, config.MaxOwner) // a qualified name (oidc:…) outgrows MaxFilterText
 	c.time("created_from", f.CreatedFrom)
 	c.time("created_to", f.CreatedTo)
 	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
