@@ -202,7 +202,7 @@ func TestARemovedKeyStopsWorkingAfterTheKeysMaxAge(t *testing.T) {
 	if n := p.JWKSServed.Load() - fetches; n != 1 {
 		t.Fatalf("the keys past their max age were fetched %d times, want once", n)
 	}
-	if id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, claims("bob"))); err != nil || id.User != "bob" {
+	if id, err := prov.VerifyBearer(context.Background(), testenv.Sign(t, fresh, claims("bob"))); err != nil || id.Subject != "bob" {
 		t.Fatalf("a token of the published key: %+v %v", id, err)
 	}
 }
