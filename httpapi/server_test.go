@@ -31,6 +31,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -42,7 +43,7 @@ const (
 // apiEnv is one test's API over its own schema, Redis database and data dir.
 type apiEnv struct {
 	t       *testing.T
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	st      *store.Store
 	files   storage.Store
 	root    string // the data dir

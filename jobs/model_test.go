@@ -64,6 +64,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/customers"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -110,7 +111,7 @@ type rmWorld struct {
 }
 
 func newRMWorld(t *testing.T) *rmWorld {
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	// The model checks logic, not durability: commits need not wait for the disk.
 	open := func(conns int) *bun.DB {

@@ -23,6 +23,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const consoleAdmin = "admin-token-0123456789"
@@ -265,7 +266,7 @@ func TestReadOnlyConsoleRefusesEveryChange(t *testing.T) {
 func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 	t.Parallel()
 	e := newConsoleEnv(t)
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	st := store.New(pg.DB)
 	inspector := asynq.NewInspectorFromRedisClient(e.rd.Client)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rd.Client), inspector, nil)

@@ -39,6 +39,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/customers"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -82,7 +83,7 @@ func (a *alertLog) count(taskNo string) int {
 }
 
 func newModelWorld(t *testing.T) *modelWorld {
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	// The model checks logic, not durability: commits need not wait for the disk.
 	db, err := store.Open(pg.URL+"&synchronous_commit=off", store.OpenOptions{MaxOpenConns: 8})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
-	"github.com/taskcenter/taskcenter/store/internal/storetest"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const takeover = storetest.Takeover

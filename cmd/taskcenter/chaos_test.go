@@ -35,6 +35,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The runtime settings every scenario runs with, recorded in the table so a reader can check
@@ -57,10 +58,10 @@ func chaosBound() time.Duration { return chaosTakeover + chaosCleanup }
 
 // newChaosEnv is newEnv with the suite's settings, on the given Postgres and Redis (the
 // shared servers when nil, private ones for the scenarios that restart or wipe them).
-func newChaosEnv(t *testing.T, pg *testenv.Postgres, rd *testenv.Redis, overrides map[string]string) *env {
+func newChaosEnv(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, overrides map[string]string) *env {
 	t.Helper()
 	if pg == nil {
-		pg = testenv.NewPostgres(t)
+		pg = storetest.NewPostgres(t)
 	}
 	if rd == nil {
 		rd = testenv.NewRedis(t)

@@ -24,6 +24,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // Demo tokens from configs/taskcenter.yaml.
@@ -37,7 +38,7 @@ const (
 // taskcenter process the test starts.
 type env struct {
 	t       *testing.T
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	redis   *testenv.Redis
 	dataDir string
 	vars    map[string]string
@@ -46,7 +47,7 @@ type env struct {
 
 func newEnv(t *testing.T, overrides map[string]string) *env {
 	t.Helper()
-	e := &env{t: t, pg: testenv.NewPostgres(t), redis: testenv.NewRedis(t), dataDir: t.TempDir()}
+	e := &env{t: t, pg: storetest.NewPostgres(t), redis: testenv.NewRedis(t), dataDir: t.TempDir()}
 	e.vars = map[string]string{
 		"TASKCENTER_CONFIG":                    "../../configs/taskcenter.yaml",
 		"TASKCENTER_DATABASE_URL":              e.pg.URL,

@@ -14,17 +14,17 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 type fixture struct {
 	t       *testing.T
 	st      *store.Store
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	files   storage.Store
 	root    string // the data dir
 	cleaner *cleanup.Cleaner

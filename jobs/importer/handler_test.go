@@ -18,10 +18,10 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // world runs the importer under the real runtime (jobstest) against a Postgres schema and a
@@ -30,7 +30,7 @@ import (
 type world struct {
 	t    *testing.T
 	jw   *jobstest.World
-	pg   *testenv.Postgres
+	pg   *storetest.Postgres
 	st   *store.Store
 	fs   storage.Store
 	root string // the data dir (the local backend's objects, scratch on both)

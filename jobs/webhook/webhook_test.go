@@ -21,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/jobs/webhook/webhooktest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -73,13 +74,13 @@ func (r *receiver) snapshot() (map[string]int, int) {
 
 type fixture struct {
 	t  *testing.T
-	pg *testenv.Postgres
+	pg *storetest.Postgres
 	st *store.Store
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	return &fixture{t: t, pg: pg, st: store.New(pg.DB)}
 }
 

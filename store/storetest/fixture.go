@@ -1,6 +1,10 @@
-// Package storetest is the test fixture shared by the tests of package store and of its
-// subpackages that are tested through the whole store (store/webhooks): a fresh database,
-// the store over it, and the few steps those tests take on it.
+// Package storetest is test support for code over the store: each test's own Postgres schema
+// with every migration applied (NewPostgres), and the fixture shared by the tests of package
+// store and of its subpackages that are tested through the whole store (store/webhooks): a
+// fresh database, the store over it, and the few steps those tests take on it.
+//
+// It sits beside store rather than in internal/testenv because opening and migrating a
+// database needs store: internal/testenv stays below every package whose tests it serves.
 package storetest
 
 import (
@@ -12,7 +16,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -29,7 +32,7 @@ type Fixture struct {
 // New returns a fixture over a fresh database.
 func New(t *testing.T) *Fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
+	pg := NewPostgres(t)
 	return &Fixture{T: t, DB: pg.DB, S: store.New(pg.DB)}
 }
 
