@@ -102,11 +102,7 @@ func deliver(rt *Runtime, t *store.Task) error {
 
 func (f *rtFixture) get(id int64) *store.Task {
 	f.t.Helper()
-	t, err := f.st.GetByID(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t
+	return storetest.Get(f.t, f.st, id)
 }
 
 // A handler blocked in a call that ignores its context: liveness follows progress, so the

@@ -74,7 +74,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			if err := <-done; err == nil {
 				t.Fatal("the frozen batch committed after its transaction was ended")
 			}
-			got := f.get(task.ID)
+			got := f.Get(task.ID)
 			if got.SuccessCount != 0 || got.TotalCount != 0 || got.Attempt != taken.Lease.Attempt || got.Worker != "rescuer" {
 				t.Fatalf("after the frozen worker woke: counts %d/%d, attempt %d, worker %q; want nothing written by it",
 					got.SuccessCount, got.TotalCount, got.Attempt, got.Worker)

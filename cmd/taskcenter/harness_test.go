@@ -290,18 +290,12 @@ func (e *env) db() *bun.DB { return e.pg.DB }
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if _, err := e.pg.DB.ExecContext(context.Background(), q, args...); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
+	storetest.Exec(e.t, e.pg.DB, q, args...)
 }
 
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.pg.DB.NewRaw(q, args...).Scan(context.Background(), &n); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return storetest.Count(e.t, e.pg.DB, q, args...)
 }
 
 func (e *env) runs(taskNo string) []store.Run {

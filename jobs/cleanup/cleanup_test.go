@@ -70,28 +70,18 @@ func (f *fixture) task(params string) *store.Task {
 
 func (f *fixture) exec(q string, args ...any) {
 	f.t.Helper()
-	if _, err := f.pg.DB.ExecContext(context.Background(), q, args...); err != nil {
-		f.t.Fatalf("%s: %v", q, err)
-	}
+	storetest.Exec(f.t, f.pg.DB, q, args...)
 }
 
 // count runs a SELECT count(*) query.
 func (f *fixture) count(q string, args ...any) int {
 	f.t.Helper()
-	var n int
-	if err := f.pg.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
-		f.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return storetest.Count(f.t, f.pg.DB, q, args...)
 }
 
 func (f *fixture) get(id int64) *store.Task {
 	f.t.Helper()
-	t, err := f.st.GetByID(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t
+	return storetest.Get(f.t, f.st, id)
 }
 
 // file writes a file under the data dir with the given age.

@@ -90,11 +90,7 @@ func (w *world) deliver(task *store.Task) *store.Task {
 
 func (w *world) count(q string, args ...any) int {
 	w.t.Helper()
-	var n int
-	if err := w.pg.DB.NewRaw(q, args...).Scan(context.Background(), &n); err != nil {
-		w.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return storetest.Count(w.t, w.pg.DB, q, args...)
 }
 
 func (w *world) logs(task *store.Task) string {

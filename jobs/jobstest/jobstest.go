@@ -61,9 +61,5 @@ func (w *World) Deliver(rt *jobs.Runtime, task *store.Task) *store.Task {
 	w.t.Helper()
 	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
 	rt.ProcessTask(context.Background(), asynq.NewTask(task.Type, payload)) //nolint:errcheck // the row says how it ended
-	after, err := w.Store.GetByID(context.Background(), task.ID)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return after
+	return storetest.Get(w.t, w.Store, task.ID)
 }

@@ -59,20 +59,51 @@ func (f *Fixture) Claim(task *store.Task, worker string) store.Lease {
 	return c.Lease
 }
 
+// Get reads a task by id and fails the test if it could not.
+func (f *Fixture) Get(id int64) *store.Task {
+	f.T.Helper()
+	return Get(f.T, f.S, id)
+}
+
 // Exec runs a statement and fails the test if it could not.
 func (f *Fixture) Exec(query string, args ...any) {
 	f.T.Helper()
-	if _, err := f.DB.ExecContext(context.Background(), query, args...); err != nil {
-		f.T.Fatalf("exec %q: %v", query, err)
-	}
+	Exec(f.T, f.DB, query, args...)
 }
 
 // Count runs a query answering one number.
 func (f *Fixture) Count(query string, args ...any) int {
 	f.T.Helper()
+	return Count(f.T, f.DB, query, args...)
+}
+
+// The steps below are the fixture's for tests that keep their own world (a runtime, a
+// cleaner, the binary) over the same database.
+
+// Get reads a task by id from st and fails t if it could not.
+func Get(t testing.TB, st *store.Store, id int64) *store.Task {
+	t.Helper()
+	task, err := st.GetByID(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get task %d: %v", id, err)
+	}
+	return task
+}
+
+// Exec runs a statement on db and fails t if it could not.
+func Exec(t testing.TB, db *bun.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// Count runs a query on db answering one number, and fails t if it could not.
+func Count(t testing.TB, db *bun.DB, query string, args ...any) int {
+	t.Helper()
 	var n int
-	if err := f.DB.NewRaw(query, args...).Scan(context.Background(), &n); err != nil {
-		f.T.Fatal(err)
+	if err := db.NewRaw(query, args...).Scan(context.Background(), &n); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }
