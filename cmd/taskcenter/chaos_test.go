@@ -66,16 +66,8 @@ func newChaosEnv(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, overri
 	if rd == nil {
 		rd = testenv.NewRedis(t)
 	}
-	e := &env{t: t, pg: pg, redis: rd, dataDir: t.TempDir()}
-	e.vars = map[string]string{
+	return newEnvOn(t, pg, rd, map[string]string{
 		"TASKCENTER_CONFIG":                    cmp.Or(os.Getenv("TASKCENTER_CHAOS_CONFIG"), "../../configs/taskcenter.yaml"),
-		"TASKCENTER_DATABASE_URL":              pg.URL,
-		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":   "10",
-		"TASKCENTER_REDIS_ADDR":                rd.Addr,
-		"TASKCENTER_REDIS_DB":                  fmt.Sprint(rd.DB),
-		"TASKCENTER_DATA_DIR":                  e.dataDir,
-		"TASKCENTER_HTTP_ADDR":                 "127.0.0.1:0",
-		"TASKCENTER_METRICS_ADDR":              "127.0.0.1:0",
 		"TASKCENTER_LOG_LEVEL":                 "info",
 		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL": chaosHeartbeat.String(),
 		"TASKCENTER_WORKER_TAKEOVER_AFTER":     chaosTakeover.String(),
@@ -89,11 +81,7 @@ func newChaosEnv(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, overri
 		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE": "200ms",
 		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":     "200ms",
 		"TASKCENTER_TYPES_IMPORT_CUSTOMERS_RETRY_BASE": "200ms",
-	}
-	for k, v := range overrides {
-		e.vars[k] = v
-	}
-	return e
+	}, overrides)
 }
 
 // workerID is the id a binary worker records in tasks.worker (run.go: host-pid).

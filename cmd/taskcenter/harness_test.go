@@ -47,16 +47,8 @@ type env struct {
 
 func newEnv(t *testing.T, overrides map[string]string) *env {
 	t.Helper()
-	e := &env{t: t, pg: storetest.NewPostgres(t), redis: testenv.NewRedis(t), dataDir: t.TempDir()}
-	e.vars = map[string]string{
+	return newEnvOn(t, storetest.NewPostgres(t), testenv.NewRedis(t), map[string]string{
 		"TASKCENTER_CONFIG":                    "../../configs/taskcenter.yaml",
-		"TASKCENTER_DATABASE_URL":              e.pg.URL,
-		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":   "10",
-		"TASKCENTER_REDIS_ADDR":                e.redis.Addr,
-		"TASKCENTER_REDIS_DB":                  strconv.Itoa(e.redis.DB),
-		"TASKCENTER_DATA_DIR":                  e.dataDir,
-		"TASKCENTER_HTTP_ADDR":                 "127.0.0.1:0",
-		"TASKCENTER_METRICS_ADDR":              "127.0.0.1:0",
 		"TASKCENTER_LOG_LEVEL":                 "debug",
 		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL": "200ms",
 		"TASKCENTER_WORKER_TAKEOVER_AFTER":     "1s",
@@ -68,10 +60,23 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 		"TASKCENTER_WORKER_SHUTDOWN_TIMEOUT":              "5s",
 		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE":    "100ms",
 		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":        "100ms",
-	}
-	for k, v := range overrides {
-		e.vars[k] = v
-	}
+	}, overrides)
+}
+
+// newEnvOn is a world on pg and rd with a data dir of its own: its processes use those,
+// listen on free ports, and run with settings, then overrides.
+func newEnvOn(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, settings, overrides map[string]string) *env {
+	t.Helper()
+	e := &env{t: t, pg: pg, redis: rd, dataDir: t.TempDir()}
+	e.vars = merge(map[string]string{
+		"TASKCENTER_DATABASE_URL":            pg.URL,
+		"TASKCENTER_DATABASE_MAX_OPEN_CONNS": "10",
+		"TASKCENTER_REDIS_ADDR":              rd.Addr,
+		"TASKCENTER_REDIS_DB":                strconv.Itoa(rd.DB),
+		"TASKCENTER_DATA_DIR":                e.dataDir,
+		"TASKCENTER_HTTP_ADDR":               "127.0.0.1:0",
+		"TASKCENTER_METRICS_ADDR":            "127.0.0.1:0",
+	}, settings, overrides)
 	return e
 }
 
