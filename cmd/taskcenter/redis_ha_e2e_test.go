@@ -164,11 +164,7 @@ func TestTasksRunOnARedisCluster(t *testing.T) {
 		t.Fatalf("export on a cluster: %+v", done)
 	}
 	// After the export: the import adds customers, which an export still reading would count.
-	imp := p.submitImport(aliceToken, "messy.xlsx", excelizeMessy(t), nil)
-	done := p.waitStatus(aliceToken, imp.ID, 3*time.Minute, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
-	if done.Status != "PARTIAL_SUCCESS" || done.Counts.Success != 8 || done.Counts.Failed != 7 {
-		t.Fatalf("import on a cluster: %+v", done)
-	}
+	p.importMessy("messy.xlsx", excelizeMessy(t))
 	stream := p.do("GET", "/api/v1/tasks/"+export.ID+"/events", aliceToken, nil)
 	if stream.status != http.StatusOK || !strings.Contains(string(stream.body), "event: status") {
 		t.Fatalf("live events on a cluster: %d %.300s", stream.status, stream.body)
