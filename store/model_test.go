@@ -558,14 +558,23 @@ func (m *model) crash(wk *mWorker) {
 	m.drop(wk)
 }
 
-func (m *model) cancel(ctx context.Context, mt *mTask) {
-	res, err := m.w.st.Cancel(ctx, mt.no, store.Scope{Owner: "alice"})
+// accepted reports whether a user action went through: a conflict (the task's state refuses
+// the action) is an answer the API gives; any other error is a bug.
+func (m *model) accepted(action string, err error) bool {
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
-		return
+		return false
 	}
 	if err != nil {
-		m.bug("cancel: %v", err)
+		m.bug("%s: %v", action, err)
+	}
+	return true
+}
+
+func (m *model) cancel(ctx context.Context, mt *mTask) {
+	res, err := m.w.st.Cancel(ctx, mt.no, store.Scope{Owner: "alice"})
+	if !m.accepted("cancel", err) {
+		return
 	}
 	m.mu.Lock()
 	if mt.cancelAttempt < 0 {
@@ -576,13 +585,8 @@ func (m *model) cancel(ctx context.Context, mt *mTask) {
 }
 
 func (m *model) retry(ctx context.Context, mt *mTask) {
-	_, err := m.w.st.Retry(ctx, mt.no, store.Scope{Owner: "alice"})
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
+	if _, err := m.w.st.Retry(ctx, mt.no, store.Scope{Owner: "alice"}); !m.accepted("retry", err) {
 		return
-	}
-	if err != nil {
-		m.bug("retry: %v", err)
 	}
 	m.mu.Lock()
 	mt.generation++
