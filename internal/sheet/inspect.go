@@ -70,23 +70,11 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	raw := func() io.Reader { return io.NewSectionReader(r, 0, size) }
 	switch enc {
 	case EncodingUTF8:
-		ins, bad, err := scanCSV(raw(), false, lim)
-		if err == nil && bad != nil {
-			err = sheettype.Errorf(sheettype.NotUTF8,
-				"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again",
-				bad.where())
-		}
-		ins.Encoding = EncodingUTF8
-		return ins, err
+		return inspectCSVIn(raw(), EncodingUTF8, lim, sheettype.NotUTF8,
+			"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again")
 	case EncodingGB18030:
-		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
-		if err == nil && bad != nil {
-			err = sheettype.Errorf(sheettype.NotGB18030,
-				"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
-				bad.where())
-		}
-		ins.Encoding = EncodingGB18030
-		return ins, err
+		return inspectCSVIn(decoded(raw(), EncodingGB18030), EncodingGB18030, lim, sheettype.NotGB18030,
+			"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again")
 	}
 	ins, bad, err := scanCSV(raw(), false, lim)
 	if err != nil || bad == nil {
@@ -112,6 +100,18 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	}
 	ins.Encoding = EncodingGB18030
 	return ins, nil
+}
+
+// inspectCSVIn inspects the CSV r as text in enc, the encoding chosen for it (for GB18030, r
+// is the text decoded from it): the first bytes that are not text in enc are refused with
+// code and message, whose %s says where they are.
+func inspectCSVIn(r io.Reader, enc Encoding, lim Limits, code sheettype.Code, message string) (Inspection, error) {
+	ins, bad, err := scanCSV(r, enc == EncodingGB18030, lim)
+	if err == nil && bad != nil {
+		err = sheettype.Errorf(code, message, bad.where())
+	}
+	ins.Encoding = enc
+	return ins, err
 }
 
 // scanCSV counts the data rows of CSV text (UTF-8: decoded says it was transcoded, so bad
