@@ -102,6 +102,20 @@ func (p *proc) importMessy(name string, content []byte) taskJSON {
 	return final
 }
 
+// exportThenImport is the service's round trip on p: alice's customer export, which must write
+// all rows seeded customers, then the messy import (after the export: the import adds
+// customers, which an export still reading would count). It returns the finished export.
+func (p *proc) exportThenImport(rows int64) taskJSON {
+	p.t.Helper()
+	export := p.submitExport(aliceToken, map[string]any{"type": "customers"})
+	done := p.waitStatus(aliceToken, export.ID, 3*time.Minute, "SUCCESS", "FAILED")
+	if done.Status != "SUCCESS" || done.Result.Rows != rows {
+		p.t.Fatalf("export of %d customers: %+v", rows, done)
+	}
+	p.importMessy("messy.xlsx", excelizeMessy(p.t))
+	return done
+}
+
 func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 	t.Parallel()
 	files := map[string]func(t *testing.T) []byte{"messy-excelize.xlsx": excelizeMessy}
