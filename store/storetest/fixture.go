@@ -1,7 +1,8 @@
 // Package storetest is test support for code over the store: each test's own Postgres schema
-// with every migration applied (NewPostgres), and the fixture shared by the tests of package
-// store and of its subpackages that are tested through the whole store (store/webhooks): a
-// fresh database, the store over it, and the few steps those tests take on it.
+// with every migration applied (NewPostgres); the fixture shared by the tests of package store,
+// of its subpackages tested through the whole store (store/webhooks) and of the cleanup: a
+// fresh database, the store over it, and the few steps those tests take on it; and the same
+// steps (Get, Exec, Count) for tests that keep their own world over the database.
 //
 // It sits beside store rather than in internal/testenv because opening and migrating a
 // database needs store: internal/testenv stays below every package whose tests it serves.
@@ -77,8 +78,8 @@ func (f *Fixture) Count(query string, args ...any) int {
 	return Count(f.T, f.DB, query, args...)
 }
 
-// The steps below are the fixture's for tests that keep their own world (a runtime, a
-// cleaner, the binary) over the same database.
+// The steps below are the fixture's for tests that keep their own world over the database (a
+// runtime, jobstest's World, the binary).
 
 // Get reads a task by id from st and fails t if it could not.
 func Get(t testing.TB, st *store.Store, id int64) *store.Task {
