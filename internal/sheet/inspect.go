@@ -279,19 +279,29 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode Count
 	return ins, nil
 }
 
-// workbookEntries opens the zip archive of a workbook, bounded before archive/zip reads its
-// directory (checkZipDirectory) and after (MaxEntries parts, declaring at most
-// MaxUncompressed bytes together), and returns its parts by name.
-func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
-	if err := checkZipDirectory(f, size, lim); err != nil {
+// openZip opens the zip archive of a workbook, bounded before archive/zip reads its directory
+// (checkZipDirectory) and after (at most MaxEntries parts). An archive that does not open is
+// refused with damaged, whose %v is why.
+func openZip(r io.ReaderAt, size int64, lim Limits, damaged string) (*zip.Reader, error) {
+	if err := checkZipDirectory(r, size, lim); err != nil {
 		return nil, err
 	}
-	zr, err := zip.NewReader(f, size)
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
+		return nil, sheettype.Errorf(sheettype.DamagedFile, damaged, err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
+	}
+	return zr, nil
+}
+
+// workbookEntries opens the zip archive of a workbook within its bounds (openZip; its parts
+// declaring at most MaxUncompressed bytes together), and returns its parts by name.
+func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
+	zr, err := openZip(f, size, lim, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program")
+	if err != nil {
+		return nil, err
 	}
 	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
 	// entries declaring 2^63 bytes each cannot add up to a few bytes.
