@@ -50,19 +50,12 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity
 	// then decodes the same parameters as the generic submit would.
 	switch taskType {
 	case export.CustomersType:
-		var f export.CustomerFilter
-		if err := request.DecodeFilter(req.Filter, &f); err != nil {
-			return err
-		}
-		if err := f.Validate(); err != nil {
+		if _, err := request.DecodeFilter[export.CustomerFilter](req.Filter); err != nil {
 			return err
 		}
 	case export.TasksType:
-		var f export.TaskFilter
-		if err := request.DecodeFilter(req.Filter, &f); err != nil {
-			return err
-		}
-		if err := f.Validate(); err != nil {
+		f, err := request.DecodeFilter[export.TaskFilter](req.Filter)
+		if err != nil {
 			return err
 		}
 		if f.Owner != "" && !p.Scope().Admin && f.Owner != p.User {

@@ -101,11 +101,8 @@ func FuzzExportRequest(f *testing.F) {
 			mustBeProblem(t, err, "decodeJSON")
 			return
 		}
-		var cf export.CustomerFilter
-		if err := request.DecodeFilter(req.Filter, &cf); err != nil {
-			mustBeProblem(t, err, "decodeFilter customers")
-		} else if err := cf.Validate(); err != nil {
-			mustBeProblem(t, err, "customers Validate")
+		if cf, err := request.DecodeFilter[export.CustomerFilter](req.Filter); err != nil {
+			mustBeProblem(t, err, "customer filter")
 		} else {
 			for _, s := range []string{cf.City, cf.Level, cf.CodePrefix} {
 				if !storeAccepts(s) || utf8.RuneCountInString(s) > export.MaxFilterText {
@@ -117,11 +114,8 @@ func FuzzExportRequest(f *testing.F) {
 				t.Fatalf("customer params %s (%v) would not store", params, err)
 			}
 		}
-		var tf export.TaskFilter
-		if err := request.DecodeFilter(req.Filter, &tf); err != nil {
-			mustBeProblem(t, err, "decodeFilter tasks")
-		} else if err := tf.Validate(); err != nil {
-			mustBeProblem(t, err, "tasks Validate")
+		if tf, err := request.DecodeFilter[export.TaskFilter](req.Filter); err != nil {
+			mustBeProblem(t, err, "task filter")
 		} else {
 			for _, s := range append(slicesOf(tf), tf.Owner) {
 				if !storeAccepts(s) {

@@ -32,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -43,7 +44,7 @@ const (
 // apiEnv is one test's API over its own schema, Redis database and data dir.
 type apiEnv struct {
 	t       *testing.T
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	rdb     *redis.Client
 	st      *store.Store
 	files   storage.Store

@@ -121,15 +121,11 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if err != nil {
 		return err
 	}
-	runs, err := s.Store.Runs(ctx, t.ID)
+	v, err := s.detail(ctx, t, s.Store.Runs, s.Store.RecentLogs)
 	if err != nil {
 		return err
 	}
-	logs, err := s.Store.RecentLogs(ctx, t.ID, 50)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.detail(ctx, t, runs, logs))
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
@@ -141,22 +137,28 @@ func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id s
 	if err != nil {
 		return err
 	}
-	runs, err := s.Store.ArchivedRuns(ctx, t.ID)
+	v, err := s.detail(ctx, t, s.Store.ArchivedRuns, s.Store.ArchivedLogs)
 	if err != nil {
 		return err
 	}
-	logs, err := s.Store.ArchivedLogs(ctx, t.ID, 50)
-	if err != nil {
-		return err
-	}
-	v := s.detail(ctx, t, runs, logs)
 	v.Archived = true
 	v.Links = Links{Self: v.Links.Self}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
-func (s *Server) detail(ctx context.Context, t *store.Task, runs []store.Run, logs []store.LogEntry) DetailView {
+// detail renders t with its attempts and its recent log, read through readRuns and readLogs:
+// the live tables' for a task, the archive's for an archived one.
+func (s *Server) detail(ctx context.Context, t *store.Task, readRuns func(context.Context, int64) ([]store.Run, error),
+	readLogs func(context.Context, int64, int) ([]store.LogEntry, error)) (DetailView, error) {
+	runs, err := readRuns(ctx, t.ID)
+	if err != nil {
+		return DetailView{}, err
+	}
+	logs, err := readLogs(ctx, t.ID, 50)
+	if err != nil {
+		return DetailView{}, err
+	}
 	v := DetailView{TaskView: s.view(ctx, t), Attempts: make([]AttemptView, len(runs)), Logs: make([]LogView, len(logs)),
 		CancelledBy: s.cancelledBy(ctx, t)}
 	for i, r := range runs {
@@ -166,7 +168,7 @@ func (s *Server) detail(ctx context.Context, t *store.Task, runs []store.Run, lo
 	for i, l := range logs {
 		v.Logs[i] = LogView{At: l.CreatedAt.UTC(), Attempt: l.Attempt, Level: l.Level, Message: l.Message}
 	}
-	return v
+	return v, nil
 }
 
 // view renders a task with its live progress from Redis when it is running; when Redis has

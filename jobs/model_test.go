@@ -64,6 +64,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/customers"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -110,7 +111,7 @@ type rmWorld struct {
 }
 
 func newRMWorld(t *testing.T) *rmWorld {
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	// The model checks logic, not durability: commits need not wait for the disk.
 	open := func(conns int) *bun.DB {
@@ -925,7 +926,7 @@ func (m *rmModel) cleanupRace() {
 	m.w.slots++
 	at := m.w.slotBase.Add(time.Duration(m.w.slots%3000) * time.Second)
 	m.slot.set(at)
-	before := m.rounds.count()
+	before := m.rounds.Len()
 	start := make(chan struct{})
 	errs := make([]error, len(m.cleaners))
 	var wg sync.WaitGroup
@@ -942,7 +943,7 @@ func (m *rmModel) cleanupRace() {
 			m.bugf("cleanup replica %d: %v", i, err)
 		}
 	}
-	ran := m.rounds.since(before)
+	ran := m.rounds.Since(before)
 	if len(ran) != 1 {
 		m.bugf("slot %s: the cleanup round ran %d times, want once", at.Format(time.TimeOnly), len(ran))
 		return
@@ -969,27 +970,10 @@ func (s *rmSlot) Next(t time.Time) time.Time {
 
 // rmRounds keeps every round's report.
 type rmRounds struct {
-	mu  sync.Mutex
-	all []cleanup.Report
+	testenv.Collector[cleanup.Report]
 }
 
-func (r *rmRounds) CleanupRound(rep cleanup.Report) {
-	r.mu.Lock()
-	r.all = append(r.all, rep)
-	r.mu.Unlock()
-}
-
-func (r *rmRounds) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.all)
-}
-
-func (r *rmRounds) since(n int) []cleanup.Report {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]cleanup.Report(nil), r.all[n:]...)
-}
+func (r *rmRounds) CleanupRound(rep cleanup.Report) { r.Add(rep) }
 
 // rmAlerts counts failure alerts per task and attempt: one generation's alert names the
 // attempt that failed, and a manual retry's generation fails at a later one.

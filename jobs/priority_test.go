@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,22 +32,14 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 		t.Fatalf("high task: priority %d lane %s", high.Priority, Lane(high))
 	}
 
-	var mu sync.Mutex
-	var order []string
+	var started testenv.Collector[string]
 	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
-		mu.Lock()
-		order = append(order, run.Task.TaskNo)
-		mu.Unlock()
+		started.Add(run.Task.TaskNo)
 		return Result{}, nil
 	}), "w1")
 	defer f.workers(rt, 1).Shutdown()
-	testenv.Eventually(t, 30*time.Second, "ten tasks to start", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(order) >= 10
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	testenv.Eventually(t, 30*time.Second, "ten tasks to start", func() bool { return started.Len() >= 10 })
+	order := started.Since(0)
 	pos := -1
 	for i, no := range order {
 		if no == high.TaskNo {

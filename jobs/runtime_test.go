@@ -21,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // handlerFunc adapts a function to Handler under the type "test:work".
@@ -36,7 +37,7 @@ func (a *countingAlerter) TaskFailed(_ context.Context, al Alert) { a.Add(al) }
 type rtFixture struct {
 	t       *testing.T
 	st      *store.Store
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	files   storage.Store
 	root    string // the data dir
 	insp    *asynq.Inspector
@@ -47,7 +48,7 @@ type rtFixture struct {
 
 func newRTFixture(t *testing.T, policy TypePolicy) *rtFixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	fs, root := testenv.NewFiles(t, storage.Config{})
 	return &rtFixture{t: t, st: store.New(pg.DB), pg: pg, files: fs, root: root, insp: asynq.NewInspectorFromRedisClient(rd.Client), rdb: rd.Client,
@@ -101,11 +102,7 @@ func deliver(rt *Runtime, t *store.Task) error {
 
 func (f *rtFixture) get(id int64) *store.Task {
 	f.t.Helper()
-	t, err := f.st.GetByID(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t
+	return storetest.Get(f.t, f.st, id)
 }
 
 // A handler blocked in a call that ignores its context: liveness follows progress, so the

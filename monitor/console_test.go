@@ -23,6 +23,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const consoleAdmin = "admin-token-0123456789"
@@ -265,7 +266,7 @@ func TestReadOnlyConsoleRefusesEveryChange(t *testing.T) {
 func TestConsoleActionsAreTaskTransitions(t *testing.T) {
 	t.Parallel()
 	e := newConsoleEnv(t)
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	st := store.New(pg.DB)
 	inspector := asynq.NewInspectorFromRedisClient(e.rd.Client)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rd.Client), inspector, nil)
@@ -480,7 +481,7 @@ func auditKinds(t *testing.T, st *store.Store) []string {
 func TestConsoleSignInsAndOutsAreAudited(t *testing.T) {
 	t.Parallel()
 	e := newConsoleEnv(t)
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	st := store.New(pg.DB)
 	c := e.console(ConsoleConfig{LoginFailures: 3, LoginWindow: time.Minute, Audit: st, Username: "ops", Password: "correct horse battery"})
 	const addr = "198.51.100.8:5555"
@@ -525,7 +526,7 @@ func TestConsoleThrottlesTheClientBehindTheProxiesAndTheCredentialEverywhere(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	st := store.New(pg.DB)
 	c := e.console(ConsoleConfig{LoginFailures: 2, LoginWindow: time.Minute, Gateway: gw, Audit: st})
 	const proxy = "10.0.0.5:4444"

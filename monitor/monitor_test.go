@@ -26,6 +26,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 func TestLoggerMasksSensitiveValues(t *testing.T) {
@@ -129,7 +130,7 @@ func promtool(t *testing.T, stdin []byte, args ...string) string {
 
 func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	t.Parallel()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	st := store.New(pg.DB)
 	client := asynq.NewClientFromRedisClient(rd.Client)
@@ -325,7 +326,7 @@ func TestConsoleIsForAdminsOnly(t *testing.T) {
 
 func TestBacklogAlertFiresOncePerEpisode(t *testing.T) {
 	t.Parallel()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	st := store.New(pg.DB)
 	for i := range 3 {

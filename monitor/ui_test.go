@@ -9,9 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The console's page asks for nothing outside this origin, no manifest the browser would
@@ -68,7 +68,7 @@ func TestConsolePageStaysOnThisMachine(t *testing.T) {
 func TestConsoleFindsATasksJob(t *testing.T) {
 	t.Parallel()
 	e := newConsoleEnv(t)
-	st := store.New(testenv.NewPostgres(t).DB)
+	st := store.New(storetest.NewPostgres(t).DB)
 	inspector := asynq.NewInspectorFromRedisClient(e.rd.Client)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rd.Client), inspector, nil)
 	c := e.console(ConsoleConfig{ReadOnly: true, Tasks: st})

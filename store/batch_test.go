@@ -56,11 +56,11 @@ func TestEndAttemptsFencesRowByRow(t *testing.T) {
 	if row, ok := ended[taken.ID]; ok && row.Attempt == zombie.Attempt {
 		t.Fatal("the zombie's ending took effect")
 	}
-	if got := f.get(taken.ID); got.Status != store.StatusRunning || got.Attempt != zombie.Attempt+1 {
+	if got := f.Get(taken.ID); got.Status != store.StatusRunning || got.Attempt != zombie.Attempt+1 {
 		t.Fatalf("taken-over task = %s attempt %d", got.Status, got.Attempt)
 	}
 	for _, id := range []int64{live1.ID, live2.ID} {
-		if got := f.get(id); got.Status != store.StatusSuccess || got.FinishedAt == nil {
+		if got := f.Get(id); got.Status != store.StatusSuccess || got.FinishedAt == nil {
 			t.Fatalf("task %d = %s", id, got.Status)
 		}
 	}
@@ -75,9 +75,7 @@ func TestHeartbeatManyFencesRowByRow(t *testing.T) {
 	live, l1 := f.inStatus(store.StatusRunning)
 	cancelled, l2 := f.inStatus(store.StatusRunning)
 	taken, zombie, _ := f.takenOver()
-	if _, err := f.S.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	f.cancel(cancelled)
 	alive, err := f.S.HeartbeatMany(ctx, []store.Lease{l1, l2, zombie})
 	if err != nil {
 		t.Fatal(err)

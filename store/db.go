@@ -35,7 +35,7 @@ type OpenOptions struct {
 	// transaction this long (idle_in_transaction_session_timeout): a process frozen mid-batch
 	// (SIGSTOP, a VM pause, a partition that keeps the TCP connection open) then releases the
 	// row locks it holds, and a takeover is not held hostage by it. 0 leaves the server's
-	// setting. Read-only snapshots opt out (see NoIdleTimeout): they lock no row.
+	// setting. Read-only snapshots opt out (see BeginSnapshot): they lock no row.
 	IdleInTransactionTimeout time.Duration
 	// LockTimeout bounds how long any statement waits for a lock (lock_timeout). 0 leaves the
 	// server's setting.
@@ -165,12 +165,20 @@ func CheckSessionLimits(ctx context.Context, db *bun.DB, opts OpenOptions) error
 	})
 }
 
-// NoIdleTimeout lifts the idle-in-transaction limit for the rest of tx. It is for read-only
-// snapshots (an export reads its pages in one): they lock no row, so a pause between reads
-// holds nobody up and must not cost the snapshot.
-func NoIdleTimeout(ctx context.Context, tx bun.Tx) error {
-	_, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0")
-	return err
+// BeginSnapshot begins a read-only, repeatable-read transaction: every read in it (an
+// export's count and each of its pages, a report's sheets) sees the same rows. The
+// idle-in-transaction limit is lifted for it: a snapshot locks no row, so a pause between
+// reads holds nobody up and must not cost the snapshot. The caller rolls it back.
+func BeginSnapshot(ctx context.Context, db *bun.DB) (bun.Tx, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return bun.Tx{}, err
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		tx.Rollback() //nolint:errcheck // read-only
+		return bun.Tx{}, err
+	}
+	return tx, nil
 }
 
 func unprepared(args []driver.NamedValue) []driver.NamedValue {

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/taskcenter/taskcenter/internal/task"
-	"github.com/taskcenter/taskcenter/internal/testenv"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The outbox names events with the SQL form of task.EventName: both must agree for every
 // status, cancel requested or not, since live streams and webhooks compare names.
 func TestTheOutboxNamesEventsAsTheDomainDoes(t *testing.T) {
 	t.Parallel()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	for _, st := range task.AllStatuses {
 		for _, cancel := range []bool{false, true} {
 			var got string

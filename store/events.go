@@ -77,10 +77,6 @@ func (s *Outbox) LastEventID(ctx context.Context) (int64, error) {
 
 // PruneEvents deletes events older than age, at most limit of them, and returns how many.
 func (s *Outbox) PruneEvents(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM task_events WHERE id IN (
-		SELECT id FROM task_events WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2)`, age.Seconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("prune events: %w", err)
-	}
-	return int(n), nil
+	return pg.Prune(ctx, s.db.DB, "events", `DELETE FROM task_events WHERE id IN (
+		SELECT id FROM task_events WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2)`, age, limit)
 }

@@ -9,9 +9,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
-	"github.com/taskcenter/taskcenter/store/internal/storetest"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // A worker frozen in the middle of a batch (SIGSTOP, a VM pause) keeps its transaction open
@@ -28,7 +27,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pg := testenv.NewPostgres(t)
+			pg := storetest.NewPostgres(t)
 			f := &fixture{&storetest.Fixture{T: t, DB: pg.DB, S: store.New(pg.DB)}}
 			opts := store.OpenOptions{MaxOpenConns: 2, Pooler: pooler, IdleInTransactionTimeout: 500 * time.Millisecond, LockTimeout: time.Second}
 			frozenDB, err := store.Open(pg.URL, opts)
@@ -75,7 +74,7 @@ func TestAFrozenBatchDoesNotHoldTheTakeoverHostage(t *testing.T) {
 			if err := <-done; err == nil {
 				t.Fatal("the frozen batch committed after its transaction was ended")
 			}
-			got := f.get(task.ID)
+			got := f.Get(task.ID)
 			if got.SuccessCount != 0 || got.TotalCount != 0 || got.Attempt != taken.Lease.Attempt || got.Worker != "rescuer" {
 				t.Fatalf("after the frozen worker woke: counts %d/%d, attempt %d, worker %q; want nothing written by it",
 					got.SuccessCount, got.TotalCount, got.Attempt, got.Worker)

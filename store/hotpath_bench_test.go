@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // BenchmarkHotPath is the Postgres side of one no-op task as the workers write it: created
@@ -24,7 +24,7 @@ import (
 //
 // HOTPATH_BATCH sets the rows per claim and end statement (default 16).
 func BenchmarkHotPath(b *testing.B) {
-	pg := testenv.NewPostgres(b)
+	pg := storetest.NewPostgres(b)
 	s := store.New(pg.DB)
 	ctx := context.Background()
 	const createBatch, workers = 250, 4

@@ -39,6 +39,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/customers"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const (
@@ -82,7 +83,7 @@ func (a *alertLog) count(taskNo string) int {
 }
 
 func newModelWorld(t *testing.T) *modelWorld {
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	// The model checks logic, not durability: commits need not wait for the disk.
 	db, err := store.Open(pg.URL+"&synchronous_commit=off", store.OpenOptions{MaxOpenConns: 8})
@@ -557,14 +558,23 @@ func (m *model) crash(wk *mWorker) {
 	m.drop(wk)
 }
 
-func (m *model) cancel(ctx context.Context, mt *mTask) {
-	res, err := m.w.st.Cancel(ctx, mt.no, store.Scope{Owner: "alice"})
+// accepted reports whether a user action went through: a conflict (the task's state refuses
+// the action) is an answer the API gives; any other error is a bug.
+func (m *model) accepted(action string, err error) bool {
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
-		return
+		return false
 	}
 	if err != nil {
-		m.bug("cancel: %v", err)
+		m.bug("%s: %v", action, err)
+	}
+	return true
+}
+
+func (m *model) cancel(ctx context.Context, mt *mTask) {
+	res, err := m.w.st.Cancel(ctx, mt.no, store.Scope{Owner: "alice"})
+	if !m.accepted("cancel", err) {
+		return
 	}
 	m.mu.Lock()
 	if mt.cancelAttempt < 0 {
@@ -575,13 +585,8 @@ func (m *model) cancel(ctx context.Context, mt *mTask) {
 }
 
 func (m *model) retry(ctx context.Context, mt *mTask) {
-	_, err := m.w.st.Retry(ctx, mt.no, store.Scope{Owner: "alice"})
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) {
+	if _, err := m.w.st.Retry(ctx, mt.no, store.Scope{Owner: "alice"}); !m.accepted("retry", err) {
 		return
-	}
-	if err != nil {
-		m.bug("retry: %v", err)
 	}
 	m.mu.Lock()
 	mt.generation++

@@ -34,14 +34,12 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			task, l := f.inStatus(store.StatusRunning)
-			if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-				t.Fatal(err)
-			}
+			f.cancel(task)
 			got, err := end(f, l)
 			if err != nil {
 				t.Fatal(err)
 			}
-			row := f.get(task.ID)
+			row := f.Get(task.ID)
 			if got.Status != store.StatusCancelled || row.Status != store.StatusCancelled {
 				t.Fatalf("returned %s, row %s; want CANCELLED", got.Status, row.Status)
 			}
@@ -61,9 +59,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		task, l := f.inStatus(store.StatusRunning)
-		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-			t.Fatal(err)
-		}
+		f.cancel(task)
 		got, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess})
 		if err != nil || got.Status != store.StatusSuccess {
 			t.Fatalf("succeed: %v %v", got, err)
@@ -73,9 +69,7 @@ func TestRequestedCancelWinsOverEveryEndingButSuccess(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		task, _ := f.inStatus(store.StatusRunning)
-		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-			t.Fatal(err)
-		}
+		f.cancel(task)
 		f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '2 hours' WHERE id = ?", task.ID)
 		out, err := f.S.TimeoutStale(ctx, 10)
 		if err != nil || len(out) != 1 || out[0].Status != store.StatusCancelled {
@@ -108,7 +102,7 @@ func TestCancelRacingAnEndingNeverLeavesARunnableTask(t *testing.T) {
 		if endErr != nil {
 			t.Fatalf("ending: %v", endErr)
 		}
-		row := f.get(task.ID)
+		row := f.Get(task.ID)
 		switch {
 		case cancelErr == nil && ended.Status == store.StatusCancelled:
 			// cancel first, ending second: the ending turned into CANCELLED
@@ -189,7 +183,7 @@ func TestFailureAlertIsClaimedOnce(t *testing.T) {
 	if _, err := f.S.Retry(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if row := f.get(task.ID); row.AlertDueAt != nil || row.AlertedAt != nil {
+	if row := f.Get(task.ID); row.AlertDueAt != nil || row.AlertedAt != nil {
 		t.Fatalf("a retried task keeps its old alert state: %+v", row)
 	}
 	// Bad input fails without an alert.
@@ -309,7 +303,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	for i := range 3 {
 		f.Claim(task, "dies")
 		f.staleHeartbeat(task.ID)
-		if row := f.get(task.ID); row.RetryCount != i {
+		if row := f.Get(task.ID); row.RetryCount != i {
 			t.Fatalf("before takeover %d: retry_count %d", i+1, row.RetryCount)
 		}
 	}
@@ -320,7 +314,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusFailed || ended.Task.AlertDueAt == nil {
 		t.Fatalf("claim over a worn-out task = %v", err)
 	}
-	row := f.get(task.ID)
+	row := f.Get(task.ID)
 	if row.RetryCount != row.MaxRetry || row.ErrorCode != "retries_exhausted" || !strings.Contains(row.ErrorMessage, "stopped responding 4 times") {
 		t.Fatalf("row = %+v", row)
 	}
@@ -333,9 +327,7 @@ func TestTakeoverEndsTasksThatAreOver(t *testing.T) {
 
 	cancelled := f.Task()
 	f.Claim(cancelled, "dies")
-	if _, err := f.S.Cancel(ctx, cancelled.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	f.cancel(cancelled)
 	f.staleHeartbeat(cancelled.ID)
 	_, err = f.S.ClaimTask(ctx, cancelled.ID, "w", takeover)
 	if !errors.As(err, &ended) || ended.Task.Status != store.StatusCancelled || ended.Task.AlertDueAt != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
-	"github.com/taskcenter/taskcenter/store/internal/storetest"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 const takeover = storetest.Takeover
@@ -42,13 +42,13 @@ func (f *fixture) takenOver() (task *store.Task, zombie, live store.Lease) {
 	return task, zombie, f.Claim(task, "w2")
 }
 
-func (f *fixture) get(id int64) *store.Task {
+// cancel cancels alice's task through the API (a request, when it runs) and fails the test
+// if it is refused.
+func (f *fixture) cancel(task *store.Task) {
 	f.T.Helper()
-	t, err := f.S.GetByID(context.Background(), id)
-	if err != nil {
-		f.T.Fatal(err)
+	if _, err := f.S.Cancel(context.Background(), task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		f.T.Fatalf("cancel %s: %v", task.TaskNo, err)
 	}
-	return t
 }
 
 // inStatus returns a task in the given status, reached through real transitions, plus the
@@ -58,13 +58,11 @@ func (f *fixture) inStatus(st store.Status) (*store.Task, store.Lease) {
 	ctx := context.Background()
 	task := f.Task()
 	if st == store.StatusPending {
-		return f.get(task.ID), store.Lease{}
+		return f.Get(task.ID), store.Lease{}
 	}
 	if st == store.StatusCancelled {
-		if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); err != nil {
-			f.T.Fatal(err)
-		}
-		return f.get(task.ID), store.Lease{}
+		f.cancel(task)
+		return f.Get(task.ID), store.Lease{}
 	}
 	l := f.Claim(task, "w1")
 	var err error
@@ -84,7 +82,7 @@ func (f *fixture) inStatus(st store.Status) (*store.Task, store.Lease) {
 	if err != nil {
 		f.T.Fatalf("drive to %s: %v", st, err)
 	}
-	return f.get(task.ID), l
+	return f.Get(task.ID), l
 }
 
 func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
@@ -126,7 +124,7 @@ func TestClaimRaceHasExactlyOneWinner(t *testing.T) {
 			if len(winners) != 1 {
 				t.Fatalf("winners = %v, want exactly one", winners)
 			}
-			got := f.get(task.ID)
+			got := f.Get(task.ID)
 			wantAttempt := 1
 			if from == store.StatusRunning {
 				wantAttempt = 2
@@ -250,9 +248,9 @@ func TestForbiddenTransitionsAreRefused(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s from %s", o.name, from), func(t *testing.T) {
 				task, l := f.inStatus(from)
-				before := f.get(task.ID)
+				before := f.Get(task.ID)
 				err := o.run(task, l)
-				after := f.get(task.ID)
+				after := f.Get(task.ID)
 				if allowed {
 					if err != nil {
 						t.Fatalf("allowed transition refused: %v", err)
@@ -289,7 +287,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 	if _, err := f.S.Progress(ctx, c.Lease, 20, 100); err != nil {
 		t.Fatal(err)
 	}
-	before := f.get(task.ID)
+	before := f.Get(task.ID)
 
 	writes := map[string]func() error{
 		"heartbeat": func() error { _, err := f.S.Heartbeat(ctx, zombie); return err },
@@ -314,7 +312,7 @@ func TestSupersededAttemptWritesNothing(t *testing.T) {
 			t.Errorf("zombie %s: err = %v, want ErrFenced", name, err)
 		}
 	}
-	after := f.get(task.ID)
+	after := f.Get(task.ID)
 	if after.Status != store.StatusRunning || after.Attempt != 2 || after.Worker != "rescuer" ||
 		after.ProgressCurrent != before.ProgressCurrent || after.SuccessCount != 0 || len(after.Checkpoint) != 0 ||
 		after.UpdatedAt != before.UpdatedAt || !after.HeartbeatAt.Equal(*before.HeartbeatAt) {
@@ -365,7 +363,7 @@ func TestTerminalStaysTerminal(t *testing.T) {
 			if _, err := f.S.Cancel(ctx, task.TaskNo, store.Scope{Owner: "alice"}); !errors.As(err, &ce) {
 				t.Fatalf("cancel of a %s task: %v, want conflict", st, err)
 			}
-			if got := f.get(task.ID); got.Status != st {
+			if got := f.Get(task.ID); got.Status != st {
 				t.Fatalf("status moved from %s to %s", st, got.Status)
 			}
 		})
@@ -391,7 +389,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if _, err := f.S.EndCancelled(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.get(task.ID); got.Status != store.StatusCancelled || got.FinishedAt == nil {
+		if got := f.Get(task.ID); got.Status != store.StatusCancelled || got.FinishedAt == nil {
 			t.Fatalf("after worker honours cancel: %s", got.Status)
 		}
 	})

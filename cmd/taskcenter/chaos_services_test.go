@@ -25,6 +25,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // freePort returns a loopback port nothing listens on right now.
@@ -210,8 +211,8 @@ func (p *privatePostgres) restart(mode string) {
 }
 
 // testenv opens the cluster's postgres database, applies the migrations, and returns it as
-// a testenv.Postgres (schema public) for newChaosEnv.
-func (p *privatePostgres) testenv() *testenv.Postgres {
+// a storetest.Postgres (schema public) for newChaosEnv.
+func (p *privatePostgres) testenv() *storetest.Postgres {
 	p.t.Helper()
 	db, err := store.Open(p.URL, store.OpenOptions{MaxOpenConns: 8})
 	if err != nil {
@@ -223,5 +224,5 @@ func (p *privatePostgres) testenv() *testenv.Postgres {
 	if _, err := store.Migrate(ctx, db); err != nil {
 		p.t.Fatalf("migrate private postgres: %v", err)
 	}
-	return &testenv.Postgres{URL: p.URL, Schema: "public", DB: db}
+	return &storetest.Postgres{URL: p.URL, Schema: "public", DB: db}
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The runtime settings every scenario runs with, recorded in the table so a reader can check
@@ -57,24 +58,16 @@ func chaosBound() time.Duration { return chaosTakeover + chaosCleanup }
 
 // newChaosEnv is newEnv with the suite's settings, on the given Postgres and Redis (the
 // shared servers when nil, private ones for the scenarios that restart or wipe them).
-func newChaosEnv(t *testing.T, pg *testenv.Postgres, rd *testenv.Redis, overrides map[string]string) *env {
+func newChaosEnv(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, overrides map[string]string) *env {
 	t.Helper()
 	if pg == nil {
-		pg = testenv.NewPostgres(t)
+		pg = storetest.NewPostgres(t)
 	}
 	if rd == nil {
 		rd = testenv.NewRedis(t)
 	}
-	e := &env{t: t, pg: pg, redis: rd, dataDir: t.TempDir()}
-	e.vars = map[string]string{
+	return newEnvOn(t, pg, rd, map[string]string{
 		"TASKCENTER_CONFIG":                    cmp.Or(os.Getenv("TASKCENTER_CHAOS_CONFIG"), "../../configs/taskcenter.yaml"),
-		"TASKCENTER_DATABASE_URL":              pg.URL,
-		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":   "10",
-		"TASKCENTER_REDIS_ADDR":                rd.Addr,
-		"TASKCENTER_REDIS_DB":                  fmt.Sprint(rd.DB),
-		"TASKCENTER_DATA_DIR":                  e.dataDir,
-		"TASKCENTER_HTTP_ADDR":                 "127.0.0.1:0",
-		"TASKCENTER_METRICS_ADDR":              "127.0.0.1:0",
 		"TASKCENTER_LOG_LEVEL":                 "info",
 		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL": chaosHeartbeat.String(),
 		"TASKCENTER_WORKER_TAKEOVER_AFTER":     chaosTakeover.String(),
@@ -88,11 +81,7 @@ func newChaosEnv(t *testing.T, pg *testenv.Postgres, rd *testenv.Redis, override
 		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE": "200ms",
 		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":     "200ms",
 		"TASKCENTER_TYPES_IMPORT_CUSTOMERS_RETRY_BASE": "200ms",
-	}
-	for k, v := range overrides {
-		e.vars[k] = v
-	}
-	return e
+	}, overrides)
 }
 
 // workerID is the id a binary worker records in tasks.worker (run.go: host-pid).

@@ -24,6 +24,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/contracttest"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // Demo tokens from configs/taskcenter.yaml.
@@ -37,7 +38,7 @@ const (
 // taskcenter process the test starts.
 type env struct {
 	t       *testing.T
-	pg      *testenv.Postgres
+	pg      *storetest.Postgres
 	redis   *testenv.Redis
 	dataDir string
 	vars    map[string]string
@@ -46,16 +47,8 @@ type env struct {
 
 func newEnv(t *testing.T, overrides map[string]string) *env {
 	t.Helper()
-	e := &env{t: t, pg: testenv.NewPostgres(t), redis: testenv.NewRedis(t), dataDir: t.TempDir()}
-	e.vars = map[string]string{
+	return newEnvOn(t, storetest.NewPostgres(t), testenv.NewRedis(t), map[string]string{
 		"TASKCENTER_CONFIG":                    "../../configs/taskcenter.yaml",
-		"TASKCENTER_DATABASE_URL":              e.pg.URL,
-		"TASKCENTER_DATABASE_MAX_OPEN_CONNS":   "10",
-		"TASKCENTER_REDIS_ADDR":                e.redis.Addr,
-		"TASKCENTER_REDIS_DB":                  strconv.Itoa(e.redis.DB),
-		"TASKCENTER_DATA_DIR":                  e.dataDir,
-		"TASKCENTER_HTTP_ADDR":                 "127.0.0.1:0",
-		"TASKCENTER_METRICS_ADDR":              "127.0.0.1:0",
 		"TASKCENTER_LOG_LEVEL":                 "debug",
 		"TASKCENTER_WORKER_HEARTBEAT_INTERVAL": "200ms",
 		"TASKCENTER_WORKER_TAKEOVER_AFTER":     "1s",
@@ -67,10 +60,23 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 		"TASKCENTER_WORKER_SHUTDOWN_TIMEOUT":              "5s",
 		"TASKCENTER_TYPES_EXPORT_CUSTOMERS_RETRY_BASE":    "100ms",
 		"TASKCENTER_TYPES_EXPORT_TASKS_RETRY_BASE":        "100ms",
-	}
-	for k, v := range overrides {
-		e.vars[k] = v
-	}
+	}, overrides)
+}
+
+// newEnvOn is a world on pg and rd with a data dir of its own: its processes use those,
+// listen on free ports, and run with settings, then overrides.
+func newEnvOn(t *testing.T, pg *storetest.Postgres, rd *testenv.Redis, settings, overrides map[string]string) *env {
+	t.Helper()
+	e := &env{t: t, pg: pg, redis: rd, dataDir: t.TempDir()}
+	e.vars = merge(map[string]string{
+		"TASKCENTER_DATABASE_URL":            pg.URL,
+		"TASKCENTER_DATABASE_MAX_OPEN_CONNS": "10",
+		"TASKCENTER_REDIS_ADDR":              rd.Addr,
+		"TASKCENTER_REDIS_DB":                strconv.Itoa(rd.DB),
+		"TASKCENTER_DATA_DIR":                e.dataDir,
+		"TASKCENTER_HTTP_ADDR":               "127.0.0.1:0",
+		"TASKCENTER_METRICS_ADDR":            "127.0.0.1:0",
+	}, settings, overrides)
 	return e
 }
 
@@ -289,18 +295,12 @@ func (e *env) db() *bun.DB { return e.pg.DB }
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if _, err := e.pg.DB.ExecContext(context.Background(), q, args...); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
+	storetest.Exec(e.t, e.pg.DB, q, args...)
 }
 
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.pg.DB.NewRaw(q, args...).Scan(context.Background(), &n); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return storetest.Count(e.t, e.pg.DB, q, args...)
 }
 
 func (e *env) runs(taskNo string) []store.Run {

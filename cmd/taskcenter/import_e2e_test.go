@@ -89,6 +89,33 @@ func excelizeMessy(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
+// importMessy imports content, the messy sheet as one producer wrote it, as alice's file name
+// and fails the test unless it ends as that sheet must: PARTIAL_SUCCESS, 15 rows read, 8
+// imported and 7 rejected.
+func (p *proc) importMessy(name string, content []byte) taskJSON {
+	p.t.Helper()
+	task := p.submitImport(aliceToken, name, content, nil)
+	final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
+	if final.Status != "PARTIAL_SUCCESS" || final.Counts.Total != 15 || final.Counts.Success != 8 || final.Counts.Failed != 7 {
+		p.t.Fatalf("import of %s: %s counts %+v error %+v", name, final.Status, final.Counts, final.Error)
+	}
+	return final
+}
+
+// exportThenImport is the service's round trip on p: alice's customer export, which must write
+// all rows seeded customers, then the messy import (after the export: the import adds
+// customers, which an export still reading would count). It returns the finished export.
+func (p *proc) exportThenImport(rows int64) taskJSON {
+	p.t.Helper()
+	export := p.submitExport(aliceToken, map[string]any{"type": "customers"})
+	done := p.waitStatus(aliceToken, export.ID, 3*time.Minute, "SUCCESS", "FAILED")
+	if done.Status != "SUCCESS" || done.Result.Rows != rows {
+		p.t.Fatalf("export of %d customers: %+v", rows, done)
+	}
+	p.importMessy("messy.xlsx", excelizeMessy(p.t))
+	return done
+}
+
 func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 	t.Parallel()
 	files := map[string]func(t *testing.T) []byte{"messy-excelize.xlsx": excelizeMessy}
@@ -100,18 +127,14 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, nil)
 			p := e.start("all")
-			task := p.submitImport(aliceToken, name, content(t), nil)
-			final := p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS", "SUCCESS", "FAILED")
-			if final.Status != "PARTIAL_SUCCESS" || final.Counts.Total != 15 || final.Counts.Success != 8 || final.Counts.Failed != 7 {
-				t.Fatalf("final = %s counts %+v error %+v", final.Status, final.Counts, final.Error)
-			}
+			final := p.importMessy(name, content(t))
 			if s := final.Result.Summary; s == nil || s.Total != 15 || s.Success != 8 || s.Failed != 7 {
 				t.Fatalf("summary = %+v", final.Result.Summary)
 			}
 			if fe := final.Result.FirstErrors; len(fe) != 7 || !strings.HasPrefix(fe[0], "row 4, email: is not a valid email address") {
 				t.Fatalf("first_errors = %q", fe)
 			}
-			items := e.items(task.ID)
+			items := e.items(final.ID)
 			if len(items) != len(messyOutcome) {
 				t.Errorf("rejected rows = %v, want rows %v", items, messyOutcome)
 			}
@@ -143,7 +166,7 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 			}
 
 			// The error report: one line per rejected row, original cells, formulas neutralised.
-			res := p.do("GET", "/api/v1/tasks/"+task.ID+"/error-report", aliceToken, nil)
+			res := p.do("GET", "/api/v1/tasks/"+final.ID+"/error-report", aliceToken, nil)
 			if res.status != http.StatusOK {
 				t.Fatalf("error report: %d %s", res.status, res.body)
 			}
@@ -244,10 +267,11 @@ func TestConcurrentIdenticalImportsMakeOneTaskAndOneFile(t *testing.T) {
 	}
 }
 
-// sheetBytes builds an .xlsx from rows with excelize.
+// sheetBytes is the .xlsx that build writes into a new excelize workbook.
 func sheetBytes(t *testing.T, build func(f *excelize.File)) []byte {
 	t.Helper()
 	f := excelize.NewFile()
+	defer f.Close()
 	build(f)
 	var buf bytes.Buffer
 	if _, err := f.WriteTo(&buf); err != nil {

@@ -90,21 +90,29 @@ func TestTheREADMEWalkThroughKeepsTheContract(t *testing.T) {
 	}
 }
 
-// walkThrough is the README's curl walk-through: its commands in order, continuation lines
-// joined and comments dropped.
-func walkThrough(t *testing.T) []string {
+// readmeBlock is what the first group of pattern matches in the README; what names the block
+// in the failure when there is none.
+func readmeBlock(t *testing.T, pattern, what string) string {
 	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile("(?s)## Walk-through with curl.*?```sh\n(.*?)```").FindSubmatch(readme)
-	if block == nil {
-		t.Fatal("README.md has no walk-through block")
+	m := regexp.MustCompile(pattern).FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("README.md has no %s", what)
 	}
+	return string(m[1])
+}
+
+// walkThrough is the README's curl walk-through: its commands in order, continuation lines
+// joined and comments dropped.
+func walkThrough(t *testing.T) []string {
+	t.Helper()
+	block := readmeBlock(t, "(?s)## Walk-through with curl.*?```sh\n(.*?)```", "walk-through block")
 	var steps []string
 	var cur strings.Builder
-	for _, line := range strings.Split(string(block[1]), "\n") {
+	for _, line := range strings.Split(block, "\n") {
 		line, _, _ = strings.Cut(line, " # ") // a comment after the command
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {

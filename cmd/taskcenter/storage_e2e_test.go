@@ -31,31 +31,27 @@ func (e *env) withVars(overrides map[string]string) *env {
 // excelize's StreamWriter as Excel would store it (shared strings off: inline values).
 func customersXLSX(t *testing.T, n int) (content []byte, bad int) {
 	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	sw, err := f.NewStreamWriter("Sheet1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw.SetRow("A1", []any{"code", "name", "phone"}) //nolint:errcheck
-	for i := 1; i <= n; i++ {
-		phone := fmt.Sprintf("139%08d", i)
-		if i%97 == 0 {
-			phone, bad = "12345", bad+1
-		}
-		cell, _ := excelize.CoordinatesToCellName(1, i+1)
-		if err := sw.SetRow(cell, []any{fmt.Sprintf("N%07d", i), fmt.Sprintf("name %d", i), phone}); err != nil {
+	content = sheetBytes(t, func(f *excelize.File) {
+		sw, err := f.NewStreamWriter("Sheet1")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := sw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	buf, err := f.WriteToBuffer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes(), bad
+		sw.SetRow("A1", []any{"code", "name", "phone"}) //nolint:errcheck
+		for i := 1; i <= n; i++ {
+			phone := fmt.Sprintf("139%08d", i)
+			if i%97 == 0 {
+				phone, bad = "12345", bad+1
+			}
+			cell, _ := excelize.CoordinatesToCellName(1, i+1)
+			if err := sw.SetRow(cell, []any{fmt.Sprintf("N%07d", i), fmt.Sprintf("name %d", i), phone}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return content, bad
 }
 
 // filesUnder lists the regular files under dir.

@@ -960,29 +960,24 @@ func storyCSV(prefix string, rows, badEvery int64, allBad bool) []byte {
 
 func storyXLSX(t *testing.T, prefix string, rows, badEvery int64) []byte {
 	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	sw, err := f.NewStreamWriter("Sheet1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw.SetRow("A1", []any{"code", "name", "phone", "email", "city"}) //nolint:errcheck
-	for n := int64(1); n <= rows; n++ {
-		phone := fmt.Sprintf("139%08d", n)
-		if n%badEvery == 0 {
-			phone = "12345"
+	return sheetBytes(t, func(f *excelize.File) {
+		sw, err := f.NewStreamWriter("Sheet1")
+		if err != nil {
+			t.Fatal(err)
 		}
-		cell, _ := excelize.CoordinatesToCellName(1, int(n)+1)
-		sw.SetRow(cell, []any{fmt.Sprintf("%s%06d", prefix, n), fmt.Sprintf("name %d", n), phone, fmt.Sprintf("%s%d@example.com", strings.ToLower(prefix), n), "Beijing"}) //nolint:errcheck
-	}
-	if err := sw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if _, err := f.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+		sw.SetRow("A1", []any{"code", "name", "phone", "email", "city"}) //nolint:errcheck
+		for n := int64(1); n <= rows; n++ {
+			phone := fmt.Sprintf("139%08d", n)
+			if n%badEvery == 0 {
+				phone = "12345"
+			}
+			cell, _ := excelize.CoordinatesToCellName(1, int(n)+1)
+			sw.SetRow(cell, []any{fmt.Sprintf("%s%06d", prefix, n), fmt.Sprintf("name %d", n), phone, fmt.Sprintf("%s%d@example.com", strings.ToLower(prefix), n), "Beijing"}) //nolint:errcheck
+		}
+		if err := sw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestEverySurfaceTellsTheSameStory(t *testing.T) {

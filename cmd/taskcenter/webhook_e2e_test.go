@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -212,20 +211,14 @@ func verifyWithShellSnippet(t *testing.T, secret, sig string, body []byte) {
 		t.Log("openssl is not installed; the shell snippet was not run")
 		return
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)<!-- verify-signature-sh -->\\s*```sh\\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no shell verification snippet (marked <!-- verify-signature-sh -->)")
-	}
+	snippet := readmeBlock(t, "(?s)<!-- verify-signature-sh -->\\s*```sh\\n(.*?)```",
+		"shell verification snippet (marked <!-- verify-signature-sh -->)")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "body.json"), body, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	run := func(sig string) string {
-		cmd := exec.Command("bash", "-c", string(m[1]))
+		cmd := exec.Command("bash", "-c", snippet)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "SECRET="+secret, "SIG="+sig)
 		out, _ := cmd.CombinedOutput()

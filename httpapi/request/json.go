@@ -97,18 +97,20 @@ func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *p
 	return problem.Invalid(code, detail+": "+field+" "+msg, problem.FieldError{Field: field, Message: msg})
 }
 
-// DecodeFilter decodes an export filter strictly (the body it came in was checked whole).
-func DecodeFilter(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+// DecodeFilter decodes an export filter strictly (the body it came in was checked whole) and
+// validates it (an absent filter too: its zero value), so whichever step refuses it answers
+// with a problem naming the field.
+func DecodeFilter[F interface{ Validate() error }](raw json.RawMessage) (F, error) {
+	var f F
+	if len(raw) != 0 && string(raw) != "null" {
+		if err := checkJSON(raw, "filter"); err != nil {
+			return f, err
+		}
+		if err := strictDecode(raw, &f); err != nil {
+			return f, decodeProblem("invalid_filter", "the filter is not valid", "filter", raw, &f, err)
+		}
 	}
-	if err := checkJSON(raw, "filter"); err != nil {
-		return err
-	}
-	if err := strictDecode(raw, v); err != nil {
-		return decodeProblem("invalid_filter", "the filter is not valid", "filter", raw, v, err)
-	}
-	return nil
+	return f, f.Validate()
 }
 
 // jsonErrorText is encoding/json's message without Go type names.

@@ -70,23 +70,11 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	raw := func() io.Reader { return io.NewSectionReader(r, 0, size) }
 	switch enc {
 	case EncodingUTF8:
-		ins, bad, err := scanCSV(raw(), false, lim)
-		if err == nil && bad != nil {
-			err = sheettype.Errorf(sheettype.NotUTF8,
-				"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again",
-				bad.where())
-		}
-		ins.Encoding = EncodingUTF8
-		return ins, err
+		return inspectCSVIn(raw(), EncodingUTF8, lim, sheettype.NotUTF8,
+			"the CSV is not UTF-8 encoded (%s; it may be GBK/GB18030 from an older Excel): send encoding=gb18030 or auto, or save it as \"CSV UTF-8\" and upload again")
 	case EncodingGB18030:
-		ins, bad, err := scanCSV(decoded(raw(), EncodingGB18030), true, lim)
-		if err == nil && bad != nil {
-			err = sheettype.Errorf(sheettype.NotGB18030,
-				"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again",
-				bad.where())
-		}
-		ins.Encoding = EncodingGB18030
-		return ins, err
+		return inspectCSVIn(decoded(raw(), EncodingGB18030), EncodingGB18030, lim, sheettype.NotGB18030,
+			"the CSV is not GB18030/GBK text (%s holds bytes that are not GB18030); send encoding=utf-8 or auto if it is UTF-8, or save it as \"CSV UTF-8\" and upload again")
 	}
 	ins, bad, err := scanCSV(raw(), false, lim)
 	if err != nil || bad == nil {
@@ -112,6 +100,18 @@ func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader fu
 	}
 	ins.Encoding = EncodingGB18030
 	return ins, nil
+}
+
+// inspectCSVIn inspects the CSV r as text in enc, the encoding chosen for it (for GB18030, r
+// is the text decoded from it): the first bytes that are not text in enc are refused with
+// code and message, whose %s says where they are.
+func inspectCSVIn(r io.Reader, enc Encoding, lim Limits, code sheettype.Code, message string) (Inspection, error) {
+	ins, bad, err := scanCSV(r, enc == EncodingGB18030, lim)
+	if err == nil && bad != nil {
+		err = sheettype.Errorf(code, message, bad.where())
+	}
+	ins.Encoding = enc
+	return ins, err
 }
 
 // scanCSV counts the data rows of CSV text (UTF-8: decoded says it was transcoded, so bad
@@ -279,19 +279,29 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode Count
 	return ins, nil
 }
 
-// workbookEntries opens the zip archive of a workbook, bounded before archive/zip reads its
-// directory (checkZipDirectory) and after (MaxEntries parts, declaring at most
-// MaxUncompressed bytes together), and returns its parts by name.
-func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
-	if err := checkZipDirectory(f, size, lim); err != nil {
+// openZip opens the zip archive of a workbook, bounded before archive/zip reads its directory
+// (checkZipDirectory) and after (at most MaxEntries parts). An archive that does not open is
+// refused with damaged, whose %v is why.
+func openZip(r io.ReaderAt, size int64, lim Limits, damaged string) (*zip.Reader, error) {
+	if err := checkZipDirectory(r, size, lim); err != nil {
 		return nil, err
 	}
-	zr, err := zip.NewReader(f, size)
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program", err)
+		return nil, sheettype.Errorf(sheettype.DamagedFile, damaged, err)
 	}
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyParts(lim)
+	}
+	return zr, nil
+}
+
+// workbookEntries opens the zip archive of a workbook within its bounds (openZip; its parts
+// declaring at most MaxUncompressed bytes together), and returns its parts by name.
+func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.File, error) {
+	zr, err := openZip(f, size, lim, "the .xlsx file is damaged and cannot be opened (%v); save it again from your spreadsheet program")
+	if err != nil {
+		return nil, err
 	}
 	// Checked sum of the declared sizes: it saturates instead of wrapping around, so two
 	// entries declaring 2^63 bytes each cannot add up to a few bytes.

@@ -49,15 +49,9 @@ type xlsxSource struct {
 // newXLSXSource reads the workbook in the size bytes of r.
 func newXLSXSource(r io.ReaderAt, size int64, sheet string, lim Limits, tmpDir string) (*xlsxSource, error) {
 	lim = lim.WithDefaults()
-	if err := checkZipDirectory(r, size, lim); err != nil {
-		return nil, err
-	}
-	zr, err := zip.NewReader(r, size)
+	zr, err := openZip(r, size, lim, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program")
 	if err != nil {
-		return nil, sheettype.Errorf(sheettype.DamagedFile, "the .xlsx file cannot be read (%v); save it again from your spreadsheet program", err)
-	}
-	if len(zr.File) > lim.MaxEntries {
-		return nil, tooManyParts(lim)
+		return nil, err
 	}
 	s := &xlsxSource{zr: zr, lim: lim, text: sheettype.NewText(lim.MaxCellChars)}
 	if err := s.open(sheet, tmpDir); err != nil {

@@ -296,14 +296,7 @@ func (l *Local) Move(ctx context.Context, src, dst string) error {
 
 // SpoolLocal implements Store.
 func (l *Local) SpoolLocal(ctx context.Context, key, dir string) (*os.File, error) {
-	obj, err := l.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if dir == "" {
-		dir = l.dir
-	}
-	return spool(ctx, obj, key, dir)
+	return l.spool(ctx, l.Open, key, dir)
 }
 
 // Ping implements Store.

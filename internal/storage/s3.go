@@ -468,14 +468,7 @@ func (s *S3) Move(ctx context.Context, src, dst string) error {
 
 // SpoolLocal implements Store: one streaming GET into a local file.
 func (s *S3) SpoolLocal(ctx context.Context, key, dir string) (*os.File, error) {
-	obj, err := s.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if dir == "" {
-		dir = s.dir
-	}
-	return spool(ctx, obj, key, dir)
+	return s.spool(ctx, s.Open, key, dir)
 }
 
 // Ping implements Store.

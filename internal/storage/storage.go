@@ -452,9 +452,17 @@ func syncClose(tmp *os.File) error {
 	return nil
 }
 
-// spool copies an open object into a new file in dir.
-func spool(ctx context.Context, obj Object, key, dir string) (*os.File, error) {
+// spool is SpoolLocal for either backend: it opens key with open and copies the object into
+// a new file in dir (the scratch dir when empty).
+func (s scratch) spool(ctx context.Context, open func(context.Context, string) (Object, error), key, dir string) (*os.File, error) {
+	obj, err := open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
 	defer obj.Close()
+	if dir == "" {
+		dir = s.dir
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: spool %s: %w", key, err)
 	}

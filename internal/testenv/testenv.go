@@ -1,15 +1,14 @@
-// Package testenv gives each test its own Postgres schema and its own Redis logical database
-// on the real servers `make test` starts, so tests run in parallel without seeing each other.
+// Package testenv gives each test its own Redis logical database on the real servers `make
+// test` starts, so tests run in parallel without seeing each other, and says where those
+// servers are. A test's own Postgres schema is store/storetest's NewPostgres: it needs the
+// store's migrations, and testenv stays below the packages whose tests it serves.
 package testenv
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/config"
-	"github.com/taskcenter/taskcenter/store"
 )
 
 // DatabaseURL is the server tests create their schemas on.
@@ -34,69 +32,6 @@ func RedisAddr() string {
 		return a
 	}
 	return config.Default().Redis.Addr
-}
-
-// Postgres is one test's private schema.
-type Postgres struct {
-	// URL connects with search_path set to the schema.
-	URL    string
-	Schema string
-	DB     *bun.DB
-}
-
-// NewPostgres creates a fresh schema with every migration applied, and drops it when the test
-// ends.
-func NewPostgres(t testing.TB) *Postgres {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admin, err := store.Open(DatabaseURL(), store.OpenOptions{MaxOpenConns: 2})
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	defer admin.Close()
-	if err := store.Ping(ctx, admin); err != nil {
-		t.Fatalf("testenv: Postgres at %s is not reachable (run `make services`): %v", redactURL(DatabaseURL()), err)
-	}
-	schema := "t_" + strings.ToLower(rand.Text()[:12])
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("testenv: create schema: %v", err)
-	}
-	u := WithSearchPath(DatabaseURL(), schema)
-	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		a, err := store.Open(DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
-		if err != nil {
-			return
-		}
-		defer a.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := a.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Logf("testenv: drop schema %s: %v", schema, err)
-		}
-	})
-	if _, err := store.Migrate(ctx, db); err != nil {
-		t.Fatalf("testenv: migrate: %v", err)
-	}
-	return &Postgres{URL: u, Schema: schema, DB: db}
-}
-
-// WithSearchPath returns dsn with its search_path and application_name set to schema.
-func WithSearchPath(dsn, schema string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return dsn
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	q.Set("application_name", schema) // lets a test find (and kill) its own connections
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // Redis is one test's private logical database.
@@ -181,12 +116,4 @@ func FreshMinute(t testing.TB, db *bun.DB) {
 		}
 		return left >= 40
 	})
-}
-
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable url)"
-	}
-	return u.Redacted()
 }

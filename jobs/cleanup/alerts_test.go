@@ -23,7 +23,7 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	tk, lease := f.running("w")
-	if _, err := f.st.EndGaveUp(ctx, lease, "retries_exhausted", "the export kept failing"); err != nil {
+	if _, err := f.S.EndGaveUp(ctx, lease, "retries_exhausted", "the export kept failing"); err != nil {
 		t.Fatal(err)
 	}
 	alerts := &failureAlerts{}
@@ -32,7 +32,7 @@ func TestRoundSendsTheFailureAlertADeadWorkerOwed(t *testing.T) {
 	if rep := cleaner.Round(ctx); rep.FailureAlerts != 0 || len(alerts.sent()) != 0 {
 		t.Fatalf("report = %+v, alerts %+v: want the fresh alert left to its worker", rep, alerts.sent())
 	}
-	f.exec("UPDATE tasks SET alert_due_at = now() - interval '1 minute' WHERE id = ?", tk.ID)
+	f.Exec("UPDATE tasks SET alert_due_at = now() - interval '1 minute' WHERE id = ?", tk.ID)
 	if rep := cleaner.Round(ctx); rep.FailureAlerts != 1 {
 		t.Fatalf("report = %+v, want the overdue alert sent", rep)
 	}

@@ -17,13 +17,13 @@ func TestRoundPurgesTheArchivePastItsRetentionAndKeepsTheAggregates(t *testing.T
 	ctx := context.Background()
 	oldTask, _ := f.succeeded(time.Hour)
 	recent, _ := f.succeeded(time.Hour)
-	f.exec("UPDATE tasks SET finished_at = now() - interval '31 days'")
+	f.Exec("UPDATE tasks SET finished_at = now() - interval '31 days'")
 	if rep := f.cleaner.Round(ctx); rep.RetentionPurged != 2 || rep.ArchivePurged != 0 {
 		t.Fatalf("report = %+v, want both tasks archived and none purged", rep)
 	}
-	f.exec("UPDATE tasks_archive SET archived_at = now() - interval '400 days' WHERE id = ?", oldTask.ID)
+	f.Exec("UPDATE tasks_archive SET archived_at = now() - interval '400 days' WHERE id = ?", oldTask.ID)
 
-	if rep := f.cleaner.Round(ctx); rep.ArchivePurged != 0 || f.count("SELECT count(*) FROM tasks_archive") != 2 {
+	if rep := f.cleaner.Round(ctx); rep.ArchivePurged != 0 || f.Count("SELECT count(*) FROM tasks_archive") != 2 {
 		t.Fatalf("report = %+v with no archive retention, want the archive kept", rep)
 	}
 
@@ -32,14 +32,14 @@ func TestRoundPurgesTheArchivePastItsRetentionAndKeepsTheAggregates(t *testing.T
 	if rep := f.cleanerWith(cfg, cleanup.Deps{}).Round(ctx); rep.ArchivePurged != 1 || rep.Errors != 0 {
 		t.Fatalf("report = %+v, want the task archived 400 days ago purged", rep)
 	}
-	if n := f.count("SELECT count(*) FROM tasks_archive WHERE id = ?", recent.ID); n != 1 {
+	if n := f.Count("SELECT count(*) FROM tasks_archive WHERE id = ?", recent.ID); n != 1 {
 		t.Fatal("the task archived just now was purged")
 	}
-	if n := f.count("SELECT count(*) FROM tasks_archive WHERE id = ?", oldTask.ID) +
-		f.count("SELECT count(*) FROM task_runs_archive WHERE task_id = ?", oldTask.ID); n != 0 {
+	if n := f.Count("SELECT count(*) FROM tasks_archive WHERE id = ?", oldTask.ID) +
+		f.Count("SELECT count(*) FROM task_runs_archive WHERE task_id = ?", oldTask.ID); n != 0 {
 		t.Fatalf("%d rows of the purged task remain in the archive", n)
 	}
-	if n := f.count("SELECT coalesce(sum(tasks), 0) FROM task_stats_daily"); n != 2 {
+	if n := f.Count("SELECT coalesce(sum(tasks), 0) FROM task_stats_daily"); n != 2 {
 		t.Fatalf("the daily aggregates count %d tasks after the purge, want both", n)
 	}
 }

@@ -16,14 +16,14 @@ func TestRoundPurgesAuditRowsPastTheirRetentionInBatches(t *testing.T) {
 	f := newFixture(t, 2)
 	ctx := context.Background()
 	for _, target := range []string{"tsk_OLD1", "tsk_OLD2", "tsk_OLD3", "tsk_NEW"} {
-		if err := f.st.RecordAudit(ctx, audit.Event{Actor: "alice", Action: "task.download", Target: target,
+		if err := f.S.RecordAudit(ctx, audit.Event{Actor: "alice", Action: "task.download", Target: target,
 			Outcome: audit.Success}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.exec("UPDATE audit_events SET at = now() - interval '400 days' WHERE target LIKE 'tsk_OLD%'")
+	f.Exec("UPDATE audit_events SET at = now() - interval '400 days' WHERE target LIKE 'tsk_OLD%'")
 
-	if rep := f.cleaner.Round(ctx); rep.AuditPurged != 0 || f.count("SELECT count(*) FROM audit_events") != 4 {
+	if rep := f.cleaner.Round(ctx); rep.AuditPurged != 0 || f.Count("SELECT count(*) FROM audit_events") != 4 {
 		t.Fatalf("report = %+v with no audit retention, want every row kept", rep)
 	}
 
@@ -37,7 +37,7 @@ func TestRoundPurgesAuditRowsPastTheirRetentionInBatches(t *testing.T) {
 	if purged[0] != 2 || purged[1] != 1 || purged[2] != 0 {
 		t.Fatalf("audit rows purged per round = %v, want 2,1,0 (bounded by the batch size)", purged)
 	}
-	if n := f.count("SELECT count(*) FROM audit_events WHERE target = 'tsk_NEW'"); n != 1 || f.count("SELECT count(*) FROM audit_events") != 1 {
+	if n := f.Count("SELECT count(*) FROM audit_events WHERE target = 'tsk_NEW'"); n != 1 || f.Count("SELECT count(*) FROM audit_events") != 1 {
 		t.Fatal("want only the recent audit row left")
 	}
 }

@@ -39,10 +39,10 @@ func TestRoundAlertsOncePerBacklogEpisode(t *testing.T) {
 			f.task(`{}`) // PENDING in the queue exports
 		}
 	}
-	held := func() { f.exec("UPDATE alert_conditions SET active_since = now() - interval '10 minutes'") }
+	held := func() { f.Exec("UPDATE alert_conditions SET active_since = now() - interval '10 minutes'") }
 	backlog()
 
-	if rep := f.cleaner.Round(ctx); rep.BacklogAlerts != 0 || f.count("SELECT count(*) FROM alert_conditions") != 0 {
+	if rep := f.cleaner.Round(ctx); rep.BacklogAlerts != 0 || f.Count("SELECT count(*) FROM alert_conditions") != 0 {
 		t.Fatalf("report = %+v with no backlog threshold, want the check off", rep)
 	}
 
@@ -56,9 +56,9 @@ func TestRoundAlertsOncePerBacklogEpisode(t *testing.T) {
 	held()
 	round() // held for 10 minutes: alert
 	round() // the same episode: no second alert
-	f.exec("DELETE FROM tasks WHERE queue = 'exports'")
+	f.Exec("DELETE FROM tasks WHERE queue = 'exports'")
 	round() // drained: the episode ends
-	if n := f.count("SELECT count(*) FROM alert_conditions"); n != 0 {
+	if n := f.Count("SELECT count(*) FROM alert_conditions"); n != 0 {
 		t.Fatalf("%d alert conditions left after the queue drained, want the episode ended", n)
 	}
 	backlog()

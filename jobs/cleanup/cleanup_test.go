@@ -14,17 +14,17 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
+// fixture is the store's test fixture (Exec, Count, Get) with a cleaner over it.
 type fixture struct {
-	t       *testing.T
-	st      *store.Store
-	pg      *testenv.Postgres
+	*storetest.Fixture
+	pg      *storetest.Postgres
 	files   storage.Store
 	root    string // the data dir
 	cleaner *cleanup.Cleaner
@@ -55,54 +55,28 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 	enq := jobs.NewEnqueuer(client, insp, nil)
 	seen := &reports{}
 	c := cleanup.New(cfg, "test", cleanup.Deps{Store: w.Store, Enqueuer: enq, Files: w.Files, Observer: seen, Logger: logger})
-	return &fixture{t: t, st: w.Store, pg: w.PG, files: w.Files, root: w.Root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
+	return &fixture{Fixture: &storetest.Fixture{T: t, DB: w.PG.DB, S: w.Store}, pg: w.PG, files: w.Files, root: w.Root, cleaner: c, insp: insp, seen: seen, cfg: cfg, enq: enq, logger: logger}
 }
 
 func (f *fixture) task(params string) *store.Task {
-	f.t.Helper()
-	t, _, err := f.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice",
+	f.T.Helper()
+	t, _, err := f.S.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice",
 		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Params: json.RawMessage(params)})
 	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t
-}
-
-func (f *fixture) exec(q string, args ...any) {
-	f.t.Helper()
-	if _, err := f.pg.DB.ExecContext(context.Background(), q, args...); err != nil {
-		f.t.Fatalf("%s: %v", q, err)
-	}
-}
-
-// count runs a SELECT count(*) query.
-func (f *fixture) count(q string, args ...any) int {
-	f.t.Helper()
-	var n int
-	if err := f.pg.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
-		f.t.Fatalf("%s: %v", q, err)
-	}
-	return n
-}
-
-func (f *fixture) get(id int64) *store.Task {
-	f.t.Helper()
-	t, err := f.st.GetByID(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return t
 }
 
 // file writes a file under the data dir with the given age.
 func (f *fixture) file(rel string, age time.Duration) string {
-	f.t.Helper()
+	f.T.Helper()
 	p := filepath.Join(f.root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	old := time.Now().Add(-age)
 	os.Chtimes(p, old, old)
@@ -112,25 +86,25 @@ func (f *fixture) file(rel string, age time.Duration) string {
 // running makes a RUNNING task whose first attempt worker claimed, and returns the
 // attempt's lease.
 func (f *fixture) running(worker string) (*store.Task, store.Lease) {
-	f.t.Helper()
+	f.T.Helper()
 	tk := f.task(`{}`)
-	c, err := f.st.ClaimTask(context.Background(), tk.ID, worker, time.Minute)
+	c, err := f.S.ClaimTask(context.Background(), tk.ID, worker, time.Minute)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return tk, c.Lease
 }
 
 // succeeded makes a SUCCESS task whose result file exists and expires in expiresIn.
 func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
-	f.t.Helper()
+	f.T.Helper()
 	tk, lease := f.running("w")
 	rel := storage.Results + "/" + tk.TaskNo + ".xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(expiresIn)
-	if _, err := f.st.EndFinished(context.Background(), lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
+	if _, err := f.S.EndFinished(context.Background(), lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"file":"` + rel + `","rows":7}`)}); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return tk, p
 }
@@ -138,18 +112,18 @@ func (f *fixture) succeeded(expiresIn time.Duration) (*store.Task, string) {
 // cleanerWith builds a cleaner over the fixture's database, Redis and files with another
 // config; d carries the collaborators a step needs (alerters), the rest is the fixture's.
 func (f *fixture) cleanerWith(cfg cleanup.Config, d cleanup.Deps) *cleanup.Cleaner {
-	d.Store, d.Enqueuer, d.Files, d.Logger = f.st, f.enq, f.files, f.logger
+	d.Store, d.Enqueuer, d.Files, d.Logger = f.S, f.enq, f.files, f.logger
 	return cleanup.New(cfg, "test", d)
 }
 
 // takenOver makes a RUNNING task whose first attempt went silent and was taken over: attempt
 // 2 runs now, attempt 1 is dead.
 func (f *fixture) takenOver() *store.Task {
-	f.t.Helper()
+	f.T.Helper()
 	tk, _ := f.running("killed")
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
-	if _, err := f.st.ClaimTask(context.Background(), tk.ID, "w2", time.Minute); err != nil {
-		f.t.Fatal(err)
+	f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '1 hour' WHERE id = ?", tk.ID)
+	if _, err := f.S.ClaimTask(context.Background(), tk.ID, "w2", time.Minute); err != nil {
+		f.T.Fatal(err)
 	}
 	return tk
 }
@@ -157,16 +131,16 @@ func (f *fixture) takenOver() *store.Task {
 // scratch makes an entry in this node's scratch dir, named after prefix, with the given age;
 // it returns the entry's path.
 func (f *fixture) scratch(prefix string, age time.Duration) string {
-	f.t.Helper()
+	f.T.Helper()
 	tmp, err := f.files.CreateTemp(prefix, ".xlsx")
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	tmp.Close()
 	dir := filepath.Dir(tmp.Name())
 	old := time.Now().Add(-age)
 	if err := os.Chtimes(dir, old, old); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return dir
 }

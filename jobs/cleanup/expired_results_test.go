@@ -22,13 +22,13 @@ func TestRoundExpiresResultFilesAndKeepsTheRecord(t *testing.T) {
 	if exists(oldFile) || !exists(liveFile) {
 		t.Fatalf("expired file exists=%v, live file exists=%v", exists(oldFile), exists(liveFile))
 	}
-	got := f.get(old.ID)
+	got := f.Get(old.ID)
 	var res map[string]any
 	json.Unmarshal(got.Result, &res)
 	if got.Status != store.StatusSuccess || res["file"] != nil || res["rows"] != 7.0 || res["expired"] != true {
 		t.Fatalf("expired task = %s %s", got.Status, got.Result)
 	}
-	if f.get(live.ID).Result == nil {
+	if f.Get(live.ID).Result == nil {
 		t.Fatal("the live result was touched")
 	}
 	if rep := f.cleaner.Round(ctx); rep.ResultsExpired != 0 {
@@ -46,7 +46,7 @@ func TestRoundExpiresImportErrorReports(t *testing.T) {
 	rel := storage.Results + "/" + tk.TaskNo + "-a1-errors.xlsx"
 	p := f.file(rel, 0)
 	exp := time.Now().Add(-time.Second)
-	if _, err := f.st.EndFinished(ctx, lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
+	if _, err := f.S.EndFinished(ctx, lease, store.Outcome{Status: store.StatusPartialSuccess, ResultExpiresAt: &exp,
 		Result: json.RawMessage(`{"error_report":"` + rel + `","summary":{"total":3,"success":2,"failed":1}}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRoundExpiresImportErrorReports(t *testing.T) {
 		t.Fatal("the expired error report is still on disk")
 	}
 	var res map[string]any
-	json.Unmarshal(f.get(tk.ID).Result, &res) //nolint:errcheck
+	json.Unmarshal(f.Get(tk.ID).Result, &res) //nolint:errcheck
 	if res["error_report"] != nil || res["expired"] != true || res["summary"] == nil {
 		t.Fatalf("result after expiry = %v", res)
 	}

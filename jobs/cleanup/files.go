@@ -17,9 +17,19 @@ var errEnough = errors.New("enough for this round")
 // claims. The store is listed first; the database is asked only about actual candidates, so
 // a round with nothing old stored costs no query at all.
 func (c *Cleaner) sweep(ctx context.Context, prefix string, ttl time.Duration, keep func(context.Context, []string) (map[string]bool, error)) (int, error) {
+	return c.sweepListed(ctx, func(add func(string) error) error {
+		return c.files.List(ctx, prefix, time.Now().Add(-ttl), func(i storage.Info) error { return add(i.Key) })
+	}, keep, func(key string) error { return c.files.Delete(ctx, key) })
+}
+
+// sweepListed is every sweep's bound: list hands over candidates (stopped at four batches'
+// worth), keep says which of them stay, and del removes the others, at most a batch per call,
+// in listing order.
+func (c *Cleaner) sweepListed(ctx context.Context, list func(add func(string) error) error,
+	keep func(context.Context, []string) (map[string]bool, error), del func(string) error) (int, error) {
 	var candidates []string
-	err := c.files.List(ctx, prefix, time.Now().Add(-ttl), func(i storage.Info) error {
-		candidates = append(candidates, i.Key)
+	err := list(func(name string) error {
+		candidates = append(candidates, name)
 		if len(candidates) >= 4*c.cfg.BatchSize {
 			return errEnough
 		}
@@ -36,14 +46,14 @@ func (c *Cleaner) sweep(ctx context.Context, prefix string, ttl time.Duration, k
 		return 0, err
 	}
 	n := 0
-	for _, key := range candidates {
+	for _, name := range candidates {
 		if n >= c.cfg.BatchSize {
 			break
 		}
-		if kept[key] {
+		if kept[name] {
 			continue
 		}
-		if err := c.files.Delete(ctx, key); err != nil {
+		if err := del(name); err != nil {
 			return n, err
 		}
 		n++

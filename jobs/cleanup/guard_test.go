@@ -44,12 +44,12 @@ func (s *fixedSlot) Next(t time.Time) time.Time {
 // scheduler replica runs it: its own name and its own Postgres connection pool, so the two
 // claims race on separate sessions as they do between processes.
 func (f *fixture) replica(name string, cfg cleanup.Config, obs cleanup.Observer) *cleanup.Cleaner {
-	f.t.Helper()
+	f.T.Helper()
 	db, err := store.Open(f.pg.URL, store.OpenOptions{MaxOpenConns: 4})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	f.t.Cleanup(func() { db.Close() })
+	f.T.Cleanup(func() { db.Close() })
 	return cleanup.New(cfg, name, cleanup.Deps{Store: store.New(db), Enqueuer: f.enq, Files: f.files, Observer: obs, Logger: f.logger})
 }
 
@@ -84,7 +84,7 @@ func TestGuardRunsARacedSlotOnceAcrossReplicas(t *testing.T) {
 		at := base.Add(time.Duration(i) * time.Minute)
 		slot.set(at)
 		orphan := f.task(`{}`)
-		f.exec("UPDATE tasks SET enqueued_at = NULL WHERE id = ?", orphan.ID)
+		f.Exec("UPDATE tasks SET enqueued_at = NULL WHERE id = ?", orphan.ID)
 		beforeA, beforeB := seenA.count(), seenB.count()
 
 		// Both deliveries are released together, so the claims meet in Postgres.
@@ -137,7 +137,7 @@ func TestGuardRunsARacedSlotOnceAcrossReplicas(t *testing.T) {
 		}
 
 		// The slot is recorded once, under the replica that ran it, and finished.
-		rounds, err := f.st.CleanupRounds(ctx)
+		rounds, err := f.S.CleanupRounds(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestGuardRunsASlotOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rounds, err := f.st.CleanupRounds(context.Background())
+	rounds, err := f.S.CleanupRounds(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestRoundDeletesResultFilesNoTaskRecords(t *testing.T) {
 			t.Fatalf("%s was deleted", p)
 		}
 	}
-	if got := f.get(recorded.ID); got.Status != store.StatusSuccess {
+	if got := f.Get(recorded.ID); got.Status != store.StatusSuccess {
 		t.Fatal(got.Status)
 	}
 }

@@ -16,7 +16,7 @@ func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
 		tk := f.task(`{}`)
 		ids = append(ids, tk.ID)
 	}
-	f.exec("UPDATE tasks SET enqueued_at = NULL")
+	f.Exec("UPDATE tasks SET enqueued_at = NULL")
 	fresh := f.task(`{}`) // enqueued just now: inside the grace period
 
 	counts := []int{}
@@ -32,7 +32,7 @@ func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
 	}
 	// Past the grace again: enqueueing again is a no-op (asynq still holds one job each), and
 	// a no-op is not counted as an orphan.
-	f.exec("UPDATE tasks SET enqueued_at = now() - interval '2 minutes' WHERE id IN (?)", ids[0])
+	f.Exec("UPDATE tasks SET enqueued_at = now() - interval '2 minutes' WHERE id IN (?)", ids[0])
 	if n := f.cleaner.Round(ctx).Orphans; n != 0 {
 		t.Fatalf("second hand-off counted %d orphans, want 0 (asynq held the job)", n)
 	}

@@ -2,7 +2,6 @@ package cleanup
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/every"
@@ -15,20 +14,13 @@ import (
 // node runs this (the round on the node that runs it, and ScratchSweeper on every worker and
 // API process).
 func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
-	var names []string
-	err := c.files.ListTemp(time.Now().Add(-c.cfg.TempTTL), func(name string, _ time.Time) error {
-		names = append(names, name)
-		if len(names) >= 4*c.cfg.BatchSize {
-			return errEnough
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return 0, err
-	}
-	if len(names) == 0 {
-		return 0, nil
-	}
+	return c.sweepListed(ctx, func(add func(string) error) error {
+		return c.files.ListTemp(time.Now().Add(-c.cfg.TempTTL), func(name string, _ time.Time) error { return add(name) })
+	}, c.scratchInUse, c.files.RemoveTemp)
+}
+
+// scratchInUse answers which of the scratch entries names a running attempt is writing.
+func (c *Cleaner) scratchInUse(ctx context.Context, names []string) (map[string]bool, error) {
 	taskNos := make([]string, 0, len(names))
 	for _, name := range names {
 		taskNo, _ := storage.TempOwner(name)
@@ -36,23 +28,16 @@ func (c *Cleaner) SweepScratch(ctx context.Context) (int, error) {
 	}
 	running, err := c.store.RunningAttempts(ctx, taskNos)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	inUse := make(map[string]bool)
 	for _, name := range names {
-		if n >= c.cfg.BatchSize {
-			break
-		}
 		taskNo, attempt := storage.TempOwner(name)
 		if live, ok := running[taskNo]; ok && (attempt == 0 || attempt == live) {
-			continue
+			inUse[name] = true
 		}
-		if err := c.files.RemoveTemp(name); err != nil {
-			return n, err
-		}
-		n++
 	}
-	return n, nil
+	return inUse, nil
 }
 
 // ScratchSweeper runs SweepScratch on this node every interval. Scratch files (partial

@@ -49,7 +49,7 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 	expiredKey := storage.ResultKey(expired.TaskNo, 1, "", ".xlsx")
 	put(expiredKey)
 	past := time.Now().Add(-time.Minute)
-	if _, err := f.st.EndFinished(ctx, lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
+	if _, err := f.S.EndFinished(ctx, lease, store.Outcome{Status: store.StatusSuccess, ResultExpiresAt: &past,
 		Result: json.RawMessage(`{"file":"` + expiredKey + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRoundCleansAnS3Bucket(t *testing.T) {
 			t.Errorf("%s stored = %v after the round, want %v", key, got, want)
 		}
 	}
-	if got := f.get(expired.ID); got.Status != store.StatusSuccess || !strings.Contains(string(got.Result), `"expired"`) {
+	if got := f.Get(expired.ID); got.Status != store.StatusSuccess || !strings.Contains(string(got.Result), `"expired"`) {
 		t.Errorf("the expired task's row: %s %s", got.Status, got.Result)
 	}
 	if _, err := os.Stat(scratch[0]); !errors.Is(err, os.ErrNotExist) {

@@ -16,7 +16,7 @@ func TestSilentRunningTaskIsRedeliveredByHeartbeatNotBySubmitTime(t *testing.T) 
 	f := newFixture(t, 100)
 	ctx := context.Background()
 	task, _ := f.running("killed")
-	f.exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)
+	f.Exec("UPDATE tasks SET heartbeat_at = now() - interval '40 seconds', enqueued_at = now() - interval '45 seconds' WHERE id = ?", task.ID)
 	if rep := f.cleaner.Round(ctx); rep.Takeovers != 1 {
 		t.Fatalf("report = %+v, want the silent task re-delivered (heartbeat 40s old, takeover after 30s)", rep)
 	}

@@ -38,13 +38,13 @@ func TestRoundDeletesUploadsByTheirRecord(t *testing.T) {
 	needed := f.file(storage.Uploads+"/bbb.xlsx", 0)
 	touched := f.file(storage.Uploads+"/ccc.xlsx", 0)
 	for _, rel := range []string{"aaa", "bbb", "ccc"} {
-		if err := f.st.RecordUpload(ctx, storage.Uploads+"/"+rel+".xlsx", rel, 1); err != nil {
+		if err := f.S.RecordUpload(ctx, storage.Uploads+"/"+rel+".xlsx", rel, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.exec("UPDATE uploads SET last_at = now() - interval '2 hours'")
+	f.Exec("UPDATE uploads SET last_at = now() - interval '2 hours'")
 	f.task(`{"upload":"uploads/bbb.xlsx"}`)
-	if err := f.st.RecordUpload(ctx, storage.Uploads+"/ccc.xlsx", "ccc", 1); err != nil { // accepted again just now
+	if err := f.S.RecordUpload(ctx, storage.Uploads+"/ccc.xlsx", "ccc", 1); err != nil { // accepted again just now
 		t.Fatal(err)
 	}
 	rep := f.cleaner.Round(ctx)

@@ -5,7 +5,6 @@ package export
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -64,14 +63,11 @@ type page struct {
 // export writes src to a result file for run.
 func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downloadName string) (jobs.Result, error) {
 	// One read-only snapshot: the count, and every page, see the same rows.
-	tx, err := e.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	tx, err := store.BeginSnapshot(ctx, e.db)
 	if err != nil {
 		return jobs.Result{}, fmt.Errorf("begin export snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	if err := store.NoIdleTimeout(ctx, tx); err != nil {
-		return jobs.Result{}, fmt.Errorf("begin export snapshot: %w", err)
-	}
 
 	total, err := src.count(ctx, tx)
 	if err != nil {

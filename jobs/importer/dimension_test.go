@@ -16,6 +16,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The template declares the range of its header and example row, so a reader that trusts
@@ -38,7 +39,7 @@ func TestTemplateDeclaresItsRange(t *testing.T) {
 // report written again in another language.
 func TestErrorReportDeclaresItsRange(t *testing.T) {
 	t.Parallel()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	st := store.New(pg.DB)
 	fs, root := testenv.NewFiles(t, storage.Config{})
 	header := []string{"code", "name", "phone"}

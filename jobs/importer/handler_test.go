@@ -18,10 +18,10 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // world runs the importer under the real runtime (jobstest) against a Postgres schema and a
@@ -30,7 +30,7 @@ import (
 type world struct {
 	t    *testing.T
 	jw   *jobstest.World
-	pg   *testenv.Postgres
+	pg   *storetest.Postgres
 	st   *store.Store
 	fs   storage.Store
 	root string // the data dir (the local backend's objects, scratch on both)
@@ -90,11 +90,7 @@ func (w *world) deliver(task *store.Task) *store.Task {
 
 func (w *world) count(q string, args ...any) int {
 	w.t.Helper()
-	var n int
-	if err := w.pg.DB.NewRaw(q, args...).Scan(context.Background(), &n); err != nil {
-		w.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return storetest.Count(w.t, w.pg.DB, q, args...)
 }
 
 func (w *world) logs(task *store.Task) string {

@@ -18,13 +18,14 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // World is what a handler runs against: a Postgres schema, a Redis database and a data
 // directory of the test's own.
 type World struct {
 	t     testing.TB
-	PG    *testenv.Postgres
+	PG    *storetest.Postgres
 	Redis *redis.Client
 	Store *store.Store
 	Files storage.Store
@@ -34,7 +35,7 @@ type World struct {
 // New is a World whose files are kept as sc says (the zero Config: on disk under Root).
 func New(t testing.TB, sc storage.Config) *World {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	fs, root := testenv.NewFiles(t, sc)
 	return &World{t: t, PG: pg, Redis: rd.Client, Store: store.New(pg.DB), Files: fs, Root: root}
@@ -60,9 +61,5 @@ func (w *World) Deliver(rt *jobs.Runtime, task *store.Task) *store.Task {
 	w.t.Helper()
 	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
 	rt.ProcessTask(context.Background(), asynq.NewTask(task.Type, payload)) //nolint:errcheck // the row says how it ended
-	after, err := w.Store.GetByID(context.Background(), task.ID)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return after
+	return storetest.Get(w.t, w.Store, task.ID)
 }

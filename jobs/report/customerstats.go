@@ -4,7 +4,6 @@ package report
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -87,14 +86,11 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 	if p.Days < 1 || p.Days > 366 || (!p.Scope.Admin && p.Scope.Owner == "") {
 		return jobs.Result{}, jobs.BadInput("bad_params", "the report's parameters are not valid")
 	}
-	tx, err := h.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	tx, err := store.BeginSnapshot(ctx, h.db)
 	if err != nil {
 		return jobs.Result{}, fmt.Errorf("begin report snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	if err := store.NoIdleTimeout(ctx, tx); err != nil {
-		return jobs.Result{}, fmt.Errorf("begin report snapshot: %w", err)
-	}
 	sheets := []struct {
 		name   string
 		header []string

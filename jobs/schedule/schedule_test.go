@@ -20,6 +20,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/schedules"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // A schedule's cron is read in its own time zone: "Mondays 09:00" in Shanghai is 01:00 UTC.
@@ -55,8 +56,8 @@ func TestValidateExplainsBadInput(t *testing.T) {
 // A fire whose previous run is still going skips (and says so) instead of piling up runs; a
 // second fire of the same slot never makes a second task.
 // newFirer is a firer over an isolated database and Redis, submitting export:customers.
-func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *testenv.Postgres) {
-	pg := testenv.NewPostgres(t)
+func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *storetest.Postgres) {
+	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	st := store.New(pg.DB)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

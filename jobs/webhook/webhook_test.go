@@ -21,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/jobs/webhook/webhooktest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -73,13 +74,13 @@ func (r *receiver) snapshot() (map[string]int, int) {
 
 type fixture struct {
 	t  *testing.T
-	pg *testenv.Postgres
+	pg *storetest.Postgres
 	st *store.Store
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	pg := testenv.NewPostgres(t)
+	pg := storetest.NewPostgres(t)
 	return &fixture{t: t, pg: pg, st: store.New(pg.DB)}
 }
 
@@ -428,10 +429,7 @@ func TestATasksEventsArriveInOrderWithoutAPollEach(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	rcv := newReceiver(t)
-	var (
-		mu      sync.Mutex
-		arrived []client.WebhookEvent
-	)
+	var arrived testenv.Collector[client.WebhookEvent]
 	rcv.handler = func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		ev, err := client.ParseWebhook(secret, req, body, 5*time.Minute)
@@ -439,9 +437,7 @@ func TestATasksEventsArriveInOrderWithoutAPollEach(t *testing.T) {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
-		mu.Lock()
-		arrived = append(arrived, *ev)
-		mu.Unlock()
+		arrived.Add(*ev)
 		w.WriteHeader(http.StatusNoContent)
 	}
 	f.subscribe("alice", rcv.url(), store.EventSubmitted, store.EventStarted, store.EventSucceeded)
@@ -450,16 +446,11 @@ func TestATasksEventsArriveInOrderWithoutAPollEach(t *testing.T) {
 		tasks = append(tasks, f.finish("alice"))
 	}
 	f.dispatcher(webhook.Config{PollInterval: time.Hour}, []string{"127.0.0.1"}, nil)
-	testenv.Eventually(t, 30*time.Second, "all nine events", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrived) >= 9
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	testenv.Eventually(t, 30*time.Second, "all nine events", func() bool { return arrived.Len() >= 9 })
+	events := arrived.Since(0)
 	for _, task := range tasks {
 		var got []string
-		for _, ev := range arrived {
+		for _, ev := range events {
 			if ev.Task.ID == task.TaskNo {
 				got = append(got, fmt.Sprintf("%d %s", ev.Sequence, ev.Type))
 			}

@@ -280,10 +280,6 @@ func (s *Trail) LastAudit(ctx context.Context, target, action string) (*Event, e
 
 // PruneAudit deletes audit rows older than age, at most limit of them, and returns how many.
 func (s *Trail) PruneAudit(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM audit_events WHERE id IN (
-		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age.Seconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("prune audit: %w", err)
-	}
-	return int(n), nil
+	return pg.Prune(ctx, s.db.DB, "audit", `DELETE FROM audit_events WHERE id IN (
+		SELECT id FROM audit_events WHERE at < now() - make_interval(secs => $1) ORDER BY at LIMIT $2)`, age, limit)
 }

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store/customers"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // Every filter of the customer export is served by an index, for the count and for the keyset
 // pages, on a table large enough that Postgres would rather scan it otherwise.
 func TestCustomerExportFiltersUseIndexes(t *testing.T) {
 	t.Parallel()
-	db := testenv.NewPostgres(t).DB
+	db := storetest.NewPostgres(t).DB
 	ctx := context.Background()
 	for _, q := range []string{`INSERT INTO customers (code, name, phone, city, level)
 		SELECT 'C' || lpad(g::text, 7, '0'), 'n', '13800138000', (ARRAY['Hangzhou','Beijing','Shanghai','Shenzhen','Chengdu',

@@ -1,8 +1,9 @@
 // Package pg is what package store and its subpackages (store/audit, store/customers,
 // store/schedules, store/tokens, store/webhooks) share about talking to Postgres: the
-// statement runner (One, All, Exec), the WHERE builder (Conditions), the classification of
-// errors (IsUnavailable, IsTimeout, IsNoRows), a few column helpers, and Scope, the
-// visibility every listing binds. It imports none of them, so each can import it.
+// statement runner (One, All, Exec, and Prune for the retention deletes), the WHERE builder
+// (Conditions), the classification of errors (IsUnavailable, IsTimeout, IsNoRows), a few
+// column helpers, and Scope, the visibility every listing binds. It imports none of them, so
+// each can import it.
 //
 // Every statement of the store is written in Postgres' own $n form and sent with its values
 // as bound parameters: a value can never change the text of a query, whatever bytes it holds
@@ -19,8 +20,10 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -84,6 +87,16 @@ func Exec(ctx context.Context, q Querier, query string, args ...any) (int64, err
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// Prune runs query, a DELETE of at most $2 rows older than $1 seconds (the retention steps
+// of the cleanup round), and returns how many it deleted; what names the rows in its error.
+func Prune(ctx context.Context, q Querier, what, query string, age time.Duration, limit int) (int, error) {
+	n, err := Exec(ctx, q, query, age.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune %s: %w", what, err)
+	}
+	return int(n), nil
 }
 
 // Explain returns Postgres' plan for query with args, without running it. EXPLAIN with

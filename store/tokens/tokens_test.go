@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/internal/columntest"
 	"github.com/taskcenter/taskcenter/store/pg"
+	"github.com/taskcenter/taskcenter/store/storetest"
 	"github.com/taskcenter/taskcenter/store/tokens"
 )
 
@@ -21,7 +21,7 @@ func TestColumnListsMatchModels(t *testing.T) {
 
 func TestAPITokensKeepOnlyAHashAndRevokeAtOnce(t *testing.T) {
 	t.Parallel()
-	db := testenv.NewPostgres(t).DB
+	db := storetest.NewPostgres(t).DB
 	toks, trail := tokens.New(db), audit.New(db)
 	a := &audit.Origin{Actor: "alice", Via: "session"}
 	ctx := audit.NewContext(context.Background(), a)

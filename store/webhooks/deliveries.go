@@ -283,11 +283,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, subID int64, deliveryNo string
 // PruneDeliveries deletes up to limit finished deliveries (delivered or dead) last touched
 // more than age ago, with their attempts, and returns how many it deleted.
 func (s *Webhooks) PruneDeliveries(ctx context.Context, age time.Duration, limit int) (int, error) {
-	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM webhook_deliveries WHERE id IN (
+	return pg.Prune(ctx, s.db.DB, "webhook deliveries", `DELETE FROM webhook_deliveries WHERE id IN (
 		SELECT id FROM webhook_deliveries WHERE state IN ('delivered', 'dead') AND updated_at < now() - make_interval(secs => $1)
-		ORDER BY updated_at LIMIT $2)`, age.Seconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("prune webhook deliveries: %w", err)
-	}
-	return int(n), nil
+		ORDER BY updated_at LIMIT $2)`, age, limit)
 }

@@ -3,7 +3,7 @@ package webhooks_test
 import (
 	"testing"
 
-	"github.com/taskcenter/taskcenter/store/internal/storetest"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // The webhooks are tested through the whole store, as the dispatcher and the API use them:

@@ -36,6 +36,31 @@ func isHeader(cells []string) bool {
 	return len(cells) > 1 && cells[0] == "code" && cells[1] == "name"
 }
 
+// xlsFile is one of the .xls files testdata/imports holds.
+type xlsFile struct {
+	name string
+	data []byte
+}
+
+// xlsFixtures reads every .xls in testdata/imports (the spreadsheet programs' own files),
+// failing tb when there are none.
+func xlsFixtures(tb testing.TB) []xlsFile {
+	tb.Helper()
+	paths, _ := filepath.Glob("../../../testdata/imports/*.xls")
+	if len(paths) == 0 {
+		tb.Fatal("no .xls fixtures in testdata/imports")
+	}
+	files := make([]xlsFile, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files = append(files, xlsFile{name: filepath.Base(p), data: b})
+	}
+	return files
+}
+
 // upload is an .xls held in memory, as sheet.Open reads a stored one.
 type upload struct{ *bytes.Reader }
 
@@ -44,16 +69,8 @@ func (upload) Close() error { return nil }
 // FuzzXLSReader reads arbitrary bytes as an .xls: submit's checks, then every row. Whatever
 // the bytes, reading fails only with a file problem, and rows keep every bound.
 func FuzzXLSReader(f *testing.F) {
-	paths, _ := filepath.Glob("../../../testdata/imports/*.xls")
-	if len(paths) == 0 {
-		f.Fatal("no .xls fixtures in testdata/imports")
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, x := range xlsFixtures(f) {
+		f.Add(x.data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := sheet.Inspect(bytes.NewReader(data), int64(len(data)), sheet.Choice{Format: sheet.XLS},
@@ -92,15 +109,8 @@ func FuzzXLSReader(f *testing.F) {
 // or io errors ("mscfb: … EOF; 7680") in the message.
 func TestDamagedXLSIsExplainedWithoutParserInternals(t *testing.T) {
 	t.Parallel()
-	paths, _ := filepath.Glob("../../../testdata/imports/*.xls")
-	if len(paths) == 0 {
-		t.Fatal("no .xls fixtures in testdata/imports")
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, x := range xlsFixtures(t) {
+		b := x.data
 		for _, cut := range []int{520, 1024, 4096, len(b) / 2, len(b) - 1} {
 			if cut <= 0 || cut >= len(b) {
 				continue
@@ -113,7 +123,7 @@ func TestDamagedXLSIsExplainedWithoutParserInternals(t *testing.T) {
 			}
 			msg := err.Error()
 			if !isProblem(err) || strings.Contains(msg, "mscfb") || strings.Contains(msg, "EOF") || strings.Contains(msg, "sector") {
-				t.Errorf("%s cut at %d: %q", filepath.Base(p), cut, msg)
+				t.Errorf("%s cut at %d: %q", x.name, cut, msg)
 			}
 		}
 	}
