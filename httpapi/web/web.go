@@ -136,7 +136,7 @@ func New(cfg Config) (*App, error) {
 			return nil, fmt.Errorf("web/i18n/zh.json lacks %q", k)
 		}
 	}
-	for _, page := range []string{"login", "list", "detail", "import", "export", "console_login"} {
+	for _, page := range []string{"login", "list", "detail", "import", "export"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
 		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -194,14 +194,18 @@ type pageData struct {
 	Boot                                                                         template.JS
 	// SSO offers sign-in with the company identity provider; TokenLogin the token form.
 	SSO, TokenLogin bool
-	// Action and SSOURL are the console sign-in's form target and provider link.
+	// Console makes the sign-in page the console's, with Action its form's target and
+	// SSOURL its provider link.
+	Console        bool
 	Action, SSOURL string
 }
 
 // render writes a page.
 func (w *App) render(rw http.ResponseWriter, r *http.Request, status int, page string, d pageData) {
 	d.Page, d.Version = page, w.version
-	d.SSO, d.TokenLogin = w.sso, w.id.TokenSignIn() || !w.sso
+	if !d.Console {
+		d.SSO, d.TokenLogin = w.sso, w.id.TokenSignIn() || !w.sso
+	}
 	if d.Lang == "" {
 		d.Lang = w.lang(rw, r)
 	}
@@ -327,7 +331,8 @@ func (w *App) ConsoleLogin(rw http.ResponseWriter, r *http.Request, status int, 
 			msg = strings.ReplaceAll(msg, "{"+k+"}", v)
 		}
 	}
-	w.render(rw, r, status, "console_login", pageData{Lang: lang, Action: action, SSOURL: ssoURL, Error: msg})
+	w.render(rw, r, status, "login", pageData{Lang: lang, Console: true, Action: action, SSOURL: ssoURL, SSO: ssoURL != "",
+		TokenLogin: true, Error: msg})
 }
 
 // login answers POST /login (form: token, next): a session for the token's user.
