@@ -56,7 +56,7 @@ func TestAProviderThatDiesBeforeTheCallbackIsAnOutageNotAFailedSignIn(t *testing
 	}
 
 	authURL, cookie, state := login()
-	code := authorizeAt(t, authURL) // the user consents at the provider...
+	code := testenv.Authorize(t, authURL) // the user consents at the provider...
 	if err := idp.Shutdown(); err != nil {
 		t.Fatal(err) // ...and the provider dies before the browser is back
 	}
@@ -105,19 +105,3 @@ func TestAProviderThatDiesBeforeTheCallbackIsAnOutageNotAFailedSignIn(t *testing
 	}
 }
 
-// authorizeAt follows a sign-in's authorization URL at the provider as a browser whose user
-// consents, and returns the code the provider sends back.
-func authorizeAt(t *testing.T, authURL string) string {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, err := res.Request.URL.Parse(res.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("the provider's answer to the authorization: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
-	}
-	return loc.Query().Get("code")
-}

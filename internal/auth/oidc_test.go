@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -222,23 +221,6 @@ func (h *health) counts() (fails, oks int) {
 	return len(h.fails), h.oks
 }
 
-// authorize follows a sign-in's authorization URL at the provider as a browser would and
-// returns the code the provider sends back.
-func authorize(t *testing.T, authURL string) string {
-	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, err := res.Request.URL.Parse(res.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("the provider's answer to the authorization: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
-	}
-	return loc.Query().Get("code")
-}
-
 // A sign-in whose provider dies between the consent and the callback cannot be completed,
 // and says so as the provider's outage (ErrProviderUnavailable), not as a refused code: the
 // user did nothing wrong. A code the provider answers and refuses stays a refusal. Each call
@@ -261,7 +243,7 @@ func TestACodeExchangeTheProviderCannotAnswerIsItsOutage(t *testing.T) {
 		t.Fatalf("discovery and a refused exchange: %d failures, %d answers reported; want 0 and 2", fails, oks)
 	}
 
-	code := authorize(t, authURL)
+	code := testenv.Authorize(t, authURL)
 	if err := p.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

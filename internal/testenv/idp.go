@@ -97,3 +97,20 @@ func Sign(t testing.TB, kp *mockoidc.Keypair, c jwt.MapClaims) string {
 	}
 	return s
 }
+
+// Authorize follows a sign-in's authorization URL at the provider as a browser whose user
+// consents, and returns the code the provider sends back.
+func Authorize(t testing.TB, authURL string) string {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := res.Request.URL.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("the provider's answer to the authorization: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
+	}
+	return loc.Query().Get("code")
+}
