@@ -104,4 +104,3 @@ func TestAProviderThatDiesBeforeTheCallbackIsAnOutageNotAFailedSignIn(t *testing
 		t.Fatalf("after a refused sign-in: %d, want 429", rec.Code)
 	}
 }
-
