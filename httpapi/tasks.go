@@ -17,19 +17,25 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// ListView is one page of tasks.
+// ListView is one page of tasks, with how many tasks the filters select.
 type ListView struct {
 	Items      []TaskView `json:"items"`
 	NextCursor string     `json:"next_cursor,omitempty"`
+	// Total is how many tasks every filter selects (all pages).
+	Total int64 `json:"total"`
+	// Counts is how many tasks each status has among those every other filter selects: what
+	// each status filter would list. Every status is present.
+	Counts map[store.Status]int64 `json:"counts"`
 }
 
-// listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
+// listTasks answers GET /api/v1/tasks?q=&status=&type=&owner=&created_from=&created_to=&sort=&limit=&cursor=
 func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
@@ -39,10 +45,20 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
+	counts, err := s.Store.StatusCounts(r.Context(), f, p.Scope())
+	if err != nil {
+		return err
+	}
 	now := time.Now()
-	out := ListView{Items: make([]TaskView, len(tasks))}
+	out := ListView{Items: make([]TaskView, len(tasks)), Counts: make(map[store.Status]int64, len(task.AllStatuses))}
 	for i := range tasks {
 		out.Items[i] = taskview.Of(&tasks[i], nil, now)
+	}
+	for _, st := range task.AllStatuses {
+		out.Counts[st] = counts[st]
+		if len(f.Statuses) == 0 || slices.Contains(f.Statuses, st) {
+			out.Total += counts[st]
+		}
 	}
 	if next != nil {
 		out.NextCursor = encodeCursor(*next)
@@ -53,7 +69,7 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 
 // parseListQuery reads the task list's query. The filters are the task export's
 // (export.TaskFilter), checked by the same rules; every value must be text Postgres can
-// hold; the cursor must be one this API wrote.
+// hold; the cursor must be one this API wrote for the same sort.
 func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -71,7 +87,7 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	if len(errs) > 0 {
 		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
-	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner")}
+	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner"), Search: q.Get("q")}
 	for _, st := range textcheck.SplitList(q["status"]) {
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
@@ -85,7 +101,14 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 			errs = append(errs, problem.FieldError{Field: f.Field, Message: f.Message})
 		}
 	}
-	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo}
+	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo,
+		Search: tf.Search, Sort: store.SortNewest}
+	if q.Has("sort") {
+		f.Sort = store.Sort(q.Get("sort"))
+		if f.Sort == "" || !f.Sort.Valid() {
+			errs = append(errs, problem.FieldError{Field: "sort", Message: "must be " + sortChoices()})
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
@@ -95,8 +118,12 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+		case f.Sort.Valid() && c.Sort != f.Sort:
+			errs = append(errs, problem.FieldError{Field: "cursor", Message: fmt.Sprintf(
+				"continues the sort %s, not %s: start the listing again without a cursor", c.Sort, f.Sort)})
 		}
 		f.After = c
 	}
@@ -105,6 +132,21 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	return f, nil
+}
+
+// sortChoices lists the sorts in words, for a problem.
+func sortChoices() string {
+	var b strings.Builder
+	for i, s := range store.Sorts() {
+		switch {
+		case i == len(store.Sorts())-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
