@@ -115,6 +115,30 @@ func TestHostileValuesNeverAnswer500(t *testing.T) {
 		}
 	})
 
+	t.Run("bulk action ids", func(t *testing.T) {
+		for _, action := range []string{"cancel", "retry"} {
+			for _, v := range hostileValues() {
+				t.Run(action+"/"+v.name, func(t *testing.T) {
+					// Written by hand: json.Marshal would mend invalid UTF-8 before it is sent.
+					body := `{"ids":["tsk_A","` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\x00", `\u0000`).Replace(v.value) + `"]}`
+					rec := e.call("POST", "/api/v1/tasks/"+action, aliceToken, strings.NewReader(body))
+					// A JSON body's invalid UTF-8 is read as U+FFFD (as in every JSON body): an id
+					// no task has.
+					mended := v.name == "invalid UTF-8"
+					if !v.odd && !mended {
+						assertRefused(t, rec, "ids[1]")
+						return
+					}
+					var out BulkView
+					if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Results) != 2 ||
+						(out.Results[1].ID != v.value && !mended) || out.Results[1].Outcome != BulkNotFound {
+						t.Fatalf("%d %.300s, want not_found for it", rec.Code, rec.Body)
+					}
+				})
+			}
+		}
+	})
+
 	t.Run("export filter fields", func(t *testing.T) {
 		fields := []struct {
 			typ, field string

@@ -84,6 +84,13 @@ func toProblem(err error) *problem.Problem {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = problem.RequestID(r.Context())
+	s.logFailure(r, err, p)
+	p.Write(w)
+}
+
+// logFailure logs the cause of a server-side failure p (the problem for err) met while
+// answering r, or counts it against a Postgres outage under way.
+func (s *Server) logFailure(r *http.Request, err error, p *problem.Problem) {
 	switch {
 	case pg.IsUnavailable(err) && s.Postgres != nil:
 		// An outage is reported once, by its tracker, and summarised when it ends; each 503
@@ -98,7 +105,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
 	}
-	p.Write(w)
 }
 
 // writeJSON answers with v as JSON.

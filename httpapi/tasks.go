@@ -228,20 +228,31 @@ func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identit
 	if err != nil {
 		return err
 	}
-	res, err := s.Store.Cancel(r.Context(), id, p.Scope())
+	t, err := s.cancel(r.Context(), id, p)
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, s.view(r.Context(), t))
+	return nil
+}
+
+// cancel cancels the task id if p may see it, for the single and the bulk cancel alike:
+// the store's transition (with its log line, outbox event and audit row), the job withdrawn,
+// the live streams told.
+func (s taskRoutes) cancel(ctx context.Context, id string, p identity.Principal) (*store.Task, error) {
+	res, err := s.Store.Cancel(ctx, id, p.Scope())
+	if err != nil {
+		return nil, err
 	}
 	if res.Immediate {
 		// The job will find the task CANCELLED if it is delivered anyway; withdrawing it just
 		// keeps the queue tidy (and re-enqueues a task retried meanwhile, see Withdraw).
-		if err := s.Submitter.Withdraw(context.WithoutCancel(r.Context()), res.Task, res.PrevAttempt); err != nil {
+		if err := s.Submitter.Withdraw(context.WithoutCancel(ctx), res.Task, res.PrevAttempt); err != nil {
 			s.Logger.Debug("could not withdraw the cancelled task's job", "task_no", res.Task.TaskNo, "err", err)
 		}
 	}
-	s.changed(r.Context(), res.Task)
-	writeJSON(w, http.StatusOK, s.view(r.Context(), res.Task))
-	return nil
+	s.changed(ctx, res.Task)
+	return res.Task, nil
 }
 
 // changed announces a committed transition to the live streams (a lost announcement only
@@ -258,15 +269,26 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Retry(r.Context(), id, p.Scope())
+	t, err := s.retry(r.Context(), id, p)
 	if err != nil {
 		return err
 	}
-	s.changed(r.Context(), t)
-	s.Submitter.Enqueue(r.Context(), t)
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
 	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t))
 	return nil
+}
+
+// retry runs the task id again if p may see it and its rules allow (task.CanRetry, in the
+// store's statement), for the single and the bulk retry alike: the store's transition (with
+// its log line, outbox event and audit row), the live streams told, the job enqueued.
+func (s taskRoutes) retry(ctx context.Context, id string, p identity.Principal) (*store.Task, error) {
+	t, err := s.Store.Retry(ctx, id, p.Scope())
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, t)
+	s.Submitter.Enqueue(ctx, t)
+	return t, nil
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.
