@@ -34,6 +34,7 @@ func TestTypesNameWhatTheDocumentDescribes(t *testing.T) {
 		{"TaskDetail.cancelled_by", schema("TaskDetail").Properties["cancelled_by"].Value, client.CancelledBy{}},
 		{"SubmitResponse", schema("SubmitResponse"), client.Submitted{}},
 		{"TaskList", schema("TaskList"), client.Page{}},
+		{"BulkResult.results", items(schema("BulkResult"), "results"), client.BulkResult{}},
 		{"Webhook", schema("Webhook"), client.Webhook{}},
 		{"Delivery", schema("Delivery"), client.Delivery{}},
 		{"Delivery.attempts", items(schema("Delivery"), "attempts"), client.DeliveryAttempt{}},

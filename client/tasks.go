@@ -115,7 +115,7 @@ type Export struct {
 	// Type is "customers" or "tasks".
 	Type string `json:"type"`
 	// Filter narrows it: customers take city, level, code_prefix; tasks take status and type
-	// (arrays), owner (admin), created_from, created_to.
+	// (arrays), owner (admin), created_from, created_to, q (ListOptions.Search's search).
 	Filter map[string]any `json:"filter,omitempty"`
 }
 
@@ -244,19 +244,90 @@ func (c *Client) Retry(ctx context.Context, id string) (*Task, error) {
 	return &t, nil
 }
 
+// BulkResult is what a bulk cancel or retry did to one task.
+type BulkResult struct {
+	ID string `json:"id"`
+	// Outcome is BulkDone, BulkNotAllowed, BulkNotFound or BulkError.
+	Outcome string `json:"outcome"`
+	// Code and Message are the problem the single action would have answered (not done only).
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Task is the task as the action left it (done only).
+	Task *Task `json:"task,omitempty"`
+}
+
+// The outcomes of a bulk action for one task.
+const (
+	BulkDone       = "done"        // carried out
+	BulkNotAllowed = "not_allowed" // the task's status or rules refuse it (Message says why)
+	BulkNotFound   = "not_found"   // no such task is visible to you
+	BulkError      = "error"       // the server could not act on it now; try that task again
+)
+
+// MaxBulk is how many tasks one bulk action may name.
+const MaxBulk = 100
+
+// CancelMany cancels up to MaxBulk tasks, each as Cancel would, and says what happened to
+// each, in the order named (an id named twice is answered once). A task that cannot be
+// cancelled is a result, not an error: the error is for a request refused as a whole.
+func (c *Client) CancelMany(ctx context.Context, ids ...string) ([]BulkResult, error) {
+	return c.bulk(ctx, "cancel", ids)
+}
+
+// RetryMany retries up to MaxBulk tasks, each as Retry would, and says what happened to
+// each, in the order named (an id named twice is answered once).
+func (c *Client) RetryMany(ctx context.Context, ids ...string) ([]BulkResult, error) {
+	return c.bulk(ctx, "retry", ids)
+}
+
+func (c *Client) bulk(ctx context.Context, action string, ids []string) ([]BulkResult, error) {
+	var out struct {
+		Results []BulkResult `json:"results"`
+	}
+	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+action, nil, map[string]any{"ids": ids}, &out); err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
+// Sort is the order of a listing: a key on its own lists the largest first, with a leading
+// "-" the smallest first.
+type Sort string
+
+// The sorts of a listing.
+const (
+	SortNewest       Sort = "created"   // newest first (the server's default)
+	SortOldest       Sort = "-created"  // oldest first
+	SortLongest      Sort = "duration"  // the longest run first; tasks without one last
+	SortShortest     Sort = "-duration" // the shortest run first; tasks without one last
+	SortMostFailed   Sort = "failed"    // the most rejected rows first
+	SortFewestFailed Sort = "-failed"   // the fewest rejected rows first
+)
+
 // ListOptions filter a listing.
 type ListOptions struct {
+	// Search finds tasks by the start of their id, or any part of their title or of an
+	// import's file name, in either case (% and _ are themselves).
+	Search      string
 	Status      []string
 	Type        []string
 	Owner       string // admins only
 	CreatedFrom time.Time
 	CreatedTo   time.Time
+	// Sort orders the listing; "" is the server's default, newest first.
+	Sort Sort
 	// PageSize is how many tasks one request fetches (1–200; server default when 0).
 	PageSize int
 }
 
 func (o ListOptions) query(cursor string) url.Values {
 	q := url.Values{}
+	if o.Search != "" {
+		q.Set("q", o.Search)
+	}
+	if o.Sort != "" {
+		q.Set("sort", string(o.Sort))
+	}
 	if len(o.Status) > 0 {
 		q.Set("status", strings.Join(o.Status, ","))
 	}
@@ -285,10 +356,14 @@ func (o ListOptions) query(cursor string) url.Values {
 type Page struct {
 	Items      []Task `json:"items"`
 	NextCursor string `json:"next_cursor"`
+	// Total is how many tasks the options select, on all pages.
+	Total int64 `json:"total"`
+	// Counts is how many tasks each status has among those every option but Status selects.
+	Counts map[Status]int64 `json:"counts"`
 }
 
-// ListPage returns one page of tasks, newest first; pass the previous page's NextCursor for
-// the next ("" for the first).
+// ListPage returns one page of tasks in the options' order; pass the previous page's
+// NextCursor for the next ("" for the first), with the same options.
 func (c *Client) ListPage(ctx context.Context, opts ListOptions, cursor string) (*Page, error) {
 	var p Page
 	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks", opts.query(cursor), nil, &p); err != nil {
@@ -297,8 +372,8 @@ func (c *Client) ListPage(ctx context.Context, opts ListOptions, cursor string) 
 	return &p, nil
 }
 
-// List iterates over every matching task, newest first, fetching pages as it goes. An error
-// ends the iteration.
+// List iterates over every matching task in the options' order, fetching pages as it goes.
+// An error ends the iteration.
 func (c *Client) List(ctx context.Context, opts ListOptions) iter.Seq2[*Task, error] {
 	return func(yield func(*Task, error) bool) {
 		cursor := ""

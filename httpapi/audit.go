@@ -29,7 +29,8 @@ import (
 // context; every other outcome — a refusal (401, 403, 404, 409, 422 …), a download, a change
 // whose statement does not write its own row (schedules, webhooks) — is written here once the
 // answer is known. So each such request leaves exactly one row, and a refused one only the
-// refusal. Each row also goes to the log (auth.audit.log).
+// refusal; a bulk cancel or retry leaves one per task it names, as if each had been its own
+// request (bulk.go). Each row also goes to the log (auth.audit.log).
 
 // routeScope is the scope a route needs: reading needs tasks:read, anything else
 // tasks:write, and the admin routes admin.
@@ -71,6 +72,8 @@ func auditAction(pattern string) string {
 		"POST /api/v1/tasks:batch":                                   audit.ActionTaskSubmit,
 		"POST /api/v1/tasks/{id}/cancel":                             audit.ActionTaskCancel,
 		"POST /api/v1/tasks/{id}/retry":                              audit.ActionTaskRetry,
+		"POST /api/v1/tasks/cancel":                                  audit.ActionTaskCancel, // a row per task (bulk.go)
+		"POST /api/v1/tasks/retry":                                   audit.ActionTaskRetry,
 		"GET /api/v1/tasks/{id}/result":                              "task.download_result",
 		"GET /api/v1/tasks/{id}/error-report":                        "task.download_error_report",
 		"POST /api/v1/schedules":                                     "schedule.create",

@@ -142,6 +142,8 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"TaskList", named("TaskList"), ListView{}},
 		{"SubmitResponse", named("SubmitResponse"), SubmitView{}},
 		{"BatchResult.items", item("BatchResult", "items"), BatchItemView{}},
+		{"BulkResult", named("BulkResult"), BulkView{}},
+		{"BulkResult.results", item("BulkResult", "results"), BulkResult{}},
 		{"TypeList.items", item("TypeList", "items"), TypeView{}},
 		{"Schedule", named("Schedule"), ScheduleView{}},
 		{"Schedule.fires", item("Schedule", "fires"), FireView{}},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -187,16 +188,24 @@ func FuzzTaskParams(f *testing.F) {
 }
 
 // FuzzDecodeCursor: a cursor decodes only when it is exactly what encodeCursor writes, for
-// a position the store takes (an id ≥ 1, a time filters accept).
+// a position the store takes (an id ≥ 1, a key the sort can have).
 func FuzzDecodeCursor(f *testing.F) {
 	for _, seed := range []string{
-		encodeCursor(store.Cursor{CreatedAt: time.Date(2026, 11, 30, 8, 0, 0, 123456000, time.UTC), ID: 42}),
-		encodeCursor(store.Cursor{CreatedAt: time.Unix(0, 0), ID: 1}),
-		"LTkyMjMzNzIwMzY4NTQ3NzU4MDg6MQ", // -2^63:1
-		"OTIyMzM3MjAzNjg1NDc3NTgwNzox",   // 2^63-1:1
-		"KzE3MDAwMDAwMDAwMDAwMDA6MQ",     // +1700000000000000:1
-		"MTcwMDAwMDAwMDAwMDAwMDotMQ",     // id -1
-		"MTcwMDAwMDAwMDAwMDAwMDowMQ",     // id 01
+		encodeCursor(store.Cursor{Key: time.Date(2026, 11, 30, 8, 0, 0, 123456000, time.UTC).UnixMicro(), ID: 42}),
+		encodeCursor(store.Cursor{Key: 0, ID: 1}),
+		encodeCursor(store.Cursor{Sort: store.SortLongest, Key: -1, ID: 7}),
+		encodeCursor(store.Cursor{Sort: store.SortShortest, Key: math.MaxInt64, ID: math.MaxInt64}),
+		encodeCursor(store.Cursor{Sort: store.SortFewestFailed, Key: 12, ID: 3}),
+		encodeCursor(store.Cursor{Sort: store.SortOldest, Key: 1764489600123456, ID: 3}),
+		"LTkyMjMzNzIwMzY4NTQ3NzU4MDg6MQ",      // -2^63:1
+		"OTIyMzM3MjAzNjg1NDc3NTgwNzox",        // 2^63-1:1
+		"KzE3MDAwMDAwMDAwMDAwMDA6MQ",          // +1700000000000000:1
+		"MTcwMDAwMDAwMDAwMDAwMDotMQ",          // id -1
+		"MTcwMDAwMDAwMDAwMDAwMDowMQ",          // id 01
+		"Y3JlYXRlZDoxNzAwMDAwMDAwMDAwMDAwOjE", // created:1700000000000000:1 (the default sort is written without its name)
+		"ZmFpbGVkOi0xOjE",                     // failed:-1:1
+		"ZHVyYXRpb246LTI6MQ",                  // duration:-2:1
+		"c2l6ZToxOjE",                         // size:1:1
 		"bm90LWEtY3Vyc29y",
 		"",
 		"====",
@@ -209,7 +218,7 @@ func FuzzDecodeCursor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.ID < 1 || !export.TimeInRange(c.CreatedAt) {
+		if c.ID < 1 || !c.Sort.Valid() || c.Sort == "" || !keyInRange(c.Sort, c.Key) {
 			t.Fatalf("decodeCursor(%q) = %+v: the store would reject it", s, c)
 		}
 		if again := encodeCursor(*c); again != s {
@@ -218,23 +227,27 @@ func FuzzDecodeCursor(f *testing.F) {
 	})
 }
 
-// FuzzCursorRoundTrip: every position of a real task survives encode and decode.
+// FuzzCursorRoundTrip: every position of a real task survives encode and decode, in every
+// sort.
 func FuzzCursorRoundTrip(f *testing.F) {
-	f.Add(int64(1764489600123456), int64(1))
-	f.Add(int64(0), int64(1<<62))
-	f.Add(int64(-1), int64(5))
-	f.Add(int64(253402300799999999), int64(9))
-	f.Fuzz(func(t *testing.T, micros, id int64) {
-		at := time.UnixMicro(micros)
-		c := store.Cursor{CreatedAt: at, ID: id}
+	f.Add(uint8(0), int64(1764489600123456), int64(1))
+	f.Add(uint8(1), int64(0), int64(1<<62))
+	f.Add(uint8(2), int64(-1), int64(5))
+	f.Add(uint8(3), int64(math.MaxInt64), int64(9))
+	f.Add(uint8(4), int64(253402300799999999), int64(9))
+	f.Add(uint8(5), int64(-3), int64(9))
+	f.Fuzz(func(t *testing.T, which uint8, key, id int64) {
+		sorts := store.Sorts()
+		sort := sorts[int(which)%len(sorts)]
+		c := store.Cursor{Sort: sort, Key: key, ID: id}
 		got, err := decodeCursor(encodeCursor(c))
-		valid := id >= 1 && export.TimeInRange(at)
+		valid := id >= 1 && keyInRange(sort, key)
 		switch {
 		case valid && err != nil:
 			t.Fatalf("cursor %+v does not survive a round trip: %v", c, err)
 		case !valid && err == nil:
 			t.Fatalf("cursor %+v of no real task decodes", c)
-		case valid && (!got.CreatedAt.Equal(at) || got.ID != id):
+		case valid && *got != c:
 			t.Fatalf("round trip of %+v gives %+v", c, got)
 		}
 	})
@@ -253,6 +266,10 @@ func FuzzListQuery(f *testing.F) {
 		"a=%zz;b=1",
 		"type=" + strings.Repeat("t,", 30),
 		"owner=bob",
+		"q=100%25_done&sort=-duration",
+		"q=%00&sort=size",
+		"sort=failed&cursor=ZHVyYXRpb246LTE6MQ",
+		"q=" + strings.Repeat("x", 201),
 	} {
 		f.Add(seed, true)
 		f.Add(seed, false)
@@ -285,8 +302,14 @@ func FuzzListQuery(f *testing.F) {
 				t.Fatalf("query %q gives time %v", rawQuery, tm)
 			}
 		}
-		if lf.After != nil && (lf.After.ID < 1 || !export.TimeInRange(lf.After.CreatedAt)) {
-			t.Fatalf("query %q gives cursor %+v", rawQuery, lf.After)
+		if lf.After != nil && (lf.After.ID < 1 || lf.After.Sort != lf.Sort || !keyInRange(lf.After.Sort, lf.After.Key)) {
+			t.Fatalf("query %q gives cursor %+v for sort %q", rawQuery, lf.After, lf.Sort)
+		}
+		if !lf.Sort.Valid() || lf.Sort == "" {
+			t.Fatalf("query %q gives sort %q", rawQuery, lf.Sort)
+		}
+		if !storeAccepts(lf.Search) || utf8.RuneCountInString(lf.Search) > export.MaxSearch {
+			t.Fatalf("query %q gives search %q", rawQuery, lf.Search)
 		}
 		if lf.Limit < 0 || lf.Limit > 200 {
 			t.Fatalf("query %q gives limit %d", rawQuery, lf.Limit)

@@ -71,7 +71,7 @@ func TestHostileValuesNeverAnswer500(t *testing.T) {
 	done := e.finishedExport(nil) // so lists have a row to (not) match
 
 	t.Run("list query parameters", func(t *testing.T) {
-		for _, param := range []string{"status", "type", "owner", "created_from", "created_to", "limit", "cursor", "unknown"} {
+		for _, param := range []string{"q", "status", "type", "owner", "created_from", "created_to", "sort", "limit", "cursor", "unknown"} {
 			for _, v := range hostileValues() {
 				t.Run(param+"/"+v.name, func(t *testing.T) {
 					rec := e.call("GET", "/api/v1/tasks?"+param+"="+url.QueryEscape(v.value), adminToken, nil)
@@ -82,7 +82,7 @@ func TestHostileValuesNeverAnswer500(t *testing.T) {
 						if rec.Code != http.StatusOK {
 							t.Fatalf("%d %.300s, want the list", rec.Code, rec.Body)
 						}
-					case param == "type" || param == "owner":
+					case param == "type" || param == "owner" || param == "q": // "%_%" too: wildcards are text
 						var list ListView
 						if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &list) != nil || len(list.Items) != 0 {
 							t.Fatalf("%d %.300s, want an empty list", rec.Code, rec.Body)
@@ -109,6 +109,30 @@ func TestHostileValuesNeverAnswer500(t *testing.T) {
 					}
 					if p := problemOf(t, rec); rec.Code != http.StatusNotFound || p.Code != "task_not_found" {
 						t.Fatalf("%d %+v, want 404 task_not_found", rec.Code, p)
+					}
+				})
+			}
+		}
+	})
+
+	t.Run("bulk action ids", func(t *testing.T) {
+		for _, action := range []string{"cancel", "retry"} {
+			for _, v := range hostileValues() {
+				t.Run(action+"/"+v.name, func(t *testing.T) {
+					// Written by hand: json.Marshal would mend invalid UTF-8 before it is sent.
+					body := `{"ids":["tsk_A","` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\x00", `\u0000`).Replace(v.value) + `"]}`
+					rec := e.call("POST", "/api/v1/tasks/"+action, aliceToken, strings.NewReader(body))
+					// A JSON body's invalid UTF-8 is read as U+FFFD (as in every JSON body): an id
+					// no task has.
+					mended := v.name == "invalid UTF-8"
+					if !v.odd && !mended {
+						assertRefused(t, rec, "ids[1]")
+						return
+					}
+					var out BulkView
+					if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Results) != 2 ||
+						(out.Results[1].ID != v.value && !mended) || out.Results[1].Outcome != BulkNotFound {
+						t.Fatalf("%d %.300s, want not_found for it", rec.Code, rec.Body)
 					}
 				})
 			}

@@ -115,6 +115,13 @@ func (s *Server) outageOf(err error) (name string, dep jobs.Dependency, counted 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := toProblem(err)
 	p.RequestID = problem.RequestID(r.Context())
+	s.logFailure(r, err, p)
+	p.Write(w)
+}
+
+// logFailure logs the cause of a server-side failure p (the problem for err) met while
+// answering r, or counts it against the outage of the dependency that failed.
+func (s *Server) logFailure(r *http.Request, err error, p *problem.Problem) {
 	name, dep, counted := s.outageOf(err)
 	switch {
 	case name != "":
@@ -132,7 +139,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.Logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", p.RequestID), slog.String("route", r.Pattern), slog.Any("err", err))
 	}
-	p.Write(w)
 }
 
 // writeJSON answers with v as JSON.

@@ -17,19 +17,25 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// ListView is one page of tasks.
+// ListView is one page of tasks, with how many tasks the filters select.
 type ListView struct {
 	Items      []TaskView `json:"items"`
 	NextCursor string     `json:"next_cursor,omitempty"`
+	// Total is how many tasks every filter selects (all pages).
+	Total int64 `json:"total"`
+	// Counts is how many tasks each status has among those every other filter selects: what
+	// each status filter would list. Every status is present.
+	Counts map[store.Status]int64 `json:"counts"`
 }
 
-// listTasks answers GET /api/v1/tasks?status=&type=&owner=&created_from=&created_to=&limit=&cursor=
+// listTasks answers GET /api/v1/tasks?q=&status=&type=&owner=&created_from=&created_to=&sort=&limit=&cursor=
 func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	f, err := parseListQuery(r.URL.RawQuery, p)
 	if err != nil {
@@ -39,10 +45,20 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
+	counts, err := s.Store.StatusCounts(r.Context(), f, p.Scope())
+	if err != nil {
+		return err
+	}
 	now := time.Now()
-	out := ListView{Items: make([]TaskView, len(tasks))}
+	out := ListView{Items: make([]TaskView, len(tasks)), Counts: make(map[store.Status]int64, len(task.AllStatuses))}
 	for i := range tasks {
 		out.Items[i] = taskview.Of(&tasks[i], nil, now)
+	}
+	for _, st := range task.AllStatuses {
+		out.Counts[st] = counts[st]
+		if len(f.Statuses) == 0 || slices.Contains(f.Statuses, st) {
+			out.Total += counts[st]
+		}
 	}
 	if next != nil {
 		out.NextCursor = encodeCursor(*next)
@@ -53,7 +69,7 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 
 // parseListQuery reads the task list's query. The filters are the task export's
 // (export.TaskFilter), checked by the same rules; every value must be text Postgres can
-// hold; the cursor must be one this API wrote.
+// hold; the cursor must be one this API wrote for the same sort.
 func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -71,7 +87,7 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	if len(errs) > 0 {
 		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
-	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner")}
+	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner"), Search: q.Get("q")}
 	for _, st := range textcheck.SplitList(q["status"]) {
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
@@ -85,7 +101,14 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 			errs = append(errs, problem.FieldError{Field: f.Field, Message: f.Message})
 		}
 	}
-	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo}
+	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo,
+		Search: tf.Search, Sort: store.SortNewest}
+	if q.Has("sort") {
+		f.Sort = store.Sort(q.Get("sort"))
+		if f.Sort == "" || !f.Sort.Valid() {
+			errs = append(errs, problem.FieldError{Field: "sort", Message: "must be " + sortChoices()})
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
@@ -95,8 +118,12 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+		case f.Sort.Valid() && c.Sort != f.Sort:
+			errs = append(errs, problem.FieldError{Field: "cursor", Message: fmt.Sprintf(
+				"continues the sort %s, not %s: start the listing again without a cursor", c.Sort, f.Sort)})
 		}
 		f.After = c
 	}
@@ -105,6 +132,21 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
 	return f, nil
+}
+
+// sortChoices lists the sorts in words, for a problem.
+func sortChoices() string {
+	var b strings.Builder
+	for i, s := range store.Sorts() {
+		switch {
+		case i == len(store.Sorts())-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
@@ -188,20 +230,31 @@ func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identit
 	if err != nil {
 		return err
 	}
-	res, err := s.Store.Cancel(r.Context(), id, p.Scope())
+	t, err := s.cancel(r.Context(), id, p)
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, s.view(r.Context(), t))
+	return nil
+}
+
+// cancel cancels the task id if p may see it, for the single and the bulk cancel alike:
+// the store's transition (with its log line, outbox event and audit row), the job withdrawn,
+// the live streams told.
+func (s taskRoutes) cancel(ctx context.Context, id string, p identity.Principal) (*store.Task, error) {
+	res, err := s.Store.Cancel(ctx, id, p.Scope())
+	if err != nil {
+		return nil, err
 	}
 	if res.Immediate {
 		// The job will find the task CANCELLED if it is delivered anyway; withdrawing it just
 		// keeps the queue tidy (and re-enqueues a task retried meanwhile, see Withdraw).
-		if err := s.Submitter.Withdraw(context.WithoutCancel(r.Context()), res.Task, res.PrevAttempt); err != nil {
+		if err := s.Submitter.Withdraw(context.WithoutCancel(ctx), res.Task, res.PrevAttempt); err != nil {
 			s.Logger.Debug("could not withdraw the cancelled task's job", "task_no", res.Task.TaskNo, "err", err)
 		}
 	}
-	s.changed(r.Context(), res.Task)
-	writeJSON(w, http.StatusOK, s.view(r.Context(), res.Task))
-	return nil
+	s.changed(ctx, res.Task)
+	return res.Task, nil
 }
 
 // changed announces a committed transition to the live streams (a lost announcement only
@@ -218,15 +271,26 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Retry(r.Context(), id, p.Scope())
+	t, err := s.retry(r.Context(), id, p)
 	if err != nil {
 		return err
 	}
-	s.changed(r.Context(), t)
-	s.Submitter.Enqueue(r.Context(), t)
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
 	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t))
 	return nil
+}
+
+// retry runs the task id again if p may see it and its rules allow (task.CanRetry, in the
+// store's statement), for the single and the bulk retry alike: the store's transition (with
+// its log line, outbox event and audit row), the live streams told, the job enqueued.
+func (s taskRoutes) retry(ctx context.Context, id string, p identity.Principal) (*store.Task, error) {
+	t, err := s.Store.Retry(ctx, id, p.Scope())
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, t)
+	s.Submitter.Enqueue(ctx, t)
+	return t, nil
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -30,40 +34,166 @@ type ListFilter struct {
 	Owner       string // admin only; users are always limited to themselves
 	CreatedFrom *time.Time
 	CreatedTo   *time.Time
-	// After continues a listing: tasks strictly older than this (created_at, id) position.
+	// Search finds tasks by what a person remembers of them: the start of the task's id, or
+	// any part of its title or of the uploaded file's name, letters of either case (see
+	// searchCondition). Blank: no search.
+	Search string
+	// Sort is the listing's order; "" is SortNewest.
+	Sort Sort
+	// After continues a listing: tasks past this position of the same sort.
 	After *Cursor
 	Limit int
 }
 
-// Cursor is a position in the newest-first listing.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        int64
+// Sort is the order of a task listing. A key on its own lists the largest first (newest,
+// longest, most rejected rows); with a leading "-" the smallest first. Ties go by id in the
+// same direction, so each order is total and a cursor continues it exactly.
+type Sort string
+
+// The sorts of a task listing.
+const (
+	SortNewest       Sort = "created"   // newest first (the default)
+	SortOldest       Sort = "-created"  // oldest first
+	SortLongest      Sort = "duration"  // longest run (finished − started) first; tasks without one last
+	SortShortest     Sort = "-duration" // shortest run first; tasks without one last
+	SortMostFailed   Sort = "failed"    // most rejected rows first
+	SortFewestFailed Sort = "-failed"   // fewest rejected rows first
+)
+
+// Sorts lists every sort, the default first.
+func Sorts() []Sort {
+	return []Sort{SortNewest, SortOldest, SortLongest, SortShortest, SortMostFailed, SortFewestFailed}
 }
 
-// List returns tasks newest first, and the cursor of the next page when there is one.
+// Valid reports whether s is a sort ("" counts as the default).
+func (s Sort) Valid() bool { return s == "" || slices.Contains(Sorts(), s) }
+
+// runMicros is a task's run time in microseconds, NULL when it has none (not finished, or
+// finished without starting: cancelled while it waited). A stepped clock cannot make it
+// negative.
+const runMicros = `CASE WHEN finished_at IS NULL OR started_at IS NULL THEN NULL
+		ELSE greatest((extract(epoch FROM finished_at - started_at) * 1000000)::bigint, 0) END`
+
+// order is how a sort orders the rows: its key as SQL (never NULL, so a row comparison
+// continues it), the key's value as the cursor carries it, and the direction.
+func (s Sort) order() (key, cursorKey string, desc bool) {
+	switch s {
+	case SortOldest:
+		return "created_at", createdMicros, false
+	case SortLongest:
+		// No run time sorts below every real one: last.
+		return "coalesce(" + runMicros + ", -1)", "coalesce(" + runMicros + ", -1)", true
+	case SortShortest:
+		return "coalesce(" + runMicros + ", 9223372036854775807)", "coalesce(" + runMicros + ", 9223372036854775807)", false
+	case SortMostFailed:
+		return "failed_count", "failed_count", true
+	case SortFewestFailed:
+		return "failed_count", "failed_count", false
+	default:
+		return "created_at", createdMicros, true
+	}
+}
+
+// createdMicros is created_at in Unix microseconds, the created sorts' cursor key: exact,
+// as Postgres keeps microseconds.
+const createdMicros = `(extract(epoch FROM created_at) * 1000000)::bigint`
+
+// Cursor is a position in a listing: the sort it continues, the last task's key in that
+// sort (created_at in Unix microseconds, a run time in microseconds, rejected rows) and the
+// last task's id.
+type Cursor struct {
+	Sort Sort
+	Key  int64
+	ID   int64
+}
+
+// ErrCursorSort is a cursor of one sort given to continue another.
+var ErrCursorSort = errors.New("the cursor continues another sort")
+
+// List returns tasks in f's order, and the cursor of the next page when there is one.
 func (s *Tasks) List(ctx context.Context, f ListFilter, scope Scope) ([]Task, *Cursor, error) {
-	limit := f.Limit
-	if limit <= 0 || limit > 500 {
-		limit = 50
-	}
-	c := taskConditions(f, scope)
-	if f.After != nil {
-		c.And("(created_at, id) < (" + c.Arg(f.After.CreatedAt) + "::timestamptz, " + c.Arg(f.After.ID) + "::bigint)")
-	}
-	var tasks []Task
-	err := pg.All(ctx, s.db, s.db.DB, &tasks, `SELECT `+taskColumns+` FROM tasks`+c.Where()+
-		` ORDER BY created_at DESC, id DESC LIMIT `+c.Arg(limit+1), c.Args...)
+	query, args, limit, err := listQuery(f, scope)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tasks: %w", err)
 	}
+	var rows []struct {
+		Task
+		SortKey int64 `bun:"sort_key"`
+	}
+	if err := pg.All(ctx, s.db, s.db.DB, &rows, query, args...); err != nil {
+		return nil, nil, fmt.Errorf("list tasks: %w", err)
+	}
 	var next *Cursor
-	if len(tasks) > limit {
-		tasks = tasks[:limit]
-		last := tasks[limit-1]
-		next = &Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = &Cursor{Sort: cmp.Or(f.Sort, SortNewest), Key: last.SortKey, ID: last.ID}
+	}
+	tasks := make([]Task, len(rows))
+	for i := range rows {
+		tasks[i] = rows[i].Task
 	}
 	return tasks, next, nil
+}
+
+// listQuery is List's statement: one more row than the page holds, so that List knows
+// whether another page follows, each with its key in the sort (sort_key).
+func listQuery(f ListFilter, scope Scope) (query string, args []any, limit int, err error) {
+	limit = f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	sort := cmp.Or(f.Sort, SortNewest)
+	if !sort.Valid() {
+		return "", nil, 0, fmt.Errorf("unknown sort %q", sort)
+	}
+	key, cursorKey, desc := sort.order()
+	dir, past := " ASC", ">"
+	if desc {
+		dir, past = " DESC", "<"
+	}
+	c := taskConditions(f, scope)
+	if a := f.After; a != nil {
+		if cmp.Or(a.Sort, SortNewest) != sort {
+			return "", nil, 0, ErrCursorSort
+		}
+		var at string
+		if key == "created_at" {
+			// A bound time, so the (owner,) created_at, id indexes serve the condition.
+			at = c.Arg(time.UnixMicro(a.Key).UTC()) + "::timestamptz"
+		} else {
+			at = c.Arg(a.Key) + "::bigint"
+		}
+		c.And("(" + key + ", id) " + past + " (" + at + ", " + c.Arg(a.ID) + "::bigint)")
+	}
+	query = `SELECT ` + taskColumns + `, ` + cursorKey + ` AS sort_key FROM tasks` + c.Where() +
+		` ORDER BY ` + key + dir + `, id` + dir + ` LIMIT ` + c.Arg(limit+1)
+	return query, c.Args, limit, nil
+}
+
+// StatusCounts counts the tasks f and scope select, per status, as if f named no status:
+// a listing's tabs show how many each status would list. Statuses without a task are absent.
+func (s *Tasks) StatusCounts(ctx context.Context, f ListFilter, scope Scope) (map[Status]int64, error) {
+	query, args := countQuery(f, scope)
+	var rows []struct {
+		Status Status `bun:"status"`
+		N      int64  `bun:"n"`
+	}
+	if err := pg.All(ctx, s.db, s.db.DB, &rows, query, args...); err != nil {
+		return nil, fmt.Errorf("count tasks per status: %w", err)
+	}
+	out := make(map[Status]int64, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// countQuery is StatusCounts' statement: one grouped count.
+func countQuery(f ListFilter, scope Scope) (query string, args []any) {
+	f.Statuses = nil
+	c := taskConditions(f, scope)
+	return `SELECT status, count(*) AS n FROM tasks` + c.Where() + ` GROUP BY status`, c.Args
 }
 
 // taskConditions are f and scope's conditions over tasks. The task list API and the task
@@ -92,7 +222,22 @@ func taskConditions(f ListFilter, scope Scope) *pg.Conditions {
 	if f.CreatedTo != nil {
 		c.And("created_at < " + c.Arg(*f.CreatedTo) + "::timestamptz")
 	}
+	searchCondition(c, f.Search)
 	return c
+}
+
+// searchCondition adds the search rule: the term (trimmed) starts the task's id, or is part
+// of its title or of the uploaded file's name (params.filename, which an import keeps as
+// uploaded), regardless of case. The term is matched as written: % and _ in it are
+// themselves, not LIKE's wildcards.
+func searchCondition(c *pg.Conditions, term string) {
+	term = strings.TrimSpace(term)
+	if term == "" {
+		return
+	}
+	prefix := c.Arg(strings.ToLower(term))
+	part := c.Arg("%" + pg.EscapeLike(term) + "%")
+	c.And("(starts_with(lower(task_no), " + prefix + "::text) OR title ILIKE " + part + "::text ESCAPE '\\' OR (params ->> 'filename') ILIKE " + part + "::text ESCAPE '\\')")
 }
 
 // CountTasks counts the tasks f and scope select, inside tx (an export's snapshot).

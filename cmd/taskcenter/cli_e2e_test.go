@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,4 +179,34 @@ func xlsxRows(t *testing.T, path string) [][]string {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// tc finds and acts on several tasks against a live server, every exchange held to the API's
+// document: ls searches and sorts, cancel and retry take several ids and say what happened
+// to each.
+func TestCLIFindsAndActsOnSeveralTasks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	p := e.start("api") // no worker: the tasks wait until tc acts on them
+	dir := t.TempDir()
+	csv := func(i int) []byte { return fmt.Appendf(nil, "code,name,phone\nG%03d,name,13900139%03d\n", i, i) }
+	march := p.submitImport(aliceToken, "march-customers.csv", csv(1), nil).ID
+	april := p.submitImport(aliceToken, "april-customers.csv", csv(2), nil).ID
+	other := p.submitExport(aliceToken, map[string]any{"type": "customers"}).ID
+
+	r := p.tc(dir, aliceToken, "ls", "--search", "CUSTOMERS.CSV", "--sort", "-created", "--limit", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, march) || strings.Contains(r.stdout, april) || !strings.Contains(r.stdout, "1 of 2 tasks") {
+		t.Fatalf("ls --search --sort: exit %d\n%s", r.code, r.stdout)
+	}
+	r = p.tc(dir, aliceToken, "cancel", march, april, "tsk_NOSUCHTASK")
+	if r.code != 1 || !strings.Contains(r.stdout, march+" CANCELLED\n"+april+" CANCELLED\ntsk_NOSUCHTASK not found\n") {
+		t.Fatalf("cancel several: exit %d\n%s", r.code, r.stdout)
+	}
+	r = p.tc(dir, aliceToken, "retry", march, other)
+	if r.code != 1 || !strings.Contains(r.stdout, march+" PENDING\n"+other+" not retried: cannot retry a task that is PENDING\n") {
+		t.Fatalf("retry several: exit %d\n%s", r.code, r.stdout)
+	}
+	if got := p.task(aliceToken, april).Status; got != "CANCELLED" {
+		t.Fatalf("april's import is %s", got)
+	}
 }

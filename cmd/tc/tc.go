@@ -37,19 +37,24 @@ usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
   import FILE [--mode upsert|insert] [--sheet S] [--wait]   import customers from .xlsx or .csv
   export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
   submit TYPE --params JSON [--wait]                        submit a task of another type
-  ls [--status S,...] [--type T,...] [--limit N]            list your tasks, newest first
+  ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]
+                                                            list your tasks, newest first
   show ID                                                   a task with its attempts and log
   watch ID                                                  follow a task to its end
-  cancel ID | retry ID                                      cancel, or run again as a new attempt
+  cancel ID... | retry ID...                                cancel, or run again as a new attempt
   download ID [-o FILE]                                     the result file (-o - for stdout)
   error-report ID [-o FILE]                                 an import's rejected rows as .xlsx
 
 The server and token come from TASKCENTER_URL (default http://localhost:8080) and
 TASKCENTER_TOKEN, or --url and --token. --json prints the task as JSON for scripts.
 With a terminal, --wait and watch draw a progress bar with rows/s and ETA; otherwise they
-print a line per change. Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or
-CANCELLED (or a failed request), 3 usage or authentication error, 130 interrupted (Ctrl-C:
-the task keeps running; tc watch ID follows it again).`
+print a line per change. ls --search finds tasks by the start of their id or part of their
+title or file name; --sort is created (newest first), duration (longest first) or failed
+(most rejected rows first), reversed with a leading - (-created: oldest first). cancel and
+retry take several ids and say what happened to each (exit 1 unless every one was done).
+Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or CANCELLED (or a failed
+request), 3 usage or authentication error, 130 interrupted (Ctrl-C: the task keeps running;
+tc watch ID follows it again).`
 
 // env is what the command reads and writes, so tests can run it in-process.
 type env struct {
@@ -158,8 +163,11 @@ func (t *cli) flags(name string) *flag.FlagSet {
 	return fs
 }
 
+// oneOrMore, as parse's count of positional arguments, takes any number but none.
+const oneOrMore = -1
+
 // parse parses flags wherever they stand among the positional arguments and checks their
-// count.
+// count (or that there is one at least: oneOrMore).
 func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]string, error) {
 	var pos []string
 	for {
@@ -175,7 +183,7 @@ func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]stri
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	if len(pos) != positional {
+	if (positional == oneOrMore && len(pos) == 0) || (positional != oneOrMore && len(pos) != positional) {
 		return nil, usagef("usage: tc %s %s", fs.Name(), what)
 	}
 	return pos, nil
@@ -372,24 +380,41 @@ func (t *cli) summary(task *client.Task) {
 func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
 	fs := t.flags("ls")
 	var status, types multiFlag
+	search := fs.String("search", "", "tasks whose id starts with it, or whose title or file name holds it")
 	fs.Var(&status, "status", "statuses (comma-separated or repeated)")
 	fs.Var(&types, "type", "task types (comma-separated or repeated)")
+	sort := fs.String("sort", "", "created, duration or failed (largest first); -created, -duration or -failed (smallest first)")
 	limit := fs.Int("limit", 20, "how many tasks to show (0: all)")
 	owner := fs.String("owner", "", "another user's tasks (admin)")
-	if _, err := parse(fs, args, 0, "[--status S,...] [--type T,...] [--limit N]"); err != nil {
+	if _, err := parse(fs, args, 0, "[--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]"); err != nil {
 		return 0, err
 	}
-	opts := client.ListOptions{Status: textcheck.SplitList(status), Type: textcheck.SplitList(types), Owner: *owner, PageSize: 100}
+	opts := client.ListOptions{Search: *search, Status: textcheck.SplitList(status), Type: textcheck.SplitList(types), Owner: *owner,
+		Sort: client.Sort(*sort), PageSize: 100}
 	if *limit > 0 && *limit < 100 {
 		opts.PageSize = *limit
 	}
-	var tasks []*client.Task
-	for task, err := range t.c.List(ctx, opts) {
+	var (
+		tasks  []*client.Task
+		total  int64
+		cursor string
+	)
+	for {
+		page, err := t.c.ListPage(ctx, opts, cursor)
 		if err != nil {
 			return 0, err
 		}
-		tasks = append(tasks, task)
-		if *limit > 0 && len(tasks) >= *limit {
+		if cursor == "" {
+			total = page.Total
+		}
+		for i := range page.Items {
+			if *limit > 0 && len(tasks) >= *limit {
+				break
+			}
+			tasks = append(tasks, &page.Items[i])
+		}
+		cursor = page.NextCursor
+		if cursor == "" || len(page.Items) == 0 || (*limit > 0 && len(tasks) >= *limit) {
 			break
 		}
 	}
@@ -400,6 +425,9 @@ func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
 	for _, task := range tasks {
 		fmt.Fprintf(t.stdout, "%-30s  %-16s  %-15s  %7d%%  %s\n", task.ID, task.Type, task.Status, task.Progress.Percent,
 			task.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	if int64(len(tasks)) < total {
+		fmt.Fprintf(t.stdout, "%d of %d tasks (--limit 0 for all)\n", len(tasks), total)
 	}
 	return exitSuccess, nil
 }
@@ -462,27 +490,79 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 }
 
 func (t *cli) actCmd(ctx context.Context, cmd string, args []string) (int, error) {
-	pos, err := parse(t.flags(cmd), args, 1, "ID")
+	ids, err := parse(t.flags(cmd), args, oneOrMore, "ID...")
 	if err != nil {
 		return 0, err
+	}
+	if len(ids) > 1 {
+		return t.actMany(ctx, cmd, ids)
 	}
 	act := t.c.Cancel
 	if cmd == "retry" {
 		act = t.c.Retry
 	}
-	task, err := act(ctx, pos[0])
+	task, err := act(ctx, ids[0])
 	if err != nil {
 		return 0, err
 	}
 	if t.json {
 		return exitSuccess, t.printJSON(task)
 	}
-	state := task.Status
-	if task.CancelRequested && task.Status == client.StatusRunning {
-		state = "RUNNING, cancel requested: it stops at its next batch"
-	}
-	fmt.Fprintf(t.stdout, "%s %s\n", task.ID, state)
+	fmt.Fprintf(t.stdout, "%s %s\n", task.ID, taskState(task))
 	return exitSuccess, nil
+}
+
+// taskState is a task's status in words, saying when a running task was asked to stop.
+func taskState(task *client.Task) string {
+	if task.CancelRequested && task.Status == client.StatusRunning {
+		return "RUNNING, cancel requested: it stops at its next batch"
+	}
+	return string(task.Status)
+}
+
+// actMany cancels or retries several tasks, client.MaxBulk to a request, and says what
+// happened to each: exit 0 when every one was done, 1 otherwise.
+func (t *cli) actMany(ctx context.Context, cmd string, ids []string) (int, error) {
+	act := t.c.CancelMany
+	if cmd == "retry" {
+		act = t.c.RetryMany
+	}
+	var results []client.BulkResult
+	for chunk := range slices.Chunk(ids, client.MaxBulk) {
+		res, err := act(ctx, chunk...)
+		if err != nil {
+			t.printResults(cmd, results) // what was done before the request that failed
+			return 0, err
+		}
+		results = append(results, res...)
+	}
+	code := exitSuccess
+	for _, r := range results {
+		if r.Outcome != client.BulkDone {
+			code = exitFailed
+		}
+	}
+	if t.json {
+		return code, t.printJSON(results)
+	}
+	t.printResults(cmd, results)
+	return code, nil
+}
+
+func (t *cli) printResults(cmd string, results []client.BulkResult) {
+	if t.json {
+		return
+	}
+	for _, r := range results {
+		switch {
+		case r.Outcome == client.BulkDone && r.Task != nil:
+			fmt.Fprintf(t.stdout, "%s %s\n", r.ID, taskState(r.Task))
+		case r.Outcome == client.BulkNotFound:
+			fmt.Fprintf(t.stdout, "%s not found\n", r.ID)
+		default:
+			fmt.Fprintf(t.stdout, "%s not %s: %s\n", r.ID, map[string]string{"cancel": "cancelled", "retry": "retried"}[cmd], r.Message)
+		}
+	}
 }
 
 func (t *cli) downloadCmd(ctx context.Context, cmd string, args []string) (int, error) {

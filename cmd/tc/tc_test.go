@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -126,5 +129,101 @@ func TestInterruptWhileWaitingExits130(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(errb.String(), "keeps running") ||
 		!strings.Contains(errb.String(), "tc watch tsk_1") || !strings.Contains(errb.String(), "tc cancel tsk_1") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// Several ids go to the bulk action, a hundred to a request; each task's line says what
+// happened to it, and the exit code is 1 unless every one was done. One id keeps the single
+// action.
+func TestCancelAndRetrySeveralSayWhatHappenedToEach(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ IDs []string }
+		json.NewDecoder(r.Body).Decode(&req) //nolint:errcheck
+		mu.Lock()
+		requests = append(requests, fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, len(req.IDs)))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/tasks/tsk_ONE/cancel" {
+			fmt.Fprint(w, `{"id":"tsk_ONE","type":"bench:noop","status":"CANCELLED"}`)
+			return
+		}
+		var results []string
+		for _, id := range req.IDs {
+			switch {
+			case strings.HasPrefix(id, "tsk_RUN"):
+				results = append(results, fmt.Sprintf(`{"id":%q,"outcome":"done","task":{"id":%q,"status":"RUNNING","cancel_requested":true}}`, id, id))
+			case strings.HasPrefix(id, "tsk_END"):
+				results = append(results, fmt.Sprintf(`{"id":%q,"outcome":"not_allowed","code":"status_conflict","message":"cannot cancel a task that is SUCCESS"}`, id))
+			case strings.HasPrefix(id, "tsk_GONE"):
+				results = append(results, fmt.Sprintf(`{"id":%q,"outcome":"not_found","code":"task_not_found","message":"no task with this id is visible to you"}`, id))
+			default:
+				status := map[string]string{"/api/v1/tasks/cancel": "CANCELLED", "/api/v1/tasks/retry": "PENDING"}[r.URL.Path]
+				results = append(results, fmt.Sprintf(`{"id":%q,"outcome":"done","task":{"id":%q,"status":%q}}`, id, id, status))
+			}
+		}
+		fmt.Fprintf(w, `{"results":[%s]}`, strings.Join(results, ","))
+	}))
+	t.Cleanup(srv.Close)
+	const token = "good-token-0123456789"
+
+	code, out, _ := runTC(t, srv.URL, token, "cancel", "tsk_A", "tsk_RUN1", "tsk_END1", "tsk_GONE1")
+	want := "tsk_A CANCELLED\ntsk_RUN1 RUNNING, cancel requested: it stops at its next batch\n" +
+		"tsk_END1 not cancelled: cannot cancel a task that is SUCCESS\ntsk_GONE1 not found\n"
+	if code != exitFailed || out != want {
+		t.Errorf("cancel several: exit %d\n%s", code, out)
+	}
+	code, out, _ = runTC(t, srv.URL, token, "retry", "tsk_A", "tsk_B")
+	if code != exitSuccess || out != "tsk_A PENDING\ntsk_B PENDING\n" {
+		t.Errorf("retry several: exit %d\n%s", code, out)
+	}
+	code, out, _ = runTC(t, srv.URL, token, "cancel", "tsk_A", "tsk_END1", "--json")
+	var results []map[string]any
+	if err := json.Unmarshal([]byte(out), &results); err != nil || code != exitFailed || len(results) != 2 || results[1]["outcome"] != "not_allowed" {
+		t.Errorf("cancel several --json: exit %d %v\n%s", code, err, out)
+	}
+	if code, out, _ = runTC(t, srv.URL, token, "cancel", "tsk_ONE"); code != exitSuccess || out != "tsk_ONE CANCELLED\n" {
+		t.Errorf("cancel one: exit %d %q", code, out)
+	}
+	ids := make([]string, 250)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("tsk_%03d", i)
+	}
+	mu.Lock()
+	requests = nil
+	mu.Unlock()
+	if code, out, _ = runTC(t, srv.URL, token, append([]string{"cancel"}, ids...)...); code != exitSuccess || strings.Count(out, " CANCELLED\n") != 250 {
+		t.Errorf("cancel 250: exit %d, %d lines", code, strings.Count(out, "\n"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"POST /api/v1/tasks/cancel 100", "POST /api/v1/tasks/cancel 100", "POST /api/v1/tasks/cancel 50"}; !slices.Equal(requests, want) {
+		t.Errorf("250 ids went as %q", requests)
+	}
+	if code, _, errOut := runTC(t, srv.URL, token, "retry"); code != exitUsage || !strings.Contains(errOut, "usage: tc retry ID...") {
+		t.Errorf("retry without ids: exit %d %q", code, errOut)
+	}
+}
+
+// ls sends the search and the sort, and says how many tasks there are beyond those shown.
+func TestLsSearchesSortsAndCountsWhatItLeftOut(t *testing.T) {
+	t.Parallel()
+	var query string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query = r.URL.RawQuery
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"items":[{"id":"tsk_A","type":"import:customers","status":"FAILED","created_at":"2026-12-01T08:00:00Z"},`+
+			`{"id":"tsk_B","type":"import:customers","status":"FAILED","created_at":"2026-12-01T08:00:00Z"}],"next_cursor":"x","total":7,`+
+			`"counts":{"FAILED":7}}`)
+	}))
+	t.Cleanup(srv.Close)
+	code, out, _ := runTC(t, srv.URL, "good-token-0123456789", "ls", "--search", "budget 2026", "--sort", "-failed", "--limit", "2")
+	if code != exitSuccess || !strings.Contains(out, "tsk_B") || !strings.HasSuffix(out, "2 of 7 tasks (--limit 0 for all)\n") {
+		t.Errorf("ls: exit %d\n%s", code, out)
+	}
+	if query != "limit=2&q=budget+2026&sort=-failed" {
+		t.Errorf("ls asked %q", query)
 	}
 }

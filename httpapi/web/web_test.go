@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"io/fs"
 	"regexp"
 	"testing"
@@ -24,5 +25,57 @@ func TestEveryEmbeddedFileRefersOnlyToThisServer(t *testing.T) {
 	})
 	if n < 10 { // 6 templates, 2 dictionaries, a script and a style sheet
 		t.Fatalf("only %d embedded files", n)
+	}
+}
+
+// Every word the page shows is in both languages: the dictionaries name the same keys, every
+// key the templates and the script ask for is there, and the Chinese one holds no English
+// left untranslated (only the switch to English is written in English).
+func TestEveryWordIsInBothLanguages(t *testing.T) {
+	t.Parallel()
+	dict := map[string]map[string]string{}
+	for _, lang := range []string{"en", "zh"} {
+		b, err := files.ReadFile("i18n/" + lang + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		dict[lang] = m
+	}
+	for k := range dict["zh"] {
+		if _, ok := dict["en"][k]; !ok {
+			t.Errorf("zh.json has %q, en.json does not", k)
+		}
+	}
+	han := regexp.MustCompile(`\p{Han}`)
+	for k, v := range dict["zh"] {
+		if k != "nav.lang" && !han.MatchString(v) {
+			t.Errorf("zh.json %q is not Chinese: %q", k, v)
+		}
+	}
+	used := map[string]bool{}
+	for _, pattern := range []string{"templates/*.html", "assets/app.js"} {
+		names, _ := fs.Glob(files, pattern)
+		for _, name := range names {
+			b, _ := files.ReadFile(name)
+			// A key written whole; t('status.' + s) builds one of a family the dictionaries
+			// hold whole.
+			for _, m := range regexp.MustCompile(`\{\{t "([^"]+)"\}\}|\bt\('([^']+[^.'])'`).FindAllSubmatch(b, -1) {
+				used[string(m[1])+string(m[2])] = true
+			}
+		}
+	}
+	if len(used) < 50 {
+		t.Fatalf("found only %d words in use", len(used))
+	}
+	for k := range used {
+		for _, lang := range []string{"en", "zh"} {
+			if _, ok := dict[lang][k]; !ok {
+				t.Errorf("%q is used but not in %s.json", k, lang)
+			}
+		}
 	}
 }

@@ -23,6 +23,8 @@ const (
 	MaxFilterItems = 20
 	// MaxTypeName caps one task type name in a filter.
 	MaxTypeName = 100
+	// MaxSearch caps a task search term (characters): room for a whole file name.
+	MaxSearch = 200
 
 	minFilterUnix = 0            // 1970-01-01T00:00:00Z
 	maxFilterUnix = 253402300799 // 9999-12-31T23:59:59Z
@@ -133,6 +135,7 @@ func (f TaskFilter) Validate() error {
 		}
 	}
 	c.text("owner", f.Owner, config.MaxOwner) // a qualified name (oidc:…) outgrows MaxFilterText
+	c.text("q", f.Search, MaxSearch)
 	c.time("created_from", f.CreatedFrom)
 	c.time("created_to", f.CreatedTo)
 	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {

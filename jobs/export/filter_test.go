@@ -43,6 +43,8 @@ func TestFilterBounds(t *testing.T) {
 		{},
 		{CreatedFrom: at("1970-01-01T00:00:00Z"), CreatedTo: at("9999-12-31T23:59:59Z")},
 		{Statuses: []store.Status{store.StatusFailed}, Types: []string{"?", "$1", "a::b", `\`}, Owner: "o'brien"},
+		{Search: strings.Repeat("名", MaxSearch)},
+		{Search: `100%_\`},
 	}
 	for _, f := range ok {
 		if err := f.Validate(); err != nil {
@@ -55,6 +57,7 @@ func TestFilterBounds(t *testing.T) {
 		"status":       {Statuses: []store.Status{"failed"}},
 		"type":         {Types: []string{strings.Repeat("t", MaxTypeName+1)}},
 		"owner":        {Owner: "a\xffb"},
+		"q":            {Search: strings.Repeat("x", MaxSearch+1)},
 	}
 	for field, f := range bad {
 		var ferr *FilterError

@@ -29,6 +29,9 @@ type TaskFilter struct {
 	Owner       string         `json:"owner,omitempty"`
 	CreatedFrom *time.Time     `json:"created_from,omitempty"`
 	CreatedTo   *time.Time     `json:"created_to,omitempty"`
+	// Search finds tasks by the start of their id, or part of their title or file name
+	// (store.ListFilter.Search says how).
+	Search string `json:"q,omitempty"`
 }
 
 // Tasks is the export:tasks handler.
@@ -70,7 +73,7 @@ func (taskSource) header() []string {
 func (s taskSource) filter() store.ListFilter {
 	return store.ListFilter{
 		Statuses: s.p.Filter.Statuses, Types: s.p.Filter.Types, Owner: s.p.Filter.Owner,
-		CreatedFrom: s.p.Filter.CreatedFrom, CreatedTo: s.p.Filter.CreatedTo,
+		CreatedFrom: s.p.Filter.CreatedFrom, CreatedTo: s.p.Filter.CreatedTo, Search: s.p.Filter.Search,
 	}
 }
 

@@ -7,7 +7,6 @@ package customers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -169,7 +168,7 @@ func (q Query) conditions() *pg.Conditions {
 		c.And("level = " + c.Arg(q.Level))
 	}
 	if q.CodePrefix != "" {
-		c.And("code LIKE " + c.Arg(escapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
+		c.And("code LIKE " + c.Arg(pg.EscapeLike(q.CodePrefix)+"%") + ` ESCAPE '\'`)
 	}
 	return c
 }
@@ -191,11 +190,6 @@ func Page(ctx context.Context, tx bun.Tx, db *bun.DB, q Query, after int64, limi
 	err := pg.All(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
 		c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), c.Args...)
 	return rows, err
-}
-
-// escapeLike escapes LIKE's wildcards (and its escape character) in s.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // ExportPlans returns Postgres' plan for the count and the first page of a customer export

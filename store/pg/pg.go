@@ -142,6 +142,12 @@ func (c *Conditions) Where() string {
 	return " WHERE " + strings.Join(c.terms, " AND ")
 }
 
+// EscapeLike makes s match itself in a LIKE pattern with the default escape character (\):
+// its % and _ are no wildcards.
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
 // Prefixed qualifies each column of a list with a table alias.
 func Prefixed(alias, columns string) string {
 	parts := strings.Split(columns, ",")

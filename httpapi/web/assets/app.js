@@ -290,45 +290,76 @@
   }
 
   // ---- My tasks ----------------------------------------------------------------------------
+  // The list finds and acts through the API alone. The search, the filters, the status tab,
+  // the sort and the page size live in the address (dates as the date inputs show them), so
+  // a reload or the language switch keeps them; the status tabs show the answer's counts;
+  // the ticked tasks are cancelled or retried by one bulk request whose answer says what
+  // happened to each.
   function listPage() {
     var form = $('#filters');
     var tbody = $('#tasks tbody');
     var msg = $('#list-msg');
     var live = $('#live');
-    var rows = {};        // id → {tr, view}
-    var stack = [];       // cursors of the pages before this one
+    var tabs = $('#status-tabs');
+    var answerBox = $('#bulk-answer');
+    var selectAll = $('#select-all');
+    var fields = ['q', 'type', 'owner', 'created_from', 'created_to', 'sort', 'limit'];
+    var statuses = Array.prototype.map.call(tabs.querySelectorAll('button'), function (b) { return b.getAttribute('data-status'); });
+    var rows = {};        // id → {tr, view, pick, …}
+    var selected = {};    // id → true: the ticked tasks of this page
+    var stack = [];       // [cursor, at] of the pages before this one
     var cursor = '';
+    var at = 0;           // how many tasks come before this page
+    var shown = 0;        // how many this page shows
     var next = '';
+    var status = '';      // the status tab
+    var busy = false;     // a bulk action is under way
+    var seq = 0;          // the latest load: an answer to an older one is dropped
     var polling = null;
+    var refreshTimer = null;
 
     var initial = new URLSearchParams(location.search);
-    Array.prototype.forEach.call(form.elements, function (f) {
-      if (f.name && initial.has(f.name)) f.value = initial.get(f.name);
+    fields.forEach(function (n) {
+      var f = form.elements[n];
+      if (f && initial.has(n)) f.value = initial.get(n);
     });
+    // A value the selects do not offer (an old or edited address) leaves them on no option.
+    if (!form.elements.sort.value) form.elements.sort.value = 'created';
+    if (!form.elements.limit.value) form.elements.limit.value = '20';
+    status = statuses.indexOf(initial.get('status') || '') >= 0 ? initial.get('status') || '' : '';
     cursor = initial.get('cursor') || '';
+    at = cursor ? Math.max(0, parseInt(initial.get('at'), 10) || 0) : 0;
 
-    function filters() {
-      var q = new URLSearchParams();
-      ['status', 'type', 'owner'].forEach(function (n) {
+    // state is the page's values as the address keeps them; defaults are left out.
+    function state() {
+      var s = new URLSearchParams();
+      fields.forEach(function (n) {
         var f = form.elements[n];
-        if (f && f.value.trim()) q.set(n, f.value.trim());
+        var v = f ? f.value.trim() : '';
+        if (!v || (n === 'sort' && v === 'created') || (n === 'limit' && v === '20')) return;
+        s.set(n, v);
       });
-      var from = form.elements.created_from.value, to = form.elements.created_to.value;
-      if (from) q.set('created_from', new Date(from + 'T00:00:00').toISOString().replace(/\.\d+Z$/, 'Z'));
-      if (to) q.set('created_to', new Date(to + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z'));
-      return q;
+      if (status) s.set('status', status);
+      return s;
     }
-    function matches(v) {
-      var q = filters();
-      if (q.get('status') && q.get('status') !== v.status) return false;
-      if (q.get('type') && q.get('type') !== v.type) return false;
-      if (q.get('owner') && q.get('owner') !== v.owner) return false;
-      return true;
+    function pageSize() { return parseInt(form.elements.limit.value, 10) || 20; }
+    // query is the API's query for the page's values.
+    function query() {
+      var q = new URLSearchParams();
+      state().forEach(function (v, k) {
+        if (k === 'created_from') v = new Date(v + 'T00:00:00').toISOString().replace(/\.\d+Z$/, 'Z');
+        else if (k === 'created_to') v = new Date(v + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z');
+        q.set(k, v);
+      });
+      q.set('limit', String(pageSize()));
+      if (cursor) q.set('cursor', cursor);
+      return q;
     }
 
     // row makes a task's row once, keeping the parts a live update changes.
     function row(v) {
       var r = { view: null };
+      r.pick = el('input', { type: 'checkbox', class: 'pick', onchange: function () { pick(v.id, r.pick.checked); } });
       r.link = el('a', { class: 'title' });
       r.type = document.createTextNode('');
       r.chip = chip(v);
@@ -336,7 +367,7 @@
       r.counts = counts(v);
       r.age = el('td', { 'data-label': t('col.age'), class: 'age' });
       r.duration = el('td', { 'data-label': t('col.duration'), class: 'duration' });
-      r.tr = el('tr', { 'data-id': v.id },
+      r.tr = el('tr', { 'data-id': v.id }, el('td', { class: 'w-pick' }, r.pick),
         el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', text: v.id }))));
       if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner') }));
       r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip));
@@ -357,6 +388,7 @@
       r.view = v;
       setAttr(r.link, 'href', '/tasks/' + encodeURIComponent(v.id));
       setText(r.link, title(v));
+      setAttr(r.pick, 'aria-label', t('bulk.select', { title: title(v) }));
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
@@ -368,52 +400,196 @@
       setAttr(r.tr, 'data-status', v.status);
       return r;
     }
-    function put(v, prepend) {
-      var isNew = !rows[v.id];
-      var r = update(v, false);
-      if (isNew) {
-        if (prepend && tbody.firstChild) tbody.insertBefore(r.tr, tbody.firstChild); else tbody.appendChild(r.tr);
+
+    // ---- selection and the bulk actions ----
+    function pick(id, on) {
+      if (on) selected[id] = true; else delete selected[id];
+      showSelection();
+    }
+    // picked lists the ticked tasks in the order the page shows them.
+    function picked() {
+      return Array.prototype.map.call(tbody.children, function (tr) { return tr.getAttribute('data-id'); })
+        .filter(function (id) { return selected[id]; });
+    }
+    function showSelection() {
+      var ids = Object.keys(rows), n = 0;
+      ids.forEach(function (id) {
+        var on = !!selected[id];
+        if (rows[id].pick.checked !== on) rows[id].pick.checked = on;
+        if (on) n++;
+      });
+      selectAll.checked = n > 0 && n === ids.length;
+      selectAll.indeterminate = n > 0 && n < ids.length;
+      selectAll.disabled = ids.length === 0;
+      setText($('#selected-count'), n ? t('bulk.selected', { n: n }) : '');
+      $('#cancel-selected').disabled = busy || n === 0;
+      $('#retry-selected').disabled = busy || n === 0;
+    }
+    selectAll.addEventListener('change', function () {
+      Object.keys(rows).forEach(function (id) { if (selectAll.checked) selected[id] = true; else delete selected[id]; });
+      showSelection();
+    });
+    // reason says why a task was not acted on, in the page's language (the server's own
+    // words, in English, in the item's title).
+    function reason(action, res) {
+      if (!zh) return res.message || res.code;
+      var r = rows[res.id], v = r && r.view;
+      if (res.code === 'status_conflict' && v) {
+        if (action === 'retry' && v.error && v.error.code === 'all_rows_rejected') return t('bulk.all_rows_rejected');
+        return t('bulk.status_refuses', { status: statusName(v.status) });
       }
+      return has('problem.' + res.code) ? t('problem.' + res.code) : res.message || res.code;
+    }
+    function showAnswer(action, results) {
+      var done = results.filter(function (res) { return res.outcome === 'done'; }).length;
+      clear(answerBox);
+      answerBox.className = 'answer' + (done < results.length ? ' bad' : '');
+      setAttr(answerBox, 'data-action', action);
+      answerBox.appendChild(el('p', { text: t('bulk.' + action + '_done', { done: done, n: results.length }) }));
+      var ul = el('ul', { id: 'bulk-results' });
+      results.forEach(function (res) {
+        var r = rows[res.id], what;
+        if (res.outcome === 'done') {
+          var v = res.task || {};
+          what = statusName(v.status) + (v.cancel_requested && !terminal(v.status) ? ' · ' + t('status.cancel_requested') : '');
+        } else if (res.outcome === 'not_found') {
+          what = t('bulk.not_found');
+        } else {
+          what = t(res.outcome === 'not_allowed' ? 'bulk.not_allowed' : 'bulk.error') + ': ' + reason(action, res);
+        }
+        ul.appendChild(el('li', { 'data-id': res.id, 'data-outcome': res.outcome, title: res.message || null },
+          el('a', { href: '/tasks/' + encodeURIComponent(res.id), text: r ? title(r.view) : res.id }), ' — ' + what));
+      });
+      answerBox.appendChild(ul);
+    }
+    function act(action) {
+      var ids = picked();
+      if (!ids.length || busy) return;
+      busy = true;
+      showSelection();
+      clear(answerBox);
+      answerBox.className = 'answer';
+      setText(answerBox, t('bulk.working', { n: ids.length }));
+      api('POST', '/api/v1/tasks/' + action, { ids: ids }).then(function (r) {
+        busy = false;
+        if (!r.ok) {
+          clear(answerBox);
+          answerBox.className = 'answer bad';
+          answerBox.appendChild(problemBlock(r));
+          showSelection();
+          return;
+        }
+        showAnswer(action, r.data.results);
+        r.data.results.forEach(function (res) { if (res.task && rows[res.id]) update(res.task, true); });
+        selected = {};
+        load(); // the counts, and the tasks that left this tab
+      });
+    }
+    $('#cancel-selected').addEventListener('click', function () { act('cancel'); });
+    $('#retry-selected').addEventListener('click', function () { act('retry'); });
+
+    // ---- the page of tasks ----
+    function showTabs(counts) {
+      var all = 0;
+      if (counts) Object.keys(counts).forEach(function (k) { all += counts[k]; });
+      Array.prototype.forEach.call(tabs.querySelectorAll('button'), function (b) {
+        var st = b.getAttribute('data-status');
+        setAttr(b, 'aria-pressed', st === status ? 'true' : 'false');
+        if (counts) setText($('.n', b), st ? counts[st] || 0 : all);
+      });
     }
     function load() {
-      var q = filters();
-      var shown = new URLSearchParams(q);
-      if (cursor) { q.set('cursor', cursor); shown.set('cursor', cursor); }
-      q.set('limit', '20');
-      var qs = shown.toString();
+      var mine = ++seq;
+      var s = state();
+      if (cursor) {
+        s.set('cursor', cursor);
+        if (at) s.set('at', String(at));
+      }
+      var qs = s.toString();
       history.replaceState(null, '', qs ? '?' + qs : location.pathname);
+      // The language switch keeps what the page shows.
+      setAttr($('#lang-switch'), 'href', '?' + (qs ? qs + '&' : '') + 'lang=' + (zh ? 'en' : 'zh'));
+      showTabs(null);
       if (!tbody.firstChild) msg.textContent = t('list.loading');
-      return api('GET', '/api/v1/tasks?' + q.toString()).then(function (r) {
+      return api('GET', '/api/v1/tasks?' + query().toString()).then(function (r) {
+        if (mine !== seq) return; // a newer load is under way
         if (!r.ok) { msg.textContent = problemText(r); return; }
+        var d = r.data;
+        if (!d.items.length && cursor) { toFirstPage(); return; } // the tasks of this page have gone
         // The page's tasks in the answer's order: the rows shown already are kept (and
         // moved only when their place changed), the others made, the rest removed.
         var keep = {}, prev = null;
-        r.data.items.forEach(function (v) {
+        d.items.forEach(function (v) {
           keep[v.id] = true;
-          prev = place(tbody, update(v, true).tr, prev);
+          var r = rows[v.id];
+          prev = place(tbody, (r && r.view && stale(r.view, v) ? r : update(v, true)).tr, prev);
         });
         Object.keys(rows).forEach(function (id) { if (!keep[id]) { drop(rows[id].tr); delete rows[id]; } });
-        next = r.data.next_cursor || '';
-        setText(msg, r.data.items.length ? '' : t('list.empty'));
+        Object.keys(selected).forEach(function (id) { if (!keep[id]) delete selected[id]; });
+        shown = d.items.length;
+        next = d.next_cursor || '';
+        setText(msg, shown ? '' : t('list.empty'));
+        showTabs(d.counts);
+        setText($('#range'), shown ? t('find.range', { from: at + 1, to: at + shown, total: d.total }) : '');
+        setAttr($('#range'), 'data-total', d.total);
         $('#next').disabled = !next;
         $('#prev').disabled = stack.length === 0 && !cursor;
+        showSelection();
       });
+    }
+    // stale: v, read from the list, is older than what its row shows already (a live event
+    // came while the read was under way); the row keeps the newer view.
+    function stale(shown, v) {
+      var a = Date.parse(shown.updated_at), b = Date.parse(v.updated_at);
+      if (a !== b) return a > b;
+      return shown.status === v.status && ((shown.progress || {}).current || 0) > ((v.progress || {}).current || 0);
+    }
+    function toFirstPage() {
+      stack = []; cursor = ''; at = 0; selected = {};
+      return load();
     }
     form.addEventListener('submit', function (e) {
       e.preventDefault();
-      stack = []; cursor = '';
-      load(); restartStream();
+      toFirstPage(); restartStream();
     });
     form.addEventListener('reset', function () {
-      setTimeout(function () { stack = []; cursor = ''; load(); restartStream(); }, 0);
+      setTimeout(function () { status = ''; toFirstPage(); restartStream(); }, 0);
     });
-    $('#next').addEventListener('click', function () { if (next) { stack.push(cursor); cursor = next; load(); } });
-    $('#prev').addEventListener('click', function () { cursor = stack.length ? stack.pop() : ''; load(); });
+    ['sort', 'limit'].forEach(function (n) { form.elements[n].addEventListener('change', toFirstPage); });
+    var typing = null;
+    form.elements.q.addEventListener('input', function () {
+      clearTimeout(typing);
+      typing = setTimeout(toFirstPage, 300);
+    });
+    tabs.addEventListener('click', function (e) {
+      var b = e.target.closest('button');
+      if (!b) return;
+      status = b.getAttribute('data-status');
+      toFirstPage();
+    });
+    $('#next').addEventListener('click', function () {
+      if (!next) return;
+      stack.push([cursor, at]);
+      at += shown; cursor = next; selected = {};
+      load();
+    });
+    $('#prev').addEventListener('click', function () {
+      var p = stack.pop() || ['', 0];
+      cursor = p[0]; at = p[1]; selected = {};
+      load();
+    });
 
+    // ---- live ----
     var es = null;
+    // A shown task changes in place; any change of status may move tasks between tabs or
+    // pages, so the page is read again, at most once a second.
     function onEvent(kind, v) {
-      if (rows[v.id]) { put(v, false); return; }
-      if (kind === 'status' && !cursor && matches(v)) put(v, true); // a new task on the first page
+      if (rows[v.id]) update(v, false);
+      if (kind === 'status') refreshSoon();
+    }
+    function refreshSoon() {
+      if (refreshTimer || polling) return;
+      refreshTimer = setTimeout(function () { refreshTimer = null; load(); }, 1000);
     }
     function setLive(on) {
       live.classList.toggle('on', on);

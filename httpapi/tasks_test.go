@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// imported creates owner's PENDING import of a file named filename, as its upload would.
+func (e *apiEnv) imported(owner, filename string) *store.Task {
+	e.t.Helper()
+	p := importer.Params{Filename: filename, Mode: importer.ModeUpsert}
+	params, err := json.Marshal(p)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	task, _, err := e.st.Create(context.Background(), store.NewTask{TaskNo: jobs.NewTaskNo(), Type: importer.Type, Owner: owner,
+		Queue: "imports", Title: p.Title(), Params: params, MaxRetry: 3, TimeoutSeconds: 60})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return task
+}
+
+// list answers GET /api/v1/tasks?query as token, failing the test unless it is a list.
+func (e *apiEnv) list(token, query string) ListView {
+	e.t.Helper()
+	rec := e.call("GET", "/api/v1/tasks?"+query, token, nil)
+	var out ListView
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+		e.t.Fatalf("list %s: %d %s", query, rec.Code, rec.Body)
+	}
+	return out
+}
+
+func ids(views []TaskView) []string {
+	out := make([]string, len(views))
+	for i, v := range views {
+		out[i] = v.ID
+	}
+	return out
+}
+
+// A search finds tasks by id, title and file name; the answer counts every status the other
+// filters select and the total of the page's filters, within the caller's tasks only.
+func TestListSearchesAndCounts(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	march := e.imported("alice", "Customers March.xlsx")
+	april := e.imported("alice", "customers-april.csv")
+	e.imported("alice", "suppliers.xlsx")
+	e.imported("bob", "Customers March.xlsx")
+	if _, err := e.st.Cancel(ctx, april.TaskNo, store.Scope{Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	e.finishedExport(nil)
+
+	all := e.list(aliceToken, "")
+	if all.Total != 4 || all.Counts[store.StatusPending] != 2 || all.Counts[store.StatusCancelled] != 1 || all.Counts[store.StatusSuccess] != 1 {
+		t.Fatalf("alice's counts: total %d %v", all.Total, all.Counts)
+	}
+	if len(all.Counts) != 8 || all.Counts[store.StatusRunning] != 0 {
+		t.Fatalf("every status is counted, zero or not: %v", all.Counts)
+	}
+
+	found := e.list(aliceToken, "q="+url.QueryEscape("CUSTOMERS"))
+	if got := ids(found.Items); !slices.Equal(got, []string{april.TaskNo, march.TaskNo}) || found.Total != 2 {
+		t.Fatalf("q=CUSTOMERS: %v total %d", got, found.Total)
+	}
+	// The status filter narrows the items and the total; the counts still show each status.
+	found = e.list(aliceToken, "q=customers&status=PENDING")
+	if got := ids(found.Items); !slices.Equal(got, []string{march.TaskNo}) || found.Total != 1 ||
+		found.Counts[store.StatusPending] != 1 || found.Counts[store.StatusCancelled] != 1 {
+		t.Fatalf("q=customers&status=PENDING: %v total %d counts %v", got, found.Total, found.Counts)
+	}
+	found = e.list(aliceToken, "q=customers&status=PENDING,CANCELLED")
+	if found.Total != 2 {
+		t.Fatalf("two statuses: total %d", found.Total)
+	}
+	// An id's start finds the task, in either case.
+	found = e.list(aliceToken, "q="+strings.ToLower(march.TaskNo[:10]))
+	if got := ids(found.Items); !slices.Contains(got, march.TaskNo) {
+		t.Fatalf("an id's start: %v", got)
+	}
+	if got := ids(e.list(aliceToken, "q="+march.TaskNo).Items); !slices.Equal(got, []string{march.TaskNo}) {
+		t.Fatalf("a whole id: %v", got)
+	}
+	// Wildcards are text; another user's tasks are not found, an admin's search finds both.
+	if got := e.list(aliceToken, "q="+url.QueryEscape("%")); got.Total != 0 || len(got.Items) != 0 {
+		t.Fatalf("q=%%: %+v", got)
+	}
+	if got := e.list(bobToken, "q=march"); got.Total != 1 {
+		t.Fatalf("bob's search: %+v", got)
+	}
+	if got := e.list(adminToken, "q=march"); got.Total != 2 || got.Counts[store.StatusPending] != 2 {
+		t.Fatalf("the admin's search: %+v", got)
+	}
+	if got := e.list(adminToken, "q=march&owner=bob"); got.Total != 1 {
+		t.Fatalf("the admin's search of bob's: %+v", got)
+	}
+}
+
+// Each sort pages through every task once, continuing with its own cursor; a cursor of
+// another sort, an unknown sort and an over-long search are refused naming the parameter.
+func TestListSortsPageWithTheirOwnCursor(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	var made []*store.Task
+	for i := range 5 {
+		made = append(made, e.imported("alice", "file"+string(rune('a'+i))+".xlsx"))
+	}
+	// Rejected rows 0, 1, 2, 0, 1 and run times of 0 to 3 seconds, the last one unfinished.
+	for i, task := range made {
+		var err error
+		if i == 4 {
+			_, err = e.pg.DB.ExecContext(ctx, `UPDATE tasks SET failed_count = ?, started_at = now() WHERE id = ?`, i%3, task.ID)
+		} else {
+			_, err = e.pg.DB.ExecContext(ctx, `UPDATE tasks SET failed_count = ?, started_at = now() - interval '1 hour',
+				finished_at = now() - interval '1 hour' + make_interval(secs => ?) WHERE id = ?`, i%3, i, task.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	numbersOf := func(idx ...int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, made[i].TaskNo)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sort string
+		want []string
+	}{
+		{"", numbersOf(4, 3, 2, 1, 0)},
+		{"created", numbersOf(4, 3, 2, 1, 0)},
+		{"-created", numbersOf(0, 1, 2, 3, 4)},
+		{"duration", numbersOf(3, 2, 1, 0, 4)},
+		{"-duration", numbersOf(0, 1, 2, 3, 4)},
+		{"failed", numbersOf(2, 4, 1, 3, 0)},
+		{"-failed", numbersOf(0, 3, 1, 4, 2)},
+	} {
+		var got []string
+		query := "limit=2"
+		if c.sort != "" {
+			query += "&sort=" + c.sort
+		}
+		page := e.list(aliceToken, query)
+		for {
+			if page.Total != 5 {
+				t.Fatalf("sort %q: total %d", c.sort, page.Total)
+			}
+			got = append(got, ids(page.Items)...)
+			if page.NextCursor == "" {
+				break
+			}
+			page = e.list(aliceToken, query+"&cursor="+page.NextCursor)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("sort %q:\n got %v\nwant %v", c.sort, got, c.want)
+		}
+	}
+
+	byFailed := e.list(aliceToken, "limit=2&sort=failed")
+	byCreated := e.list(aliceToken, "limit=2")
+	for _, c := range []struct{ query, field, says string }{
+		{"sort=created&cursor=" + byFailed.NextCursor, "cursor", "continues the sort failed, not created"},
+		{"cursor=" + byFailed.NextCursor, "cursor", "continues the sort failed"},
+		{"sort=-failed&cursor=" + byFailed.NextCursor, "cursor", "not -failed"},
+		{"sort=duration&cursor=" + byCreated.NextCursor, "cursor", "continues the sort created"},
+		{"sort=size", "sort", "must be created, -created, duration, -duration, failed or -failed"},
+		{"sort=CREATED", "sort", "must be"},
+		{"sort=", "sort", "must be"},
+		{"q=" + strings.Repeat("x", 201), "q", "at most 200"},
+	} {
+		rec := e.call("GET", "/api/v1/tasks?"+c.query, aliceToken, nil)
+		p := problemOf(t, rec)
+		if rec.Code != http.StatusBadRequest || p.Code != "invalid_query" || len(p.Errors) != 1 || p.Errors[0].Field != c.field ||
+			!strings.Contains(p.Errors[0].Message, c.says) {
+			t.Errorf("%s: %d %+v", c.query, rec.Code, p)
+		}
+	}
+	// The same cursor with its own sort continues.
+	if got := e.list(aliceToken, "limit=2&sort=failed&cursor="+byFailed.NextCursor); len(got.Items) != 2 {
+		t.Fatalf("the failed-rows cursor with its sort: %+v", got)
+	}
+}
+
+// The task export takes the list's search in its filter and writes the tasks it finds.
+func TestTaskExportFilterTakesTheSearch(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	rec := e.callJSON("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "tasks", "filter": map[string]any{"q": "march"}})
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("export with q: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.callJSON("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "tasks", "filter": map[string]any{"q": strings.Repeat("x", 201)}})
+	if p := problemOf(t, rec); rec.Code != http.StatusUnprocessableEntity || p.Code != "bad_filter" || p.Errors[0].Field != "filter.q" {
+		t.Fatalf("export with a long q: %d %+v", rec.Code, p)
+	}
+}
