@@ -102,55 +102,54 @@ func TestEveryRefusalOnEveryRouteIsAuditedOnce(t *testing.T) {
 		ops = append(ops, op{rt.pattern, method, fill.Replace(path)})
 	}
 
-	t.Run("no credential: one counted row", func(t *testing.T) {
+	// counted sends one request per route from addr with the credential cred(i) ("" for none),
+	// each checked by answer, and returns the one counted row of action they added.
+	counted := func(t *testing.T, addr, action string, cred func(i int) string, answer func(t *testing.T, o op, rec *httptest.ResponseRecorder)) audit.Event {
+		t.Helper()
 		testenv.FreshMinute(t, p.pg.DB)
 		before := p.auditCount()
-		for _, o := range ops {
-			if res := p.from("198.51.100.1", o.method, o.target, ""); res.Code != http.StatusUnauthorized {
-				t.Fatalf("%s without a credential: %d", o.pattern, res.Code)
-			}
-		}
-		row := p.countedRow(audit.ActionNoCredential, "198.51.100.1")
-		if row.Count != int64(n) || row.Actor != "" || row.Via != "" || row.Status != 401 || row.Outcome != audit.Denied ||
-			!strings.HasPrefix(row.Detail, routes[0].pattern+": unauthorized") {
-			t.Fatalf("the counted row %+v, want %d attempts, the first's detail", row, n)
+		for i, o := range ops {
+			answer(t, o, p.from(addr, o.method, o.target, cred(i)))
 		}
 		if added := p.auditCount() - before; added != 1 {
 			t.Fatalf("%d refusals added %d rows, want 1", n, added)
+		}
+		row := p.countedRow(action, addr)
+		if row.Count != int64(n) || row.Outcome != audit.Denied {
+			t.Fatalf("the counted row %+v, want %d denied attempts", row, n)
+		}
+		return row
+	}
+	unauthorized := func(t *testing.T, o op, rec *httptest.ResponseRecorder) {
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("%s: %d, want 401", o.pattern, rec.Code)
+		}
+	}
+
+	t.Run("no credential: one counted row", func(t *testing.T) {
+		row := counted(t, "198.51.100.1", audit.ActionNoCredential, func(int) string { return "" }, unauthorized)
+		if row.Actor != "" || row.Via != "" || row.Status != 401 || !strings.HasPrefix(row.Detail, routes[0].pattern+": unauthorized") {
+			t.Fatalf("the counted row %+v, want the first's detail", row)
 		}
 	})
 
 	t.Run("a refused credential: one counted row, and the address is throttled at the limit", func(t *testing.T) {
-		testenv.FreshMinute(t, p.pg.DB)
-		before := p.auditCount()
-		for i, o := range ops {
-			if res := p.from("198.51.100.2", o.method, o.target, fmt.Sprintf("junk-token-%03d-000000", i)); res.Code != http.StatusUnauthorized {
-				t.Fatalf("%s with a junk token: %d", o.pattern, res.Code)
-			}
-		}
-		if row := p.countedRow(audit.ActionBadCredential, "198.51.100.2"); row.Count != int64(n) || row.Via != "bearer" || row.Status != 401 {
-			t.Fatalf("the counted row %+v, want %d attempts", row, n)
-		}
-		if added := p.auditCount() - before; added != 1 {
-			t.Fatalf("%d refusals added %d rows, want 1", n, added)
+		row := counted(t, "198.51.100.2", audit.ActionBadCredential, func(i int) string { return fmt.Sprintf("junk-token-%03d-000000", i) }, unauthorized)
+		if row.Via != "bearer" || row.Status != 401 {
+			t.Fatalf("the counted row %+v", row)
 		}
 	})
 
 	t.Run("throttled: 429 with Retry-After on every route, one counted row", func(t *testing.T) {
-		testenv.FreshMinute(t, p.pg.DB)
-		before := p.auditCount()
-		for i, o := range ops {
-			rec := p.from("198.51.100.2", o.method, o.target, fmt.Sprintf("more-junk-%03d-0000000", i))
-			retry, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
-			if pr := problemOf(t, rec); rec.Code != http.StatusTooManyRequests || pr.Code != "too_many_failures" || retry < 1 || retry > 60 {
-				t.Fatalf("%s past the limit: %d %s Retry-After %q", o.pattern, rec.Code, pr.Code, rec.Header().Get("Retry-After"))
-			}
-		}
-		if row := p.countedRow(audit.ActionThrottled, "198.51.100.2"); row.Count != int64(n) || row.Via != "bearer" || row.Status != 429 || row.Outcome != audit.Denied {
-			t.Fatalf("the counted row %+v, want %d attempts", row, n)
-		}
-		if added := p.auditCount() - before; added != 1 {
-			t.Fatalf("%d throttled attempts added %d rows, want 1", n, added)
+		row := counted(t, "198.51.100.2", audit.ActionThrottled, func(i int) string { return fmt.Sprintf("more-junk-%03d-0000000", i) },
+			func(t *testing.T, o op, rec *httptest.ResponseRecorder) {
+				retry, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
+				if pr := problemOf(t, rec); rec.Code != http.StatusTooManyRequests || pr.Code != "too_many_failures" || retry < 1 || retry > 60 {
+					t.Fatalf("%s past the limit: %d %s Retry-After %q", o.pattern, rec.Code, pr.Code, rec.Header().Get("Retry-After"))
+				}
+			})
+		if row.Via != "bearer" || row.Status != 429 {
+			t.Fatalf("the counted row %+v", row)
 		}
 		// Junk from one client behind the proxy throttles that client, not the proxy's others.
 		if res := p.from("198.51.100.3", "GET", "/api/v1/tasks", "junk-token-elsewhere-00"); res.Code != http.StatusUnauthorized {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -47,14 +48,12 @@ func Paths(s, dataDir string) string {
 var secretKeys = []string{"token", "authorization", "password", "secret", "cookie", "webhook_url"}
 
 // IsSecretKey reports whether a field named key holds a secret.
-func IsSecretKey(key string) bool {
-	k := strings.ToLower(key)
-	for _, s := range secretKeys {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
+func IsSecretKey(key string) bool { return namesAny(key, secretKeys) }
+
+// namesAny reports whether name, in any case, contains one of words.
+func namesAny(name string, words []string) bool {
+	n := strings.ToLower(name)
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(n, w) })
 }
 
 // String applies every mask to free text: URLs are masked as URLs (URLs) and the text between
@@ -174,15 +173,7 @@ func maskURL(raw, dataDir string) string {
 // code and state, presigned URLs' X-Amz-Signature and X-Amz-Credential, api keys.
 var credentialParams = []string{"sig", "key", "code", "state", "credential", "auth", "session", "pass", "nonce", "verifier"}
 
-func isCredentialParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range credentialParams {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
+func isCredentialParam(name string) bool { return namesAny(name, credentialParams) }
 
 // looksLikeKey reports whether a path segment or value looks like a generated secret rather
 // than a word a person chose: 20 characters or more of letters mixed with digits, or 32 or

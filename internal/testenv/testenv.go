@@ -104,16 +104,17 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
-// FreshMinute returns once db's clock has at least 40 seconds left in its minute: the audit
-// trail counts refusals per minute by that clock, and a minute turning in the middle of a test
-// would rightly split one count in two rows.
+// FreshMinute returns once db's clock has at least 20 seconds left in its minute (waiting
+// for the next minute when it has less): the audit trail counts refusals per minute by that
+// clock, and a minute turning in the middle of a test would rightly split one count in two
+// rows. A test step that needs it takes a few seconds.
 func FreshMinute(t testing.TB, db *bun.DB) {
 	t.Helper()
-	Eventually(t, 30*time.Second, "a minute with 40 s left on the database's clock", func() bool {
-		var left float64
-		if err := db.QueryRow(`SELECT 60 - extract(second FROM now())`).Scan(&left); err != nil {
-			t.Fatalf("testenv: read the database's clock: %v", err)
-		}
-		return left >= 40
-	})
+	var left float64
+	if err := db.QueryRow(`SELECT 60 - extract(second FROM clock_timestamp())`).Scan(&left); err != nil {
+		t.Fatalf("testenv: read the database's clock: %v", err)
+	}
+	if left < 20 {
+		time.Sleep(time.Duration(left*float64(time.Second)) + 100*time.Millisecond)
+	}
 }
