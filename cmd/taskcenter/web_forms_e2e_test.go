@@ -18,6 +18,7 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	e := newEnv(t, nil)
 	api := e.start("api") // no worker: the exports wait, so they can be counted
 	b.signIn(api.base, aliceToken)
+	b.wait("an empty list that offers the first step", `!!document.querySelector("#list-msg #empty-import") && !!document.querySelector("#list-msg #empty-export")`, 10*time.Second)
 	b.run("the export form", chromedp.Navigate(api.base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
 	b.run("submit it twice at once", chromedp.Evaluate[chromedp.Void](
 		`(() => { const f = document.querySelector("#export-form");
@@ -42,7 +43,7 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	b.wait("the task's page", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
 	b.wait("the facts", `(() => {
 		const dd = [...document.querySelectorAll("#task-facts dd")].map(d => [d.innerText, d.title]);
-		return dd.some(([text]) => text === "City: Shanghai") &&
+		return dd.some(([text]) => text === "City: Shanghai") && document.querySelector("#task-title").innerText === "Customer export · City: Shanghai" &&
 			dd.some(([text, title]) => / UTC([+-]\d+(:\d\d)?)?$/.test(text) && /Z$/.test(title));
 	})()`, 10*time.Second)
 	if ws := eval[string](b, `getComputedStyle(document.querySelector("#task-no")).whiteSpace`); ws != "nowrap" {

@@ -224,7 +224,8 @@
     var p = v.params || {};
     if (p.filename) return p.filename;
     var name = typeName(v.type);
-    var parts = filterParts(p.filter, false);
+    // Labelled ("Status: Failed"), so a filter's value never reads as the task's own status.
+    var parts = filterParts(p.filter, true);
     return parts.length ? name + ' · ' + parts.join(' · ') : name;
   }
 
@@ -528,7 +529,7 @@
         Object.keys(selected).forEach(function (id) { if (!keep[id]) delete selected[id]; });
         shown = d.items.length;
         next = d.next_cursor || '';
-        setText(msg, shown ? '' : t('list.empty'));
+        emptyState(msg, shown);
         showTabs(d.counts);
         setText($('#range'), shown ? t('find.range', { from: at + 1, to: at + shown, total: d.total }) : '');
         setAttr($('#range'), 'data-total', d.total);
@@ -616,6 +617,22 @@
         setText(r.duration, duration(r.view));
       });
     }, 5000);
+  }
+
+  // emptyState says why the list is empty and offers the next step: with filters, to reset
+  // them; without, to start the first import or export.
+  function emptyState(msg, shown) {
+    clear(msg);
+    if (shown) return;
+    var filtered = /[?&](q|status|type|owner|created_from|created_to)=[^&]/.test(location.search);
+    msg.appendChild(document.createTextNode(t(filtered ? 'list.empty' : 'list.none') + ' '));
+    if (filtered) {
+      msg.appendChild(el('a', { href: '/', id: 'empty-reset', text: t('filter.reset') }));
+      return;
+    }
+    msg.appendChild(el('a', { href: '/new/import', id: 'empty-import', class: 'button primary', text: t('nav.import') }));
+    msg.appendChild(document.createTextNode(' '));
+    msg.appendChild(el('a', { href: '/new/export', id: 'empty-export', class: 'button', text: t('nav.export') }));
   }
 
   // ---- Task detail -------------------------------------------------------------------------
