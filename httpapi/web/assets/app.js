@@ -769,7 +769,7 @@
       show($('#rejected-breakdown'), b.length > 0);
       show($('#rejected'), b.length > 0 || !$('#rejected-rows-title').hidden);
       fillList($('#rejected-fields'), b.length, function (i, li) {
-        if (!li) { li = el('li'); li.appendChild(el('span')); li.appendChild(el('span', { class: 'n' })); }
+        if (!li) li = el('li', null, el('span'), ' ', el('span', { class: 'n' }));
         var f = b[i].field;
         setAttr(li, 'data-field', f);
         setText(li.firstChild, has('field.' + f) ? t('field.' + f) : f);
