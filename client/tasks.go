@@ -46,6 +46,16 @@ type Task struct {
 	Archived bool `json:"archived,omitempty"`
 	// CancelledBy is who cancelled the task (or asked to) and when (Get only).
 	CancelledBy *CancelledBy `json:"cancelled_by,omitempty"`
+	// RejectedBreakdown counts an import's rejected rows by the field at fault, most first
+	// (Get only; empty when no row was rejected).
+	RejectedBreakdown []FieldCount `json:"rejected_breakdown,omitempty"`
+}
+
+// FieldCount is how many rejected rows one field was at fault in; a row rejected for
+// several fields counts under each.
+type FieldCount struct {
+	Field string `json:"field"`
+	Count int64  `json:"count"`
 }
 
 // CancelledBy is who cancelled a task and when, from the audit trail.

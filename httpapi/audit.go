@@ -76,6 +76,7 @@ func auditAction(pattern string) string {
 		"POST /api/v1/tasks/retry":                                   audit.ActionTaskRetry,
 		"GET /api/v1/tasks/{id}/result":                              "task.download_result",
 		"GET /api/v1/tasks/{id}/error-report":                        "task.download_error_report",
+		"GET /api/v1/tasks/{id}/logs.txt":                            "task.download_log",
 		"POST /api/v1/schedules":                                     "schedule.create",
 		"POST /api/v1/schedules/{id}/pause":                          "schedule.pause",
 		"POST /api/v1/schedules/{id}/resume":                         "schedule.resume",

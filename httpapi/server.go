@@ -231,6 +231,8 @@ func apiRoutes() []route {
 		{"POST /api/v1/tasks/retry", routeOf(taskRoutes.retryTasks), false},
 		{"GET /api/v1/tasks/{id}/result", routeOf(taskRoutes.downloadResult), false},
 		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
+		{"GET /api/v1/tasks/{id}/logs", routeOf(taskRoutes.listLogs), false},
+		{"GET /api/v1/tasks/{id}/logs.txt", routeOf(taskRoutes.downloadLog), false},
 		{"POST /api/v1/webhooks", routeOf(webhookRoutes.createWebhook), false},
 		{"GET /api/v1/webhooks", routeOf(webhookRoutes.listWebhooks), false},
 		{"GET /api/v1/webhooks/{id}", routeOf(webhookRoutes.getWebhook), false},

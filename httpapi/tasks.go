@@ -163,7 +163,7 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if err != nil {
 		return err
 	}
-	v, err := s.detail(ctx, t, s.Store.Runs, s.Store.RecentLogs)
+	v, err := s.detail(ctx, t, false, s.Store.Runs, s.Store.RecentLogs)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id s
 	if err != nil {
 		return err
 	}
-	v, err := s.detail(ctx, t, s.Store.ArchivedRuns, s.Store.ArchivedLogs)
+	v, err := s.detail(ctx, t, true, s.Store.ArchivedRuns, s.Store.ArchivedLogs)
 	if err != nil {
 		return err
 	}
@@ -189,9 +189,10 @@ func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id s
 	return nil
 }
 
-// detail renders t with its attempts and its recent log, read through readRuns and readLogs:
-// the live tables' for a task, the archive's for an archived one.
-func (s *Server) detail(ctx context.Context, t *store.Task, readRuns func(context.Context, int64) ([]store.Run, error),
+// detail renders t with its attempts, its recent log and the count of its rejected rows by
+// field, read through readRuns and readLogs: the live tables' for a task, the archive's for
+// an archived one.
+func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readRuns func(context.Context, int64) ([]store.Run, error),
 	readLogs func(context.Context, int64, int) ([]store.LogEntry, error)) (DetailView, error) {
 	runs, err := readRuns(ctx, t.ID)
 	if err != nil {
@@ -208,7 +209,16 @@ func (s *Server) detail(ctx context.Context, t *store.Task, readRuns func(contex
 			Error: r.Error, StartedAt: r.StartedAt.UTC(), FinishedAt: taskview.UTC(r.FinishedAt)}
 	}
 	for i, l := range logs {
-		v.Logs[i] = LogView{At: l.CreatedAt.UTC(), Attempt: l.Attempt, Level: l.Level, Message: l.Message}
+		v.Logs[i] = logView(l)
+	}
+	if t.FailedCount > 0 {
+		counts, err := s.Store.RejectedByField(ctx, t.ID, archived)
+		if err != nil {
+			return DetailView{}, err
+		}
+		for _, c := range counts {
+			v.RejectedBreakdown = append(v.RejectedBreakdown, FieldCountView{Field: c.Field, Count: c.Count})
+		}
 	}
 	return v, nil
 }

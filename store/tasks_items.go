@@ -61,3 +61,31 @@ func (s *Tasks) Items(ctx context.Context, taskID int64, afterRow, limit int) ([
 	}
 	return items, nil
 }
+
+// FieldCount is how many of a task's rejected rows one field was at fault in.
+type FieldCount struct {
+	Field string `bun:"field"`
+	Count int64  `bun:"count"`
+}
+
+// RejectedByField counts a task's rejected rows by the field at fault, most first (ties by
+// field name): a row rejected for its phone and its email counts once under each. The
+// grouping is by field only: the stored message is free text carrying the row's own values
+// ("K001 already appears in row 7"), with no stable reason code to group by. archived reads
+// the archive's copy of the rows.
+func (s *Tasks) RejectedByField(ctx context.Context, taskID int64, archived bool) ([]FieldCount, error) {
+	table := "task_items"
+	if archived {
+		table = "task_items_archive"
+	}
+	var out []FieldCount
+	err := pg.All(ctx, s.db, s.db.DB, &out, `
+		SELECT f AS field, count(*) AS count
+		FROM `+table+` i, unnest(string_to_array(i.field, ',')) AS f
+		WHERE i.task_id = $1 AND f <> ''
+		GROUP BY f ORDER BY count(*) DESC, f`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("count rejected rows of task %d by field: %w", taskID, err)
+	}
+	return out, nil
+}

@@ -103,7 +103,11 @@ func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("error-report: exit %d", r.code)
 	}
-	if rows := xlsxRows(t, filepath.Join(dir, "rejected.xlsx")); len(rows) != 8 {
+	report, err := os.ReadFile(filepath.Join(dir, "rejected.xlsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := readReport(t, report); len(rows) != 8 {
 		t.Fatalf("error report has %d rows, want a header and 7", len(rows))
 	}
 

@@ -21,12 +21,29 @@ import (
 // readSheet opens a downloaded .xlsx and returns the rows of its first sheet.
 func readSheet(t *testing.T, body []byte) [][]string {
 	t.Helper()
+	return readSheetAt(t, body, 0)
+}
+
+// readReport reads the rejected rows of an error report: its last sheet, after the summary
+// by field.
+func readReport(t *testing.T, body []byte) [][]string {
+	t.Helper()
+	return readSheetAt(t, body, -1)
+}
+
+// readSheetAt reads sheet i of a workbook (negative: counted from the end).
+func readSheetAt(t *testing.T, body []byte, i int) [][]string {
+	t.Helper()
 	f, err := excelize.OpenReader(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("download is not a valid .xlsx: %v", err)
 	}
 	defer f.Close()
-	rows, err := f.GetRows(f.GetSheetList()[0])
+	sheets := f.GetSheetList()
+	if i < 0 {
+		i += len(sheets)
+	}
+	rows, err := f.GetRows(sheets[i])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,12 +82,12 @@ func TestChineseTemplateRoundTrip(t *testing.T) {
 		t.Fatalf("first_errors = %q", fe)
 	}
 	rep := p.do("GET", "/api/v1/tasks/"+out.Task.ID+"/error-report", aliceToken, nil)
-	rows := readSheet(t, rep.body)
+	rows := readReport(t, rep.body)
 	if rep.status != 200 || len(rows) != 3 || rows[0][0] != "行号" || rows[0][2] != "原因" || rows[1][2] != "手机号：必须是以 1 开头的 11 位数字" || rows[2][1] != "客户名称" {
 		t.Fatalf("Chinese report: %d %q", rep.status, rows)
 	}
 	en := p.do("GET", "/api/v1/tasks/"+out.Task.ID+"/error-report?lang=en", aliceToken, nil)
-	rows = readSheet(t, en.body)
+	rows = readReport(t, en.body)
 	if en.status != 200 || rows[0][0] != "row" || rows[1][2] != "phone: must be 11 digits starting with 1" || rows[1][3] != "T002" {
 		t.Fatalf("English report: %d %q", en.status, rows)
 	}

@@ -170,7 +170,7 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 			if res.status != http.StatusOK {
 				t.Fatalf("error report: %d %s", res.status, res.body)
 			}
-			rows := readSheet(t, res.body)
+			rows := readReport(t, res.body)
 			if len(rows) != 1+len(messyOutcome) || rows[0][0] != "row" || rows[0][3] != "客户编号" {
 				t.Fatalf("report rows = %d, header %v", len(rows), rows[0])
 			}

@@ -144,7 +144,7 @@ func TestNodesWithoutASharedDiskShareTheBucket(t *testing.T) {
 	}
 	// The error report downloads through a presigned link too.
 	report := presignedGet(t, api, final.Links["error_report"])
-	if got := readSheet(t, report); len(got) != bad+1 {
+	if got := readReport(t, report); len(got) != bad+1 {
 		t.Fatalf("error report rows = %d, want %d", len(got), bad+1)
 	}
 

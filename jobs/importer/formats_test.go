@@ -216,7 +216,22 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := rep.GetRows(rep.GetSheetName(0))
+	// The first sheet counts the rejected rows by field, most first (ties by the field's
+	// name in the file's header); the rows follow on the second.
+	if sheets := rep.GetSheetList(); !slices.Equal(sheets, []string{"汇总", "错误"}) {
+		t.Fatalf("report sheets %q, want the summary first", sheets)
+	}
+	summary, _ := rep.GetRows("汇总")
+	wantSummary := [][]string{{"字段", "被拒行数"}, {"邮箱", "1"}, {"等级", "1"}, {"客户名称", "1"}, {"手机号", "1"}}
+	if len(summary) != len(wantSummary) {
+		t.Fatalf("summary %q, want %q", summary, wantSummary)
+	}
+	for i := range wantSummary {
+		if !slices.Equal(summary[i], wantSummary[i]) {
+			t.Fatalf("summary %q, want %q", summary, wantSummary)
+		}
+	}
+	got, _ := rep.GetRows("错误")
 	want := [][]string{
 		{"行号", "字段", "原因", "客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"},
 		{"3", "手机号", "手机号：必须是以 1 开头的 11 位数字", "K002", "上海乙公司", "1390013900", "", "上海", "白银"},
@@ -236,8 +251,12 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enRows, _ := en.GetRows(en.GetSheetName(0))
+	enSummary, _ := en.GetRows(en.GetSheetName(0))
+	enRows, _ := en.GetRows("errors")
 	done()
+	if len(enSummary) != 5 || !slices.Equal(enSummary[0], []string{"field", "rejected rows"}) || !slices.Equal(enSummary[1], []string{"email", "1"}) {
+		t.Fatalf("English summary: %q", enSummary)
+	}
 	if enRows[0][0] != "row" || enRows[1][2] != "phone: must be 11 digits starting with 1" || len(enRows) != 3 {
 		t.Fatalf("English report: %q", enRows)
 	}

@@ -17,8 +17,9 @@ func reportPath(l store.Lease) string {
 	return storage.ResultKey(l.TaskNo, l.Attempt, "-errors", ".xlsx")
 }
 
-// writeErrorReport streams a task's rejected rows into an .xlsx: row number, fields and
-// reason, then the row's original cells (as kept: see rawCells) under the original header,
+// writeErrorReport streams a task's rejected rows into an .xlsx: first a summary sheet, the
+// rejected rows counted by the field at fault (most first), then the rows sheet: row number,
+// fields and reason, then the row's original cells (as kept: see rawCells) under the original header,
 // every text cell neutralised. Whatever task_items holds, the report stays within what a
 // sheet can take: at most maxRawCells original columns, each cell cut to maxRawCellChars.
 // It returns the report's storage key and the first few messages.
@@ -49,11 +50,15 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 	if lang != LangZH {
 		titles = reportHeaders[LangEN]
 	}
-	sheet := "errors"
+	sheet, summary, summaryTitles := "errors", "summary", []string{"field", "rejected rows"}
 	if lang == LangZH {
-		sheet = "错误"
+		sheet, summary, summaryTitles = "错误", "汇总", []string{"字段", "被拒行数"}
 	}
-	out, err := xlsxsafe.NewWriter(fs, prefix, sheet, append(titles[:], header...))
+	byField, err := st.RejectedByField(ctx, taskID, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := xlsxsafe.NewWriter(fs, prefix, summary, summaryTitles)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,6 +68,14 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 			out.Close()
 		}
 	}()
+	for _, c := range byField {
+		if err := out.Row([]any{fieldLabel(c.Field, lang), c.Count}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := out.NextSheet(sheet, append(titles[:], header...)); err != nil {
+		return nil, nil, err
+	}
 	var first []string
 	after := 0
 	for {

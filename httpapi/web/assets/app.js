@@ -717,7 +717,8 @@
       renderCancelledBy(v, v.status);
       renderActions(v);
       var fe = (v.result && v.result.first_errors) || [];
-      show($('#rejected'), fe.length > 0);
+      show($('#rejected-rows-title'), fe.length > 0);
+      show($('#rejected'), fe.length > 0 || breakdown.length > 0);
       fillList($('#rejected-rows'), fe.length, function (i, li) {
         li = li || el('li');
         setText(li, trRow(fe[i]));
@@ -774,14 +775,71 @@
       } else {
         fillList($('#timeline'), attempts.length, function (i, li) { return attemptItem(attempts[i], li); });
       }
-      var logs = v.logs || [];
-      show($('#logs'), logs.length > 0);
-      fillList($('#log-lines'), logs.length, function (i, li) {
-        var l = logs[i];
-        li = li || el('li');
-        setClass(li, 'lvl-' + l.level);
-        setText(li, when(l.at) + ' [' + l.level + '] ' + l.message);
+      renderBreakdown(v.rejected_breakdown || []);
+      loadLog();
+    }
+    // The rejected rows counted by field ("phone 414 · email 206"), from the detail only: a
+    // live event's view has none, and keeps what the detail said.
+    var breakdown = [];
+    function renderBreakdown(b) {
+      breakdown = b;
+      show($('#rejected-breakdown'), b.length > 0);
+      show($('#rejected'), b.length > 0 || !$('#rejected-rows-title').hidden);
+      fillList($('#rejected-fields'), b.length, function (i, li) {
+        if (!li) li = el('li', null, el('span'), ' ', el('span', { class: 'n' }));
+        var f = b[i].field;
+        setAttr(li, 'data-field', f);
+        setText(li.firstChild, has('field.' + f) ? t('field.' + f) : f);
+        setText(li.lastChild, String(b[i].count));
         return li;
+      });
+    }
+    // The log: the newest lines (GET …/logs), more on "Load earlier lines", grouped under a
+    // heading per attempt. The page shows a contiguous run of the newest lines: a reload
+    // reads as many as are shown (at most 1000 a page), so earlier pages keep continuing from
+    // the cursor of the latest read.
+    var logLines = [], logCursor = '', logShown = '';
+    function logURL(limit, cursor) {
+      return '/api/v1/tasks/' + encodeURIComponent(id) + '/logs?limit=' + limit + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+    }
+    function loadLog() {
+      var limit = Math.min(1000, Math.max(100, logLines.length));
+      return api('GET', logURL(limit)).then(function (r) {
+        if (!r.ok || !r.data) return;
+        logLines = r.data.items || [];
+        logCursor = r.data.next_cursor || '';
+        renderLog();
+      });
+    }
+    $('#log-earlier').addEventListener('click', function () {
+      var btn = this;
+      if (!logCursor) return;
+      btn.disabled = true;
+      api('GET', logURL(100, logCursor)).then(function (r) {
+        btn.disabled = false;
+        if (!r.ok || !r.data) { setText(msg, problemText(r)); return; }
+        logLines = (r.data.items || []).concat(logLines);
+        logCursor = r.data.next_cursor || '';
+        renderLog();
+      });
+    });
+    function renderLog() {
+      show($('#logs'), logLines.length > 0);
+      show($('#log-earlier'), !!logCursor);
+      var key = JSON.stringify(logLines);
+      if (key === logShown) return; // unchanged: leave the DOM (and any selection) alone
+      logShown = key;
+      var box = clear($('#log-groups')), list = null, attempt = null;
+      logLines.forEach(function (l) {
+        if (list === null || l.attempt !== attempt) {
+          attempt = l.attempt;
+          box.appendChild(el('h3', { class: 'log-attempt', 'data-attempt': String(attempt),
+            text: attempt > 0 ? t('detail.attempt') + ' ' + attempt : t('detail.log_no_attempt') }));
+          list = box.appendChild(el('ol', { class: 'log' }));
+        }
+        var li = el('li', { class: 'lvl-' + l.level, text: when(l.at) + ' [' + l.level + '] ' + l.message });
+        setAttr(li, 'title', utc(l.at));
+        list.appendChild(li);
       });
     }
     var busy = false; // an action's POST is under way: the action buttons stay disabled
