@@ -73,12 +73,15 @@ const (
 
 func progressKey(taskNo string) string { return "taskcenter:progress:{" + taskNo + "}" }
 
-// setProgress only moves forward, so a late write from a slower path never shows a drop.
+// setProgress only moves forward, so a late write from a slower path never shows a drop. The
+// first write since the hash was cleared is kept as the start of the task's speed.
 var setProgress = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '-1')
 if tonumber(ARGV[1]) >= cur then
   redis.call('HSET', KEYS[1], 'current', ARGV[1], 'total', ARGV[2], 'percent', ARGV[3], 'updated_at', ARGV[4],
     'rows_total', ARGV[6], 'rows_success', ARGV[7], 'rows_failed', ARGV[8])
+  redis.call('HSETNX', KEYS[1], 'first_current', ARGV[1])
+  redis.call('HSETNX', KEYS[1], 'first_at', ARGV[4])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`)
@@ -148,6 +151,11 @@ func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (task.Live, bool
 		c.Success, _ = strconv.ParseInt(m["rows_success"], 10, 64)
 		c.Failed, _ = strconv.ParseInt(m["rows_failed"], 10, 64)
 		l.Counts = &c
+	}
+	if at, err := time.Parse(time.RFC3339Nano, m["first_at"]); err == nil {
+		first := task.Sample{At: at}
+		first.Current, _ = strconv.ParseInt(m["first_current"], 10, 64)
+		l.First = &first
 	}
 	return l, true, nil
 }
