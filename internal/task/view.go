@@ -9,30 +9,30 @@ import (
 // CLI, the Go client and webhook payloads. One type, so that no surface can carry a field
 // another one lacks or name it differently.
 type View struct {
-	ID              string          `json:"id"`
-	Type            string          `json:"type"`
-	Title           string          `json:"title"`
-	Owner           string          `json:"owner"`
-	Status          Status          `json:"status"`
-	Queue           string          `json:"queue"`
-	Params          json.RawMessage `json:"params"`
-	Progress        Progress        `json:"progress"`
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	Title    string          `json:"title"`
+	Owner    string          `json:"owner"`
+	Status   Status          `json:"status"`
+	Queue    string          `json:"queue"`
+	Params   json.RawMessage `json:"params"`
+	Progress Progress        `json:"progress"`
 	// Wait is a waiting task's place in its queue's line (PENDING and RETRY_WAIT only, and only
 	// where the view is served with it: the task and list endpoints).
-	Wait *Wait `json:"wait,omitempty"`
-	Counts          Counts          `json:"counts"`
-	Attempt         int             `json:"attempt"`
-	RetryCount      int             `json:"retry_count"`
-	MaxRetry        int             `json:"max_retry"`
-	NextRetryAt     *time.Time      `json:"next_retry_at"`
-	CancelRequested bool            `json:"cancel_requested"`
-	Error           *ErrorView      `json:"error"`
-	Result          *ResultView     `json:"result"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	Links           Links           `json:"links"`
+	Wait            *Wait       `json:"wait,omitempty"`
+	Counts          Counts      `json:"counts"`
+	Attempt         int         `json:"attempt"`
+	RetryCount      int         `json:"retry_count"`
+	MaxRetry        int         `json:"max_retry"`
+	NextRetryAt     *time.Time  `json:"next_retry_at"`
+	CancelRequested bool        `json:"cancel_requested"`
+	Error           *ErrorView  `json:"error"`
+	Result          *ResultView `json:"result"`
+	CreatedAt       time.Time   `json:"created_at"`
+	StartedAt       *time.Time  `json:"started_at"`
+	FinishedAt      *time.Time  `json:"finished_at"`
+	UpdatedAt       time.Time   `json:"updated_at"`
+	Links           Links       `json:"links"`
 }
 
 // Progress is how far a task's work is: current of total, in the task's one row total.
