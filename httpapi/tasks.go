@@ -240,13 +240,13 @@ func (s *Server) addWaits(ctx context.Context, tasks []store.Task, views []TaskV
 	if len(ids) == 0 {
 		return
 	}
-	lines, err := s.Store.Lines(ctx, ids, taskview.WaitWindow)
+	lines, err := s.Store.Lines(ctx, ids, task.WaitWindow)
 	if err != nil {
 		return
 	}
 	for i := range tasks {
 		if l, ok := lines[tasks[i].ID]; ok {
-			views[i].Wait = taskview.WaitOf(l.Ahead, l.Finished, taskview.WaitWindow, tasks[i].NextRetryAt, now)
+			views[i].Wait = task.WaitOf(l.Ahead, l.Finished, task.WaitWindow, tasks[i].NextRetryAt, now)
 		}
 	}
 }

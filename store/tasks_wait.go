@@ -9,7 +9,7 @@ import (
 )
 
 // Line is where a waiting task stands in its queue, for the figures a person waits with
-// (jobs/taskview.WaitOf).
+// (internal/task WaitOf).
 type Line struct {
 	// Ahead is how many waiting tasks of the same queue a worker would claim first, at most
 	// MaxAhead.

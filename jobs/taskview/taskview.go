@@ -105,7 +105,7 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 			from = task.Sample{At: *t.StartedAt}
 		}
 		if !from.At.IsZero() {
-			v.Progress.RatePerS, v.Progress.ETA = Speed(from, task.Sample{Current: v.Progress.Current, At: v.Progress.UpdatedAt}, v.Progress.Total)
+			v.Progress.RatePerS, v.Progress.ETA = task.Speed(from, task.Sample{Current: v.Progress.Current, At: v.Progress.UpdatedAt}, v.Progress.Total)
 		}
 	}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {

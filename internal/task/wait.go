@@ -1,19 +1,17 @@
-package taskview
+package task
 
 import (
 	"time"
-
-	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// The figures a person waits with are computed here and only here: the API serves them in the
-// view, and the page and tc show what it serves.
+// The figures a person waits with are computed here and only here: the view carries them
+// (jobs/taskview, the progress board's notices), and the page and tc show what it serves.
 
 // Speed is a task's speed between two progress samples, in units of total per second, and
 // when its work should be done at that speed. It is 0 and nil when the samples show no
 // movement (or no time between them), and the ETA is nil when the total is unknown or
 // already reached.
-func Speed(from, to task.Sample, total int64) (float64, *time.Time) {
+func Speed(from, to Sample, total int64) (float64, *time.Time) {
 	elapsed := to.At.Sub(from.At).Seconds()
 	done := to.Current - from.Current
 	if elapsed <= 0 || done <= 0 {
@@ -34,8 +32,8 @@ func Speed(from, to task.Sample, total int64) (float64, *time.Time) {
 // queue's recent pace; a RETRY_WAIT task starts no earlier than its next_retry_at. With no
 // task finished in the window the start is unknown (nil): no worker runs the queue, or none
 // has finished anything lately.
-func WaitOf(ahead, finished int64, window time.Duration, nextRetryAt *time.Time, now time.Time) *task.Wait {
-	w := &task.Wait{Position: ahead + 1, Ahead: ahead}
+func WaitOf(ahead, finished int64, window time.Duration, nextRetryAt *time.Time, now time.Time) *Wait {
+	w := &Wait{Position: ahead + 1, Ahead: ahead}
 	if finished <= 0 || window <= 0 {
 		return w
 	}
