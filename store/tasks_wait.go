@@ -23,7 +23,7 @@ const MaxAhead = 10000
 
 // laneRank is a task's lane in the order workers take from them (jobs.Lanes): resumed work,
 // priority 1-3, 4-6, 7-9.
-const laneRank = `CASE WHEN %[1]s.attempt > 0 THEN 0 WHEN %[1]s.priority <= 3 THEN 1 WHEN %[1]s.priority >= 7 THEN 3 ELSE 2 END`
+const laneRank = `CASE WHEN %[1]s.attempt > 0 THEN 0 WHEN %[1]s.priority BETWEEN 1 AND 3 THEN 1 WHEN %[1]s.priority >= 7 THEN 3 ELSE 2 END`
 
 // linesQuery counts, for each waiting task, the claimable tasks of its queue ahead of it: in an
 // earlier lane, or in the same lane and created before it. It reads the lanes as strict
