@@ -135,6 +135,7 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"TaskDetail.logs", item("TaskDetail", "logs"), LogView{}},
 		{"TaskDetail.cancelled_by", named("TaskDetail").Properties["cancelled_by"].Value, ActorView{}},
 		{"Progress", named("Progress"), task.Progress{}},
+		{"Wait", named("Wait"), task.Wait{}},
 		{"Counts", named("Counts"), task.Counts{}},
 		{"TaskError", named("TaskError"), task.ErrorView{}},
 		{"TaskResult", named("TaskResult"), task.ResultView{}},

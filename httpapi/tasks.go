@@ -54,6 +54,7 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	for i := range tasks {
 		out.Items[i] = taskview.Of(&tasks[i], nil, now)
 	}
+	s.addWaits(r.Context(), tasks, out.Items, now)
 	for _, st := range task.AllStatuses {
 		out.Counts[st] = counts[st]
 		if len(f.Statuses) == 0 || slices.Contains(f.Statuses, st) {
@@ -231,7 +232,33 @@ func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
 			return taskview.Of(t, &live, time.Now())
 		}
 	}
-	return taskview.Of(t, nil, time.Now())
+	now := time.Now()
+	views := []TaskView{taskview.Of(t, nil, now)}
+	s.addWaits(ctx, []store.Task{*t}, views, now)
+	return views[0]
+}
+
+// addWaits puts each waiting task's place in its queue into its view (views[i] is tasks[i]).
+// The place is a courtesy: when it cannot be read the views go without it.
+func (s *Server) addWaits(ctx context.Context, tasks []store.Task, views []TaskView, now time.Time) {
+	var ids []int64
+	for i := range tasks {
+		if tasks[i].Status.Waiting() {
+			ids = append(ids, tasks[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	lines, err := s.Store.Lines(ctx, ids, task.WaitWindow)
+	if err != nil {
+		return
+	}
+	for i := range tasks {
+		if l, ok := lines[tasks[i].ID]; ok {
+			views[i].Wait = task.WaitOf(l.Ahead, l.Finished, task.WaitWindow, tasks[i].NextRetryAt, now)
+		}
+	}
 }
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.

@@ -73,27 +73,37 @@ const (
 
 func progressKey(taskNo string) string { return "taskcenter:progress:{" + taskNo + "}" }
 
-// setProgress only moves forward, so a late write from a slower path never shows a drop.
+// setProgress only moves forward, so a late write from a slower path never shows a drop. The
+// first write since the hash was cleared is kept as the start of the task's speed.
 var setProgress = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], 'current') or '-1')
 if tonumber(ARGV[1]) >= cur then
   redis.call('HSET', KEYS[1], 'current', ARGV[1], 'total', ARGV[2], 'percent', ARGV[3], 'updated_at', ARGV[4],
     'rows_total', ARGV[6], 'rows_success', ARGV[7], 'rows_failed', ARGV[8])
+  redis.call('HSETNX', KEYS[1], 'first_current', ARGV[1])
+  redis.call('HSETNX', KEYS[1], 'first_at', ARGV[4])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`)
+return redis.call('HMGET', KEYS[1], 'first_current', 'first_at')`)
 
 // Set records progress for a running task and announces it with the task's counts.
 func (b *ProgressBoard) Set(ctx context.Context, taskNo, owner string, current, total int64, counts task.Counts) error {
 	now := time.Now().UTC()
-	err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
+	first, err := setProgress.Run(ctx, b.rdb, []string{progressKey(taskNo)},
 		current, total, task.Percent(current, total, false), now.Format(time.RFC3339Nano), b.ttl.Milliseconds(),
-		counts.Total, counts.Success, counts.Failed).Err()
+		counts.Total, counts.Success, counts.Failed).Slice()
 	if err != nil {
 		return err
 	}
-	return b.publish(ctx, Notice{Kind: NoticeProgress, TaskNo: taskNo, Owner: owner,
-		Progress: &Progress{Current: current, Total: total, Percent: task.Percent(current, total, false), UpdatedAt: now}, Counts: &counts})
+	p := &Progress{Current: current, Total: total, Percent: task.Percent(current, total, false), UpdatedAt: now}
+	fields := make([]string, len(first))
+	for i, f := range first {
+		fields[i], _ = f.(string) // nil: a hash an older writer left without the first sample
+	}
+	if s, ok := sampleOf(fields); ok {
+		p.RatePerS, p.ETA = task.Speed(s, task.Sample{Current: current, At: now}, total)
+	}
+	return b.publish(ctx, Notice{Kind: NoticeProgress, TaskNo: taskNo, Owner: owner, Progress: p, Counts: &counts})
 }
 
 // Changed announces that a task's status changed (after the change committed).
@@ -149,7 +159,23 @@ func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (task.Live, bool
 		c.Failed, _ = strconv.ParseInt(m["rows_failed"], 10, 64)
 		l.Counts = &c
 	}
+	if first, ok := sampleOf([]string{m["first_current"], m["first_at"]}); ok {
+		l.First = &first
+	}
 	return l, true, nil
+}
+
+// sampleOf reads the first sample kept in a progress hash: [first_current, first_at].
+func sampleOf(fields []string) (task.Sample, bool) {
+	if len(fields) != 2 {
+		return task.Sample{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, fields[1])
+	if err != nil {
+		return task.Sample{}, false
+	}
+	current, err := strconv.ParseInt(fields[0], 10, 64)
+	return task.Sample{Current: current, At: at}, err == nil
 }
 
 // Clear removes the hash when the task reaches a terminal state or starts a new generation.

@@ -22,13 +22,13 @@ type quietProgress struct{}
 func (quietProgress) update(*client.Task) {}
 func (quietProgress) done()               {}
 
-// barProgress draws a progress bar on a terminal: rows done of the total, rows/s and the
-// time left.
+// barProgress draws a progress bar on a terminal: rows done of the total, and the server's
+// rows/s and time left (or a waiting task's place in line) in its description.
 type barProgress struct {
 	w        io.Writer
 	bar      *progressbar.ProgressBar
 	max      int64
-	status   client.Status
+	desc     string
 	finished bool
 }
 
@@ -44,9 +44,7 @@ func (b *barProgress) update(t *client.Task) {
 			progressbar.OptionSetWriter(b.w),
 			progressbar.OptionSetDescription(describe(t)),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("rows"),
-			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetPredictTime(false), // the server's ETA is in the description
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetWidth(30),
@@ -54,14 +52,15 @@ func (b *barProgress) update(t *client.Task) {
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }),
 		)
 		b.max = total
+		b.desc = describe(t)
 	}
 	if total != b.max && t.Progress.Total > 0 {
 		b.bar.ChangeMax64(total)
 		b.max = total
 	}
-	if t.Status != b.status {
-		b.bar.Describe(describe(t))
-		b.status = t.Status
+	if d := describe(t); d != b.desc {
+		b.bar.Describe(d)
+		b.desc = d
 	}
 	if t.Terminal() {
 		b.finished = true
@@ -88,16 +87,65 @@ func (b *barProgress) done() {
 func describe(t *client.Task) string {
 	switch t.Status {
 	case client.StatusPending:
-		return "waiting"
+		return join("waiting", inLine(t, time.Now()))
 	case client.StatusRetryWait:
-		return "retrying soon"
+		return join("retrying soon", inLine(t, time.Now()))
 	case client.StatusRunning:
 		if t.CancelRequested {
 			return "cancelling"
 		}
-		return t.Type
+		return join(t.Type, speed(t, time.Now()))
 	}
 	return string(t.Status)
+}
+
+func join(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + ", " + b
+}
+
+// speed is a running task's rows/s and time left as the server computed them (the page shows
+// the same figures); "" when the server has none yet.
+func speed(t *client.Task, now time.Time) string {
+	if t.Progress.RatePerS <= 0 {
+		return ""
+	}
+	out := fmt.Sprintf("%.0f rows/s", t.Progress.RatePerS)
+	if t.Progress.ETA != nil {
+		out += fmt.Sprintf(", ETA %s", max(t.Progress.ETA.Sub(now), 0).Round(time.Second))
+	}
+	return out
+}
+
+// inLine is a waiting task's place in its queue and expected start, as the server estimated
+// them: "3rd in line, starts in ~2m0s".
+func inLine(t *client.Task, now time.Time) string {
+	if t.Wait == nil {
+		return ""
+	}
+	out := ordinal(t.Wait.Position) + " in line"
+	if t.Wait.ExpectedStart == nil {
+		return out + ", start unknown (no recent work in the queue)"
+	}
+	return out + fmt.Sprintf(", starts in ~%s", max(t.Wait.ExpectedStart.Sub(now), 0).Round(time.Second))
+}
+
+// ordinal is n as 1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st.
+func ordinal(n int64) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // lineProgress prints a plain line per status change, and one every few seconds while rows
@@ -108,7 +156,6 @@ type lineProgress struct {
 	status   client.Status
 	lastAt   time.Time
 	lastRows int64
-	started  time.Time
 }
 
 func newLineProgress(w io.Writer) *lineProgress { return &lineProgress{w: w, every: 2 * time.Second} }
@@ -120,16 +167,15 @@ func (l *lineProgress) update(t *client.Task) {
 		return
 	}
 	line := fmt.Sprintf("%s %s", t.ID, t.Status)
-	if t.Status == client.StatusRunning && t.Progress.Total > 0 {
+	switch {
+	case t.Status == client.StatusRunning && t.Progress.Total > 0:
 		line += fmt.Sprintf(" %d%% %d/%d rows", t.Progress.Percent, t.Progress.Current, t.Progress.Total)
-		if l.started.IsZero() {
-			l.started = now
-		} else if el := now.Sub(l.lastAt).Seconds(); el > 0 && t.Progress.Current > l.lastRows {
-			rate := float64(t.Progress.Current-l.lastRows) / el
-			line += fmt.Sprintf(", %.0f rows/s", rate)
-			if left := t.Progress.Total - t.Progress.Current; rate > 0 && left > 0 {
-				line += fmt.Sprintf(", ETA %s", (time.Duration(float64(left)/rate) * time.Second).Round(time.Second))
-			}
+		if s := speed(t, now); s != "" {
+			line += ", " + s
+		}
+	case t.Status.Waiting():
+		if w := inLine(t, now); w != "" {
+			line += " " + w
 		}
 	}
 	fmt.Fprintln(l.w, line)

@@ -47,8 +47,8 @@ usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
 The server and token come from TASKCENTER_URL (default http://localhost:8080) and
 TASKCENTER_TOKEN, or --url and --token. --json prints the task as JSON for scripts.
-With a terminal, --wait and watch draw a progress bar with rows/s and ETA; otherwise they
-print a line per change. ls --search finds tasks by the start of their id or part of their
+With a terminal, --wait and watch draw a progress bar with the server's rows/s and ETA (a
+waiting task: its place in line and expected start); otherwise they print a line per change. ls --search finds tasks by the start of their id or part of their
 title or file name; --sort is created (newest first), duration (longest first) or failed
 (most rejected rows first), reversed with a leading - (-created: oldest first). cancel and
 retry take several ids and say what happened to each (exit 1 unless every one was done).
@@ -449,6 +449,12 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 	fmt.Fprintf(w, "owner %s, queue %s, attempt %d (retries %d of %d)\n", task.Owner, task.Queue, task.Attempt, task.RetryCount, task.MaxRetry)
 	fmt.Fprintf(w, "progress %d/%d (%d%%), rows %d ok %d rejected %d\n", task.Progress.Current, task.Progress.Total, task.Progress.Percent,
 		task.Counts.Total, task.Counts.Success, task.Counts.Failed)
+	if s := speed(task, time.Now()); s != "" && task.Status == client.StatusRunning {
+		fmt.Fprintf(w, "speed %s\n", s)
+	}
+	if l := inLine(task, time.Now()); l != "" {
+		fmt.Fprintf(w, "queue %s\n", l)
+	}
 	fmt.Fprintf(w, "created %s", task.CreatedAt.Local().Format(time.DateTime))
 	if task.FinishedAt != nil {
 		fmt.Fprintf(w, ", finished %s", task.FinishedAt.Local().Format(time.DateTime))

@@ -9,27 +9,30 @@ import (
 // CLI, the Go client and webhook payloads. One type, so that no surface can carry a field
 // another one lacks or name it differently.
 type View struct {
-	ID              string          `json:"id"`
-	Type            string          `json:"type"`
-	Title           string          `json:"title"`
-	Owner           string          `json:"owner"`
-	Status          Status          `json:"status"`
-	Queue           string          `json:"queue"`
-	Params          json.RawMessage `json:"params"`
-	Progress        Progress        `json:"progress"`
-	Counts          Counts          `json:"counts"`
-	Attempt         int             `json:"attempt"`
-	RetryCount      int             `json:"retry_count"`
-	MaxRetry        int             `json:"max_retry"`
-	NextRetryAt     *time.Time      `json:"next_retry_at"`
-	CancelRequested bool            `json:"cancel_requested"`
-	Error           *ErrorView      `json:"error"`
-	Result          *ResultView     `json:"result"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	Links           Links           `json:"links"`
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	Title    string          `json:"title"`
+	Owner    string          `json:"owner"`
+	Status   Status          `json:"status"`
+	Queue    string          `json:"queue"`
+	Params   json.RawMessage `json:"params"`
+	Progress Progress        `json:"progress"`
+	// Wait is a waiting task's place in its queue's line (PENDING and RETRY_WAIT only, and only
+	// where the view is served with it: the task and list endpoints).
+	Wait            *Wait       `json:"wait,omitempty"`
+	Counts          Counts      `json:"counts"`
+	Attempt         int         `json:"attempt"`
+	RetryCount      int         `json:"retry_count"`
+	MaxRetry        int         `json:"max_retry"`
+	NextRetryAt     *time.Time  `json:"next_retry_at"`
+	CancelRequested bool        `json:"cancel_requested"`
+	Error           *ErrorView  `json:"error"`
+	Result          *ResultView `json:"result"`
+	CreatedAt       time.Time   `json:"created_at"`
+	StartedAt       *time.Time  `json:"started_at"`
+	FinishedAt      *time.Time  `json:"finished_at"`
+	UpdatedAt       time.Time   `json:"updated_at"`
+	Links           Links       `json:"links"`
 }
 
 // Progress is how far a task's work is: current of total, in the task's one row total.
@@ -38,6 +41,25 @@ type Progress struct {
 	Total     int64     `json:"total"`
 	Percent   int       `json:"percent"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// RatePerS is a running task's recent speed, units of total per second; 0 when unknown.
+	RatePerS float64 `json:"rate_per_s,omitempty"`
+	// ETA is when a running task's work should be done at that speed; nil when unknown.
+	ETA *time.Time `json:"eta,omitempty"`
+}
+
+// Wait is where a waiting task stands in its queue: Ahead tasks would be claimed before it
+// (Position is Ahead+1), and ExpectedStart is when it should start at the queue's recent
+// speed, nil when the queue finished nothing lately (no worker, or none for a while).
+type Wait struct {
+	Position      int64      `json:"position"`
+	Ahead         int64      `json:"ahead"`
+	ExpectedStart *time.Time `json:"expected_start"`
+}
+
+// Sample is a task's progress at one moment, for its speed.
+type Sample struct {
+	Current int64
+	At      time.Time
 }
 
 // Percent is current/total in whole percent, capped at 99 until the work is finished.
@@ -57,6 +79,9 @@ func Percent(current, total int64, finished bool) int {
 type Live struct {
 	Progress Progress
 	Counts   *Counts // nil when the publisher sent none
+	// First is the first progress published since the task last started, the start of its
+	// speed; nil when the publisher recorded none.
+	First *Sample
 }
 
 // ErrorView is why a task failed (or why its last attempt did).

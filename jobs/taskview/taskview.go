@@ -94,6 +94,20 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 			v.Counts = *live.Counts
 		}
 	}
+	if t.Status == store.StatusRunning {
+		// The speed runs from the first progress published since the task last started; a
+		// view without it counts from the task's start at zero.
+		var from task.Sample
+		switch {
+		case live != nil && live.First != nil:
+			from = *live.First
+		case t.StartedAt != nil:
+			from = task.Sample{At: *t.StartedAt}
+		}
+		if !from.At.IsZero() {
+			v.Progress.RatePerS, v.Progress.ETA = task.Speed(from, task.Sample{Current: v.Progress.Current, At: v.Progress.UpdatedAt}, v.Progress.Total)
+		}
+	}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}

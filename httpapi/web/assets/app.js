@@ -264,6 +264,48 @@
     return box;
   }
 
+  // ---- waiting, speed, result: the figures the API computed (tc shows the same) ------------
+  function nth(n) {
+    var s = n % 100 >= 11 && n % 100 <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' })[n % 10] || 'th';
+    return n + s;
+  }
+  // waitText is a waiting task's place in its queue and expected start, "3rd in line · starts
+  // in ~2 min"; '' for a task that is not waiting.
+  function waitText(v) {
+    var w = v.wait;
+    if (!w || terminal(v.status) || v.status === 'RUNNING') return '';
+    var start = !w.expected_start ? t('wait.unknown')
+      : Date.parse(w.expected_start) - Date.now() < 5000 ? t('wait.starting')
+        : t('wait.starts_in', { t: span(Date.parse(w.expected_start) - Date.now()) });
+    return t('wait.position', { n: w.position, nth: nth(w.position) }) + ' · ' + start;
+  }
+  // speedText is a running task's rows/s and time left, "1,200 rows/s · done in ~3 min".
+  function speedText(v) {
+    var p = v.progress || {};
+    if (v.status !== 'RUNNING' || !(p.rate_per_s > 0)) return '';
+    var out = t('speed.rate', { n: Math.round(p.rate_per_s).toLocaleString() });
+    if (p.eta) out += ' · ' + t('speed.eta', { t: span(Math.max(0, Date.parse(p.eta) - Date.now())) });
+    return out;
+  }
+  function size(n) {
+    var units = ['B', 'KB', 'MB', 'GB'], i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : String(n)) + ' ' + units[i];
+  }
+  // resultText is a finished task's result file: its name, size and rows, and until when it
+  // may be downloaded.
+  function resultText(v) {
+    var r = v.result;
+    if (!r || !terminal(v.status)) return '';
+    var parts = [];
+    if (r.name) parts.push(r.name);
+    if (r.size) parts.push(t('result.size', { size: size(r.size) }));
+    if (r.rows) parts.push(t('result.rows', { n: r.rows.toLocaleString() }));
+    if (r.expired) parts.push(t('result.expired'));
+    else if (r.expires_at && (v.links.result || v.links.error_report)) parts.push(t('result.until', { date: when(r.expires_at) }));
+    return parts.join(' · ');
+  }
+
   // ---- live events -----------------------------------------------------------------------
   // follow opens an EventSource and calls onEvent(kind, view); when streams are refused or
   // keep failing it calls fallback() once (the page then polls).
@@ -364,6 +406,7 @@
       r.link = el('a', { class: 'title' });
       r.type = document.createTextNode('');
       r.chip = chip(v);
+      r.wait = el('span', { class: 'sub wait' });
       r.bar = progressBar(v);
       r.counts = counts(v);
       r.age = el('td', { 'data-label': t('col.age'), class: 'age' });
@@ -371,7 +414,7 @@
       r.tr = el('tr', { 'data-id': v.id }, el('td', { class: 'w-pick' }, r.pick),
         el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', text: v.id }))));
       if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner') }));
-      r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip));
+      r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip, r.wait));
       r.tr.appendChild(el('td', { 'data-label': t('col.progress') }, r.bar));
       r.tr.appendChild(el('td', { 'data-label': t('col.counts') }, r.counts));
       r.tr.appendChild(r.age);
@@ -393,6 +436,10 @@
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
+      // A live event without a place in line (a progress event) keeps the last one shown.
+      if (v.wait || v.status !== r.waitStatus) setText(r.wait, waitText(v));
+      r.waitStatus = v.status;
+      show(r.wait, r.wait.textContent !== '');
       progressBar(v, r.bar);
       counts(v, r.counts);
       setAttr(r.age, 'title', when(v.created_at));
@@ -678,6 +725,9 @@
         ['file', t('detail.file'), p.filename],
         ['mode', t('detail.mode'), p.mode && (has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode)],
         ['filter', t('detail.filter'), filterParts(p.filter, true).join(' · ')],
+        ['wait', t('detail.wait'), waitText(v)],
+        ['speed', t('detail.speed'), speedText(v)],
+        ['result', t('detail.result'), resultText(v), v.result && v.result.expires_at ? utc(v.result.expires_at) : ''],
         ['counts', t('detail.counts'), v],
         ['created', t('detail.created'), when(v.created_at), utc(v.created_at)],
         ['started', t('detail.started'), when(v.started_at), utc(v.started_at)],

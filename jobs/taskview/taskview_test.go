@@ -1,0 +1,49 @@
+package taskview_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskcenter/taskcenter/internal/task"
+	"github.com/taskcenter/taskcenter/jobs/taskview"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+func TestAViewOfARunningTaskCarriesItsSpeed(t *testing.T) {
+	t.Parallel()
+	started := t0
+	row := &store.Task{TaskNo: "tsk_1", Status: store.StatusRunning, ProgressCurrent: 400, ProgressTotal: 1000,
+		StartedAt: &started, UpdatedAt: t0.Add(40 * time.Second), CreatedAt: t0}
+	t.Run("from the row: since the start, at zero", func(t *testing.T) {
+		v := taskview.Of(row, nil, t0.Add(time.Minute))
+		if v.Progress.RatePerS != 10 || !sameTime(v.Progress.ETA, ptr(t0.Add(100*time.Second))) {
+			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
+		}
+	})
+	t.Run("from the live board: since its first sample", func(t *testing.T) {
+		live := &task.Live{Progress: task.Progress{Current: 600, Total: 1000, UpdatedAt: t0.Add(50 * time.Second)},
+			First: &task.Sample{Current: 100, At: t0.Add(25 * time.Second)}}
+		v := taskview.Of(row, live, t0.Add(time.Minute))
+		if v.Progress.RatePerS != 20 || !sameTime(v.Progress.ETA, ptr(t0.Add(70*time.Second))) {
+			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
+		}
+	})
+	t.Run("a waiting task has no speed", func(t *testing.T) {
+		pending := *row
+		pending.Status, pending.StartedAt = store.StatusPending, nil
+		if v := taskview.Of(&pending, nil, t0); v.Progress.RatePerS != 0 || v.Progress.ETA != nil {
+			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
+		}
+	})
+}
+
+func ptr(t time.Time) *time.Time { return &t }
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
