@@ -268,3 +268,58 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", shot)
 }
+
+// The console (asynqmon, which has no sign-out control of its own) with the provider on
+// another site, in Chromium: an admin signs in from the console's sign-in page and lands in
+// the console; the task page's nav leads to the console's sign-out, whose button ends the
+// console's and the page's sessions and the provider's; the console then asks for a
+// sign-in, and the provider for the credentials.
+func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
+	const password = "ops-at-the-company"
+	idp.RequireSignIn(password, &mockoidc.MockUser{Subject: "id-ops", PreferredUsername: "ops", Email: "ops@example.com",
+		Groups: []string{"staff", "taskcenter-admins"}})
+	api := newEnv(t, idp.vars()).start("api")
+	base := api.base
+	idpHost := strings.TrimPrefix(idp.Addr(), "http://")
+
+	b.run("the console", chromedp.Navigate(base+"/monitor/"), chromedp.WaitVisible(chromedp.CSS("#sso")))
+	b.click("sign in with the company account", "#sso")
+	b.wait("the provider asks for the credentials", `location.host === "`+idpHost+`" && !!document.querySelector("#idp-username")`, 10*time.Second)
+	b.run("ops's credentials", chromedp.SendKeys(chromedp.CSS("#idp-username"), "ops"),
+		chromedp.SendKeys(chromedp.CSS("#idp-password"), password), chromedp.Click(chromedp.CSS("#idp-submit")))
+	b.wait("in the console", `location.origin === "`+base+`" && location.pathname === "/monitor/" && document.readyState === "complete" &&
+		!!document.querySelector("#root") && document.querySelector("#root").innerText.includes("Queues")`, 20*time.Second)
+
+	b.run("the task page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#console-signout")))
+	b.click("sign out of the console", "#console-signout")
+	b.wait("the console's sign-out page", `location.pathname === "/monitor/logout" && !!document.querySelector("#console-signout-submit")`, 10*time.Second)
+	b.click("sign out", "#console-signout-submit")
+	b.wait("back on this site's sign-in page", `location.origin === "`+base+`" && location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	ends := idp.EndSessions()
+	if len(ends) != 1 || ends[0].Get("id_token_hint") == "" || ends[0].Get("post_logout_redirect_uri") != base+"/login" {
+		t.Fatalf("the provider's end-session requests: %v", ends)
+	}
+	b.run("the console again", chromedp.Navigate(base+"/monitor/"))
+	b.wait("the console asks for a sign-in", `location.pathname === "/monitor/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	b.click("sign in with the company account", "#sso")
+	b.wait("the provider asks for the credentials again", `location.host === "`+idpHost+`" && !!document.querySelector("#idp-username")`, 10*time.Second)
+	if got := idp.CredentialsAsked.Load(); got != 2 {
+		t.Fatalf("the provider asked for credentials %d times, want 2", got)
+	}
+
+	res := api.do("GET", "/api/v1/audit?actor=oidc:corp:ops", adminToken, nil)
+	var trail auditJSON
+	res.json(t, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	if want := []string{"oidc auth.sign_out success", "oidc auth.sign_in success"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("ops's trail:\n got %q\nwant %q", got, want)
+	}
+}
