@@ -360,7 +360,7 @@ func TestAProviderSignInPassesFromAThrottledAddress(t *testing.T) {
 	for _, r := range rows {
 		got = append(got, fmt.Sprintf("%s %s %s %d ×%d", r.Via, r.Action, r.Outcome, r.Status, r.Count))
 	}
-	want := []string{"oidc auth.sign_in success 303 ×1", "oidc auth.throttled denied 429 ×3", "oidc auth.sign_in denied 401 ×5"}
+	want := []string{"oidc auth.sign_in success 200 ×1", "oidc auth.throttled denied 429 ×3", "oidc auth.sign_in denied 401 ×5"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit rows %q, want %q", got, want)
 	}

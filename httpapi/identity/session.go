@@ -106,9 +106,9 @@ func SecureCookie(r *http.Request) bool {
 }
 
 // OpenSession starts a web session for d (a CSRF token is added), sets its cookie and records
-// the sign-in; the caller answers. It reports false (after logging) when the session could
-// not be stored.
-func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session.Data, via string) bool {
+// the sign-in with status, the status the caller then answers with. It reports false (after
+// logging) when the session could not be stored.
+func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session.Data, via string, status int) bool {
 	d.CSRF = session.RandomToken()
 	id, err := s.sessions.Create(r.Context(), d)
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(id), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
 	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", s.ClientAddr(r))
-	s.AuditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
+	s.AuditSignIn(r, d.User, via, audit.Success, status, "")
 	return true
 }
 
@@ -167,12 +167,13 @@ func (s *Service) EndSession(rw http.ResponseWriter, r *http.Request) (string, e
 				return "", err
 			}
 			if live {
-				s.AuditSignOut(r, d, audit.Success, http.StatusSeeOther, "")
+				status := http.StatusSeeOther // to the sign-in page
 				if d.Via == "oidc" && s.cfg.OIDC != nil {
 					if u := s.cfg.OIDC.EndSessionURL(r.Context(), d.IDToken, BaseURL(r)+"/login"); u != "" {
-						next = u
+						next, status = u, http.StatusOK // the page that moves on to the provider
 					}
 				}
+				s.AuditSignOut(r, d, audit.Success, status, "")
 			}
 		}
 	}

@@ -134,7 +134,7 @@ func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := identity.PrincipalOf(id, "oidc")
-	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc") {
+	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", http.StatusOK) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Error: dict["login.unavailable"]})
 		return
 	}

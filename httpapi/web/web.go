@@ -369,7 +369,7 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 		p, ok = w.id.ConfigToken(token)
 	}
 	if ok {
-		if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token") {
+		if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", http.StatusSeeOther) {
 			w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
 			return
 		}
