@@ -385,6 +385,8 @@ func (s *Server) ConsoleLoginPage() monitorLoginPage {
 // monitorLoginPage is monitor.LoginPage, named here so that httpapi need not import monitor.
 type monitorLoginPage interface {
 	ConsoleLogin(w http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string)
+	ConsoleSignOutPage(w http.ResponseWriter, r *http.Request, action string)
+	Continue(w http.ResponseWriter, r *http.Request, target string)
 }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)

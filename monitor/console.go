@@ -88,11 +88,17 @@ type WebSignIn interface {
 	ConsoleSignOut(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
-// LoginPage renders the console's sign-in page in the web page's look and the visitor's
-// language (*web.App of httpapi/web): problem is a message key ("" for none) with its {name}
-// values.
+// LoginPage renders the console's sign-in and sign-out pages in the web page's look and the
+// visitor's language (*web.App of httpapi/web).
 type LoginPage interface {
+	// ConsoleLogin writes the sign-in page: problem is a message key ("" for none) with its
+	// {name} values.
 	ConsoleLogin(w http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string)
+	// ConsoleSignOutPage writes the sign-out page: a button posting to action.
+	ConsoleSignOutPage(w http.ResponseWriter, r *http.Request, action string)
+	// Continue writes a page of this site that moves the browser on to target (the
+	// provider's sign-out, which form-action 'self' would block as a redirect).
+	Continue(w http.ResponseWriter, r *http.Request, target string)
 }
 
 // AuditRecorder writes audit rows (*store.Store).
@@ -138,6 +144,8 @@ type Console struct {
 	throttle  *session.Throttle
 	tokens    map[[32]byte]string // sha256(token) → user
 	logger    *slog.Logger
+	// origins refuses a sign-out another site sends (Sec-Fetch-Site, else Origin).
+	origins *http.CrossOriginProtection
 }
 
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
@@ -153,7 +161,7 @@ func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 		cfg.LoginWindow = def.LoginWindow
 	}
 	readOnly := cfg.ReadOnly || cfg.Tasks == nil
-	c := &Console{cfg: cfg, tokens: map[[32]byte]string{}, logger: cfg.Logger,
+	c := &Console{cfg: cfg, tokens: map[[32]byte]string{}, logger: cfg.Logger, origins: http.NewCrossOriginProtection(),
 		mon: asynqmon.New(asynqmon.Options{RootPath: ConsolePath, RedisConnOpt: redisOpt, ReadOnly: readOnly})}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -439,8 +447,28 @@ var plainProblems = map[string]string{
 	"login.throttled":     "Too many refused credentials from your address or with this credential; try again in {s} s.",
 }
 
-// logout ends the session server-side, so the cookie is worthless even if kept.
+// logout answers /monitor/logout. A GET shows a page with a sign-out button (asynqmon has
+// none, so this is the console's way out, linked from the task page's nav and the sign-in
+// page); the POST it sends ends the console session and the web page's session
+// server-side, so the cookies are worthless even if kept, and then the provider's session
+// when the web session came from it. A POST from another site is refused: nobody can sign
+// an admin out from elsewhere.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		c.signOutPage(w, r)
+		return
+	case http.MethodPost:
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		http.Error(w, "sign out with the button at "+ConsolePath+"/logout", http.StatusMethodNotAllowed)
+		return
+	}
+	if c.origins.Check(r) != nil {
+		c.audit(r, "", audit.ActionSignOut, "", audit.Denied, http.StatusForbidden, "a sign-out sent from another site")
+		http.Error(w, "sign out with the button at "+ConsolePath+"/logout", http.StatusForbidden)
+		return
+	}
 	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
 		who, live := c.session(r.Context(), ck.Value)
 		if err := c.sessions.Delete(r.Context(), ck.Value); err != nil {
@@ -460,11 +488,33 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "the session could not be ended (Redis unavailable); try again shortly", http.StatusServiceUnavailable)
 			return
 		}
-		if to != "" && to != "/login" {
-			next = to // the identity provider's sign-out
+		if to != "" && !strings.HasPrefix(to, "/") && c.cfg.Page != nil {
+			// The identity provider's sign-out, on its own site: the console's form-action
+			// 'self' would block this form's redirect there, so a page of this site moves on.
+			c.cfg.Page.Continue(w, r, to)
+			return
 		}
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+var plainSignOutPage = template.Must(template.New("signout").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>taskcenter console</title><link rel="icon" href="data:,">
+<style>body{font-family:sans-serif;max-width:26em;margin:4em auto}</style>
+</head><body><h1>Sign out of the console</h1>
+<form method="post" action="{{.}}"><input type="submit" id="console-signout-submit" value="Sign out"></form></body></html>`))
+
+// signOutPage writes the page with the sign-out button: the web page's when there is one,
+// else a plain one.
+func (c *Console) signOutPage(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.Page != nil {
+		c.cfg.Page.ConsoleSignOutPage(w, r, ConsolePath+"/logout")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := plainSignOutPage.Execute(w, ConsolePath+"/logout"); err != nil {
+		fmt.Fprintln(w, err)
+	}
 }
 
 // readOnlyMessage answers a refused console action.

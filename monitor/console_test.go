@@ -487,7 +487,7 @@ func TestConsoleSignInsAndOutsAreAudited(t *testing.T) {
 	const addr = "198.51.100.8:5555"
 	testenv.FreshMinute(t, pg.DB)
 	ck := sessionOf(t, login(c, consoleAdmin, addr))
-	if rec := send(c, "GET", ConsolePath+"/logout", addr, withCookie(ck), nil); rec.Code != http.StatusSeeOther {
+	if rec := send(c, "POST", ConsolePath+"/logout", addr, withCookie(ck), nil); rec.Code != http.StatusSeeOther {
 		t.Fatalf("logout: %d", rec.Code)
 	}
 	// Three refused credentials, one of each way in: counted, then throttled.
@@ -562,4 +562,40 @@ func TestConsoleThrottlesTheClientBehindTheProxiesAndTheCredentialEverywhere(t *
 		t.Fatalf("another credential from that address: %d", rec.Code)
 	}
 	sessionOf(t, login(c, consoleAdmin, "192.0.2.3:1"))
+}
+
+// asynqmon has no sign-out control, so /monitor/logout is the console's way out: a GET shows
+// a button and ends nothing (a link or an image on another site cannot sign an admin out),
+// a POST from another site is refused, and the button's POST ends the session.
+func TestConsoleSignOutIsAButton(t *testing.T) {
+	t.Parallel()
+	e := newConsoleEnv(t)
+	c := e.console(ConsoleConfig{})
+	ck := sessionOf(t, login(c, consoleAdmin, here))
+	live := func() bool {
+		return send(c, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil).Code == http.StatusOK
+	}
+
+	rec := send(c, "GET", ConsolePath+"/logout", here, withCookie(ck), nil)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `<form method="post" action="/monitor/logout"`) {
+		t.Fatalf("the sign-out page: %d %s", rec.Code, rec.Body)
+	}
+	if !live() {
+		t.Fatal("showing the sign-out page ended the session")
+	}
+	crossSite := func(r *http.Request) { withCookie(ck)(r); r.Header.Set("Sec-Fetch-Site", "cross-site") }
+	if rec := send(c, "POST", ConsolePath+"/logout", here, crossSite, nil); rec.Code != http.StatusForbidden {
+		t.Fatalf("a sign-out posted from another site: %d", rec.Code)
+	}
+	if !live() {
+		t.Fatal("a sign-out from another site ended the session")
+	}
+	sameOrigin := func(r *http.Request) { withCookie(ck)(r); r.Header.Set("Sec-Fetch-Site", "same-origin") }
+	if rec := send(c, "POST", ConsolePath+"/logout", here, sameOrigin, nil); rec.Code != http.StatusSeeOther ||
+		rec.Header().Get("Location") != ConsolePath+"/login" {
+		t.Fatalf("the button's sign-out: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	if live() {
+		t.Fatal("the session outlived the sign-out")
+	}
 }

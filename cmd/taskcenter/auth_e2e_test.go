@@ -191,34 +191,63 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	}
 }
 
+// The provider is on another site than the service (127.0.0.2 and 127.0.0.1 are two sites
+// to a browser), keeps a session of its own as a company's provider does, and offers
+// RP-initiated sign-out. In Chromium: sign in there, use the page, sign out (which ends the
+// provider's session too), and sign in again, which asks for the credentials again.
 func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test")
 	}
 	b := newBrowser(t)
-	idp := newCompanyIdP(t)
+	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
+	const password = "alice-at-the-company"
+	idp.RequireSignIn(password, &mockoidc.MockUser{Subject: "id-alice", PreferredUsername: "alice", Email: "alice@example.com", Groups: []string{"staff"}})
 	e := newEnv(t, idp.vars())
 	api := e.start("api") // no worker: the export waits, so it can be cancelled at once
 	base := api.base
-	idp.QueueUser(&mockoidc.MockUser{Subject: "id-alice", PreferredUsername: "alice", Email: "alice@example.com", Groups: []string{"staff"}})
+	if strings.Contains(base, "127.0.0.2") || !strings.Contains(idp.Issuer(), "127.0.0.2") {
+		t.Fatalf("the service (%s) and the provider (%s) must be two sites", base, idp.Issuer())
+	}
 
 	res := api.do("POST", "/api/v1/exports", idp.jwt(t, idp.Key(), "alice"), map[string]any{"type": "customers"})
 	var sub struct{ Task taskJSON }
 	res.json(t, &sub)
 
+	signIn := func(n int) {
+		t.Helper()
+		b.click("sign in with the company account", "#sso")
+		b.wait("the provider asks for the credentials", `location.host === "`+strings.TrimPrefix(idp.Addr(), "http://")+`" && !!document.querySelector("#idp-username")`, 10*time.Second)
+		if got := idp.CredentialsAsked.Load(); got != int64(n) {
+			t.Fatalf("the provider asked for credentials %d times, want %d", got, n)
+		}
+		b.run("alice's credentials", chromedp.SendKeys(chromedp.CSS("#idp-username"), "alice"),
+			chromedp.SendKeys(chromedp.CSS("#idp-password"), password), chromedp.Click(chromedp.CSS("#idp-submit")))
+	}
 	b.run("open the page", chromedp.Navigate(base+"/tasks/"+sub.Task.ID), chromedp.WaitVisible(chromedp.CSS("#sso")))
-	b.click("sign in with the company account", "#sso")
-	b.wait("back on the task, signed in as the provider's alice", `location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
+	signIn(1)
+	b.wait("back on the task, signed in as the provider's alice", `location.origin === "`+base+`" && location.pathname === "/tasks/`+sub.Task.ID+`" && document.querySelector(".who") &&
 		document.querySelector(".who").innerText === "oidc:corp:alice" && document.querySelector("#task-status").dataset.status === "PENDING"`, 20*time.Second)
 	b.click("cancel it", "#cancel")
 	b.wait("cancelled by alice", `document.querySelector("#task-status").dataset.status === "CANCELLED" &&
 		!document.querySelector("#task-cancelled-by").hidden && document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by oidc:corp:alice at ")`, 20*time.Second)
 	shot := b.screenshot("sso-cancelled-by")
 
+	// Sign-out ends the page's session and the provider's: the provider was asked to, naming
+	// the session's ID token and where to come back to, and sent the browser back here.
 	b.click("sign out", "#signout")
-	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	b.wait("the sign-in page", `location.origin === "`+base+`" && location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	ends := idp.EndSessions()
+	if len(ends) != 1 || ends[0].Get("id_token_hint") == "" || ends[0].Get("post_logout_redirect_uri") != base+"/login" || ends[0].Get("client_id") != idp.ClientID {
+		t.Fatalf("the provider's end-session requests: %v", ends)
+	}
 	b.run("the page again", chromedp.Navigate(base+"/"))
 	b.wait("signed out for good", `location.pathname === "/login"`, 10*time.Second)
+
+	// Signing in again asks for the credentials again: the provider's session is over.
+	signIn(2)
+	b.wait("signed in again, on the task list", `location.origin === "`+base+`" && location.pathname === "/" && document.querySelector(".who") &&
+		document.querySelector(".who").innerText === "oidc:corp:alice"`, 20*time.Second)
 
 	res = api.do("GET", "/api/v1/audit?actor=oidc:corp:alice", adminToken, nil)
 	var trail auditJSON
@@ -227,7 +256,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	for _, r := range trail.Items {
 		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
 	}
-	want := []string{"oidc auth.sign_out success", "session task.cancel success", "oidc auth.sign_in success", "jwt task.submit success"}
+	want := []string{"oidc auth.sign_in success", "oidc auth.sign_out success", "session task.cancel success", "oidc auth.sign_in success", "jwt task.submit success"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
 	}
@@ -238,4 +267,59 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// The console (asynqmon, which has no sign-out control of its own) with the provider on
+// another site, in Chromium: an admin signs in from the console's sign-in page and lands in
+// the console; the task page's nav leads to the console's sign-out, whose button ends the
+// console's and the page's sessions and the provider's; the console then asks for a
+// sign-in, and the provider for the credentials.
+func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
+	const password = "ops-at-the-company"
+	idp.RequireSignIn(password, &mockoidc.MockUser{Subject: "id-ops", PreferredUsername: "ops", Email: "ops@example.com",
+		Groups: []string{"staff", "taskcenter-admins"}})
+	api := newEnv(t, idp.vars()).start("api")
+	base := api.base
+	idpHost := strings.TrimPrefix(idp.Addr(), "http://")
+
+	b.run("the console", chromedp.Navigate(base+"/monitor/"), chromedp.WaitVisible(chromedp.CSS("#sso")))
+	b.click("sign in with the company account", "#sso")
+	b.wait("the provider asks for the credentials", `location.host === "`+idpHost+`" && !!document.querySelector("#idp-username")`, 10*time.Second)
+	b.run("ops's credentials", chromedp.SendKeys(chromedp.CSS("#idp-username"), "ops"),
+		chromedp.SendKeys(chromedp.CSS("#idp-password"), password), chromedp.Click(chromedp.CSS("#idp-submit")))
+	b.wait("in the console", `location.origin === "`+base+`" && location.pathname === "/monitor/" && document.readyState === "complete" &&
+		!!document.querySelector("#root") && document.querySelector("#root").innerText.includes("Queues")`, 20*time.Second)
+
+	b.run("the task page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#console-signout")))
+	b.click("sign out of the console", "#console-signout")
+	b.wait("the console's sign-out page", `location.pathname === "/monitor/logout" && !!document.querySelector("#console-signout-submit")`, 10*time.Second)
+	b.click("sign out", "#console-signout-submit")
+	b.wait("back on this site's sign-in page", `location.origin === "`+base+`" && location.pathname === "/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	ends := idp.EndSessions()
+	if len(ends) != 1 || ends[0].Get("id_token_hint") == "" || ends[0].Get("post_logout_redirect_uri") != base+"/login" {
+		t.Fatalf("the provider's end-session requests: %v", ends)
+	}
+	b.run("the console again", chromedp.Navigate(base+"/monitor/"))
+	b.wait("the console asks for a sign-in", `location.pathname === "/monitor/login" && !!document.querySelector("#sso")`, 10*time.Second)
+	b.click("sign in with the company account", "#sso")
+	b.wait("the provider asks for the credentials again", `location.host === "`+idpHost+`" && !!document.querySelector("#idp-username")`, 10*time.Second)
+	if got := idp.CredentialsAsked.Load(); got != 2 {
+		t.Fatalf("the provider asked for credentials %d times, want 2", got)
+	}
+
+	res := api.do("GET", "/api/v1/audit?actor=oidc:corp:ops", adminToken, nil)
+	var trail auditJSON
+	res.json(t, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	if want := []string{"oidc auth.sign_out success", "oidc auth.sign_in success"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("ops's trail:\n got %q\nwant %q", got, want)
+	}
 }

@@ -105,10 +105,10 @@ func SecureCookie(r *http.Request) bool {
 	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
-// OpenSession starts a web session for d (a CSRF token is added), sets its cookie, records
-// the sign-in and sends the browser to next. It reports false (after logging) when the
-// session could not be stored.
-func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session.Data, via, next string) bool {
+// OpenSession starts a web session for d (a CSRF token is added), sets its cookie and records
+// the sign-in with status, the status the caller then answers with. It reports false (after
+// logging) when the session could not be stored.
+func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session.Data, via string, status int) bool {
 	d.CSRF = session.RandomToken()
 	id, err := s.sessions.Create(r.Context(), d)
 	if err != nil {
@@ -119,10 +119,7 @@ func (s *Service) OpenSession(rw http.ResponseWriter, r *http.Request, d session
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: s.sessions.Cookie(id), Path: "/",
 		MaxAge: int(s.sessions.TTL() / time.Second), HttpOnly: true, Secure: SecureCookie(r), SameSite: http.SameSiteStrictMode})
 	s.cfg.Logger.Info("web sign-in", "user", d.User, "via", via, "client", s.ClientAddr(r))
-	s.AuditSignIn(r, d.User, via, audit.Success, http.StatusSeeOther, "")
-	if next != "" {
-		http.Redirect(rw, r, next, http.StatusSeeOther)
-	}
+	s.AuditSignIn(r, d.User, via, audit.Success, status, "")
 	return true
 }
 
@@ -155,8 +152,11 @@ func (s *Service) AuditSignOut(r *http.Request, d session.Data, outcome string, 
 }
 
 // EndSession ends the request's web session on every replica, records the sign-out, and
-// returns where to send the browser: the sign-in page, or the provider's sign-out page
-// (RP-initiated logout) for a session it opened, when it offers one.
+// returns where to send the browser: the sign-in page ("/login"), or the provider's sign-out
+// page (RP-initiated logout, an absolute URL on the provider's site) for a session it
+// opened, when it offers one. The caller answers a sign-out that goes to the provider with a
+// page of this site that moves on to it (web.App.Continue): the page's and the console's
+// policy (form-action 'self') would block a form's redirect to another site.
 func (s *Service) EndSession(rw http.ResponseWriter, r *http.Request) (string, error) {
 	next := "/login"
 	if ck, err := r.Cookie(sessionCookie); err == nil {
@@ -167,12 +167,13 @@ func (s *Service) EndSession(rw http.ResponseWriter, r *http.Request) (string, e
 				return "", err
 			}
 			if live {
-				s.AuditSignOut(r, d, audit.Success, http.StatusSeeOther, "")
+				status := http.StatusSeeOther // to the sign-in page
 				if d.Via == "oidc" && s.cfg.OIDC != nil {
 					if u := s.cfg.OIDC.EndSessionURL(r.Context(), d.IDToken, BaseURL(r)+"/login"); u != "" {
-						next = u
+						next, status = u, http.StatusOK // the page that moves on to the provider
 					}
 				}
+				s.AuditSignOut(r, d, audit.Success, status, "")
 			}
 		}
 	}

@@ -134,9 +134,14 @@ func (w *App) ssoCallback(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := identity.PrincipalOf(id, "oidc")
-	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", si.Next) {
+	if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: "oidc", Via: "oidc", IDToken: idToken}, "oidc", http.StatusOK) {
 		w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Error: dict["login.unavailable"]})
+		return
 	}
+	// Not a redirect: this navigation began on the provider's site, and the browser would not
+	// send the new SameSite=Strict cookie on a redirect that ends it. The continue page's
+	// navigation begins here, so it does.
+	w.Continue(rw, r, si.Next)
 }
 
 func truncate(s string, n int) string {

@@ -136,7 +136,7 @@ func New(cfg Config) (*App, error) {
 			return nil, fmt.Errorf("web/i18n/zh.json lacks %q", k)
 		}
 	}
-	for _, page := range []string{"login", "list", "detail", "import", "export"} {
+	for _, page := range []string{"login", "list", "detail", "import", "export", "continue", "signout"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
 		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -198,6 +198,8 @@ type pageData struct {
 	// SSOURL its provider link.
 	Console        bool
 	Action, SSOURL string
+	// Refresh is the continue page's meta refresh (its content attribute, escaped).
+	Refresh template.HTMLAttr
 }
 
 // render writes a page.
@@ -335,6 +337,13 @@ func (w *App) ConsoleLogin(rw http.ResponseWriter, r *http.Request, status int, 
 		TokenLogin: true, Error: msg})
 }
 
+// ConsoleSignOutPage writes the console's sign-out page (monitor's LoginPage): a button that
+// posts to action. A GET only shows it, so a link or an image elsewhere cannot sign anyone
+// out.
+func (w *App) ConsoleSignOutPage(rw http.ResponseWriter, r *http.Request, action string) {
+	w.render(rw, r, http.StatusOK, "signout", pageData{Console: true, Action: action})
+}
+
 // login answers POST /login (form: token, next): a session for the token's user.
 func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 	lang := w.lang(rw, r)
@@ -360,9 +369,13 @@ func (w *App) login(rw http.ResponseWriter, r *http.Request) {
 		p, ok = w.id.ConfigToken(token)
 	}
 	if ok {
-		if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", next) {
+		if !w.id.OpenSession(rw, r, session.Data{User: p.User, Role: string(p.Role), Token: session.Fingerprint(token)}, "token", http.StatusSeeOther) {
 			w.render(rw, r, http.StatusServiceUnavailable, "login", pageData{Lang: lang, Next: next, Error: dict["login.unavailable"]})
+			return
 		}
+		// The form was posted from this site, so the redirect is a same-site navigation and
+		// the browser sends the Strict cookie on it.
+		http.Redirect(rw, r, next, http.StatusSeeOther)
 		return
 	}
 	if secs, err := w.throttle.Blocked(r.Context(), addr, token); err != nil {
@@ -398,5 +411,26 @@ func (w *App) logout(rw http.ResponseWriter, r *http.Request) {
 		w.cfg.WriteError(rw, r, problem.New(http.StatusServiceUnavailable, "unavailable", "the session could not be ended now; try again shortly"))
 		return
 	}
+	if !strings.HasPrefix(next, "/") {
+		// The provider's sign-out: the policy's form-action 'self' blocks a redirect of this
+		// form to another site, so a page of this site moves on to it.
+		w.Continue(rw, r, next)
+		return
+	}
 	http.Redirect(rw, r, next, http.StatusSeeOther)
+}
+
+// Continue answers 200 with a page of this site that moves the browser on to target at once
+// (a meta refresh, and a link for a browser that ignores it), with no script. It is the hop
+// after the provider's callback, so that the navigation to the page starts on this site and
+// the browser sends the SameSite=Strict session cookie with it (a redirect would finish
+// the navigation the provider's site started, and the browser would leave the cookie out);
+// and the hop to the provider's sign-out, which the page's form-action 'self' would block
+// as a form's redirect.
+func (w *App) Continue(rw http.ResponseWriter, r *http.Request, target string) {
+	// The refresh's URL is read up to the end of the attribute: quoted, and a quote in it
+	// percent-encoded, it cannot be cut short.
+	target = strings.ReplaceAll(target, "'", "%27")
+	w.render(rw, r, http.StatusOK, "continue", pageData{Next: target,
+		Refresh: template.HTMLAttr(`content="0;url='` + template.HTMLEscapeString(target) + `'"`)}) //nolint:gosec // escaped above
 }
