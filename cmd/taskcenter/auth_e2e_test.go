@@ -196,6 +196,7 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 // RP-initiated sign-out. In Chromium: sign in there, use the page, sign out (which ends the
 // provider's session too), and sign in again, which asks for the credentials again.
 func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}
@@ -275,6 +276,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 // console's and the page's sessions and the provider's; the console then asks for a
 // sign-in, and the provider for the credentials.
 func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

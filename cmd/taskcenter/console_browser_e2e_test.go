@@ -18,6 +18,7 @@ import (
 // with no console error, no request that fails, and no request that leaves this machine
 // (asynqmon as built asks Google Fonts for two style sheets and the browser for a manifest).
 func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

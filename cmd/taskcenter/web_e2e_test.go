@@ -48,8 +48,14 @@ type browserSession struct {
 	problems []string // console errors, exceptions, failed loads
 }
 
+// oneBrowser lets one Chromium run at a time: the browser tests run beside the other tests
+// (t.Parallel) without two browsers contending for the machine.
+var oneBrowser = make(chan struct{}, 1)
+
 func newBrowser(t *testing.T) *browserSession {
 	t.Helper()
+	oneBrowser <- struct{}{}
+	t.Cleanup(func() { <-oneBrowser }) // registered first, so it runs after the browser has closed
 	exe := chromium(t)
 	// Kept after the test (t.TempDir would be removed), so the printed screenshots can be
 	// looked at; the browser profile and downloads are in it too.
@@ -259,6 +265,7 @@ func isXLSX(t *testing.T, path string) {
 }
 
 func TestWebPageInChromium(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

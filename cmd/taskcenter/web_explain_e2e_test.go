@@ -14,6 +14,7 @@ import (
 // heading per attempt, its newest lines first, earlier ones on "Load earlier lines"; and
 // the whole log downloads as text.
 func TestWebPageExplainsAMessyImport(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

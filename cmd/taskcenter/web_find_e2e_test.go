@@ -27,6 +27,7 @@ const findJS = `(() => {
 // with one click and both show CANCELLED, a retry of a waiting and a cancelled task says
 // which was not allowed, and a reload or the language switch keeps the search and the tab.
 func TestWebPageFindsAndActsOnTasks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

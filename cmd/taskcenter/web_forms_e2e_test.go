@@ -11,6 +11,7 @@ import (
 // click, Enter twice) and then once more with another filter; the page's Idempotency-Key
 // makes the first two one export, and the third a second one.
 func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

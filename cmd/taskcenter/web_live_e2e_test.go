@@ -69,6 +69,7 @@ func (b *browserSession) focused(sel string) bool {
 }
 
 func TestWebPageKeepsItsControlsThroughLiveUpdates(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}

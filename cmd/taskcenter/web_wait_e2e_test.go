@@ -19,6 +19,7 @@ const waitJS = `(() => {
 // the queue has finished work lately, the page also says when the task should start, on the
 // list and on the task's page, in English and in Chinese.
 func TestWebPageShowsAWaitingTasksPlaceInLine(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("browser test")
 	}
