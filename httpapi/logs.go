@@ -5,10 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -127,16 +123,11 @@ func (s taskRoutes) readableTask(r *http.Request, p identity.Principal) (*store.
 
 // parseLogQuery reads attempt, cursor and limit of a log page.
 func parseLogQuery(rawQuery string) (store.LogQuery, error) {
-	q, err := url.ParseQuery(rawQuery)
+	q, err := readQuery(rawQuery)
 	if err != nil {
-		return store.LogQuery{}, problem.BadRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return store.LogQuery{}, err
 	}
 	var errs []problem.FieldError
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		if msg := textcheck.Problem(q.Get(name), request.MaxQueryValue); msg != "" {
-			errs = append(errs, problem.FieldError{Field: name, Message: msg})
-		}
-	}
 	lq := store.LogQuery{Limit: defaultLogLimit}
 	if v := q.Get("attempt"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -187,6 +178,6 @@ func logView(l store.LogEntry) LogView {
 }
 
 // oneLine keeps a log line on one line of the text download.
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\n`).Replace(s)
-}
+func oneLine(s string) string { return lineBreaks.Replace(s) }
+
+var lineBreaks = strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\n`)

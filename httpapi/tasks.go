@@ -68,13 +68,11 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	return nil
 }
 
-// parseListQuery reads the task list's query. The filters are the task export's
-// (export.TaskFilter), checked by the same rules; every value must be text Postgres can
-// hold; the cursor must be one this API wrote for the same sort.
-func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
+// readQuery parses a query string whose every value must be text Postgres can hold.
+func readQuery(rawQuery string) (url.Values, error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return store.ListFilter{}, problem.BadRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
+		return nil, problem.BadRequest("invalid_query", "the query string is not valid URL encoding: %s", strings.TrimPrefix(err.Error(), "invalid URL escape "))
 	}
 	var errs []problem.FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
@@ -86,8 +84,20 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 		}
 	}
 	if len(errs) > 0 {
-		return store.ListFilter{}, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
+		return nil, problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
 	}
+	return q, nil
+}
+
+// parseListQuery reads the task list's query. The filters are the task export's
+// (export.TaskFilter), checked by the same rules; every value must be text Postgres can
+// hold; the cursor must be one this API wrote for the same sort.
+func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, error) {
+	q, err := readQuery(rawQuery)
+	if err != nil {
+		return store.ListFilter{}, err
+	}
+	var errs []problem.FieldError
 	tf := export.TaskFilter{Types: textcheck.SplitList(q["type"]), Owner: q.Get("owner"), Search: q.Get("q")}
 	for _, st := range textcheck.SplitList(q["status"]) {
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
@@ -153,39 +163,22 @@ func sortChoices() string {
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.
 func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	ctx := r.Context()
-	id, err := request.TaskID(r)
+	t, archived, err := s.readableTask(r, p)
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Get(ctx, id, p.Scope())
-	if errors.Is(err, store.ErrNotFound) {
-		return s.getArchivedTask(w, r, id, p)
+	readRuns, readLogs := s.Store.Runs, s.Store.RecentLogs
+	if archived { // retention moved it to the archive: the same view, marked, with no actions
+		readRuns, readLogs = s.Store.ArchivedRuns, s.Store.ArchivedLogs
 	}
+	v, err := s.detail(ctx, t, archived, readRuns, readLogs)
 	if err != nil {
 		return err
 	}
-	v, err := s.detail(ctx, t, false, s.Store.Runs, s.Store.RecentLogs)
-	if err != nil {
-		return err
+	if archived {
+		v.Archived = true
+		v.Links = Links{Self: v.Links.Self} // its files are gone
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
-
-// getArchivedTask answers GET /api/v1/tasks/{id} for a task retention moved to the archive:
-// the same view, marked archived, with no actions (its files are gone).
-func (s taskRoutes) getArchivedTask(w http.ResponseWriter, r *http.Request, id string, p identity.Principal) error {
-	ctx := r.Context()
-	t, err := s.Store.GetArchived(ctx, id, p.Scope())
-	if err != nil {
-		return err
-	}
-	v, err := s.detail(ctx, t, true, s.Store.ArchivedRuns, s.Store.ArchivedLogs)
-	if err != nil {
-		return err
-	}
-	v.Archived = true
-	v.Links = Links{Self: v.Links.Self}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
