@@ -28,18 +28,22 @@ const laneRank = `CASE WHEN %[1]s.attempt > 0 THEN 0 WHEN %[1]s.priority BETWEEN
 // linesQuery counts, for each waiting task, the claimable tasks of its queue ahead of it: in an
 // earlier lane, or in the same lane and created before it. It reads the lanes as strict
 // (asynq's weighted pick also serves later lanes, more slowly) and leaves out the per-owner
-// fair-share cap, so the count is an approximation of the claim's order, not a promise.
+// fair-share cap, so the count is an approximation of the claim's order, not a promise. The
+// queue's finished count is read once per queue, not once per task.
 var linesQuery = `
+	WITH waiting AS (SELECT * FROM tasks WHERE id = ANY($1::bigint[]) AND status IN ('PENDING', 'RETRY_WAIT')),
+	finished AS (SELECT f.queue, count(*) AS n FROM tasks f
+	     WHERE f.queue IN (SELECT queue FROM waiting) AND f.status IN ` + terminalStates + ` AND f.started_at IS NOT NULL
+	       AND f.finished_at > now() - make_interval(secs => $3)
+	     GROUP BY f.queue)
 	SELECT t.id,
 	  (SELECT count(*) FROM (SELECT 1 FROM tasks w
 	     WHERE w.queue = t.queue AND w.id <> t.id
 	       AND (w.status = 'PENDING' OR (w.status = 'RETRY_WAIT' AND w.next_retry_at <= now()))
 	       AND (` + fmt.Sprintf(laneRank, "w") + `, w.created_at, w.id) < (` + fmt.Sprintf(laneRank, "t") + `, t.created_at, t.id)
 	     LIMIT $2) a) AS ahead,
-	  (SELECT count(*) FROM tasks f
-	     WHERE f.queue = t.queue AND f.status IN ` + terminalStates + ` AND f.started_at IS NOT NULL
-	       AND f.finished_at > now() - make_interval(secs => $3)) AS finished
-	FROM tasks t WHERE t.id = ANY($1::bigint[]) AND t.status IN ('PENDING', 'RETRY_WAIT')`
+	  coalesce(finished.n, 0) AS finished
+	FROM waiting t LEFT JOIN finished ON finished.queue = t.queue`
 
 // Lines answers where each of the waiting tasks ids stands in its queue, and how many tasks
 // its queue finished in the last window. Tasks that are not waiting are left out.
