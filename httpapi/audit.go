@@ -122,17 +122,24 @@ func (s *Server) auditAnswer(w http.ResponseWriter, r *http.Request, action stri
 	if target == "" && pr == nil {
 		target = locationTarget(w.Header().Get("Location"))
 	}
-	e := audit.Event{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
-		ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
-	if pr != nil {
-		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
-	}
+	e := s.auditEvent(r, action, target, p, status, pr)
 	if pr == nil && a.Recorded() > 0 {
 		// Written with the change itself; the log still hears of it.
 		s.id.LogAudit(r.Context(), e, a.Recorded())
 		return
 	}
 	s.id.Record(r.Context(), e)
+}
+
+// auditEvent is the audit row of p's request r acting on target, answered status (with the
+// problem pr, or nil).
+func (s *Server) auditEvent(r *http.Request, action, target string, p identity.Principal, status int, pr *problem.Problem) audit.Event {
+	e := audit.Event{Actor: p.User, Via: p.Via, Action: action, Target: target, Outcome: identity.OutcomeOf(status), Status: status,
+		ClientAddr: s.id.ClientAddr(r), RequestID: problem.RequestID(r.Context())}
+	if pr != nil {
+		e.Detail = truncate(pr.Code+": "+pr.Detail, 500)
+	}
+	return e
 }
 
 // auditTarget is the object a request acted on: the {id} in its path, or what a create

@@ -94,8 +94,7 @@ func (s taskRoutes) bulk(w http.ResponseWriter, r *http.Request, p identity.Prin
 		}
 		res.Code, res.Message = pr.Code, pr.Detail
 		out.Results[i] = res
-		s.id.Record(ctx, audit.Event{Actor: p.User, Via: p.Via, Action: action, Target: id, Outcome: identity.OutcomeOf(pr.Status),
-			Status: pr.Status, Detail: truncate(pr.Code+": "+pr.Detail, 500), ClientAddr: s.id.ClientAddr(r), RequestID: pr.RequestID})
+		s.id.Record(ctx, s.auditEvent(r, action, id, p, pr.Status, pr))
 		audit.FromContext(ctx).Add(1) // the request's own row is this one
 	}
 	writeJSON(w, http.StatusOK, out)
