@@ -46,12 +46,12 @@ func secureHeaders(h http.Header) {
 	h.Set("Referrer-Policy", "same-origin")
 }
 
-// offlinePage serves next (asynqmon's UI) with its HTML page rewritten: no links that leave
+// offlinePage serves next (asynqmon's UI) behind the console's Handler (which set
+// secureHeaders) with its HTML page rewritten: no links that leave
 // the machine or that the browser fetches without credentials, and a policy naming the
 // page's inline scripts by hash. Everything else passes through untouched.
 func offlinePage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secureHeaders(w.Header())
 		if r.Method != http.MethodGet && r.Method != http.MethodHead || strings.HasPrefix(r.URL.Path, ConsolePath+"/api/") ||
 			strings.HasPrefix(r.URL.Path, ConsolePath+"/static/") {
 			next.ServeHTTP(w, r)
