@@ -106,6 +106,9 @@ type importResubmit struct {
 	Encoding *string           `json:"encoding"`
 	Lang     *string           `json:"lang"`
 	DryRun   *bool             `json:"dry_run"`
+	// NotifyURL and NotifySecret subscribe a webhook to the new task, as with an upload.
+	NotifyURL    string `json:"notify_url"`
+	NotifySecret string `json:"notify_secret"`
 }
 
 // resubmitImport answers POST /api/v1/imports with a JSON body: the stored upload of an
@@ -142,7 +145,7 @@ func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identi
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
 	sub.RequestID = problem.RequestID(r.Context())
-	return s.submit(w, r.WithContext(ctx), sub, nil)
+	return s.submit(w, r.WithContext(ctx), sub, notifyOf(body.NotifyURL, body.NotifySecret))
 }
 
 // multipartForm is a multipart body as the import reads it: one field at a time, with the

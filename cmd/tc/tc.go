@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,10 @@ const usage = `tc — the taskcenter command line
 
 usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
-  import FILE [--mode upsert|insert] [--sheet S] [--wait]   import customers from .xlsx or .csv
+  import FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]
+                                                            import customers from .xlsx or .csv
+  import --from ID [--column H=FIELD ...] [--mode M] [--sheet S] [--dry-run=false] [--wait]
+                                                            import an earlier import's file again
   export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
   submit TYPE --params JSON [--wait]                        submit a task of another type
   ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]
@@ -201,22 +205,85 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	sheet := fs.String("sheet", "", "sheet to import")
 	wait := fs.Bool("wait", false, "follow the task to its end")
 	notify := fs.String("notify-url", "", "webhook told when the task ends")
-	pos, err := parse(fs, args, 1, "FILE [--mode upsert|insert] [--sheet S] [--wait]")
+	from := fs.String("from", "", "re-submit the file of this earlier import task (no upload)")
+	var columns multiFlag
+	fs.Var(&columns, "column", "HEADER=FIELD (repeatable): the file's header HEADER holds FIELD (code, name, phone, email, city, level)")
+	var dryRun optionalBool
+	fs.Var(&dryRun, "dry-run", "check the file without writing customers")
+	positional := 1
+	if slices.ContainsFunc(args, func(a string) bool { return a == "--from" || a == "-from" || strings.HasPrefix(a, "--from=") || strings.HasPrefix(a, "-from=") }) {
+		positional = 0
+	}
+	pos, err := parse(fs, args, positional, "FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--wait], or --from ID [--column H=FIELD ...]")
 	if err != nil {
 		return 0, err
 	}
 	if *mode != "" && *mode != "upsert" && *mode != "insert" {
 		return 0, usagef("--mode must be upsert or insert")
 	}
+	mapping, err := columnMapping(columns)
+	if err != nil {
+		return 0, err
+	}
+	opts := client.SubmitOptions{NotifyURL: *notify}
+	if *from != "" {
+		sub, err := t.c.ResubmitImport(ctx, client.ImportResubmit{FromTask: *from, Columns: mapping, Mode: *mode, Sheet: *sheet, DryRun: dryRun.value}, opts)
+		if err != nil {
+			return 0, err
+		}
+		return t.submitted(ctx, sub, *wait)
+	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return 0, usagef("cannot read %s: %v", pos[0], errors.Unwrap(err))
 	}
-	sub, err := t.c.SubmitImportFile(ctx, pos[0], client.Import{Mode: *mode, Sheet: *sheet}, client.SubmitOptions{NotifyURL: *notify})
+	imp := client.Import{Mode: *mode, Sheet: *sheet, Columns: mapping, DryRun: dryRun.value != nil && *dryRun.value}
+	sub, err := t.c.SubmitImportFile(ctx, pos[0], imp, opts)
 	if err != nil {
 		return 0, err
 	}
 	return t.submitted(ctx, sub, *wait)
 }
+
+// columnMapping reads --column HEADER=FIELD flags into a columns mapping; nil for none.
+func columnMapping(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		header, field, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(header) == "" || strings.TrimSpace(field) == "" {
+			return nil, usagef("--column %q: write HEADER=FIELD, e.g. --column 联系电话=phone", f)
+		}
+		if _, dup := out[header]; dup {
+			return nil, usagef("--column names the header %q twice", header)
+		}
+		out[header] = strings.TrimSpace(field)
+	}
+	return out, nil
+}
+
+// optionalBool is a boolean flag that knows whether it was given.
+type optionalBool struct{ value *bool }
+
+func (o *optionalBool) String() string {
+	if o == nil || o.value == nil {
+		return ""
+	}
+	return strconv.FormatBool(*o.value)
+}
+
+func (o *optionalBool) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	o.value = &b
+	return nil
+}
+
+// IsBoolFlag lets --dry-run stand alone.
+func (o *optionalBool) IsBoolFlag() bool { return true }
 
 func (t *cli) exportCmd(ctx context.Context, args []string) (int, error) {
 	fs := t.flags("export")
