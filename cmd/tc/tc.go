@@ -211,7 +211,9 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	var dryRun optionalBool
 	fs.Var(&dryRun, "dry-run", "check the file without writing customers")
 	positional := 1
-	if slices.ContainsFunc(args, func(a string) bool { return a == "--from" || a == "-from" || strings.HasPrefix(a, "--from=") || strings.HasPrefix(a, "-from=") }) {
+	if slices.ContainsFunc(args, func(a string) bool {
+		return a == "--from" || a == "-from" || strings.HasPrefix(a, "--from=") || strings.HasPrefix(a, "-from=")
+	}) {
 		positional = 0
 	}
 	pos, err := parse(fs, args, positional, "FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--wait], or --from ID [--column H=FIELD ...]")
