@@ -432,6 +432,9 @@ func (t *cli) summary(task *client.Task) {
 	fmt.Fprintf(t.stdout, "%s %s %s%s%s\n", task.Status, task.ID, task.Type, counts, took)
 	if task.Error != nil && task.Error.Message != "" {
 		fmt.Fprintf(t.stdout, "  error %s: %s\n", task.Error.Code, task.Error.Message)
+		if hint := mappingHint(task); hint != "" {
+			fmt.Fprintf(t.stdout, "  map the columns: %s\n", hint)
+		}
 	}
 	if task.Result != nil {
 		for _, e := range task.Result.FirstErrors {
@@ -444,6 +447,36 @@ func (t *cli) summary(task *client.Task) {
 	if task.Links.ErrorReport != "" {
 		fmt.Fprintf(t.stdout, "  rejected rows: tc error-report %s\n", task.ID)
 	}
+}
+
+// mappingHint is the command that re-submits an import which failed on headers it does not
+// know, with a --column for each field missing (the unknown headers in their order, as a
+// guess to edit); empty for any other task.
+func mappingHint(task *client.Task) string {
+	var d struct {
+		UnknownHeaders []string `json:"unknown_headers"`
+		MissingFields  []string `json:"missing_fields"`
+	}
+	if task.Error == nil || len(task.Error.Details) == 0 || json.Unmarshal(task.Error.Details, &d) != nil || len(d.MissingFields) == 0 {
+		return ""
+	}
+	cmd := "tc import --from " + task.ID
+	for i, f := range d.MissingFields {
+		header := "HEADER"
+		if i < len(d.UnknownHeaders) {
+			header = d.UnknownHeaders[i]
+		}
+		cmd += " --column " + quoteArg(header+"="+f)
+	}
+	return cmd
+}
+
+// quoteArg quotes a shell argument when it needs it.
+func quoteArg(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
@@ -531,6 +564,9 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 	fmt.Fprintln(w)
 	if task.Error != nil {
 		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
+		if hint := mappingHint(task); hint != "" {
+			fmt.Fprintf(w, "map the columns: %s\n", hint)
+		}
 	}
 	if r := task.Result; r != nil {
 		// The file a result names, or an import's error report; an import that rejected

@@ -276,3 +276,19 @@ func TestImportFromAnEarlierTaskWithAColumnMapping(t *testing.T) {
 		t.Fatalf("a bad --column: exit %d %q", code, errOut)
 	}
 }
+
+// An import that failed on headers it does not know says how to map them.
+func TestAFailedHeaderSaysHowToMapTheColumns(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"tsk_F","type":"import:customers","status":"FAILED","error":{"code":"missing_columns",`+
+			`"message":"row 1: the header row is missing required column(s)","details":{"header_row":1,"headers":["会员号","联系 电话"],`+
+			`"unknown_headers":["会员号","联系 电话"],"missing_fields":["code","phone"],"fields":[]}}}`)
+	}))
+	t.Cleanup(srv.Close)
+	code, out, _ := runTC(t, srv.URL, "good-token-0123456789", "show", "tsk_F")
+	if code != exitSuccess || !strings.Contains(out, "map the columns: tc import --from tsk_F --column 会员号=code --column '联系 电话=phone'") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
