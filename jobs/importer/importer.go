@@ -157,7 +157,8 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	defer src.Close()
 
 	cols, err := readHeader(src, &cp, p.Columns, func(cells []string) (*store.SavedMapping, error) {
-		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(cells))
+		// Keyed as applyMapping saves it: by the header as the checkpoint keeps it.
+		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(rawCells(cells)))
 	})
 	if he := (*HeaderError)(nil); errors.As(err, &he) {
 		return headerFailed(he), nil

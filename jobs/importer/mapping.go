@@ -213,8 +213,12 @@ func (p *HeaderProblem) describe() string {
 		for i, h := range p.UnknownHeaders {
 			quoted[i] = fmt.Sprintf("%q", sheettype.Clip(h, 40))
 		}
-		fmt.Fprintf(&b, "; the header(s) %s are not known: map them to fields with columns, e.g. {%s: \"phone\"}",
-			strings.Join(quoted, ", "), quoted[0])
+		example := "phone"
+		if len(p.MissingFields) > 0 {
+			example = p.MissingFields[0]
+		}
+		fmt.Fprintf(&b, "; the header(s) %s are not known: map them to fields with columns, e.g. {%s: %q}",
+			strings.Join(quoted, ", "), quoted[0], example)
 	}
 	return b.String()
 }
