@@ -161,6 +161,13 @@ func TestImportColumnMapping(t *testing.T) {
 	if params.Params.Filename != "members.csv" || params.Params.Columns["联系电话"] != "phone" {
 		t.Fatalf("re-submitted params: %+v", params.Params)
 	}
+	// The stored upload of the first task was read again: no second file.
+	if n := e.count("SELECT count(*) FROM tasks WHERE task_no = ? AND params->>'upload' = ?", first.ID, params.Params.Upload); n != 1 {
+		t.Fatalf("the re-submit read another upload than %s", params.Params.Upload)
+	}
+	if n := e.count("SELECT count(*) FROM uploads"); n != 1 {
+		t.Fatalf("%d uploads recorded after one upload and a re-submit, want 1", n)
+	}
 	// The same re-submit again is the same task.
 	if status, again := submitted(t, p.do("POST", "/api/v1/imports", aliceToken, map[string]any{"from_task": first.ID, "columns": memberColumns})); status != http.StatusOK || again != mappedID {
 		t.Fatalf("the same re-submit: %d %s, want 200 %s", status, again, mappedID)
