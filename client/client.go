@@ -75,6 +75,9 @@ type Problem struct {
 	Detail    string       `json:"detail"`
 	RequestID string       `json:"request_id"`
 	Errors    []FieldError `json:"errors"`
+	// Details are structured facts to act on: for an import whose header cannot be used, the
+	// file's headers, the unknown ones and the fields missing (see ResubmitImport's Columns).
+	Details json.RawMessage `json:"details,omitempty"`
 	// RetryAfter is the server's Retry-After, when it sent one (429, 503).
 	RetryAfter time.Duration `json:"-"`
 }

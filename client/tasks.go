@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -168,6 +169,45 @@ type Import struct {
 	Mode string
 	// Sheet is the sheet to read; default the first.
 	Sheet string
+	// Columns maps headers of the file to fields (header → "code", "name", "phone", "email",
+	// "city" or "level"), for headers the import does not know; applied before the
+	// built-in names.
+	Columns map[string]string
+	// DryRun checks the file without writing customers.
+	DryRun bool
+}
+
+// ImportResubmit imports the stored upload of an earlier import task again, without
+// uploading it: the fields set replace that task's choices, the others are kept.
+type ImportResubmit struct {
+	// FromTask is the id of the earlier import task (one the caller can see).
+	FromTask string
+	// Columns, when not nil, replaces the column mapping (empty: none).
+	Columns map[string]string
+	// Mode, Sheet, Encoding and Lang replace the earlier task's when not empty.
+	Mode, Sheet, Encoding, Lang string
+	// DryRun, when not nil, replaces the earlier task's dry_run.
+	DryRun *bool
+}
+
+// ResubmitImport imports an earlier import task's stored upload again with other choices
+// (a column mapping, a real run after a dry one). An upload no longer kept is a Problem with
+// Code "upload_missing" (410): upload the file again.
+func (c *Client) ResubmitImport(ctx context.Context, r ImportResubmit, opts SubmitOptions) (*Submitted, error) {
+	body := map[string]any{"from_task": r.FromTask}
+	if r.Columns != nil {
+		body["columns"] = r.Columns
+	}
+	for k, v := range map[string]string{"mode": r.Mode, "sheet": r.Sheet, "encoding": r.Encoding, "lang": r.Lang} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	if r.DryRun != nil {
+		body["dry_run"] = *r.DryRun
+	}
+	opts.IdempotencyKey = "" // a re-submit is deduplicated by what it imports
+	return c.submitJSON(ctx, "/api/v1/imports", body, opts)
 }
 
 // SubmitImportFile uploads the spreadsheet at path (.xlsx or UTF-8 .csv), streamed from the
@@ -184,11 +224,23 @@ func (c *Client) SubmitImportFile(ctx context.Context, path string, imp Import, 
 // SubmitImport uploads a spreadsheet read from r under the file name name (its extension
 // tells the format), streamed as a multipart body.
 func (c *Client) SubmitImport(ctx context.Context, name string, r io.Reader, imp Import, opts SubmitOptions) (*Submitted, error) {
+	var columns, dryRun string
+	if len(imp.Columns) > 0 {
+		b, err := json.Marshal(imp.Columns)
+		if err != nil {
+			return nil, err
+		}
+		columns = string(b)
+	}
+	if imp.DryRun {
+		dryRun = "true"
+	}
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
 		err := func() error {
-			for _, f := range [][2]string{{"mode", imp.Mode}, {"sheet", imp.Sheet}, {"notify_url", opts.NotifyURL}, {"notify_secret", opts.NotifySecret}} {
+			for _, f := range [][2]string{{"mode", imp.Mode}, {"sheet", imp.Sheet}, {"columns", columns}, {"dry_run", dryRun},
+				{"notify_url", opts.NotifyURL}, {"notify_secret", opts.NotifySecret}} {
 				if f[1] != "" {
 					if err := mw.WriteField(f[0], f[1]); err != nil {
 						return err

@@ -145,3 +145,36 @@ func TestCancelManyAndRetryManyReturnEachTasksResult(t *testing.T) {
 		t.Fatalf("101 ids: %v", err)
 	}
 }
+
+// A re-submit sends the earlier task and only the choices it changes, as the document's JSON
+// body; a swept upload is a Problem the caller can tell by its code.
+func TestResubmitImportSendsOnlyWhatChanges(t *testing.T) {
+	t.Parallel()
+	var sent []map[string]any
+	c := checkedServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body) //nolint:errcheck
+		sent = append(sent, body)
+		if body["from_task"] == "tsk_SWEPT" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusGone)
+			io.WriteString(w, `{"type":"/openapi.yaml#/components/x-problem-codes/upload_missing","title":"Gone","status":410,"code":"upload_missing","detail":"upload the file again"}`) //nolint:errcheck
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		writeJSON(w, map[string]any{"task": view("tsk_NEW", store.StatusPending), "duplicate": false})
+	})
+	off := false
+	sub, err := c.ResubmitImport(context.Background(), client.ImportResubmit{FromTask: "tsk_OLD", Columns: map[string]string{"联系电话": "phone"}, DryRun: &off}, client.SubmitOptions{})
+	if err != nil || sub.Task.ID != "tsk_NEW" {
+		t.Fatalf("re-submit: %+v %v", sub, err)
+	}
+	if b := sent[0]; len(b) != 3 || b["from_task"] != "tsk_OLD" || b["dry_run"] != false || b["columns"].(map[string]any)["联系电话"] != "phone" {
+		t.Fatalf("sent %v", b)
+	}
+	_, err = c.ResubmitImport(context.Background(), client.ImportResubmit{FromTask: "tsk_SWEPT"}, client.SubmitOptions{})
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Code != "upload_missing" || p.Status != http.StatusGone {
+		t.Fatalf("a swept upload: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
@@ -39,12 +41,16 @@ type ImportLimits struct {
 // multipartSlack is room for the multipart framing and the small form fields.
 const multipartSlack = 64 << 10
 
-// submitImport answers POST /api/v1/imports (multipart: file, mode, sheet, encoding, lang).
-// It streams the upload to disk while hashing it, runs the cheap checks, stores the file
-// under its content hash, and creates the task. The same owner, file, mode and sheet give
-// back the first task. The error report's language is the lang field, else the request's
-// Accept-Language.
+// submitImport answers POST /api/v1/imports (multipart: file, mode, sheet, encoding, lang,
+// columns, dry_run). It streams the upload to disk while hashing it, runs the cheap checks,
+// stores the file under its content hash, and creates the task. The same owner, file, mode,
+// sheet, columns and dry_run give back the first task. The error report's language is the
+// lang field, else the request's Accept-Language. A JSON body re-submits an earlier
+// import's upload instead (resubmitImport).
 func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		return s.resubmitImport(w, r, p)
+	}
 	limit := s.Import.MaxUploadBytes
 	if r.ContentLength > limit+multipartSlack {
 		return tooLarge(limit)
@@ -88,6 +94,58 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity
 	defer cancel()
 	sub.RequestID = problem.RequestID(r.Context())
 	return s.submit(w, r.WithContext(ctx), sub, hook)
+}
+
+// importResubmit is the JSON body of a re-submit: the earlier import task, and the choices
+// that change (absent: the earlier task's).
+type importResubmit struct {
+	FromTask string            `json:"from_task"`
+	Columns  map[string]string `json:"columns"`
+	Mode     *string           `json:"mode"`
+	Sheet    *string           `json:"sheet"`
+	Encoding *string           `json:"encoding"`
+	Lang     *string           `json:"lang"`
+	DryRun   *bool             `json:"dry_run"`
+	// NotifyURL and NotifySecret subscribe a webhook to the new task, as with an upload.
+	NotifyURL    string `json:"notify_url"`
+	NotifySecret string `json:"notify_secret"`
+}
+
+// resubmitImport answers POST /api/v1/imports with a JSON body: the stored upload of an
+// earlier import task the caller can see (another user's answers 404, as GET /tasks/{id}
+// does) is imported again with the choices given over that task's, without uploading it
+// again. An upload already swept answers 410 upload_missing. The answer is an upload's: 202
+// and the task, or 200 and the earlier identical one.
+func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	var body importResubmit
+	if err := request.DecodeJSON(r, &body); err != nil {
+		return err
+	}
+	if msg := textcheck.Problem(body.FromTask, request.MaxID); msg != "" || body.FromTask == "" {
+		if body.FromTask == "" {
+			msg = "is required: the id of the import task whose file to import again"
+		}
+		return problem.New(http.StatusUnprocessableEntity, "invalid_submit", "from_task "+msg).
+			WithErrors(problem.FieldError{Field: "from_task", Message: msg})
+	}
+	qctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
+	from, err := s.Store.Get(qctx, body.FromTask, p.Scope())
+	if errors.Is(err, store.ErrNotFound) {
+		from, err = s.Store.GetArchived(qctx, body.FromTask, p.Scope())
+	}
+	cancel()
+	if err != nil {
+		return err
+	}
+	sub, err := s.Uploads.ResubmitFrom(r.Context(), from, p.User, importer.Resubmit{Columns: body.Columns,
+		Mode: body.Mode, Sheet: body.Sheet, Encoding: body.Encoding, Lang: body.Lang, DryRun: body.DryRun})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
+	defer cancel()
+	sub.RequestID = problem.RequestID(r.Context())
+	return s.submit(w, r.WithContext(ctx), sub, notifyOf(body.NotifyURL, body.NotifySecret))
 }
 
 // multipartForm is a multipart body as the import reads it: one field at a time, with the

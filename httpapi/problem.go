@@ -28,6 +28,7 @@ func toProblem(err error) *problem.Problem {
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
 		file     *importer.FileProblem
+		header   *importer.HeaderError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -61,10 +62,13 @@ func toProblem(err error) *problem.Problem {
 	case errors.As(err, &file):
 		status := map[importer.ProblemKind]int{importer.Unsupported: http.StatusUnsupportedMediaType,
 			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge,
-			importer.BadForm: http.StatusBadRequest}[file.Kind]
+			importer.BadForm: http.StatusBadRequest, importer.Gone: http.StatusGone}[file.Kind]
 		p := problem.New(status, file.Code, file.Message)
 		if file.Field != "" {
 			p.Errors = []problem.FieldError{{Field: file.Field, Message: file.FieldMessage}}
+		}
+		if errors.As(err, &header) {
+			p.Details = header.Details
 		}
 		return p
 	case errors.Is(err, jobs.ErrUnknownType):

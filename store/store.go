@@ -19,6 +19,7 @@
 //   - Outbox: the task_events outbox (events.go), and its fan-out into webhook deliveries
 //     (fanout.go), which reads the task rows to build each body.
 //   - Uploads: accepted uploads and their sweep (uploads.go).
+//   - Mappings: the column mappings owners saved for their imports (mappings.go).
 //   - Archive: the archive and the stats (archive.go).
 //
 // In subpackages, each with its statements, its model and its tests:
@@ -59,6 +60,7 @@ type Store struct {
 	*tokens.Tokens
 	*audit.Trail
 	*Uploads
+	*Mappings
 	*Archive
 }
 
@@ -67,7 +69,7 @@ func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
-		Trail: audit.New(db), Uploads: &Uploads{db: db}, Archive: &Archive{db: db},
+		Trail: audit.New(db), Uploads: &Uploads{db: db}, Mappings: &Mappings{db: db}, Archive: &Archive{db: db},
 	}
 }
 
@@ -93,6 +95,9 @@ type Outbox struct{ db *bun.DB }
 
 // Uploads records accepted uploads and sweeps the unused ones (uploads.go).
 type Uploads struct{ db *bun.DB }
+
+// Mappings keeps the column mappings owners saved for their files' header sets (mappings.go).
+type Mappings struct{ db *bun.DB }
 
 // Archive moves finished tasks out of the live tables, reads them back, and aggregates the
 // stats (archive.go).

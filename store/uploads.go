@@ -71,3 +71,14 @@ func (s *Uploads) RecordedUploads(ctx context.Context, paths []string) (map[stri
 	}
 	return out, nil
 }
+
+// TouchUpload keeps a recorded upload for the upload TTL from now, for a new task that reuses
+// it (a re-submit); false when it has no record, so its file was swept. It waits for a sweep
+// that holds the record: after it, the file is either kept or known to be gone.
+func (s *Uploads) TouchUpload(ctx context.Context, path string) (bool, error) {
+	n, err := pg.Exec(ctx, s.db.DB, `UPDATE uploads SET last_at = now() WHERE path = $1`, path)
+	if err != nil {
+		return false, fmt.Errorf("touch upload: %w", err)
+	}
+	return n == 1, nil
+}

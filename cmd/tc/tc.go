@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,10 @@ const usage = `tc — the taskcenter command line
 
 usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
-  import FILE [--mode upsert|insert] [--sheet S] [--wait]   import customers from .xlsx or .csv
+  import FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]
+                                                            import customers from .xlsx or .csv
+  import --from ID [--column H=FIELD ...] [--mode M] [--sheet S] [--dry-run=false] [--wait]
+                                                            import an earlier import's file again
   export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
   submit TYPE --params JSON [--wait]                        submit a task of another type
   ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]
@@ -201,22 +205,87 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	sheet := fs.String("sheet", "", "sheet to import")
 	wait := fs.Bool("wait", false, "follow the task to its end")
 	notify := fs.String("notify-url", "", "webhook told when the task ends")
-	pos, err := parse(fs, args, 1, "FILE [--mode upsert|insert] [--sheet S] [--wait]")
+	from := fs.String("from", "", "re-submit the file of this earlier import task (no upload)")
+	var columns multiFlag
+	fs.Var(&columns, "column", "HEADER=FIELD (repeatable): the file's header HEADER holds FIELD (code, name, phone, email, city, level)")
+	var dryRun optionalBool
+	fs.Var(&dryRun, "dry-run", "check the file without writing customers")
+	positional := 1
+	if slices.ContainsFunc(args, func(a string) bool {
+		return a == "--from" || a == "-from" || strings.HasPrefix(a, "--from=") || strings.HasPrefix(a, "-from=")
+	}) {
+		positional = 0
+	}
+	pos, err := parse(fs, args, positional, "FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--wait], or --from ID [--column H=FIELD ...]")
 	if err != nil {
 		return 0, err
 	}
 	if *mode != "" && *mode != "upsert" && *mode != "insert" {
 		return 0, usagef("--mode must be upsert or insert")
 	}
+	mapping, err := columnMapping(columns)
+	if err != nil {
+		return 0, err
+	}
+	opts := client.SubmitOptions{NotifyURL: *notify}
+	if *from != "" {
+		sub, err := t.c.ResubmitImport(ctx, client.ImportResubmit{FromTask: *from, Columns: mapping, Mode: *mode, Sheet: *sheet, DryRun: dryRun.value}, opts)
+		if err != nil {
+			return 0, err
+		}
+		return t.submitted(ctx, sub, *wait)
+	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return 0, usagef("cannot read %s: %v", pos[0], errors.Unwrap(err))
 	}
-	sub, err := t.c.SubmitImportFile(ctx, pos[0], client.Import{Mode: *mode, Sheet: *sheet}, client.SubmitOptions{NotifyURL: *notify})
+	imp := client.Import{Mode: *mode, Sheet: *sheet, Columns: mapping, DryRun: dryRun.value != nil && *dryRun.value}
+	sub, err := t.c.SubmitImportFile(ctx, pos[0], imp, opts)
 	if err != nil {
 		return 0, err
 	}
 	return t.submitted(ctx, sub, *wait)
 }
+
+// columnMapping reads --column HEADER=FIELD flags into a columns mapping; nil for none.
+func columnMapping(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		header, field, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(header) == "" || strings.TrimSpace(field) == "" {
+			return nil, usagef("--column %q: write HEADER=FIELD, e.g. --column 联系电话=phone", f)
+		}
+		if _, dup := out[header]; dup {
+			return nil, usagef("--column names the header %q twice", header)
+		}
+		out[header] = strings.TrimSpace(field)
+	}
+	return out, nil
+}
+
+// optionalBool is a boolean flag that knows whether it was given.
+type optionalBool struct{ value *bool }
+
+func (o *optionalBool) String() string {
+	if o == nil || o.value == nil {
+		return ""
+	}
+	return strconv.FormatBool(*o.value)
+}
+
+func (o *optionalBool) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	o.value = &b
+	return nil
+}
+
+// IsBoolFlag lets --dry-run stand alone.
+func (o *optionalBool) IsBoolFlag() bool { return true }
 
 func (t *cli) exportCmd(ctx context.Context, args []string) (int, error) {
 	fs := t.flags("export")
@@ -363,6 +432,9 @@ func (t *cli) summary(task *client.Task) {
 	fmt.Fprintf(t.stdout, "%s %s %s%s%s\n", task.Status, task.ID, task.Type, counts, took)
 	if task.Error != nil && task.Error.Message != "" {
 		fmt.Fprintf(t.stdout, "  error %s: %s\n", task.Error.Code, task.Error.Message)
+		if hint := mappingHint(task); hint != "" {
+			fmt.Fprintf(t.stdout, "  map the columns: %s\n", hint)
+		}
 	}
 	if task.Result != nil {
 		for _, e := range task.Result.FirstErrors {
@@ -375,6 +447,36 @@ func (t *cli) summary(task *client.Task) {
 	if task.Links.ErrorReport != "" {
 		fmt.Fprintf(t.stdout, "  rejected rows: tc error-report %s\n", task.ID)
 	}
+}
+
+// mappingHint is the command that re-submits an import which failed on headers it does not
+// know, with a --column for each field missing (the unknown headers in their order, as a
+// guess to edit); empty for any other task.
+func mappingHint(task *client.Task) string {
+	var d struct {
+		UnknownHeaders []string `json:"unknown_headers"`
+		MissingFields  []string `json:"missing_fields"`
+	}
+	if task.Error == nil || len(task.Error.Details) == 0 || json.Unmarshal(task.Error.Details, &d) != nil || len(d.MissingFields) == 0 {
+		return ""
+	}
+	cmd := "tc import --from " + task.ID
+	for i, f := range d.MissingFields {
+		header := "HEADER"
+		if i < len(d.UnknownHeaders) {
+			header = d.UnknownHeaders[i]
+		}
+		cmd += " --column " + quoteArg(header+"="+f)
+	}
+	return cmd
+}
+
+// quoteArg quotes a shell argument when it needs it.
+func quoteArg(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
@@ -462,6 +564,9 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 	fmt.Fprintln(w)
 	if task.Error != nil {
 		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
+		if hint := mappingHint(task); hint != "" {
+			fmt.Fprintf(w, "map the columns: %s\n", hint)
+		}
 	}
 	if r := task.Result; r != nil {
 		// The file a result names, or an import's error report; an import that rejected

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -225,5 +226,69 @@ func TestLsSearchesSortsAndCountsWhatItLeftOut(t *testing.T) {
 	}
 	if query != "limit=2&q=budget+2026&sort=-failed" {
 		t.Errorf("ls asked %q", query)
+	}
+}
+
+// import --from re-submits an earlier import as JSON (no upload), with the --column mapping;
+// --column also goes with an upload, as the columns form field.
+func TestImportFromAnEarlierTaskWithAColumnMapping(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		contentType string
+		body        map[string]any
+		columns     string
+	}
+	got := make(chan seen, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var s seen
+		s.contentType = r.Header.Get("Content-Type")
+		if strings.HasPrefix(s.contentType, "multipart/") {
+			s.columns = r.FormValue("columns")
+		} else {
+			json.NewDecoder(r.Body).Decode(&s.body) //nolint:errcheck
+		}
+		got <- s
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprint(w, `{"task":{"id":"tsk_NEW","type":"import:customers","status":"PENDING"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	const token = "good-token-0123456789"
+
+	code, out, errOut := runTC(t, srv.URL, token, "import", "--from", "tsk_OLD", "--column", "联系电话=phone", "--column", "姓名=name", "--dry-run=false")
+	s := <-got
+	cols, _ := s.body["columns"].(map[string]any)
+	if code != exitSuccess || !strings.Contains(out, "tsk_NEW") || s.contentType != "application/json" || s.body["from_task"] != "tsk_OLD" ||
+		cols["联系电话"] != "phone" || cols["姓名"] != "name" || s.body["dry_run"] != false {
+		t.Fatalf("import --from: exit %d %q %q; sent %+v", code, out, errOut, s)
+	}
+
+	file := t.TempDir() + "/members.csv"
+	if err := os.WriteFile(file, []byte("会员号,姓名,联系电话\nM1,a,13800138000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runTC(t, srv.URL, token, "import", file, "--column", "会员号=code")
+	if s := <-got; code != exitSuccess || s.columns != `{"会员号":"code"}` {
+		t.Fatalf("import FILE --column: exit %d %q; columns field %q", code, errOut, s.columns)
+	}
+
+	if code, _, errOut := runTC(t, srv.URL, token, "import", "--from", "tsk_OLD", "--column", "nofield"); code != exitUsage || !strings.Contains(errOut, "HEADER=FIELD") {
+		t.Fatalf("a bad --column: exit %d %q", code, errOut)
+	}
+}
+
+// An import that failed on headers it does not know says how to map them.
+func TestAFailedHeaderSaysHowToMapTheColumns(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"tsk_F","type":"import:customers","status":"FAILED","error":{"code":"missing_columns",`+
+			`"message":"row 1: the header row is missing required column(s)","details":{"header_row":1,"headers":["会员号","联系 电话"],`+
+			`"unknown_headers":["会员号","联系 电话"],"missing_fields":["code","phone"],"fields":[]}}}`)
+	}))
+	t.Cleanup(srv.Close)
+	code, out, _ := runTC(t, srv.URL, "good-token-0123456789", "show", "tsk_F")
+	if code != exitSuccess || !strings.Contains(out, "map the columns: tc import --from tsk_F --column 会员号=code --column '联系 电话=phone'") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -27,6 +27,9 @@ type Problem struct {
 	Code string `json:"code"`
 	// Errors lists field problems of a rejected request.
 	Errors []FieldError `json:"errors,omitempty"`
+	// Details are structured facts about the problem that a client can act on, e.g. the
+	// headers of an import's file and the fields none of them holds (a mapping form).
+	Details any `json:"details,omitempty"`
 
 	retryAfter int // seconds; sent as Retry-After
 }

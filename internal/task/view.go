@@ -88,6 +88,10 @@ type Live struct {
 type ErrorView struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Details are structured facts about the failure a client can act on, when the task
+	// type gives them: an import whose header it could not use lists the file's headers,
+	// the unknown ones and the fields missing (a mapping form).
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // ResultView describes a task's result file and summary.

@@ -32,8 +32,11 @@ type Others struct {
 	Done   func() error
 }
 
-// maxChoice is the longest value a form field other than the file may have.
+// maxChoice is the longest value a form field other than the file (and columns) may have.
 const maxChoice = 256
+
+// maxColumnsField is the longest columns field: a mapping of every field, long headers.
+const maxColumnsField = 4 << 10
 
 // SubmitForm reads an import's form and returns the task's submission for owner. The file is
 // streamed to storage as it arrives (receive); each of the uploader's choices is checked as it
@@ -67,7 +70,11 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit,
 		if !theirs && !isChoice(name) {
 			continue // a field nobody reads
 		}
-		value, err := smallField(body)
+		limit := maxChoice
+		if name == "columns" {
+			limit = maxColumnsField
+		}
+		value, err := smallField(body, limit)
 		if err != nil {
 			return jobs.Submission{}, err
 		}
@@ -90,13 +97,16 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit,
 	return sub, err
 }
 
-// smallField reads a short form value; a longer one is refused.
-func smallField(r io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxChoice+1))
+// smallField reads a short form value, up to limit bytes; a longer one is refused.
+func smallField(r io.Reader, limit int) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return "", &FormError{err}
 	}
-	if len(b) > maxChoice {
+	if len(b) > limit {
+		if limit == maxColumnsField {
+			return "", badForm("the columns field must be at most 4 KiB")
+		}
 		return "", badForm("form fields other than file must be at most 256 bytes")
 	}
 	return strings.TrimSpace(string(b)), nil

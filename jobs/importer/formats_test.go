@@ -112,7 +112,7 @@ func TestLegacyFilesImportLikeTheirModernTwins(t *testing.T) {
 // canonical stored text.
 func TestEveryRowMessageReadsInChinese(t *testing.T) {
 	t.Parallel()
-	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"})
+	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

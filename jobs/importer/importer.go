@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -52,6 +54,11 @@ type Params struct {
 	// Lang is the language of the error report and of first_errors: "zh" or "en" (empty),
 	// from the uploader's Accept-Language.
 	Lang string `json:"lang,omitempty"`
+	// Columns maps headers of the file to fields (header → field name), applied before the
+	// aliases; empty: the aliases, or the owner's saved mapping for the header set.
+	Columns map[string]string `json:"columns,omitempty"`
+	// DryRun checks the file without writing customers.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // Config tunes imports.
@@ -87,6 +94,10 @@ type checkpoint struct {
 	Row       int      `json:"row"`
 	HeaderRow int      `json:"header_row"`
 	Header    []string `json:"header"`
+	// Columns is the mapping the header was read with (the explicit or the saved one), so a
+	// resumed attempt reads it the same way; SavedAt is the date of the saved one applied.
+	Columns map[string]string `json:"columns,omitempty"`
+	SavedAt *time.Time        `json:"saved_at,omitempty"`
 }
 
 // batch is up to BatchSize consecutive rows, validated.
@@ -115,6 +126,10 @@ type ResultData struct {
 	// NotImported says which rows were left out when the sheet turned out, while it was
 	// being imported, to hold more rows than the limit (PARTIAL_SUCCESS).
 	NotImported string `json:"not_imported,omitempty"`
+	// ColumnMapping says when the owner's saved column mapping was applied to the header.
+	ColumnMapping string `json:"column_mapping,omitempty"`
+	// DryRun is the task's dry_run: nothing was written.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // Run implements jobs.Handler.
@@ -141,12 +156,20 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	}
 	defer src.Close()
 
-	cols, err := readHeader(src, &cp)
+	cols, err := readHeader(src, &cp, p.Columns, func(cells []string) (*store.SavedMapping, error) {
+		// Keyed as applyMapping saves it: by the header as the checkpoint keeps it.
+		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(rawCells(cells)))
+	})
+	if he := (*HeaderError)(nil); errors.As(err, &he) {
+		return headerFailed(he), nil
+	}
 	if err != nil {
 		return jobs.Result{}, obj.badFile(err)
 	}
 	if resumed {
 		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
+	} else if err := im.applyMapping(ctx, run, p, cp); err != nil {
+		return jobs.Result{}, err
 	}
 	// Data rows below the header (ins.Rows counts from row 2).
 	estimate := int64(max(ins.Rows+1-cp.HeaderRow, 0))
@@ -281,18 +304,31 @@ func isRowLimit(err error) bool {
 	return errors.As(err, &rl)
 }
 
-// readHeader finds the header row (or re-reads it on resume) and maps its columns.
-func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
+// savedLookup returns the owner's saved mapping for a header row's header set, nil when
+// there is none.
+type savedLookup func(cells []string) (*store.SavedMapping, error)
+
+// readHeader finds the header row (or re-reads it on resume) and maps its columns: with the
+// explicit mapping when there is one, else by the aliases, else (when they do not make a
+// usable header) with the owner's mapping saved for the row's header set (saved, nil: none).
+// The mapping used and the date of a saved one go into the checkpoint. A header that lacks
+// required fields is a *HeaderError.
+func readHeader(src *sheet.Reader, cp *checkpoint, explicit map[string]string, saved savedLookup) (columns, error) {
 	const searchRows = sheet.HeaderSearchRows
+	var (
+		candidate    []string // the first row of two or more cells: the header when none names the columns
+		candidateRow int
+	)
 	for src.Next() {
 		n, cells := src.Row()
 		if cp.HeaderRow > 0 {
 			if n < cp.HeaderRow {
 				continue
 			}
-			cols, _, err := mapHeader(cells)
+			m := mappingOf(cp.Columns)
+			cols, _, err := mapHeader(cells, m)
 			if err != nil {
-				return cols, problem(Invalid, "missing_columns", "row %d: %v", n, err)
+				return cols, headerFailure(n, cells, cols, m, err)
 			}
 			return cols, nil
 		}
@@ -302,14 +338,30 @@ func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
 		if sheet.Blank(cells) {
 			continue
 		}
-		cols, known, err := mapHeader(cells)
+		used, m := explicit, mappingOf(explicit)
+		cols, known, err := mapHeader(cells, m)
+		var savedAt *time.Time
+		if len(explicit) == 0 && saved != nil && (known < 2 || err != nil) && filled(cells) >= 2 {
+			sm, serr := saved(cells)
+			if serr != nil {
+				return columns{}, serr
+			}
+			if sm != nil {
+				used, m, savedAt = sm.Columns, mappingOf(sm.Columns), &sm.SavedAt
+				cols, known, err = mapHeader(cells, m)
+			}
+		}
+		if candidate == nil && filled(cells) >= 2 {
+			candidate, candidateRow = slices.Clone(cells), n
+		}
 		if known >= 2 { // a title row above the header names at most one column
 			if err != nil {
-				return cols, problem(Invalid, "missing_columns", "row %d: %v", n, err)
+				return cols, headerFailure(n, cells, cols, m, err)
 			}
 			cp.HeaderRow = n
 			cp.Row = n
 			cp.Header = rawCells(cells)
+			cp.Columns, cp.SavedAt = used, savedAt
 			return cols, nil
 		}
 	}
@@ -319,8 +371,70 @@ func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
 	if cp.HeaderRow > 0 {
 		return columns{}, problem(Invalid, "damaged_file", "the file changed since the import started")
 	}
-	return columns{}, problem(Invalid, "missing_header",
+	fp := problem(Invalid, "missing_header",
 		"no header row found in the first %d rows; the first row should name the columns, e.g. code (客户编号), name (客户名称), phone (手机号)", searchRows)
+	if candidate == nil {
+		return columns{}, fp
+	}
+	m := mappingOf(explicit)
+	cols, _, _ := mapHeader(candidate, m)
+	details := headerProblem(candidateRow, candidate, cols, m)
+	fp.Message += details.describe()
+	return columns{}, &HeaderError{FileProblem: fp, Details: details}
+}
+
+// filled counts the cells that are not blank.
+func filled(cells []string) int {
+	n := 0
+	for _, c := range cells {
+		if strings.TrimSpace(c) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// headerFailure is why the header in row n cannot be used: a *HeaderError with the details of
+// a mapping form when required fields are missing.
+func headerFailure(n int, cells []string, cols columns, m mapping, err error) error {
+	var mc *missingColumns
+	if !errors.As(err, &mc) {
+		return problem(Invalid, "missing_columns", "row %d: %v", n, err)
+	}
+	details := headerProblem(n, cells, cols, m)
+	return &HeaderError{FileProblem: problem(Invalid, "missing_columns", "row %d: %v%s", n, err, details.describe()), Details: details}
+}
+
+// headerFailed is the outcome of an import whose header cannot be used: FAILED, with the
+// details a mapping form needs in the result (error_details, shown as error.details).
+func headerFailed(he *HeaderError) jobs.Result {
+	return jobs.Result{Status: store.StatusFailed, ErrorCode: he.Code, ErrorMessage: he.Message, Message: he.Message,
+		Data: &headerResult{ErrorDetails: he.Details}}
+}
+
+// headerResult is the result of an import that failed on its header.
+type headerResult struct {
+	ErrorDetails *HeaderProblem `json:"error_details"`
+}
+
+// applyMapping records what the header was read with: an explicit mapping is saved for the
+// owner under the header set, a saved one applied is said in the log.
+func (im *Importer) applyMapping(ctx context.Context, run *jobs.Run, p Params, cp checkpoint) error {
+	switch {
+	case cp.SavedAt != nil:
+		run.Log(ctx, slog.LevelInfo, savedMappingNote(*cp.SavedAt))
+	case len(p.Columns) > 0:
+		if err := im.store.SaveMapping(ctx, run.Task.Owner, HeaderKey(cp.Header), p.Columns); err != nil {
+			return err
+		}
+		run.Log(ctx, slog.LevelInfo, "saved your column mapping for files with these headers")
+	}
+	return nil
+}
+
+// savedMappingNote says that the owner's saved mapping was applied, in the log and the result.
+func savedMappingNote(at time.Time) string {
+	return "applied your saved column mapping from " + at.UTC().Format("2006-01-02 15:04 UTC")
 }
 
 // read streams rows after the checkpoint, validates them and sends batches. At the row
@@ -449,8 +563,15 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	if row.TotalCount == 0 {
 		return jobs.Result{}, jobs.BadInput("no_rows", "the sheet has a header row but no data rows below it")
 	}
+	var cp checkpoint
+	json.Unmarshal(row.Checkpoint, &cp) //nolint:errcheck // written by this package
+	var p Params
+	run.Params(&p) //nolint:errcheck // Run read them already
 	counts := task.Counts{Total: row.TotalCount, Success: row.SuccessCount, Failed: row.FailedCount}
-	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed}}
+	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed}, DryRun: p.DryRun}
+	if cp.SavedAt != nil {
+		data.ColumnMapping = savedMappingNote(*cp.SavedAt)
+	}
 	var rl *errRowLimit
 	cutShort := errors.As(readErr, &rl)
 	status, code := task.Outcome(counts, cutShort)
@@ -470,10 +591,6 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	if counts.Failed == 0 {
 		return res, nil
 	}
-	var cp checkpoint
-	json.Unmarshal(row.Checkpoint, &cp) //nolint:errcheck // written by this package
-	var p Params
-	run.Params(&p) //nolint:errcheck // Run read them already
 	lang := ParseLang(p.Lang)
 	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, run.TempPrefix(), cp.Header, lang)
 	if err != nil {

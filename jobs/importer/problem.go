@@ -31,6 +31,8 @@ const (
 	// BadForm: the upload form is not what an import takes (400): no file, two files, a
 	// field too long.
 	BadForm
+	// Gone: the stored upload a re-submit names is no longer kept (410).
+	Gone
 )
 
 func (p *FileProblem) Error() string { return p.Message }

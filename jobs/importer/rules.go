@@ -61,20 +61,40 @@ func normalizeHeader(h string) string {
 // columns maps each field to its column index in the file (-1 when absent).
 type columns [numFields]int
 
-// mapHeader reads a header row. It returns how many cells name a known field, and an error
-// a user can act on when required columns are missing or a field appears twice.
-func mapHeader(cells []string) (columns, int, error) {
+// mapHeader reads a header row under a mapping (nil: the aliases alone): the mapping's
+// headers first, then the aliases for the fields it leaves open. It returns how many cells
+// name a field, and an error a user can act on when required columns are missing (a
+// *missingColumns) or a field appears twice.
+func mapHeader(cells []string, m mapping) (columns, int, error) {
 	var cols columns
 	for i := range cols {
 		cols[i] = -1
 	}
 	known := 0
 	for i, c := range cells {
-		f, ok := aliases[normalizeHeader(c)]
+		f, ok := m[normalizeHeader(c)]
+		if !ok {
+			continue
+		}
+		known++
+		if prev := cols[f]; prev >= 0 {
+			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", sheettype.ColumnName(prev), sheettype.ColumnName(i), fieldNames[f])
+		}
+		cols[f] = i
+	}
+	for i, c := range cells {
+		n := normalizeHeader(c)
+		if _, mapped := m[n]; mapped {
+			continue
+		}
+		f, ok := aliases[n]
 		if !ok {
 			continue // unknown extra columns are ignored
 		}
 		known++
+		if _, taken := m.fieldMapped(f); taken {
+			continue // the mapping put another column in this field
+		}
 		if prev := cols[f]; prev >= 0 {
 			return cols, known, fmt.Errorf("columns %s and %s both hold %s; keep one", sheettype.ColumnName(prev), sheettype.ColumnName(i), fieldNames[f])
 		}
@@ -87,15 +107,20 @@ func mapHeader(cells []string) (columns, int, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return cols, known, fmt.Errorf("the header row is missing required column(s): %s", strings.Join(missing, ", "))
+		return cols, known, &missingColumns{text: "the header row is missing required column(s): " + strings.Join(missing, ", ")}
 	}
 	return cols, known, nil
 }
 
+// missingColumns is a header row without every required field.
+type missingColumns struct{ text string }
+
+func (e *missingColumns) Error() string { return e.text }
+
 // isHeader reports whether a row is the header: it names two or more known columns (a title
 // row above the header names at most one).
 func isHeader(cells []string) bool {
-	_, known, _ := mapHeader(cells)
+	_, known, _ := mapHeader(cells, nil)
 	return known >= 2
 }
 

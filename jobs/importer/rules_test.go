@@ -26,7 +26,7 @@ func TestHeaderMapping(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cols, _, err := mapHeader(tt.header)
+			cols, _, err := mapHeader(tt.header, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -47,7 +47,7 @@ func TestHeaderMapping(t *testing.T) {
 
 func TestRowValidation(t *testing.T) {
 	t.Parallel()
-	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"})
+	cols, _, err := mapHeader([]string{"code", "name", "phone", "email", "city", "level"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestRowValidation(t *testing.T) {
 // so, whatever the part that was read looks like.
 func TestLongCellRejectsItsRow(t *testing.T) {
 	t.Parallel()
-	cols, _, _ := mapHeader([]string{"code", "name", "phone"})
+	cols, _, _ := mapHeader([]string{"code", "name", "phone"}, nil)
 	name := strings.Repeat("名", config.Default().Import.MaxCellChars)
 	_, errs := cols.validate(2, []string{"C1", name, "13800138000"}, []int{1})
 	if _, msg := rowMessage(errs); msg != "name: must be at most 100 characters (this one has more than 32,767)" {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,6 +132,11 @@ type Submit struct {
 	Encoding string
 	// Lang of the error report and first_errors: "zh" or "en" (see Lang).
 	Lang string
+	// Columns maps headers of the file to fields (header → field name), checked by
+	// CheckColumns; applied before the aliases.
+	Columns map[string]string
+	// DryRun checks the file without writing customers.
+	DryRun bool
 }
 
 // maxSheetName caps the sheet field: Excel's own limit for a sheet name.
@@ -140,7 +146,7 @@ const maxSheetName = 31
 // choices (Submit.Set).
 func isChoice(field string) bool {
 	switch field {
-	case "mode", "encoding", "sheet", "lang":
+	case "mode", "encoding", "sheet", "lang", "columns", "dry_run":
 		return true
 	}
 	return false
@@ -166,6 +172,19 @@ func (o *Submit) Set(field, value string) error {
 		}
 	case "lang":
 		o.Lang = value
+	case "columns":
+		cols, err := ParseColumns(value)
+		if err != nil {
+			return err
+		}
+		o.Columns = cols
+	case "dry_run":
+		v, err := strconv.ParseBool(value)
+		if err != nil {
+			return &FileProblem{Kind: Invalid, Code: "bad_dry_run", Message: "dry_run must be true or false, not " + textcheck.Echo(value),
+				Field: "dry_run", FieldMessage: "must be true or false"}
+		}
+		o.DryRun = v
 	}
 	return nil
 }
@@ -184,23 +203,20 @@ const recordTimeout = 5 * time.Second
 // accept checks a received file where it is stored (the cheap checks: format, zip sanity,
 // size, sheet, rows, a CSV's encoding, all within Limits), records it, moves it under its
 // content hash, and returns the task's submission for owner. The received file is consumed
-// either way. ctx bounds the reads and the move (the request's).
-//
-// The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
-// the encoding the text is read in: the same file read in another encoding is other data.
-// The language is not part of it: it only changes how the outcome reads.
+// either way. ctx bounds the reads and the move (the request's). With a column mapping the
+// header is checked here too (checkHeader).
 func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
-	if err := checkMode(o.Mode); err != nil {
+	enc, err := checkChoice(o)
+	if err != nil {
 		return jobs.Submission{}, err
 	}
-	enc, err := sheet.ParseEncoding(o.Encoding)
+	ins, err := u.inspect(ctx, r.key, sheet.Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc}, o.Columns)
 	if err != nil {
 		return jobs.Submission{}, fileProblem(err)
 	}
-	ins, err := u.inspect(ctx, r.key, sheet.Choice{Format: r.Format, Sheet: o.Sheet, Encoding: enc})
-	if err != nil {
-		return jobs.Submission{}, fileProblem(err)
+	if err := u.checkHeader(ctx, r.key, ins, o.Columns); err != nil {
+		return jobs.Submission{}, err
 	}
 	// The format is what the content is: an .xls renamed .xlsx is read as the .xls it is.
 	rel := storage.Uploads + "/" + r.SHA256 + "." + string(ins.Format)
@@ -216,12 +232,47 @@ func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o S
 		return jobs.Submission{}, fmt.Errorf("store the upload: %w", err)
 	}
 	r.key = ""
-	p := Params{Upload: rel, Format: ins.Format, Mode: o.Mode, Sheet: ins.Sheet,
-		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang))}
-	key := fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, o.Mode, ins.Sheet)
+	return submission(owner, Params{Upload: rel, Filename: r.Filename, Size: r.Size, SHA256: r.SHA256}, ins, o)
+}
+
+// checkChoice checks the choices that are not checked as they arrive, and resolves the
+// encoding asked for.
+func checkChoice(o Submit) (sheet.Encoding, error) {
+	if err := checkMode(o.Mode); err != nil {
+		return "", err
+	}
+	if err := CheckColumns(o.Columns); err != nil {
+		return "", err
+	}
+	enc, err := sheet.ParseEncoding(o.Encoding)
+	if err != nil {
+		return "", fileProblem(err)
+	}
+	return enc, nil
+}
+
+// submission is the task's submission of a stored upload (p's Upload, Filename, Size and
+// SHA256) as inspected, with the uploader's choices.
+//
+// The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
+// the encoding the text is read in: the same file read in another encoding is other data; and
+// of the column mapping and dry_run when given: another mapping reads other data, a dry run
+// is not the import. The language is not part of it: it only changes how the outcome reads.
+func submission(owner string, p Params, ins sheet.Inspection, o Submit) (jobs.Submission, error) {
+	p.Format, p.Mode, p.Sheet, p.Rows, p.Lang = ins.Format, o.Mode, ins.Sheet, ins.Rows, string(ParseLang(o.Lang))
+	p.Columns, p.DryRun, p.Encoding = o.Columns, o.DryRun, ""
+	key := fmt.Sprintf("sha256:%s:%s:%s", p.SHA256, o.Mode, ins.Sheet)
 	if ins.Encoding == sheet.EncodingGB18030 {
 		p.Encoding = sheet.EncodingGB18030
 		key += ":" + string(sheet.EncodingGB18030)
+	}
+	if len(o.Columns) > 0 {
+		doc, _ := json.Marshal(o.Columns) // keys sorted: the same mapping, the same text
+		sum := sha256.Sum256(doc)
+		key += ":columns:" + hex.EncodeToString(sum[:8])
+	}
+	if o.DryRun {
+		key += ":dry_run"
 	}
 	params, err := json.Marshal(p)
 	if err != nil {
@@ -230,16 +281,70 @@ func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o S
 	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key, Title: p.Title()}, nil
 }
 
+// checkHeader reads the header of a stored upload when the uploader mapped columns: each
+// header mapped must be one of the file's, and the mapping must leave no required field
+// open (a *HeaderError with the details of a mapping form). Without a mapping the worker
+// checks the header.
+func (u *Uploads) checkHeader(ctx context.Context, key string, ins sheet.Inspection, cols map[string]string) error {
+	if len(cols) == 0 {
+		return nil
+	}
+	stored, err := u.files.Open(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read the upload: %w", err)
+	}
+	obj := &watchedObject{Object: stored}
+	src, err := sheet.Open(obj, ins, u.limits, u.files.TempDir())
+	if err != nil {
+		obj.Close()
+		return fileProblem(err)
+	}
+	defer src.Close()
+	var cp checkpoint
+	_, err = readHeader(src, &cp, cols, nil)
+	headers := cp.Header
+	var he *HeaderError
+	if errors.As(err, &he) {
+		headers = he.Details.Headers
+	}
+	if cp.HeaderRow > 0 || he != nil {
+		if missing := missingHeaders(cols, headers); len(missing) > 0 {
+			quoted := make([]string, len(missing))
+			for i, h := range missing {
+				quoted[i] = textcheck.Echo(h)
+			}
+			msg := fmt.Sprintf("columns names %s, which is not a header of the file; its headers are: %s",
+				strings.Join(quoted, ", "), strings.Join(headersIn(headers), ", "))
+			return &FileProblem{Kind: Invalid, Code: "unknown_column", Message: msg, Field: "columns", FieldMessage: msg}
+		}
+	}
+	if err != nil {
+		return fileProblem(err)
+	}
+	return nil
+}
+
+// headersIn are a header row's cells that are not blank, clipped for a message.
+func headersIn(cells []string) []string {
+	var out []string
+	for _, c := range cells {
+		if strings.TrimSpace(c) != "" {
+			out = append(out, sheettype.Clip(c, 40))
+		}
+	}
+	return out
+}
+
 // inspect runs the submit checks on a stored upload, reading it where it is (ranged reads
 // on s3). A read that fails in the store is an error of its own, not a damaged file.
-func (u *Uploads) inspect(ctx context.Context, key string, c sheet.Choice) (sheet.Inspection, error) {
+func (u *Uploads) inspect(ctx context.Context, key string, c sheet.Choice, cols map[string]string) (sheet.Inspection, error) {
 	stored, err := u.files.Open(ctx, key)
 	if err != nil {
 		return sheet.Inspection{}, fmt.Errorf("read the upload: %w", err)
 	}
 	obj := &watchedObject{Object: stored}
 	defer obj.Close()
-	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: u.limits, Count: sheet.CountAuto, IsHeader: isHeader})
+	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: u.limits, Count: sheet.CountAuto, IsHeader: mappingOf(cols).headerTest()})
 	if err != nil {
 		obj.mu.Lock()
 		fault := obj.err

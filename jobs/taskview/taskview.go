@@ -26,6 +26,14 @@ type Files struct {
 	Summary         json.RawMessage `json:"summary"`
 	FirstErrors     []string        `json:"first_errors"`
 	ErrorReportLang string          `json:"error_report_lang"`
+	// ErrorDetails are a failed task's structured error details (error.details), the whole
+	// result of a task that failed before it had any other.
+	ErrorDetails json.RawMessage `json:"error_details"`
+}
+
+// detailsOnly reports whether the result holds nothing but error details.
+func (r Files) detailsOnly() bool {
+	return len(r.ErrorDetails) > 0 && !r.HadFile() && !r.HadReport() && len(r.Summary) == 0 && !r.Expired
 }
 
 // firstErrorsIn puts an import's first rejected rows (stored in English) into the task's
@@ -111,7 +119,11 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
 	}
-	if r, ok := FilesOf(t); ok {
+	r, ok := FilesOf(t)
+	if ok && v.Error != nil && len(r.ErrorDetails) > 0 {
+		v.Error.Details = r.ErrorDetails
+	}
+	if ok && !r.detailsOnly() {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
 			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors)}
 		v.Result = rv

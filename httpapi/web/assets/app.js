@@ -766,6 +766,7 @@
       setText(err, v.error ? t('detail.error') + ': ' + taskError(v) : '');
       renderCancelledBy(v, v.status);
       renderActions(v);
+      renderMapping(v);
       var fe = (v.result && v.result.first_errors) || [];
       show($('#rejected-rows-title'), fe.length > 0);
       show($('#rejected'), fe.length > 0 || breakdown.length > 0);
@@ -775,6 +776,17 @@
         setAttr(li, 'title', fe[i]);
         return li;
       });
+    }
+    // renderMapping offers, once, the mapping form of an import that failed on headers it
+    // does not know: the choice re-submits the task's stored upload with the mapping.
+    var mappingFor = '';
+    function renderMapping(v) {
+      var d = v.error && v.error.details;
+      var offered = v.status === 'FAILED' && v.type === 'import:customers' && d && (d.missing_fields || []).length > 0;
+      if (!offered) { show($('#mapping'), false); mappingFor = ''; return; }
+      if (mappingFor === v.id) return;
+      mappingFor = v.id;
+      mappingForm($('#mapping'), d, function (columns) { return resubmit(v.id, { columns: columns }); });
     }
     // renderCancelledBy says who cancelled the task (or asked to), from the detail's audit;
     // status is the one the page shows.
@@ -957,6 +969,19 @@
         a.id = 'error-report';
         return a;
       } },
+      { id: 'run-for-real', offered: function (v) {
+        var dry = (v.result && v.result.dry_run) || (v.params && v.params.dry_run);
+        return v.type === 'import:customers' && !!dry && (v.status === 'SUCCESS' || v.status === 'PARTIAL_SUCCESS');
+      }, make: function () {
+        return el('button', { type: 'button', id: 'run-for-real', class: 'primary', text: t('action.run_for_real'), onclick: function () {
+          if (!view) return;
+          busy = true;
+          resubmit(view.id, { dry_run: false }).then(function (r) {
+            busy = false;
+            if (!r.ok) actionMsg.textContent = problemText(r);
+          });
+        } });
+      } },
       { id: 'export-again', offered: function (v) {
         return v.type.indexOf('export:') === 0 && (againOffered || !!(v.result && v.result.expired));
       }, make: function () {
@@ -1011,6 +1036,68 @@
     load().then(function (v) { if (v) startStream(); });
   }
 
+  // ---- Column mapping ----------------------------------------------------------------------
+  // mappingForm fills box with a form that maps the file's headers to the required fields
+  // the import found no column for (details: the API's HeaderProblem): a select per field,
+  // its options the file's headers. send(columns) re-submits with the mapping chosen
+  // (header → field) and answers the API's reply; a refusal is shown in the form.
+  function mappingForm(box, details, send) {
+    var d = details || {};
+    var lang = zh ? 'zh' : 'en';
+    var missing = d.missing_fields || [];
+    var form = el('form', { id: 'mapping-form', novalidate: true });
+    form.appendChild(el('h2', { text: t('mapping.title') }));
+    if ((d.unknown_headers || []).length) {
+      form.appendChild(el('p', { class: 'hint', text: t('mapping.unknown', { headers: d.unknown_headers.join(zh ? '、' : ', ') }) }));
+    }
+    form.appendChild(el('p', { class: 'hint', text: t('mapping.hint') }));
+    var selects = {};
+    (d.fields || []).forEach(function (f) {
+      if (missing.indexOf(f.name) < 0) return;
+      var label = (f.labels && (f.labels[lang] || f.labels.en)) || f.name;
+      var sel = el('select', { id: 'map-' + f.name, name: f.name, 'data-field': f.name },
+        el('option', { value: '', text: t('mapping.choose') }));
+      (d.headers || []).forEach(function (h) { sel.appendChild(el('option', { value: h, text: h })); });
+      form.appendChild(el('label', { for: 'map-' + f.name, text: label }));
+      form.appendChild(sel);
+      selects[f.name] = sel;
+    });
+    var btn = el('button', { type: 'submit', class: 'primary', id: 'mapping-submit', text: t('mapping.submit') });
+    var msg = el('div', { class: 'msg', id: 'mapping-msg', role: 'status' });
+    form.appendChild(btn);
+    form.appendChild(msg);
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var columns = {}, used = {}, problem = '';
+      Object.keys(selects).forEach(function (name) {
+        var h = selects[name].value;
+        if (!h) { problem = problem || t('mapping.choose_all'); return; }
+        if (used[h]) { problem = problem || t('mapping.twice', { header: h }); return; }
+        used[h] = true;
+        columns[h] = name;
+      });
+      clear(msg);
+      if (problem) { msg.textContent = problem; return; }
+      btn.disabled = true;
+      send(columns).then(function (r) {
+        btn.disabled = false;
+        if (r && !r.ok) msg.appendChild(problemBlock(r));
+      });
+    });
+    clear(box).appendChild(form);
+    show(box, true);
+  }
+  // resubmit imports an earlier import task's stored upload again with other choices (a
+  // mapping, a real run after a dry one), and opens the new task: no upload.
+  function resubmit(from, choices) {
+    var body = { from_task: from, lang: zh ? 'zh' : 'en' };
+    Object.keys(choices).forEach(function (k) { body[k] = choices[k]; });
+    return api('POST', '/api/v1/imports', body).then(function (r) {
+      if (r.ok) location.href = '/tasks/' + encodeURIComponent(r.data.task.id);
+      return r;
+    });
+  }
+
   // ---- New import --------------------------------------------------------------------------
   function answer(box, r, okText) {
     clear(box);
@@ -1039,21 +1126,31 @@
       e.preventDefault();
       if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; showName(); }
     });
-    form.addEventListener('submit', function (e) {
-      e.preventDefault();
-      if (!input.files.length) { box.className = 'answer bad'; box.textContent = t('import.no_file'); return; }
+    var mapping = $('#import-mapping');
+    // send uploads the chosen file with columns (a mapping, or none); a refusal that names
+    // the file's headers offers the mapping form, which sends the same file again with it.
+    function send(columns) {
       var fd = new FormData();
       fd.append('file', input.files[0]);
       fd.append('mode', form.elements.mode.value);
       if (form.elements.sheet.value.trim()) fd.append('sheet', form.elements.sheet.value.trim());
       fd.append('lang', zh ? 'zh' : 'en'); // the error report speaks the page's language
+      if (columns) fd.append('columns', JSON.stringify(columns));
       $('#import-submit').disabled = true;
       box.className = 'answer';
       box.textContent = t('import.uploading');
-      api('POST', '/api/v1/imports', fd).then(function (r) {
+      return api('POST', '/api/v1/imports', fd).then(function (r) {
         $('#import-submit').disabled = false;
         answer(box, r, function (task, dup) { return t(dup ? 'import.duplicate' : 'import.accepted', { id: task.id }); });
+        if (!r.ok && r.data && r.data.details) mappingForm(mapping, r.data.details, send);
+        else show(mapping, false);
+        return r.ok ? r : { ok: true };
       });
+    }
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      if (!input.files.length) { box.className = 'answer bad'; box.textContent = t('import.no_file'); return; }
+      send(null);
     });
   }
 

@@ -1,0 +1,81 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/taskcenter/taskcenter/internal/sheet"
+	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Resubmit is what a re-submit changes of an earlier import: its upload is imported again
+// with these choices over the earlier task's. A nil field keeps the earlier choice; Columns
+// non-nil replaces the mapping (empty: none).
+type Resubmit struct {
+	Columns                     map[string]string
+	Mode, Sheet, Encoding, Lang *string
+	DryRun                      *bool
+}
+
+// ResubmitFrom returns the submission that imports the stored upload of the import task from
+// again, for owner, with r's choices over from's: no new upload. The upload is kept for the
+// upload TTL from now; one already swept is a FileProblem of kind Gone (upload_missing).
+// ctx bounds the checks (the request's).
+func (u *Uploads) ResubmitFrom(ctx context.Context, from *store.Task, owner string, r Resubmit) (jobs.Submission, error) {
+	if from.Type != Type {
+		return jobs.Submission{}, &FileProblem{Kind: Invalid, Code: "not_an_import", Field: "from_task",
+			Message:      fmt.Sprintf("task %s is %s, not an import; re-submit an import task", from.TaskNo, from.Type),
+			FieldMessage: "must be an import task"}
+	}
+	var p Params
+	if err := json.Unmarshal(from.Params, &p); err != nil || p.Upload == "" {
+		return jobs.Submission{}, uploadMissing(from.TaskNo)
+	}
+	o := Submit{Mode: p.Mode, Sheet: p.Sheet, Encoding: string(p.Encoding), Lang: p.Lang, Columns: p.Columns, DryRun: p.DryRun}
+	for name, v := range map[string]*string{"mode": r.Mode, "sheet": r.Sheet, "encoding": r.Encoding, "lang": r.Lang} {
+		if v != nil {
+			if err := o.Set(name, *v); err != nil {
+				return jobs.Submission{}, err
+			}
+		}
+	}
+	if r.Columns != nil {
+		o.Columns = r.Columns
+	}
+	if r.DryRun != nil {
+		o.DryRun = *r.DryRun
+	}
+	enc, err := checkChoice(o)
+	if err != nil {
+		return jobs.Submission{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	kept, err := u.store.TouchUpload(rctx, p.Upload)
+	cancel()
+	if err != nil {
+		return jobs.Submission{}, err
+	}
+	if !kept {
+		return jobs.Submission{}, uploadMissing(from.TaskNo)
+	}
+	ins, err := u.inspect(ctx, p.Upload, sheet.Choice{Format: p.Format, Sheet: o.Sheet, Encoding: enc}, o.Columns)
+	if errors.Is(err, storage.ErrNotExist) {
+		return jobs.Submission{}, uploadMissing(from.TaskNo)
+	}
+	if err != nil {
+		return jobs.Submission{}, fileProblem(err)
+	}
+	if err := u.checkHeader(ctx, p.Upload, ins, o.Columns); err != nil {
+		return jobs.Submission{}, err
+	}
+	return submission(owner, Params{Upload: p.Upload, Filename: p.Filename, Size: p.Size, SHA256: p.SHA256}, ins, o)
+}
+
+func uploadMissing(taskNo string) *FileProblem {
+	return &FileProblem{Kind: Gone, Code: "upload_missing",
+		Message: fmt.Sprintf("the file of task %s is no longer kept; upload the file again", taskNo)}
+}

@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/taskcenter/taskcenter/store/storetest"
+)
+
+func TestASavedMappingIsTheOwnersForItsHeaderSet(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := context.Background()
+	if err := f.S.SaveMapping(ctx, "alice", "k1", map[string]string{"联系电话": "phone"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.S.FindMapping(ctx, "alice", "k1")
+	if err != nil || got == nil || got.Columns["联系电话"] != "phone" || got.SavedAt.IsZero() {
+		t.Fatalf("alice's mapping: %+v, %v", got, err)
+	}
+	for _, c := range []struct{ owner, key string }{{"bob", "k1"}, {"alice", "k2"}} {
+		if m, err := f.S.FindMapping(ctx, c.owner, c.key); err != nil || m != nil {
+			t.Errorf("%s/%s: %+v, %v, want none", c.owner, c.key, m, err)
+		}
+	}
+	if err := f.S.SaveMapping(ctx, "alice", "k1", map[string]string{"电话": "phone"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.S.FindMapping(ctx, "alice", "k1"); got == nil || got.Columns["电话"] != "phone" || len(got.Columns) != 1 {
+		t.Fatalf("the mapping saved again: %+v, want it replaced", got)
+	}
+}
+
+func TestTouchUploadSaysWhetherTheUploadIsKept(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := context.Background()
+	if err := f.S.RecordUpload(ctx, "uploads/a.csv", "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := f.S.TouchUpload(ctx, "uploads/a.csv"); err != nil || !kept {
+		t.Fatalf("a recorded upload: %v %v", kept, err)
+	}
+	if kept, err := f.S.TouchUpload(ctx, "uploads/swept.csv"); err != nil || kept {
+		t.Fatalf("an upload without a record: %v %v", kept, err)
+	}
+}
