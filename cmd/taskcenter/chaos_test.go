@@ -612,6 +612,8 @@ func TestChaos(t *testing.T) {
 		{"sigstop_scheduler", freezeScheduler},
 		{"redis_flushall", func(t *testing.T, r *chaosRow) { redisFault(t, r, "flushall") }},
 		{"redis_restart", func(t *testing.T, r *chaosRow) { redisFault(t, r, "restart") }},
+		{"redis_sentinel_master_killed", func(t *testing.T, r *chaosRow) { redisMasterKilled(t, r, sentinelTarget) }},
+		{"redis_cluster_master_killed", func(t *testing.T, r *chaosRow) { redisMasterKilled(t, r, clusterTarget) }},
 		{"postgres_restart_fast", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "fast") }},
 		{"postgres_restart_immediate", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "immediate") }},
 		{"two_workers_killed_in_turn", nil}, // two rows, see twoWorkersKilled
