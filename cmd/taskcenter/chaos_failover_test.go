@@ -36,18 +36,18 @@ type failoverTarget struct {
 }
 
 func sentinelTarget(t *testing.T) failoverTarget {
-	set := startSentinelSet(t)
-	return failoverTarget{name: "Sentinel", vars: set.env(), kill: set.master.kill, replicaAddr: set.replicaAddr}
+	set := testenv.NewSentinelSet(t)
+	return failoverTarget{name: "Sentinel", vars: sentinelVars(set), kill: set.Master.Kill, replicaAddr: set.ReplicaAddr}
 }
 
 func clusterTarget(t *testing.T) failoverTarget {
-	c := startRedisCluster(t, 3, 1)
+	c := testenv.NewRedisCluster(t, 3, 1)
 	// The master of the exports queue's slot: asynq's keys for a queue share a hash tag.
-	master, replica := c.masterOf(t, "asynq:{exports}:pending")
+	master, replica := c.MasterOf(t, "asynq:{exports}:pending")
 	if replica == "" {
 		t.Fatalf("the master %s of the exports queue has no replica", master)
 	}
-	return failoverTarget{name: "Redis Cluster", vars: c.env(), kill: c.procs[master].kill, replicaAddr: replica}
+	return failoverTarget{name: "Redis Cluster", vars: clusterVars(c), kill: c.Procs[master].Kill, replicaAddr: replica}
 }
 
 // redisMasterKilled SIGKILLs the master under an import and a stream of export submits.
