@@ -27,6 +27,14 @@ import (
 // failoverBound is how soon after the promotion enqueues must reach the new master.
 const failoverBound = 10 * time.Second
 
+// failoverSettings is the line above the failover table: what the times depend on.
+func failoverSettings() string {
+	return fmt.Sprintf("Settings: Sentinel `down-after-milliseconds` 1000, `failover-timeout` 5000 (3 Sentinels, quorum 2); Redis Cluster of 3 masters "+
+		"with a replica each, `cluster-node-timeout` 2000; the service's cleanup round every hour (none in the window: the gap's tasks are "+
+		"handed over by the process that took them). Bound: the first enqueue, and every task submitted during the gap, reach the "+
+		"new master within **%s** of the promotion.", secs(failoverBound))
+}
+
 // failoverTarget is the Redis deployment a failover scenario runs on.
 type failoverTarget struct {
 	name        string
