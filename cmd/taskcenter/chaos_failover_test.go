@@ -65,6 +65,8 @@ func redisMasterKilled(t *testing.T, row *chaosRow, target func(*testing.T) fail
 	row.fault = fmt.Sprintf("%s: master redis-server SIGKILLed under load, replica promoted (1 import of %d rows running, an export submitted every 100 ms)",
 		tg.name, chaosImportRows)
 	// No cleanup round in the window: what hands the gap's tasks over is the submitting process.
+	// The deployment is configured by tg.vars (mode, addresses); the harness's single-Redis
+	// address is not used in those modes.
 	e := newChaosEnv(t, nil, &testenv.Redis{Addr: "unused:0"}, merge(tg.vars, map[string]string{"TASKCENTER_CLEANUP_SPEC": "@every 1h"}))
 	e.seedCustomers(exportN)
 	imp := genImport(t, "F", chaosImportRows)
