@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -82,5 +83,42 @@ func TestReenqueuerHandsOverWhatASubmitCouldNotOnceRedisAnswers(t *testing.T) {
 	}
 	if n := retry.Round(ctx); n != 0 {
 		t.Fatalf("a later round created %d more jobs", n)
+	}
+}
+
+// A task the runtime sets to wait for a retry while Redis is away is held the same way and
+// handed over, at its new attempt, once Redis answers.
+func TestReenqueuerHandsOverARetryTheRuntimeCouldNotEnqueue(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Millisecond, MaxRuntime: time.Hour})
+	ctx := context.Background()
+	proxy := testenv.NewProxy(t, f.rdb.Options().Addr)
+	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: f.rdb.Options().DB, MaxRetries: -1})
+	t.Cleanup(func() { viaProxy.Close() })
+	enq := NewEnqueuer(asynq.NewClientFromRedisClient(viaProxy), asynq.NewInspectorFromRedisClient(viaProxy), nil)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	retry := NewReenqueuer(f.st, enq, time.Hour, logger) // rounds are run by hand below
+	rt := NewRuntime(RuntimeConfig{WorkerID: "w1", HeartbeatInterval: 50 * time.Millisecond, TakeoverAfter: 300 * time.Millisecond,
+		ProgressInterval: 10 * time.Millisecond, Types: map[string]TypePolicy{"test:work": f.policy}},
+		RuntimeDeps{Store: f.st, Enqueuer: enq, Files: f.files, Alerter: f.alerter, Logger: logger, Reenqueuer: retry})
+	rt.Register(handlerFunc(func(context.Context, *Run) (Result, error) { return Result{}, errors.New("a passing fault") }))
+	t.Cleanup(rt.Close)
+
+	task := f.task()
+	proxy.Cut()
+	deliver(rt, task) //nolint:errcheck // the attempt's own outcome is read from the row
+	row := f.get(task.ID)
+	if row.Status != store.StatusRetryWait || row.Attempt != 1 {
+		t.Fatalf("after a transient fault the task is %s at attempt %d, want RETRY_WAIT at 1", row.Status, row.Attempt)
+	}
+	if n := retry.Pending(); n != 1 {
+		t.Fatalf("%d tasks held after the retry's enqueue failed, want 1", n)
+	}
+	proxy.Restore()
+	if n := retry.Round(ctx); n != 1 {
+		t.Fatalf("the round after Redis came back created %d jobs, want 1", n)
+	}
+	if _, err := f.insp.GetTaskInfo(Lane(row), JobID(task.TaskNo, 1)); err != nil {
+		t.Fatalf("the retry's job is not in asynq: %v", err)
 	}
 }
