@@ -35,8 +35,9 @@ soak: services
 fuzz:
 	scripts/fuzz.sh $${FUZZTIME:-5m}
 
-## chaos: real processes killed, terminated, and Redis and Postgres restarted under load;
-## prints the table and updates docs/reliability.md
+## chaos: real processes killed, terminated, and Redis and Postgres restarted under load, and
+## the Redis master of a Sentinel set and of a Redis Cluster killed; prints the tables and
+## updates docs/reliability.md
 chaos: services
 	TASKCENTER_CHAOS=1 TASKCENTER_CHAOS_WRITE_DOC=1 $(GO) test -count=1 -run Chaos -v -timeout 40m ./cmd/taskcenter/
 

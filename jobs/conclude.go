@@ -236,13 +236,17 @@ func (rt *Runtime) changed(ctx context.Context, task *store.Task) {
 }
 
 // enqueue hands a task that is waiting again to asynq. If Redis is unreachable the task stays
-// committed and the rescuer enqueues it later.
+// committed, the Reenqueuer (when set) tries again every second, and the rescuer is the
+// backstop.
 func (rt *Runtime) enqueue(ctx context.Context, task *store.Task, log *slog.Logger) {
 	rt.changed(ctx, task)
 	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rt.enqueuer.Enqueue(ectx, task); err != nil {
-		log.Warn("could not enqueue; the rescuer will", "err", err)
+		log.Warn("could not enqueue; it is handed over when Redis answers again", "err", err)
+		if rt.retry != nil {
+			rt.retry.Add(task)
+		}
 		if err := rt.store.MarkEnqueueFailed(ctx, task.ID, task.Attempt); err != nil {
 			log.Warn("could not flag the task for the rescuer", "err", err)
 		}

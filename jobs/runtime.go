@@ -109,6 +109,7 @@ type Runtime struct {
 	cfg      RuntimeConfig
 	store    *store.Store
 	enqueuer *Enqueuer
+	retry    *Reenqueuer // optional
 	board    *ProgressBoard
 	files    storage.Store
 	alerter  Alerter
@@ -135,6 +136,9 @@ type RuntimeDeps struct {
 	// one statement per flush (see batcher.go); otherwise each is its own statement.
 	Claims    *ClaimBatcher
 	Completer *Completer
+	// Reenqueuer, when set, tries a task whose enqueue for its next attempt failed again
+	// every second; otherwise it waits for the cleanup round.
+	Reenqueuer *Reenqueuer
 }
 
 // NewRuntime returns a runtime with no handlers registered.
@@ -142,7 +146,7 @@ func NewRuntime(cfg RuntimeConfig, d RuntimeDeps) *Runtime {
 	if cfg.AbandonAfter <= 0 {
 		cfg.AbandonAfter = 5 * time.Second
 	}
-	return &Runtime{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, board: d.Board, files: d.Files,
+	return &Runtime{cfg: cfg, store: d.Store, enqueuer: d.Enqueuer, retry: d.Reenqueuer, board: d.Board, files: d.Files,
 		alerter: d.Alerter, observer: d.Observer, logger: d.Logger, handlers: map[string]Handler{}, claims: d.Claims, complete: d.Completer,
 		beats: newHeartbeater(d.Store, cfg.HeartbeatInterval, d.Logger)}
 }

@@ -71,6 +71,7 @@ type Submitter struct {
 	store    *store.Store
 	board    *ProgressBoard // optional: announces new tasks to live streams
 	creator  *Creator       // optional: groups the inserts of concurrent single submits
+	retry    *Reenqueuer    // optional: tries a failed enqueue again every second
 	enqueuer *Enqueuer
 	types    map[string]SubmitPolicy
 	waiting  *waitingCounts // the queues' backlogs and the owners' waiting tasks
@@ -89,7 +90,7 @@ func NewSubmitter(s *store.Store, e *Enqueuer, types map[string]SubmitPolicy, li
 
 // Submit creates the task and hands it to asynq. It returns the existing task and
 // created=false when the owner already submitted the same type with the same key. If Redis
-// is unreachable the task is still created: it is committed, and the rescuer enqueues it.
+// is unreachable the task is still created: it is committed, and enqueued once Redis answers.
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Task, created bool, err error) {
 	res, err := s.SubmitMany(ctx, []Submission{sub})
 	if err != nil {
@@ -243,10 +244,11 @@ func (s *Submitter) announce(ctx context.Context, t *store.Task) {
 // when it is up; a submit must answer within its budget when it is not.
 const enqueueTimeout = 300 * time.Millisecond
 
-// Enqueue hands a waiting task to asynq, flagging it for the rescuer when that fails. During a
-// Redis outage it does not try at all: the task is committed, and the cleanup round hands it
-// over once Redis is back, so a submit answers in milliseconds instead of waiting on a dead
-// connection.
+// Enqueue hands a waiting task to asynq. When that fails the task is committed all the same:
+// the Reenqueuer (when set) tries again every second and hands it over as soon as Redis
+// answers, and the task is flagged for the cleanup round's rescuer, which covers a process
+// that dies first. During a Redis outage it does not try at all, so a submit answers in
+// milliseconds instead of waiting on a dead connection.
 func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
 	var err error
 	if s.redis != nil && s.redis.Down() {
@@ -263,7 +265,10 @@ func (s *Submitter) Enqueue(ctx context.Context, task *store.Task) {
 		return
 	}
 	if s.redis == nil || !s.redis.Suppress() {
-		s.logger.Warn("task committed but not enqueued; the rescuer will enqueue it", "task_no", task.TaskNo, "err", err)
+		s.logger.Warn("task committed but not enqueued; it is handed over when Redis answers again", "task_no", task.TaskNo, "err", err)
+	}
+	if s.retry != nil {
+		s.retry.Add(task)
 	}
 	if err := s.store.MarkEnqueueFailed(context.WithoutCancel(ctx), task.ID, task.Attempt); err != nil {
 		s.logger.Warn("could not flag task for the rescuer", "task_no", task.TaskNo, "err", err)
@@ -309,6 +314,13 @@ func (s *Submitter) PriorityOf(taskType string) int {
 // WithBoard makes the submitter announce new tasks to live streams on b.
 func (s *Submitter) WithBoard(b *ProgressBoard) *Submitter {
 	s.board = b
+	return s
+}
+
+// WithReenqueuer hands the tasks whose enqueue failed to r, which tries them again every
+// second until Redis answers; without it they wait for the cleanup round.
+func (s *Submitter) WithReenqueuer(r *Reenqueuer) *Submitter {
+	s.retry = r
 	return s
 }
 

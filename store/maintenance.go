@@ -116,6 +116,16 @@ func (s *Maintenance) MarkEnqueueFailed(ctx context.Context, taskID int64, attem
 	return err
 }
 
+// MarkEnqueued records that a task flagged by MarkEnqueueFailed was handed to asynq after
+// all, so the cleanup round does not take it for an orphan. It changes nothing when the task
+// has moved on (another attempt, no longer waiting) or was already handed over again.
+func (s *Maintenance) MarkEnqueued(ctx context.Context, taskID int64, attempt int) error {
+	_, err := pg.Exec(ctx, s.db.DB,
+		`UPDATE tasks SET enqueued_at = now() WHERE id = $1 AND attempt = $2 AND status IN ('PENDING', 'RETRY_WAIT') AND enqueued_at IS NULL`,
+		taskID, attempt)
+	return err
+}
+
 // ExpiredResults returns up to limit tasks whose result files (an export's result, an
 // import's error report) are past their expiry and still on record.
 func (s *Maintenance) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {

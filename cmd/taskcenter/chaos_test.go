@@ -523,17 +523,23 @@ func maxOrDash(ds []time.Duration) string {
 	return secs(m)
 }
 
-// markdown renders the rows as the table docs/reliability.md keeps.
-func chaosMarkdown(rows []chaosRow, took time.Duration, loadBefore string) string {
+// chaosSettings is the line above the main table: the settings its bound follows from.
+func chaosSettings() string {
+	return fmt.Sprintf("Settings: `worker.takeover_after` = %s, cleanup `@every %s` (`cleanup.orphan_grace` %s), `worker.heartbeat_interval` = %s, "+
+		"import batch %d rows, export page %d rows. Bound for recovery after SIGKILL: takeover_after + one cleanup interval = **%s** "+
+		"(asserted with a %s margin for this shared machine).",
+		chaosTakeover, chaosCleanup, chaosCleanup, chaosHeartbeat, chaosImportBatch, chaosExportPage, secs(chaosBound()), secs(chaosMargin))
+}
+
+// markdown renders the rows as a table docs/reliability.md keeps, under the run's line and
+// the table's settings.
+func chaosMarkdown(rows []chaosRow, settings string, took time.Duration, loadBefore string) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Run %s on %s (%d CPUs, %s/%s, %s), suite took %s; load average (1 min) %s at the start, %s at the end.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(),
 		took.Round(time.Second), loadBefore, loadAverage())
-	fmt.Fprintf(&b, "Settings: `worker.takeover_after` = %s, cleanup `@every %s` (`cleanup.orphan_grace` %s), `worker.heartbeat_interval` = %s, "+
-		"import batch %d rows, export page %d rows. Bound for recovery after SIGKILL: takeover_after + one cleanup interval = **%s** "+
-		"(asserted with a %s margin for this shared machine).\n\n",
-		chaosTakeover, chaosCleanup, chaosCleanup, chaosHeartbeat, chaosImportBatch, chaosExportPage, secs(chaosBound()), secs(chaosMargin))
+	b.WriteString(settings + "\n\n")
 	b.WriteString("| # | fault | tasks affected | recovered | rows lost | rows duplicated | recovery | fault → all finished | result | details |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, r := range rows {
@@ -557,24 +563,34 @@ func loadAverage() string {
 	return "?"
 }
 
+const docPath = "../../docs/reliability.md"
+
+// docTable is a table section of docs/reliability.md: its markers are "<!-- name:begin … -->"
+// and "<!-- name:end -->".
+type docTable string
+
 const (
-	docPath       = "../../docs/reliability.md"
-	docTableBegin = "<!-- chaos-table:begin (written by `make chaos`; do not edit by hand) -->"
-	docTableEnd   = "<!-- chaos-table:end -->"
+	mainTable     docTable = "chaos-table"          // the process, Redis and Postgres faults
+	failoverTable docTable = "chaos-failover-table" // the Redis failovers (chaos_failover_test.go)
 )
 
-// writeDoc replaces the table section of docs/reliability.md.
-func writeDoc(table string) error {
+func (d docTable) begin() string {
+	return "<!-- " + string(d) + ":begin (written by `make chaos`; do not edit by hand) -->"
+}
+func (d docTable) end() string { return "<!-- " + string(d) + ":end -->" }
+
+// writeDoc replaces a table section of docs/reliability.md.
+func writeDoc(section docTable, table string) error {
 	b, err := os.ReadFile(docPath)
 	if err != nil {
 		return err
 	}
 	doc := string(b)
-	i, j := strings.Index(doc, docTableBegin), strings.Index(doc, docTableEnd)
+	i, j := strings.Index(doc, section.begin()), strings.Index(doc, section.end())
 	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %q … %q section", docPath, docTableBegin, docTableEnd)
+		return fmt.Errorf("%s has no %q … %q section", docPath, section.begin(), section.end())
 	}
-	doc = doc[:i+len(docTableBegin)] + "\n" + table + doc[j:]
+	doc = doc[:i+len(section.begin())] + "\n" + table + doc[j:]
 	return os.WriteFile(docPath, []byte(doc), 0o644)
 }
 
@@ -591,8 +607,9 @@ func failRow(t *testing.T, r *chaosRow) {
 }
 
 type chaosScenario struct {
-	name string
-	run  func(t *testing.T, row *chaosRow)
+	name  string
+	run   func(t *testing.T, row *chaosRow)
+	table docTable // where its rows are written
 }
 
 func TestChaos(t *testing.T) {
@@ -600,21 +617,23 @@ func TestChaos(t *testing.T) {
 		t.Skip("fault-injection suite; run it with TASKCENTER_CHAOS=1 (make chaos)")
 	}
 	scenarios := []chaosScenario{
-		{"sigkill_export_10", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.10) }},
-		{"sigkill_export_50", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.50) }},
-		{"sigkill_export_90", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.90) }},
-		{"sigkill_import_10", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.10) }},
-		{"sigkill_import_50", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.50) }},
-		{"sigkill_import_90", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.90) }},
-		{"sigterm_import_50", sigtermMidImport},
-		{"sigstop_import_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "import", 0.50) }},
-		{"sigstop_export_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "export", 0.50) }},
-		{"sigstop_scheduler", freezeScheduler},
-		{"redis_flushall", func(t *testing.T, r *chaosRow) { redisFault(t, r, "flushall") }},
-		{"redis_restart", func(t *testing.T, r *chaosRow) { redisFault(t, r, "restart") }},
-		{"postgres_restart_fast", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "fast") }},
-		{"postgres_restart_immediate", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "immediate") }},
-		{"two_workers_killed_in_turn", nil}, // two rows, see twoWorkersKilled
+		{"sigkill_export_10", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.10) }, mainTable},
+		{"sigkill_export_50", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.50) }, mainTable},
+		{"sigkill_export_90", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "export", 0.90) }, mainTable},
+		{"sigkill_import_10", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.10) }, mainTable},
+		{"sigkill_import_50", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.50) }, mainTable},
+		{"sigkill_import_90", func(t *testing.T, r *chaosRow) { killMidTask(t, r, "import", 0.90) }, mainTable},
+		{"sigterm_import_50", sigtermMidImport, mainTable},
+		{"sigstop_import_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "import", 0.50) }, mainTable},
+		{"sigstop_export_50", func(t *testing.T, r *chaosRow) { freezeMidTask(t, r, "export", 0.50) }, mainTable},
+		{"sigstop_scheduler", freezeScheduler, mainTable},
+		{"redis_flushall", func(t *testing.T, r *chaosRow) { redisFault(t, r, "flushall") }, mainTable},
+		{"redis_restart", func(t *testing.T, r *chaosRow) { redisFault(t, r, "restart") }, mainTable},
+		{"postgres_restart_fast", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "fast") }, mainTable},
+		{"postgres_restart_immediate", func(t *testing.T, r *chaosRow) { postgresRestart(t, r, "immediate") }, mainTable},
+		{"two_workers_killed_in_turn", nil, mainTable}, // two rows, see twoWorkersKilled
+		{"redis_sentinel_master_killed", func(t *testing.T, r *chaosRow) { redisMasterKilled(t, r, sentinelTarget) }, failoverTable},
+		{"redis_cluster_master_killed", func(t *testing.T, r *chaosRow) { redisMasterKilled(t, r, clusterTarget) }, failoverTable},
 	}
 	// The processes read the config file at start. Snapshot it now, so that an edit to the
 	// working tree during the run cannot hand the binary built at the start keys it does not
@@ -629,13 +648,27 @@ func TestChaos(t *testing.T) {
 	}
 	t.Setenv("TASKCENTER_CHAOS_CONFIG", snapshot)
 
-	began, loadBefore := time.Now(), loadAverage()
-	var rows []chaosRow
-	ran := 0
+	// Each table is written when all its scenarios ran: `make chaos` writes both, and
+	// -run 'TestChaos/redis_.*_master_killed' the failover table alone.
+	type tableRun struct {
+		rows       []chaosRow
+		ran, of    int
+		took       time.Duration
+		loadBefore string
+	}
+	tables := map[docTable]*tableRun{mainTable: {}, failoverTable: {}}
 	for _, sc := range scenarios {
+		tables[sc.table].of++
+	}
+	for _, sc := range scenarios {
+		tr := tables[sc.table]
+		began := time.Now()
+		if tr.ran == 0 {
+			tr.loadBefore = loadAverage()
+		}
 		if sc.run == nil {
 			t.Run(sc.name, func(t *testing.T) {
-				ran++
+				tr.ran++
 				first := chaosRow{fault: "2 workers killed in turn under a backlog: 1st SIGKILL"}
 				second := chaosRow{fault: "2 workers killed in turn under a backlog: 2nd SIGKILL"}
 				defer func() {
@@ -645,45 +678,58 @@ func TestChaos(t *testing.T) {
 							r.fail("scenario did not complete (see the test log)")
 						}
 						failRow(t, r)
-						rows = append(rows, *r)
+						tr.rows = append(tr.rows, *r)
 					}
 				}()
 				twoWorkersKilled(t, &first, &second)
 			})
+		} else {
+			t.Run(sc.name, func(t *testing.T) {
+				tr.ran++
+				row := chaosRow{fault: sc.name, recovery: "—", finished: "—"}
+				defer func() {
+					if t.Failed() && len(row.failures) == 0 {
+						row.fail("scenario did not complete (see the test log)")
+					}
+					failRow(t, &row)
+					tr.rows = append(tr.rows, row)
+				}()
+				sc.run(t, &row)
+			})
+		}
+		tr.took += time.Since(began)
+	}
+	failed, all := 0, 0
+	for _, name := range []docTable{mainTable, failoverTable} {
+		tr := tables[name]
+		if tr.ran == 0 {
 			continue
 		}
-		t.Run(sc.name, func(t *testing.T) {
-			ran++
-			row := chaosRow{fault: sc.name, recovery: "—", finished: "—"}
-			defer func() {
-				if t.Failed() && len(row.failures) == 0 {
-					row.fail("scenario did not complete (see the test log)")
-				}
-				failRow(t, &row)
-				rows = append(rows, row)
-			}()
-			sc.run(t, &row)
-		})
-	}
-	table := chaosMarkdown(rows, time.Since(began), loadBefore)
-	t.Log("\n" + table)
-	failed := 0
-	for _, r := range rows {
-		if len(r.failures) > 0 {
-			failed++
+		settings := chaosSettings()
+		if name == failoverTable {
+			settings = failoverSettings()
+		}
+		table := chaosMarkdown(tr.rows, settings, tr.took, tr.loadBefore)
+		t.Log("\n" + table)
+		for _, r := range tr.rows {
+			all++
+			if len(r.failures) > 0 {
+				failed++
+			}
+		}
+		if os.Getenv("TASKCENTER_CHAOS_WRITE_DOC") != "1" {
+			continue
+		}
+		if tr.ran != tr.of {
+			t.Logf("not writing the %s section of %s: only %d of its %d scenarios ran (-run filter)", name, docPath, tr.ran, tr.of)
+		} else if err := writeDoc(name, table); err != nil {
+			t.Errorf("write %s: %v", docPath, err)
+		} else {
+			t.Logf("wrote the %s section of %s", name, docPath)
 		}
 	}
 	if failed > 0 {
-		t.Errorf("%d of %d rows failed (see the table and the scenarios' errors above)", failed, len(rows))
-	}
-	if os.Getenv("TASKCENTER_CHAOS_WRITE_DOC") == "1" {
-		if ran != len(scenarios) {
-			t.Logf("not writing %s: only %d of %d scenarios ran (-run filter)", docPath, ran, len(scenarios))
-		} else if err := writeDoc(table); err != nil {
-			t.Errorf("write %s: %v", docPath, err)
-		} else {
-			t.Logf("wrote the table into %s", docPath)
-		}
+		t.Errorf("%d of %d rows failed (see the tables and the scenarios' errors above)", failed, all)
 	}
 }
 

@@ -241,3 +241,34 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 		t.Fatalf("after Redis came back: %+v", final)
 	}
 }
+
+// Tasks submitted while Redis is away are enqueued by the process that took them as soon as
+// Redis answers again, with no cleanup round: this process runs no scheduler, so nothing else
+// would ever hand them over. Each runs once.
+func TestTasksSubmittedDuringARedisOutageAreEnqueuedWhenItAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.seedCustomers(50)
+	redisProxy := testenv.NewProxy(t, e.redis.Addr)
+	e.vars["TASKCENTER_REDIS_ADDR"] = redisProxy.Addr()
+	p := e.start("api,worker")
+
+	redisProxy.Cut()
+	var ids []string
+	for range 3 {
+		ids = append(ids, p.submitExport(aliceToken, map[string]any{"type": "customers"}).ID)
+	}
+	if n := e.count("SELECT count(*) FROM tasks WHERE status = 'PENDING' AND enqueued_at IS NULL"); n != 3 {
+		t.Fatalf("%d tasks flagged as not enqueued during the outage, want 3", n)
+	}
+	redisProxy.Restore()
+	for _, id := range ids {
+		final := p.waitStatus(aliceToken, id, time.Minute, "SUCCESS", "FAILED")
+		if final.Status != "SUCCESS" {
+			t.Fatalf("task %s after Redis came back: %+v", id, final)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM task_runs"); n != 3 {
+		t.Fatalf("%d attempts for 3 tasks, want one each", n)
+	}
+}

@@ -203,6 +203,7 @@ type process struct {
 	st        *store.Store
 	files     storage.Store
 	enqueuer  *jobs.Enqueuer
+	retry     *jobs.Reenqueuer // this process's failed enqueues, tried again every second
 	board     *jobs.ProgressBoard
 	submitter *jobs.Submitter
 	creator   *jobs.Creator
@@ -419,8 +420,11 @@ func (p *process) startProbes(ctx context.Context) {
 }
 
 // startRoles starts the workers, the API (or, without it, metrics alone) and the scheduler
-// the process runs.
+// the process runs, and the Reenqueuer that retries their failed enqueues.
 func (p *process) startRoles(roles roleSet) error {
+	retryCtx, stopRetry := context.WithCancel(context.Background())
+	p.wg.Go(func() { p.retry.Run(retryCtx) })
+	p.stopping = append(p.stopping, stopRetry)
 	if roles.worker {
 		if err := p.startWorkers(); err != nil {
 			return err
@@ -520,7 +524,9 @@ func (p *process) wire() error {
 	// A submit never waits for company: it goes with whatever is queued behind the flush in
 	// flight, so grouping costs no latency.
 	p.creator = jobs.NewCreator(p.st, batch.Config{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics.Writes("submit")}, p.logger)
-	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).WithBoard(p.board).WithCreator(p.creator)
+	p.retry = jobs.NewReenqueuer(p.st, p.enqueuer, jobs.ReenqueueInterval, p.logger)
+	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).
+		WithBoard(p.board).WithCreator(p.creator).WithReenqueuer(p.retry)
 	p.cleanup.Queues = queues
 	return nil
 }
@@ -557,7 +563,7 @@ func (p *process) startWorkers() error {
 		WorkerID: p.workerID, HeartbeatInterval: cfg.Worker.HeartbeatInterval, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		ProgressInterval: cfg.Worker.ProgressInterval, Types: p.policies,
 	}, jobs.RuntimeDeps{Store: p.st, Enqueuer: p.enqueuer, Board: p.board, Files: p.files, Alerter: p.alerter, Observer: p.metrics, Logger: p.logger,
-		Claims: claims, Completer: completer})
+		Claims: claims, Completer: completer, Reenqueuer: p.retry})
 	for _, t := range p.types.All() {
 		if _, on := p.policies[t.Name]; on && t.Handler != nil {
 			rt.Register(t.Handler)

@@ -2,6 +2,8 @@ package config
 
 import (
 	"github.com/hibiken/asynq"
+
+	"github.com/taskcenter/taskcenter/internal/rediscluster"
 )
 
 // Redis configures the Redis deployment asynq runs on.
@@ -50,14 +52,17 @@ func (r Redis) validate(bad func(string, ...any)) {
 	}
 }
 
-// ConnOpt returns the asynq connection options for the configured Redis deployment.
+// ConnOpt returns the asynq connection options for the configured Redis deployment. Each
+// follows a failover by itself: Sentinel's client asks the sentinels for the master at every
+// new connection, and the cluster client reloads its slot map when a node is lost
+// (internal/rediscluster).
 func (r Redis) ConnOpt() asynq.RedisConnOpt {
 	switch r.Mode {
 	case "sentinel":
 		return asynq.RedisFailoverClientOpt{MasterName: r.MasterName, SentinelAddrs: r.Addrs, SentinelPassword: r.SentinelPassword,
 			Username: r.Username, Password: r.Password, DB: r.DB, PoolSize: r.PoolSize}
 	case "cluster":
-		return asynq.RedisClusterClientOpt{Addrs: r.Addrs, Username: r.Username, Password: r.Password}
+		return rediscluster.Opt{Addrs: r.Addrs, Username: r.Username, Password: r.Password}
 	default:
 		return asynq.RedisClientOpt{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, PoolSize: r.PoolSize}
 	}

@@ -1,0 +1,219 @@
+package testenv
+
+// Redis deployments for the failover tests: a Sentinel set and a Redis Cluster, each made of
+// real redis-server and redis-sentinel processes on free loopback ports with their files in
+// the test's temp dir, stopped when the test ends. scripts/services.sh installs the programs.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisProc is one redis-server or redis-sentinel a test owns.
+type RedisProc struct {
+	cmd  *exec.Cmd
+	once sync.Once
+}
+
+// StartRedisProc starts bin with args until the test ends.
+func StartRedisProc(t testing.TB, bin string, args ...string) *RedisProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s (scripts/services.sh tools installs it): %v", bin, err)
+	}
+	p := &RedisProc{cmd: cmd}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Kill SIGKILLs the process (no shutdown, no save) and waits until it is gone.
+func (p *RedisProc) Kill() {
+	p.once.Do(func() {
+		p.cmd.Process.Kill() //nolint:errcheck // it may have exited already
+		p.cmd.Wait()         //nolint:errcheck // killed
+	})
+}
+
+// WaitRedis waits until a Redis at addr answers.
+func WaitRedis(t testing.TB, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	Eventually(t, 15*time.Second, "redis at "+addr, func() bool { return c.Ping(context.Background()).Err() == nil })
+}
+
+// loopbackPort returns a loopback port nothing listens on right now.
+func loopbackPort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// SentinelSet is a master, its replica and three Sentinels watching them (master name
+// SentinelMaster, down after 1 s).
+type SentinelSet struct {
+	Master      *RedisProc
+	MasterAddr  string
+	ReplicaAddr string
+	ReplicaPort int
+	Sentinels   []string
+	Sentinel    *redis.SentinelClient // asks the first Sentinel
+}
+
+// SentinelMaster is the name the Sentinels of a SentinelSet know the master by.
+const SentinelMaster = "tcmaster"
+
+// NewSentinelSet starts a SentinelSet and waits until the Sentinels see the replica.
+func NewSentinelSet(t testing.TB) *SentinelSet {
+	t.Helper()
+	sentinelBin, err := exec.LookPath("redis-sentinel")
+	if err != nil {
+		t.Fatalf("redis-sentinel is not installed (scripts/services.sh tools installs it): %v", err)
+	}
+	dir := t.TempDir()
+	master, replica := loopbackPort(t), loopbackPort(t)
+	set := &SentinelSet{MasterAddr: fmt.Sprintf("127.0.0.1:%d", master), ReplicaAddr: fmt.Sprintf("127.0.0.1:%d", replica), ReplicaPort: replica}
+	for _, port := range []int{master, replica} {
+		args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "", "--appendonly", "no",
+			"--dbfilename", fmt.Sprintf("dump-%d.rdb", port)}
+		if port == replica {
+			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(master))
+		}
+		proc := StartRedisProc(t, "redis-server", args...)
+		if port == master {
+			set.Master = proc
+		}
+		WaitRedis(t, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	for i := range 3 {
+		port := loopbackPort(t)
+		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %[2]s 1000\nsentinel failover-timeout %[2]s 5000\n",
+			port, SentinelMaster, master)
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		StartRedisProc(t, sentinelBin, conf)
+		set.Sentinels = append(set.Sentinels, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	set.Sentinel = redis.NewSentinelClient(&redis.Options{Addr: set.Sentinels[0]})
+	t.Cleanup(func() { set.Sentinel.Close() })
+	Eventually(t, 20*time.Second, "the sentinels to see the replica", func() bool {
+		rs, err := set.Sentinel.Replicas(context.Background(), SentinelMaster).Result()
+		return err == nil && len(rs) == 1
+	})
+	return set
+}
+
+// RedisCluster is a Redis Cluster: masters nodes holding the slots, each with replicas
+// replicas (cluster-node-timeout 2 s, so a dead master's replica is promoted in seconds).
+type RedisCluster struct {
+	Nodes  []string
+	Procs  map[string]*RedisProc // by address
+	Client *redis.ClusterClient  // go-redis' own, with its defaults
+}
+
+// NewRedisCluster starts a cluster and waits until every node knows every other and every
+// master its replicas.
+func NewRedisCluster(t testing.TB, masters, replicas int) *RedisCluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &RedisCluster{Procs: map[string]*RedisProc{}}
+	for range masters * (1 + replicas) {
+		port := loopbackPort(t)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		c.Procs[addr] = StartRedisProc(t, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "",
+			"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
+			"--cluster-node-timeout", "2000")
+		WaitRedis(t, addr)
+		c.Nodes = append(c.Nodes, addr)
+	}
+	out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, c.Nodes...),
+		"--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("create cluster: %v\n%s", err, out)
+	}
+	c.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Nodes})
+	t.Cleanup(func() { c.Client.Close() })
+	Eventually(t, 30*time.Second, "the cluster to be ok, every node knowing every other and every master its replicas", func() bool {
+		for _, addr := range c.Nodes {
+			n := redis.NewClient(&redis.Options{Addr: addr})
+			info, err := n.ClusterInfo(context.Background()).Result()
+			slots, serr := n.ClusterSlots(context.Background()).Result()
+			n.Close()
+			if err != nil || serr != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r", len(c.Nodes))) {
+				return false
+			}
+			for _, s := range slots {
+				if len(s.Nodes) != 1+replicas {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// MasterOf returns the address of the master holding key's slot and of one of its replicas
+// ("" when it has none).
+func (c *RedisCluster) MasterOf(t testing.TB, key string) (master, replica string) {
+	t.Helper()
+	ctx := context.Background()
+	slot, err := c.Client.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := c.Client.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			master = s.Nodes[0].Addr
+			if len(s.Nodes) > 1 {
+				replica = s.Nodes[1].Addr
+			}
+			return master, replica
+		}
+	}
+	t.Fatalf("no node holds slot %d", slot)
+	return "", ""
+}
+
+// WaitMaster waits until the node at addr says it is a master (ROLE) and returns when it
+// first said so.
+func WaitMaster(t testing.TB, addr string, within time.Duration) time.Time {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	var at time.Time
+	Eventually(t, within, addr+" to be promoted", func() bool {
+		role, err := c.Do(context.Background(), "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			at = time.Now()
+			return true
+		}
+		return false
+	})
+	return at
+}
