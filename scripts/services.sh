@@ -6,7 +6,8 @@
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
 #   scripts/services.sh s3       start only the S3 gateway (and create the bucket)
-#   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw)
+#   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw,
+#                                the npm tools of scripts/contract.sh and scripts/a11y.sh)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
@@ -356,6 +357,9 @@ tools_up() {
   # The OpenAPI document's outside checkers (Redocly's linter, openapi-typescript, tsc), from
   # the npm registry into data/tools/contract (scripts/contract.sh).
   "$(dirname "$0")/contract.sh" install
+  # axe-core, the accessibility checker the browser tests inject into the page, from the npm
+  # registry into data/tools/a11y (scripts/a11y.sh).
+  "$(dirname "$0")/a11y.sh" install
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }
