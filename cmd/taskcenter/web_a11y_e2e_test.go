@@ -73,7 +73,7 @@ func (b *browserSession) axe(source string) axeFindings {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
-	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ["violations"]}).then(r => JSON.stringify({
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ["violations"], rules: {"target-size": {enabled: true}}}).then(r => JSON.stringify({
 		passed: r.passes.length,
 		review: r.incomplete.map(v => v.id + ": " + v.nodes.map(n => n.target.join(" ") + " (" + (n.any.concat(n.all, n.none).map(c => c.message).join("; ")) + ")").join(", ")),
 		violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
