@@ -23,7 +23,9 @@ install() {
 	fi
 	if ! command -v npm >/dev/null; then
 		say "installing Node.js and npm from Debian's packages"
-		if [ "$(id -u)" = 0 ]; then apt-get install -y -q nodejs npm >/dev/null; else sudo apt-get install -y -q nodejs npm >/dev/null; fi
+		local sudo=""
+		[ "$(id -u)" = 0 ] || sudo=sudo
+		$sudo apt-get install -y -q nodejs npm >/dev/null || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q nodejs npm >/dev/null; }
 	fi
 	say "installing axe-core with npm ci"
 	cp "$src/package.json" "$src/package-lock.json" "$work/"
