@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 )
@@ -165,6 +166,80 @@ func (c *a11yChecker) check(name, lang string) {
 			}
 		}
 	}
+	if lang == "en" { // the colours are the same in either language, at either width
+		c.checkFocusRings(name)
+	}
+}
+
+// focusRingJS tells, for the element the keyboard has focused, where it is in the page (a
+// path of child positions), what it is, and the contrast of its focus ring with what is
+// drawn just outside the ring's inner edge there (0 when it has no ring). null when the
+// focus is on no element.
+const focusRingJS = `(() => {
+	const e = document.activeElement;
+	if (!e || e === document.body || e === document.documentElement) return null;
+	const rgba = s => { const m = s.match(/[\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+	const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+	let path = "";
+	for (let n = e; n.parentElement; n = n.parentElement) path = Array.prototype.indexOf.call(n.parentElement.children, n) + "/" + path;
+	const cs = getComputedStyle(e), what = e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + " " +
+		(e.innerText || e.value || e.getAttribute("aria-label") || e.name || "").trim().split("\n")[0].slice(0, 30);
+	if (cs.outlineStyle === "none" || parseFloat(cs.outlineWidth) === 0) return [path, what, 0];
+	// What the ring is drawn over: the top-most painted element just outside the element
+	// (the page's background when nothing is).
+	const r = e.getBoundingClientRect(), out = Math.max(parseFloat(cs.outlineOffset), 0) + parseFloat(cs.outlineWidth) / 2;
+	const x = r.left - out >= 0 ? r.left - out : r.right + out, y = r.top + r.height / 2;
+	let bg = rgba(getComputedStyle(document.documentElement).backgroundColor);
+	for (const under of document.elementsFromPoint(x, y)) {
+		if (under === e || e.contains(under)) continue;
+		const c = rgba(getComputedStyle(under).backgroundColor);
+		if (c[3] > 0) { bg = c; break; }
+	}
+	const a = lum(rgba(cs.outlineColor)), b = lum(bg);
+	return [path, what, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+})()`
+
+// checkFocusRings tabs through the page as a keyboard user does and checks that each stop
+// shows a focus ring with a contrast of at least 3:1 (WCAG 1.4.11) with what is around it.
+func (c *a11yChecker) checkFocusRings(name string) {
+	b := c.b
+	b.t.Helper()
+	b.run("viewport desktop", chromedp.EmulateViewport(a11yWidths[0].width, a11yWidths[0].height))
+	eval[bool](b, `document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true`)
+	seen := map[string]bool{}
+	first, misses := "", 0
+	for range 200 {
+		b.run("Tab", chromedp.KeyEvent(kb.Tab))
+		stop := eval[[]any](b, `(`+focusRingJS+`) || []`)
+		if len(stop) != 3 { // the focus left the page
+			if misses++; len(seen) > 0 || misses > 2 {
+				break // past the last stop (or, from where the focus was, past it twice)
+			}
+			continue
+		}
+		path, _ := stop[0].(string)
+		what, _ := stop[1].(string)
+		ratio, _ := stop[2].(float64)
+		if path == first {
+			break // round again
+		}
+		if seen[path] {
+			continue // the parts of one control (a date's day, month and year)
+		}
+		if first == "" {
+			first = path
+		}
+		seen[path] = true
+		if ratio < 3 {
+			c.severe = append(c.severe, fmt.Sprintf("%-22s en desktop  focus ring of %q: contrast %.2f:1 with what is around it, want at least 3:1", name, what, ratio))
+		}
+	}
+	stops := len(seen)
+	if stops == 0 {
+		c.severe = append(c.severe, fmt.Sprintf("%-22s en desktop  no element took the keyboard's focus", name))
+	}
+	c.lines = append(c.lines, fmt.Sprintf("%-22s en desktop  %d tab stops, each focus ring checked for a 3:1 contrast", name, stops))
 }
 
 // visit opens each page in lang and checks it.
