@@ -95,11 +95,11 @@ func (b *browserSession) axe(source string) axeFindings {
 	if err := json.Unmarshal([]byte(raw), &res); err != nil {
 		b.t.Fatalf("axe-core's answer: %v\n%s", err, raw)
 	}
-	byImpact := axeFindings{passed: res.Passed, review: res.Review, byImpact: map[string][]axeViolation{}}
+	found := axeFindings{passed: res.Passed, review: res.Review, byImpact: map[string][]axeViolation{}}
 	for _, v := range res.Violations {
-		byImpact.byImpact[v.Impact] = append(byImpact.byImpact[v.Impact], v)
+		found.byImpact[v.Impact] = append(found.byImpact[v.Impact], v)
 	}
-	return byImpact
+	return found
 }
 
 // axeFindings is what axe-core found on a page: the rules it broke, by impact, and how many
@@ -381,7 +381,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		b.wait("the sign-in page", `location.origin === "`+base+`" && location.pathname === "/login"`, 10*time.Second)
 	}
 
-	fmt.Printf("axe-core violations by impact, per page, language and width:\n  %s\n", strings.Join(c.lines, "\n  "))
+	fmt.Printf("axe-core violations by impact, per page, language and width (and the focus rings checked):\n  %s\n", strings.Join(c.lines, "\n  "))
 	if len(c.severe) > 0 {
 		t.Errorf("serious or critical accessibility violations:\n  %s", strings.Join(c.severe, "\n  "))
 	}
