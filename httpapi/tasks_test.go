@@ -94,6 +94,10 @@ func TestListSearchesAndCounts(t *testing.T) {
 	if got := ids(e.list(aliceToken, "q="+march.TaskNo).Items); !slices.Equal(got, []string{march.TaskNo}) {
 		t.Fatalf("a whole id: %v", got)
 	}
+	// The job id the console shows for it (<task id>-a<attempt>) finds it too, with its total.
+	if got := e.list(aliceToken, "q="+jobs.JobID(march.TaskNo, 2)); !slices.Equal(ids(got.Items), []string{march.TaskNo}) || got.Total != 1 {
+		t.Fatalf("a console job id: %v total %d", ids(got.Items), got.Total)
+	}
 	// Wildcards are text; another user's tasks are not found, an admin's search finds both.
 	if got := e.list(aliceToken, "q="+url.QueryEscape("%")); got.Total != 0 || len(got.Items) != 0 {
 		t.Fatalf("q=%%: %+v", got)

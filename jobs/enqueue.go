@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -23,13 +24,12 @@ type payload struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// JobID is the asynq TaskID for a task waiting under attempt number attempt. Every claim
-// raises the number, so the id names one "waiting to run" episode and enqueueing it again is
-// a no-op while its job waits. One exception: a task cancelled before any claim and then
-// retried waits again under the same number (see EnqueueNew for how that is handled).
-func JobID(taskNo string, attempt int) string {
-	return fmt.Sprintf("%s-a%d", taskNo, attempt)
-}
+// JobID is the asynq TaskID for a task waiting under attempt number attempt (its form is
+// task.JobID's, which also reads it back). Every claim raises the number, so the id names one
+// "waiting to run" episode and enqueueing it again is a no-op while its job waits. One
+// exception: a task cancelled before any claim and then retried waits again under the same
+// number (see EnqueueNew for how that is handled).
+func JobID(taskNo string, attempt int) string { return task.JobID(taskNo, attempt) }
 
 // Lanes of a queue. A task waits in one of four asynq queues behind its queue, and workers
 // take from them in this order:

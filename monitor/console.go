@@ -22,7 +22,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/session"
-	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
 )
@@ -542,7 +542,7 @@ func (c *Console) serveConsole(w http.ResponseWriter, r *http.Request, who strin
 	status, msg := c.act(audit.NewContext(r.Context(), au), a, who)
 	if au.Recorded() == 0 {
 		action, target := "console."+cmp.Or(a.verb, "refused"), cmp.Or(a.job, strings.TrimPrefix(r.URL.Path, ConsolePath+"/api/"))
-		if no, ok := taskOfJob(a.job); ok {
+		if no, ok := task.OfJob(a.job); ok {
 			target = no
 		}
 		outcome := audit.Success
@@ -607,19 +607,6 @@ func parseConsoleAction(method, rest string) consoleAction {
 	return consoleAction{verb: verb, state: state, job: job}
 }
 
-// taskOfJob returns the task number of a task's asynq job id (jobs.JobID).
-func taskOfJob(job string) (string, bool) {
-	i := strings.LastIndex(job, "-a")
-	if i <= 0 {
-		return "", false
-	}
-	attempt, err := strconv.Atoi(job[i+2:])
-	if err != nil || attempt < 0 || jobs.JobID(job[:i], attempt) != job {
-		return "", false
-	}
-	return job[:i], true
-}
-
 // act carries out a console action on the task row first. It returns status 0 when asynqmon
 // should then do what was asked to the job, or the answer to give instead.
 //
@@ -647,7 +634,7 @@ func (c *Console) act(ctx context.Context, a consoleAction, who string) (int, st
 	case "":
 		return http.StatusForbidden, "this console action is off: " + readOnlyMessage[len("the console is read-only: "):]
 	}
-	taskNo, isTask := taskOfJob(a.job)
+	taskNo, isTask := task.OfJob(a.job)
 	if !isTask {
 		return 0, ""
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -21,7 +22,7 @@ const JobsPath = ConsolePath + "/jobs/"
 // asynq's retention dropped it, or it was never enqueued), to the queue's page.
 func (c *Console) serveJob(w http.ResponseWriter, r *http.Request) {
 	taskNo := strings.TrimPrefix(r.URL.Path, JobsPath)
-	if no, ok := taskOfJob(taskNo); ok { // a job id works too
+	if no, ok := task.OfJob(taskNo); ok { // a job id works too
 		taskNo = no
 	}
 	if c.cfg.Tasks == nil || taskNo == "" || strings.Contains(taskNo, "/") {

@@ -7,7 +7,7 @@
 #   scripts/services.sh status   say what is reachable
 #   scripts/services.sh s3       start only the S3 gateway (and create the bucket)
 #   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw,
-#                                the contract checkers and oidc-provider from npm)
+#                                the npm tools of scripts/contract.sh, scripts/a11y.sh and scripts/oidc-provider.sh)
 #
 # Addresses come from the same variables the service reads:
 #   TASKCENTER_DATABASE_URL  default postgres://taskcenter:taskcenter@127.0.0.1:5432/taskcenter?sslmode=disable
@@ -360,6 +360,9 @@ tools_up() {
   # An OpenID provider written elsewhere (panva's oidc-provider), from the npm registry into
   # data/tools/oidc-provider, for the browser sign-in test against it.
   "$(dirname "$0")/oidc-provider.sh" install
+  # axe-core, the accessibility checker the browser tests inject into the page, from the npm
+  # registry into data/tools/a11y (scripts/a11y.sh).
+  "$(dirname "$0")/a11y.sh" install
   # A CJK font, so the Chinese page's screenshots show characters rather than boxes.
   [[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || (apt_install fonts-wqy-microhei) || log "no CJK font: Chinese screenshots show boxes"
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -63,8 +64,8 @@ func listAll(t *testing.T, s *store.Store, f store.ListFilter, scope store.Scope
 }
 
 // Search finds a task by the start of its id, by part of its title or of its file's name,
-// whatever the case; % and _ in the term are themselves, never wildcards; a user's search
-// covers only their own tasks.
+// or by the id of one of its jobs in the ops console, whatever the case; % and _ in the term
+// are themselves, never wildcards; a user's search covers only their own tasks.
 func TestSearchFindsByIDTitleAndFileName(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -90,6 +91,12 @@ func TestSearchFindsByIDTitleAndFileName(t *testing.T) {
 		{budget.TaskNo, alice, []*store.Task{budget}},
 		{strings.ToLower(budget.TaskNo[:12]), alice, []*store.Task{budget}},
 		{budget.TaskNo[5:15], alice, nil}, // the middle of an id is not its start
+		// A job id as the ops console shows it (<task id>-a<attempt>) finds its task, at
+		// any attempt, pasted with the spaces a copy brings; only within the caller's scope.
+		{task.JobID(budget.TaskNo, 1), alice, []*store.Task{budget}},
+		{" " + task.JobID(budget.TaskNo, 7) + "\n", alice, []*store.Task{budget}},
+		{task.JobID(budget.TaskNo, 1), store.Scope{Owner: "bob"}, nil},
+		{task.JobID(budget.TaskNo[:12], 1), alice, nil}, // a job id names a whole task id
 		{"100%", alice, []*store.Task{percent}},
 		{"100%_", alice, []*store.Task{percent}},
 		{"%", alice, []*store.Task{percent}},

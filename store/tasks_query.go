@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -228,8 +229,9 @@ func taskConditions(f ListFilter, scope Scope) *pg.Conditions {
 
 // searchCondition adds the search rule: the term (trimmed) starts the task's id, or is part
 // of its title or of the uploaded file's name (params.filename, which an import keeps as
-// uploaded), regardless of case. The term is matched as written: % and _ in it are
-// themselves, not LIKE's wildcards.
+// uploaded), regardless of case; or it is the id of one of the task's jobs as the ops
+// console shows it (task.JobID: <task id>-a<attempt>, any attempt). The term is matched as
+// written: % and _ in it are themselves, not LIKE's wildcards.
 func searchCondition(c *pg.Conditions, term string) {
 	term = strings.TrimSpace(term)
 	if term == "" {
@@ -237,7 +239,11 @@ func searchCondition(c *pg.Conditions, term string) {
 	}
 	prefix := c.Arg(strings.ToLower(term))
 	part := c.Arg("%" + pg.EscapeLike(term) + "%")
-	c.And("(starts_with(lower(task_no), " + prefix + "::text) OR title ILIKE " + part + "::text ESCAPE '\\' OR (params ->> 'filename') ILIKE " + part + "::text ESCAPE '\\')")
+	job := ""
+	if taskNo, ok := task.OfJob(term); ok {
+		job = " OR lower(task_no) = " + c.Arg(strings.ToLower(taskNo)) + "::text"
+	}
+	c.And("(starts_with(lower(task_no), " + prefix + "::text) OR title ILIKE " + part + "::text ESCAPE '\\' OR (params ->> 'filename') ILIKE " + part + "::text ESCAPE '\\'" + job + ")")
 }
 
 // CountTasks counts the tasks f and scope select, inside tx (an export's snapshot).

@@ -184,6 +184,7 @@ func (p *proc) do(method, path, token string, body any, headers ...string) respo
 // taskJSON is the subset of the task view tests read.
 type taskJSON struct {
 	ID       string `json:"id"`
+	Title    string `json:"title"`
 	Status   string `json:"status"`
 	Owner    string `json:"owner"`
 	Attempt  int    `json:"attempt"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -44,9 +45,30 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	b.wait("the task's page", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
 	b.wait("the facts", `(() => {
 		const dd = [...document.querySelectorAll("#task-facts dd")].map(d => [d.innerText, d.title]);
-		return dd.some(([text]) => text === "City: Shanghai") && document.querySelector("#task-title").innerText === "Customer export · City: Shanghai" &&
+		return dd.some(([text]) => text === "City: Shanghai") &&
 			dd.some(([text, title]) => / UTC([+-]\d+(:\d\d)?)?$/.test(text) && /Z$/.test(title));
 	})()`, 10*time.Second)
+	// Its title is the API's, on its page, in the window's title and on the list, in either
+	// language: the page has no title rule of its own.
+	id := eval[string](b, `document.querySelector("#task-no").innerText`)
+	title := api.task(aliceToken, id).Title
+	if title == "" || !strings.Contains(title, "Shanghai") {
+		t.Fatalf("the API's title of %s is %q", id, title)
+	}
+	for _, lang := range []string{"zh", "en"} {
+		b.run("the task's page, "+lang, chromedp.Navigate(api.base+"/tasks/"+id+"?lang="+lang))
+		b.wait("the task's page, "+lang, `document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
+		if got := eval[[]string](b, `[document.querySelector("#task-title").innerText, document.title]`); got[0] != title || got[1] != title+" · taskcenter" {
+			t.Errorf("the page (%s) titles the task %q, the window %q; the API's title is %q", lang, got[0], got[1], title)
+		}
+		b.run("the list, "+lang, chromedp.Navigate(api.base+"/?lang="+lang))
+		b.wait("the task's row", `!!document.querySelector('#tasks tr[data-id="`+id+`"] a.title')`, 10*time.Second)
+		if got := eval[string](b, `document.querySelector('#tasks tr[data-id="`+id+`"] a.title').innerText`); got != title {
+			t.Errorf("the list (%s) titles the task %q; the API's title is %q", lang, got, title)
+		}
+	}
+	b.run("back to its page", chromedp.Navigate(api.base+"/tasks/"+id))
+	b.wait("its page", `document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
 	if ws := eval[string](b, `getComputedStyle(document.querySelector("#task-no")).whiteSpace`); ws != "nowrap" {
 		t.Errorf("the id may wrap: white-space %q", ws)
 	}

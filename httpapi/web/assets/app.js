@@ -202,12 +202,12 @@
     return v.error.message || v.error.code;
   }
 
-  // filterParts are an export's filter values as a person reads them: enum values and dates
-  // in the page's language, each labelled when labelled is set (the task's facts), bare in
-  // a title.
+  // filterParts are an export's filter values as a person reads them, for the task's facts:
+  // each labelled ("Status: Failed", so a filter's value never reads as the task's own
+  // status), enum values and dates in the page's language.
   var filterLabels = { city: 'export.city', level: 'export.level', code_prefix: 'export.code_prefix', status: 'filter.status',
     type: 'filter.type', owner: 'filter.owner', created_from: 'filter.from', created_to: 'filter.to' };
-  function filterParts(f, labelled) {
+  function filterParts(f) {
     var parts = [];
     Object.keys(f || {}).forEach(function (k) {
       var val = f[k];
@@ -216,17 +216,9 @@
         val = val.map(function (x) { return has('status.' + x) ? statusName(x) : has('type.' + x) ? typeName(x) : x; }).join(', ');
       } else if (k === 'level' && has('level.' + val)) val = t('level.' + val);
       else if (k === 'created_from' || k === 'created_to') val = when(val);
-      parts.push(labelled && filterLabels[k] ? t(filterLabels[k]) + ': ' + val : String(val));
+      parts.push(filterLabels[k] ? t(filterLabels[k]) + ': ' + val : String(val));
     });
     return parts;
-  }
-  function title(v) {
-    var p = v.params || {};
-    if (p.filename) return p.filename;
-    var name = typeName(v.type);
-    // Labelled ("Status: Failed"), so a filter's value never reads as the task's own status.
-    var parts = filterParts(p.filter, true);
-    return parts.length ? name + ' · ' + parts.join(' · ') : name;
   }
 
   function percent(v) {
@@ -431,8 +423,10 @@
       if (!r) r = rows[v.id] = row(v);
       r.view = v;
       setAttr(r.link, 'href', '/tasks/' + encodeURIComponent(v.id));
-      setText(r.link, title(v));
-      setAttr(r.pick, 'aria-label', t('bulk.select', { title: title(v) }));
+      // The title is the API's (the task type's own rule, set at submit): the page shows it
+      // as every other surface does, and the search finds what the page shows.
+      setText(r.link, v.title);
+      setAttr(r.pick, 'aria-label', t('bulk.select', { title: v.title }));
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
@@ -506,7 +500,7 @@
           what = t(res.outcome === 'not_allowed' ? 'bulk.not_allowed' : 'bulk.error') + ': ' + reason(action, res);
         }
         ul.appendChild(el('li', { 'data-id': res.id, 'data-outcome': res.outcome, title: res.message || null },
-          el('a', { href: '/tasks/' + encodeURIComponent(res.id), text: r ? title(r.view) : res.id }), ' — ' + what));
+          el('a', { href: '/tasks/' + encodeURIComponent(res.id), text: r ? r.view.title : res.id }), ' — ' + what));
       });
       answerBox.appendChild(ul);
     }
@@ -724,7 +718,7 @@
         ['owner', t('col.owner'), boot.admin ? v.owner : ''],
         ['file', t('detail.file'), p.filename],
         ['mode', t('detail.mode'), p.mode && (has('mode.' + p.mode) ? t('mode.' + p.mode) : p.mode)],
-        ['filter', t('detail.filter'), filterParts(p.filter, true).join(' · ')],
+        ['filter', t('detail.filter'), filterParts(p.filter).join(' · ')],
         ['wait', t('detail.wait'), waitText(v)],
         ['speed', t('detail.speed'), speedText(v)],
         ['result', t('detail.result'), resultText(v), v.result && v.result.expires_at ? utc(v.result.expires_at) : ''],
@@ -754,8 +748,8 @@
       view = v;
       show(box, true);
       setText(msg, '');
-      setText($('#task-title'), title(v));
-      if (document.title !== title(v) + ' · taskcenter') document.title = title(v) + ' · taskcenter';
+      setText($('#task-title'), v.title);
+      if (document.title !== v.title + ' · taskcenter') document.title = v.title + ' · taskcenter';
       chip(v, $('#task-status'));
       setText($('#task-no'), v.id);
       setText($('#task-type'), '· ' + typeName(v.type));
