@@ -125,12 +125,15 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // Submit is what the uploader chose besides the file.
 type Submit struct {
-	Mode  string // ModeUpsert or ModeInsert
+	Mode  string // ModeUpsert, ModeInsert or ModeReplace
 	Sheet string // empty: the first sheet, or the only one whose header names the columns
 	// Encoding of a CSV: empty or auto, utf-8, gb18030 (see sheet.ParseEncoding).
 	Encoding string
 	// Lang of the error report and first_errors: "zh" or "en" (see Lang).
 	Lang string
+	// DryRun checks everything and writes no customer (the dry_run field: true, false, 1, 0,
+	// on, off).
+	DryRun bool
 }
 
 // maxSheetName caps the sheet field: Excel's own limit for a sheet name.
@@ -140,7 +143,7 @@ const maxSheetName = 31
 // choices (Submit.Set).
 func isChoice(field string) bool {
 	switch field {
-	case "mode", "encoding", "sheet", "lang":
+	case "mode", "encoding", "sheet", "lang", "dry_run":
 		return true
 	}
 	return false
@@ -166,14 +169,24 @@ func (o *Submit) Set(field, value string) error {
 		}
 	case "lang":
 		o.Lang = value
+	case "dry_run":
+		switch strings.ToLower(value) {
+		case "true", "1", "on", "yes":
+			o.DryRun = true
+		case "false", "0", "off", "no", "":
+			o.DryRun = false
+		default:
+			return &FileProblem{Kind: Invalid, Code: "bad_dry_run", Message: "dry_run must be true or false, not " + textcheck.Echo(value),
+				Field: "dry_run", FieldMessage: "must be true or false"}
+		}
 	}
 	return nil
 }
 
 func checkMode(mode string) error {
-	if mode != ModeUpsert && mode != ModeInsert {
-		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert or insert, not " + textcheck.Echo(mode),
-			Field: "mode", FieldMessage: "must be upsert or insert"}
+	if mode != ModeUpsert && mode != ModeInsert && mode != ModeReplace {
+		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert, insert or replace, not " + textcheck.Echo(mode),
+			Field: "mode", FieldMessage: "must be upsert, insert or replace"}
 	}
 	return nil
 }
@@ -186,8 +199,9 @@ const recordTimeout = 5 * time.Second
 // content hash, and returns the task's submission for owner. The received file is consumed
 // either way. ctx bounds the reads and the move (the request's).
 //
-// The biz key is of the bytes as uploaded, the mode, the sheet and, when it is not UTF-8,
-// the encoding the text is read in: the same file read in another encoding is other data.
+// The biz key is of the bytes as uploaded, the mode, the sheet, whether it is a dry run and,
+// when it is not UTF-8, the encoding the text is read in: the same file read in another
+// encoding is other data, and a dry run of a file is not its real import.
 // The language is not part of it: it only changes how the outcome reads.
 func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o Submit) (jobs.Submission, error) {
 	defer r.Discard()
@@ -217,11 +231,14 @@ func (u *Uploads) accept(ctx context.Context, r *receivedFile, owner string, o S
 	}
 	r.key = ""
 	p := Params{Upload: rel, Format: ins.Format, Mode: o.Mode, Sheet: ins.Sheet,
-		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang))}
+		Filename: r.Filename, Size: r.Size, SHA256: r.SHA256, Rows: ins.Rows, Lang: string(ParseLang(o.Lang)), DryRun: o.DryRun}
 	key := fmt.Sprintf("sha256:%s:%s:%s", r.SHA256, o.Mode, ins.Sheet)
 	if ins.Encoding == sheet.EncodingGB18030 {
 		p.Encoding = sheet.EncodingGB18030
 		key += ":" + string(sheet.EncodingGB18030)
+	}
+	if o.DryRun {
+		key += ":dry_run"
 	}
 	params, err := json.Marshal(p)
 	if err != nil {
