@@ -83,8 +83,11 @@ func Write(ctx context.Context, tx bun.Tx, taskID int64, rows []Row, m Mode) (Wr
 	query := writeStatement(m)
 	// The batch goes as seven binary-encoded array parameters of one short statement, not as
 	// SQL text: no client-side escaping of thousands of values, nothing large to parse.
-	res, err := tx.Tx.QueryContext(ctx, query,
-		taskID, cols.code, cols.name, cols.phone, cols.email, cols.city, cols.level, rowNos, m.InsertOnly, m.KeepCodes || m.DryRun)
+	args := []any{taskID, cols.code, cols.name, cols.phone, cols.email, cols.city, cols.level, rowNos, m.KeepCodes || m.DryRun}
+	if m.DryRun {
+		args = append(args, m.InsertOnly)
+	}
+	res, err := tx.Tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return Written{}, fmt.Errorf("write customers: %w", err)
 	}
@@ -127,8 +130,8 @@ func (w *Written) conflict(code string, c Conflict) {
 	w.Conflicts[code] = c
 }
 
-// The statements' shared parts. $1 the import, $2…$8 the batch's columns, $9 insert only,
-// $10 keep the codes. Each answers, per row of the batch: code, written, inserted, existed,
+// The statements' shared parts. $1 the import, $2…$8 the batch's columns, $9 keep the
+// codes, and in a dry run $10 insert only. Each answers, per row of the batch: code, written, inserted, existed,
 // differs (the values change), own (an earlier row of this import has the code), earlier_row.
 const (
 	writeInput = `input AS (
@@ -137,7 +140,7 @@ const (
 		     AS u(code, name, phone, email, city, level, row_no))`
 	differs = `(o.name, o.phone, o.email, o.city, o.level) IS DISTINCT FROM (i.name, i.phone, i.email, i.city, i.level)`
 	keep    = `kept AS (
-		INSERT INTO import_codes (task_id, code, row_no) SELECT $1, code, row_no FROM res WHERE written AND $10::boolean
+		INSERT INTO import_codes (task_id, code, row_no) SELECT $1::bigint, code, row_no FROM res WHERE written AND $9::boolean
 		ON CONFLICT (task_id, code) DO NOTHING)`
 )
 
@@ -148,9 +151,9 @@ func writeStatement(m Mode) string {
 		// as it is, and an earlier row of the file from import_codes.
 		return `WITH ` + writeInput + `,
 		old AS (SELECT c.code, c.name, c.phone, c.email, c.city, c.level FROM customers c WHERE c.code = ANY($2::text[])),
-		seen AS (SELECT k.code, k.row_no FROM import_codes k WHERE k.task_id = $1 AND k.code = ANY($2::text[])),
+		seen AS (SELECT k.code, k.row_no FROM import_codes k WHERE k.task_id = $1::bigint AND k.code = ANY($2::text[])),
 		res AS (
-			SELECT i.code, i.row_no, s.row_no IS NULL AND NOT ($9::boolean AND o.code IS NOT NULL) AS written,
+			SELECT i.code, i.row_no, s.row_no IS NULL AND NOT ($10::boolean AND o.code IS NOT NULL) AS written,
 			       o.code IS NULL AS inserted, o.code IS NOT NULL AS existed, ` + differs + ` AS differs,
 			       s.row_no IS NOT NULL AS own, s.row_no AS earlier_row
 			FROM input i LEFT JOIN seen s ON s.code = i.code LEFT JOIN old o ON o.code = i.code),
@@ -175,18 +178,18 @@ func writeStatement(m Mode) string {
 			FROM customers c WHERE c.code = ANY($2::text[]) FOR UPDATE),
 		up AS (
 			INSERT INTO customers (code, name, phone, email, city, level, last_import_task_id, last_import_row)
-			SELECT i.code, i.name, i.phone, i.email, i.city, i.level, $1, i.row_no FROM input i LEFT JOIN old o ON o.code = i.code
+			SELECT i.code, i.name, i.phone, i.email, i.city, i.level, $1::bigint, i.row_no FROM input i LEFT JOIN old o ON o.code = i.code
 			` + onConflict + `
 			RETURNING code, (xmax = 0) AS inserted),
 		res AS (
 			SELECT i.code, i.row_no, up.code IS NOT NULL AS written, coalesce(up.inserted, false) AS inserted,
 			       o.code IS NOT NULL AS existed, ` + differs + ` AS differs,
-			       o.last_import_task_id IS NOT DISTINCT FROM $1 AS own, o.last_import_row AS earlier_row,
+			       o.last_import_task_id IS NOT DISTINCT FROM $1::bigint AS own, o.last_import_row AS earlier_row,
 			       o.id, o.name, o.phone, o.email, o.city, o.level, o.last_import_task_id, o.last_import_row, o.created_at, o.updated_at
 			FROM input i LEFT JOIN up ON up.code = i.code LEFT JOIN old o ON o.code = i.code),
 		img AS (
 			INSERT INTO import_before_images (task_id, code, row_no, before)
-			SELECT $1, code, row_no, CASE WHEN inserted OR NOT existed THEN NULL ELSE ` + beforeImage("res") + ` END
+			SELECT $1::bigint, code, row_no, CASE WHEN inserted OR NOT existed THEN NULL ELSE ` + beforeImage("res") + ` END
 			FROM res WHERE written AND (inserted OR NOT existed OR differs)
 			ON CONFLICT (task_id, code) DO NOTHING),
 		` + keep + `
