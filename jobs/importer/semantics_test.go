@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -276,4 +277,78 @@ func storetestGet(w *world, id int64) *store.Task {
 		w.t.Fatal(err)
 	}
 	return task
+}
+
+// snapshot is every customer with its row version (xmin): a write of any kind changes it.
+func (w *world) snapshot() string {
+	w.t.Helper()
+	rows, err := w.pg.DB.QueryContext(context.Background(), `SELECT code || ':' || xmin::text FROM customers ORDER BY code`)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		rows.Scan(&s) //nolint:errcheck
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+// A dry run writes nothing (every customer keeps its row version) and ends with the counts,
+// the rejected rows and the error report the real run of the same file then gives, in every
+// mode: duplicates across batches, existing codes in insert mode, and what a replace would
+// remove are all found.
+func TestDryRunWritesNothingAndForetellsTheRealRun(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{ModeUpsert, ModeInsert, ModeReplace} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, Config{BatchSize: 3})
+			w.deliver(w.submitMode("seed.csv", customersCSV("D", 8), ModeUpsert, false))
+			file := csvOf("D1,name 1,"+phone(1), "D2,changed,"+phone(2), "N1,new,"+phone(101), "D3,name 3,"+phone(3),
+				"N1,again,"+phone(102), "N2,bad phone,12", "D2,third,"+phone(2), "N3,new,"+phone(103))
+			before := w.snapshot()
+			dry := w.deliver(w.submitMode("f.csv", file, mode, true))
+			if after := w.snapshot(); after != before {
+				t.Fatalf("the dry run wrote customers:\nbefore %s\nafter  %s", before, after)
+			}
+			if n := w.count("SELECT count(*) FROM import_codes") + w.count("SELECT count(*) FROM import_before_images WHERE task_id = ?", dry.ID); n != 0 {
+				t.Fatalf("the dry run left %d codes or before-images", n)
+			}
+			dres := w.result(dry)
+			if !dres.DryRun || !strings.Contains(w.logs(dry), "dry run, nothing was written") {
+				t.Fatalf("dry run result %s, log:\n%s", dry.Result, w.logs(dry))
+			}
+			real := w.deliver(w.submitMode("f.csv", file, mode, false))
+			rres := w.result(real)
+			dres.DryRun, dres.ErrorReport, dres.ErrorReportName, rres.ErrorReport, rres.ErrorReportName = false, "", "", "", ""
+			if mode == ModeReplace {
+				dres.NothingRemoved = strings.Replace(dres.NothingRemoved, "would be removed", "removed", 1)
+			}
+			dj, _ := json.Marshal(dres)
+			rj, _ := json.Marshal(rres)
+			if dry.Status != real.Status || string(dj) != string(rj) {
+				t.Fatalf("dry run %s %s\nreal run %s %s", dry.Status, dj, real.Status, rj)
+			}
+			if d, r := w.outcome(dry), w.outcome(real); fmt.Sprint(d.items) != fmt.Sprint(r.items) {
+				t.Fatalf("rejected rows differ:\ndry  %v\nreal %v", d.items, r.items)
+			}
+			if want := map[string]int64{ModeInsert: 6}[mode]; dres.Summary.Failed != cmp.Or(want, 3) {
+				t.Fatalf("%+v, want %d rejected (N1 twice, D2 twice, a bad phone; in insert mode D1, D2, D3 exist)", dres.Summary, cmp.Or(want, 3))
+			}
+		})
+	}
+	// A dry replace whose every row is accepted says how many customers it would remove.
+	t.Run("replace counts what it would remove", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, Config{BatchSize: 2})
+		w.deliver(w.submitMode("seed.csv", customersCSV("E", 6), ModeUpsert, false))
+		before := w.snapshot()
+		dry := w.deliver(w.submitMode("f.csv", customersCSV("E", 2), ModeReplace, true))
+		if s := w.result(dry).Summary; s.Removed != 4 || w.snapshot() != before || !strings.Contains(w.logs(dry), "4 customers not in the file would be removed") {
+			t.Fatalf("dry replace: %+v, log:\n%s", s, w.logs(dry))
+		}
+	})
 }
