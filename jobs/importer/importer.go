@@ -157,6 +157,8 @@ type ResultData struct {
 	NotImported string `json:"not_imported,omitempty"`
 	// DryRun is set on a dry run's result: nothing was written.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Undoes is set on an undo's result: the import it undid.
+	Undoes string `json:"undoes,omitempty"`
 	// NothingRemoved says why a replace removed no customer ("nothing removed: 12 rows were
 	// rejected").
 	NothingRemoved string `json:"nothing_removed,omitempty"`

@@ -164,3 +164,13 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// CountImages counts the before-images an import kept: the customers an undo goes through.
+func CountImages(ctx context.Context, tx bun.Tx, importID int64) (int64, error) {
+	var n int64
+	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM import_before_images WHERE task_id = $1`, pg.Cached([]any{importID})...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the before-images: %w", err)
+	}
+	return n, nil
+}
