@@ -627,7 +627,7 @@ func (p *process) startAPI() error {
 		Postgres: dependency(p.pgDep), IdentityProvider: dependency(p.idpDep), ObjectStore: dependency(p.storeDep),
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads,
 			UndoTTL: cfg.Import.UndoTTL},
-		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
+		Body: request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
