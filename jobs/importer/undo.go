@@ -49,26 +49,9 @@ func (e *UndoRefused) Error() string { return e.Message }
 // its biz key is the import's: asking again gives back the same undo task (which a retry
 // resumes if it failed), never a second one.
 func UndoSubmission(imp *store.Task, keep time.Duration, now time.Time) (jobs.Submission, error) {
-	switch imp.Type {
-	case UndoType:
-		return jobs.Submission{}, &UndoRefused{Code: "undo_of_undo", Message: "an undo cannot be undone; import the file again"}
-	case Type:
-	default:
-		return jobs.Submission{}, &UndoRefused{Code: "not_an_import", Message: "only a customer import can be undone; this task is " + imp.Type}
-	}
-	var p Params
-	if err := json.Unmarshal(imp.Params, &p); err != nil {
-		return jobs.Submission{}, fmt.Errorf("read the import's parameters: %w", err)
-	}
-	switch {
-	case p.DryRun:
-		return jobs.Submission{}, &UndoRefused{Code: "undo_of_dry_run", Message: "a dry run wrote nothing, so there is nothing to undo"}
-	case imp.Status != store.StatusSuccess && imp.Status != store.StatusPartialSuccess:
-		return jobs.Submission{}, &UndoRefused{Code: "import_not_finished",
-			Message: fmt.Sprintf("only an import that ended SUCCESS or PARTIAL_SUCCESS can be undone; this one is %s", imp.Status)}
-	case imp.FinishedAt == nil || now.After(imp.FinishedAt.Add(keep)):
-		return jobs.Submission{}, &UndoRefused{Code: "undo_expired", Gone: true,
-			Message: fmt.Sprintf("the import can no longer be undone: what it changed is kept for %s after it ends", keep)}
+	p, err := undoable(imp, keep, now)
+	if err != nil {
+		return jobs.Submission{}, err
 	}
 	up := UndoParams{Import: imp.TaskNo, ImportID: imp.ID, Filename: p.Filename}
 	params, err := json.Marshal(up)
@@ -76,6 +59,41 @@ func UndoSubmission(imp *store.Task, keep time.Duration, now time.Time) (jobs.Su
 		return jobs.Submission{}, err
 	}
 	return jobs.Submission{Type: UndoType, Owner: imp.Owner, BizKey: "undo:" + imp.TaskNo, Params: params, Title: up.Title()}, nil
+}
+
+// CanUndo reports whether an undo of t is offered: t is an import an undo applies to (its
+// before-image may still have expired: the undo then answers so).
+func CanUndo(t *store.Task) bool {
+	_, err := undoable(t, time.Duration(1<<63-1), time.Now())
+	return err == nil
+}
+
+// undoable is the one rule of what can be undone: imp's parameters, or an *UndoRefused.
+func undoable(imp *store.Task, keep time.Duration, now time.Time) (Params, error) {
+	switch imp.Type {
+	case UndoType:
+		return Params{}, &UndoRefused{Code: "undo_of_undo", Message: "an undo cannot be undone; import the file again"}
+	case Type:
+	default:
+		return Params{}, &UndoRefused{Code: "not_an_import", Message: "only a customer import can be undone; this task is " + imp.Type}
+	}
+	var p Params
+	if len(imp.Params) > 0 {
+		if err := json.Unmarshal(imp.Params, &p); err != nil {
+			return p, fmt.Errorf("read the import's parameters: %w", err)
+		}
+	}
+	switch {
+	case p.DryRun:
+		return p, &UndoRefused{Code: "undo_of_dry_run", Message: "a dry run wrote nothing, so there is nothing to undo"}
+	case imp.Status != store.StatusSuccess && imp.Status != store.StatusPartialSuccess:
+		return p, &UndoRefused{Code: "import_not_finished",
+			Message: fmt.Sprintf("only an import that ended SUCCESS or PARTIAL_SUCCESS can be undone; this one is %s", imp.Status)}
+	case imp.FinishedAt == nil || now.After(imp.FinishedAt.Add(keep)):
+		return p, &UndoRefused{Code: "undo_expired", Gone: true,
+			Message: fmt.Sprintf("the import can no longer be undone: what it changed is kept for %s after it ends", keep)}
+	}
+	return p, nil
 }
 
 // Undoer is the import:customers-undo handler: it restores, batch by batch, every customer an

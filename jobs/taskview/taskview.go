@@ -26,6 +26,8 @@ type Files struct {
 	Summary         json.RawMessage `json:"summary"`
 	FirstErrors     []string        `json:"first_errors"`
 	ErrorReportLang string          `json:"error_report_lang"`
+	DryRun          bool            `json:"dry_run"`
+	NothingRemoved  string          `json:"nothing_removed"`
 }
 
 // firstErrorsIn puts an import's first rejected rows (stored in English) into the task's
@@ -113,7 +115,8 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 	}
 	if r, ok := FilesOf(t); ok {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors)}
+			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors),
+			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"
@@ -127,6 +130,9 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 		v.Links.Cancel = self + "/cancel"
 	case task.CanRetry(t.Status, t.ErrorCode):
 		v.Links.Retry = self + "/retry"
+	}
+	if importer.CanUndo(t) {
+		v.Links.Undo = self + "/undo"
 	}
 	if v.Params == nil {
 		v.Params = json.RawMessage(`{}`)
