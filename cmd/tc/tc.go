@@ -34,7 +34,8 @@ const usage = `tc — the taskcenter command line
 
 usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
-  import FILE [--mode upsert|insert] [--sheet S] [--wait]   import customers from .xlsx or .csv
+  import FILE [--mode upsert|insert|replace] [--sheet S] [--dry-run] [--wait]
+                                                            import customers from .xlsx or .csv
   export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
   submit TYPE --params JSON [--wait]                        submit a task of another type
   ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]
@@ -42,6 +43,7 @@ usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
   show ID                                                   a task with its attempts and log
   watch ID                                                  follow a task to its end
   cancel ID... | retry ID...                                cancel, or run again as a new attempt
+  undo ID [--wait]                                          undo a finished import (restore what it changed)
   download ID [-o FILE]                                     the result file (-o - for stdout)
   error-report ID [-o FILE]                                 an import's rejected rows as .xlsx
 
@@ -52,6 +54,9 @@ waiting task: its place in line and expected start); otherwise they print a line
 title or file name; --sort is created (newest first), duration (longest first) or failed
 (most rejected rows first), reversed with a leading - (-created: oldest first). cancel and
 retry take several ids and say what happened to each (exit 1 unless every one was done).
+import --dry-run checks everything and writes nothing; --mode replace also removes the
+customers the file does not hold, only when every row was accepted. undo ID starts the undo
+of an import (asked again, the same undo comes back).
 Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or CANCELLED (or a failed
 request), 3 usage or authentication error, 130 interrupted (Ctrl-C: the task keeps running;
 tc watch ID follows it again).`
@@ -149,6 +154,8 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 		return t.watchCmd(ctx, rest)
 	case "cancel", "retry":
 		return t.actCmd(ctx, cmd, rest)
+	case "undo":
+		return t.undoCmd(ctx, rest)
 	case "download", "error-report":
 		return t.downloadCmd(ctx, cmd, rest)
 	}
@@ -197,21 +204,37 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	fs := t.flags("import")
-	mode := fs.String("mode", "", "upsert (default) or insert")
+	mode := fs.String("mode", "", "upsert (default), insert or replace")
 	sheet := fs.String("sheet", "", "sheet to import")
+	dry := fs.Bool("dry-run", false, "check everything, write nothing")
 	wait := fs.Bool("wait", false, "follow the task to its end")
 	notify := fs.String("notify-url", "", "webhook told when the task ends")
-	pos, err := parse(fs, args, 1, "FILE [--mode upsert|insert] [--sheet S] [--wait]")
+	pos, err := parse(fs, args, 1, "FILE [--mode upsert|insert|replace] [--sheet S] [--dry-run] [--wait]")
 	if err != nil {
 		return 0, err
 	}
-	if *mode != "" && *mode != "upsert" && *mode != "insert" {
-		return 0, usagef("--mode must be upsert or insert")
+	if *mode != "" && *mode != "upsert" && *mode != "insert" && *mode != "replace" {
+		return 0, usagef("--mode must be upsert, insert or replace")
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
 		return 0, usagef("cannot read %s: %v", pos[0], errors.Unwrap(err))
 	}
-	sub, err := t.c.SubmitImportFile(ctx, pos[0], client.Import{Mode: *mode, Sheet: *sheet}, client.SubmitOptions{NotifyURL: *notify})
+	sub, err := t.c.SubmitImportFile(ctx, pos[0], client.Import{Mode: *mode, Sheet: *sheet, DryRun: *dry}, client.SubmitOptions{NotifyURL: *notify})
+	if err != nil {
+		return 0, err
+	}
+	return t.submitted(ctx, sub, *wait)
+}
+
+// undoCmd starts the undo of a finished import (or answers the one started before).
+func (t *cli) undoCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("undo")
+	wait := fs.Bool("wait", false, "follow the undo to its end")
+	pos, err := parse(fs, args, 1, "ID [--wait]")
+	if err != nil {
+		return 0, err
+	}
+	sub, err := t.c.Undo(ctx, pos[0])
 	if err != nil {
 		return 0, err
 	}
