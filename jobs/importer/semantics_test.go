@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -113,7 +114,6 @@ func TestSummaryCountsInsertedUpdatedUnchanged(t *testing.T) {
 	}
 }
 
-var _ = jobs.BadInput
 
 // A replace removes the customers its file does not hold only when every row was accepted:
 // one rejected row and nothing is removed, and the result says why. (Flipping the condition
@@ -351,4 +351,44 @@ func TestDryRunWritesNothingAndForetellsTheRealRun(t *testing.T) {
 			t.Fatalf("dry replace: %+v, log:\n%s", s, w.logs(dry))
 		}
 	})
+}
+
+// The form's dry_run and mode=replace are read as the uploader means them, a value that is
+// neither is refused naming the field, and a dry run is a task of its own: the real import of
+// the same file is not its duplicate.
+func TestSubmitReadsDryRunAndReplace(t *testing.T) {
+	t.Parallel()
+	for value, want := range map[string]bool{"true": true, "1": true, "on": true, "TRUE": true, "false": false, "0": false, "off": false} {
+		var s Submit
+		if err := s.Set("dry_run", value); err != nil || s.DryRun != want {
+			t.Errorf("dry_run=%s: %v, %v; want %v", value, s.DryRun, err, want)
+		}
+	}
+	var s Submit
+	var fp *FileProblem
+	if err := s.Set("dry_run", "maybe"); !errors.As(err, &fp) || fp.Code != "bad_dry_run" || fp.Field != "dry_run" {
+		t.Errorf("dry_run=maybe: %v", err)
+	}
+	if err := s.Set("mode", "Replace"); err != nil || s.Mode != ModeReplace {
+		t.Errorf("mode=Replace: %q %v", s.Mode, err)
+	}
+	if err := s.Set("mode", "merge"); !errors.As(err, &fp) || fp.Message != `mode must be upsert, insert or replace, not "merge"` {
+		t.Errorf("mode=merge: %v", err)
+	}
+
+	w := newWorld(t, Config{})
+	file := customersCSV("Q", 2)
+	dry, dsub, err := w.submitAs("q.csv", file, Submit{Mode: ModeReplace, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, rsub, err := w.submitAs("q.csv", file, Submit{Mode: ModeReplace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Params
+	json.Unmarshal(dry.Params, &p) //nolint:errcheck
+	if dsub.key == rsub.key || dry.ID == real.ID || !p.DryRun || p.Title() != "Import q.csv (replace) (dry run)" {
+		t.Fatalf("dry key %q, real key %q, params %s", dsub.key, rsub.key, dry.Params)
+	}
 }

@@ -105,6 +105,9 @@ type Undoer struct {
 	store *store.Store
 	files storage.Store
 	cfg   Config
+
+	// afterCommit, when set (by tests), runs after each batch has committed.
+	afterCommit func(ctx context.Context, run *jobs.Run, batch int)
 }
 
 // NewUndoer returns the undo handler.
@@ -148,6 +151,7 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 		}
 	}
 	batchSize := max(u.cfg.BatchSize, 1)
+	batches := 0
 	for {
 		next := cp
 		err := run.CommitBatch(ctx, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
@@ -185,6 +189,12 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 			return store.Batch{Checkpoint: mustJSON(next), TotalDelta: n, SuccessDelta: int64(done.Restored), FailedDelta: int64(len(done.Conflicts)),
 				ProgressCurrent: next.Done, ProgressTotal: max(next.Total, next.Done)}, nil
 		})
+		if err == nil || errors.Is(err, jobs.ErrCancelRequested) {
+			batches++
+			if u.afterCommit != nil {
+				u.afterCommit(ctx, run, batches)
+			}
+		}
 		if err != nil {
 			return jobs.Result{}, err
 		}

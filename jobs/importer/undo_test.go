@@ -134,3 +134,48 @@ func TestUndoRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A cancelled undo stops between batches with every batch whole, and a retry resumes it after
+// the last one: every customer restored once, the counts exact.
+func TestUndoCancelledMidwayResumesExactly(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, Config{BatchSize: 10})
+	w.deliver(w.submitMode("seed.csv", customersCSV("Y", 6), ModeUpsert, false))
+	var rows []string
+	for i := 1; i <= 6; i++ {
+		rows = append(rows, fmt.Sprintf("Y%d,changed,%s", i, phone(i)))
+	}
+	imp := w.deliver(w.submitMode("change.csv", csvOf(rows...), ModeUpsert, false))
+	sub, err := UndoSubmission(imp, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: sub.Type, Owner: sub.Owner,
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := NewUndoer(w.st, w.fs, Config{BatchSize: 2, ReportTTL: time.Hour})
+	u.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
+		if n == 1 {
+			if _, err := w.st.Cancel(ctx, run.Lease.TaskNo, store.Scope{Admin: true}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	rt := w.jw.Runtime(u, jobs.TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute})
+	undo := w.jw.Deliver(rt, task)
+	restored := w.count("SELECT count(*) FROM customers WHERE name LIKE 'name %'")
+	if undo.Status != store.StatusCancelled || undo.SuccessCount != 4 || restored != 4 {
+		t.Fatalf("cancelled undo: %s with %d restored (%d in the table), want CANCELLED after two whole batches (4)", undo.Status, undo.SuccessCount, restored)
+	}
+	if _, err := w.st.Retry(context.Background(), undo.TaskNo, store.Scope{Admin: true}); err != nil {
+		t.Fatal(err)
+	}
+	u.afterCommit = nil
+	undo = w.jw.Deliver(rt, storetestGet(w, undo.ID))
+	if undo.Status != store.StatusSuccess || undo.TotalCount != 6 || undo.SuccessCount != 6 || undo.FailedCount != 0 ||
+		w.count("SELECT count(*) FROM customers WHERE name LIKE 'name %'") != 6 {
+		t.Fatalf("resumed undo: %s %d/%d/%d", undo.Status, undo.TotalCount, undo.SuccessCount, undo.FailedCount)
+	}
+}
