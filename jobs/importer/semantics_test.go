@@ -114,7 +114,6 @@ func TestSummaryCountsInsertedUpdatedUnchanged(t *testing.T) {
 	}
 }
 
-
 // A replace removes the customers its file does not hold only when every row was accepted:
 // one rejected row and nothing is removed, and the result says why. (Flipping the condition
 // in mayRemove fails this test.)
