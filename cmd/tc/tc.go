@@ -388,9 +388,23 @@ func (t *cli) summary(task *client.Task) {
 		fmt.Fprintf(t.stdout, "  error %s: %s\n", task.Error.Code, task.Error.Message)
 	}
 	if task.Result != nil {
+		if task.Type == "import:customers" {
+			if s, ok := client.ImportSummaryOf(task); ok {
+				fmt.Fprintf(t.stdout, "  %d inserted, %d updated, %d unchanged, %d removed\n", s.Inserted, s.Updated, s.Unchanged, s.Removed)
+			}
+		}
+		if task.Result.DryRun {
+			fmt.Fprintln(t.stdout, "  dry run: nothing was written")
+		}
+		if task.Result.NothingRemoved != "" {
+			fmt.Fprintf(t.stdout, "  %s\n", task.Result.NothingRemoved)
+		}
 		for _, e := range task.Result.FirstErrors {
 			fmt.Fprintf(t.stdout, "  %s\n", e)
 		}
+	}
+	if task.Links.Undo != "" {
+		fmt.Fprintf(t.stdout, "  undo: tc undo %s\n", task.ID)
 	}
 	if task.Links.Result != "" {
 		fmt.Fprintf(t.stdout, "  download: tc download %s\n", task.ID)
