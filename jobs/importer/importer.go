@@ -695,7 +695,7 @@ func (*Params) Prepare(jobs.Who) error { return nil }
 func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
-		Queue: "imports", Submittable: false,
+		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/imports",
 		NewParams: func() jobs.Params { return &Params{} },
 		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},

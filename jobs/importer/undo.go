@@ -252,7 +252,7 @@ func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.
 func UndoTaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: UndoType, Description: "Undo a customer import: restore what it changed (POST /api/v1/tasks/{id}/undo).",
-		Queue: "imports", Submittable: false,
+		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/tasks/{id}/undo",
 		NewParams: func() jobs.Params { return &UndoParams{} },
 		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
