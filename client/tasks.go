@@ -165,7 +165,9 @@ func (c *Client) submitJSON(ctx context.Context, path string, body map[string]an
 
 // Import is an import's options.
 type Import struct {
-	// Mode is "upsert" (default) or "insert" (a code already present is a row error).
+	// Mode is "upsert" (default), "insert" (a code already present is a row error) or
+	// "replace" (upsert, then remove the customers the file does not hold, only when every
+	// row was accepted).
 	Mode string
 	// Sheet is the sheet to read; default the first.
 	Sheet string
@@ -173,7 +175,8 @@ type Import struct {
 	// "city" or "level"), for headers the import does not know; applied before the
 	// built-in names.
 	Columns map[string]string
-	// DryRun checks the file without writing customers.
+	// DryRun runs every check and writes nothing: the task ends with the counts and error
+	// report the real import would give.
 	DryRun bool
 }
 
@@ -208,6 +211,26 @@ func (c *Client) ResubmitImport(ctx context.Context, r ImportResubmit, opts Subm
 	}
 	opts.IdempotencyKey = "" // a re-submit is deduplicated by what it imports
 	return c.submitJSON(ctx, "/api/v1/imports", body, opts)
+}
+
+// ImportSummary is what an import did (or, dry, would do), from its result.
+type ImportSummary struct {
+	Total     int64 `json:"total"`
+	Success   int64 `json:"success"`
+	Failed    int64 `json:"failed"`
+	Inserted  int64 `json:"inserted"`
+	Updated   int64 `json:"updated"`
+	Unchanged int64 `json:"unchanged"`
+	Removed   int64 `json:"removed"`
+}
+
+// ImportSummaryOf reads a finished import's summary; false when the task has none.
+func ImportSummaryOf(t *Task) (ImportSummary, bool) {
+	var s ImportSummary
+	if t.Result == nil || len(t.Result.Summary) == 0 || json.Unmarshal(t.Result.Summary, &s) != nil {
+		return ImportSummary{}, false
+	}
+	return s, true
 }
 
 // SubmitImportFile uploads the spreadsheet at path (.xlsx or UTF-8 .csv), streamed from the
@@ -304,6 +327,18 @@ func (c *Client) Retry(ctx context.Context, id string) (*Task, error) {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// Undo undoes a finished import: it returns the undo task (of type import:customers-undo),
+// the one made before with Duplicate set when the import was already undone. What cannot be
+// undone (an undo, a dry run, an import not finished, or one whose before-image has
+// expired) is a *Problem saying why.
+func (c *Client) Undo(ctx context.Context, id string) (*Submitted, error) {
+	var out Submitted
+	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/undo", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // BulkResult is what a bulk cancel or retry did to one task.

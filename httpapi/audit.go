@@ -72,6 +72,7 @@ func auditAction(pattern string) string {
 		"POST /api/v1/tasks:batch":                                   audit.ActionTaskSubmit,
 		"POST /api/v1/tasks/{id}/cancel":                             audit.ActionTaskCancel,
 		"POST /api/v1/tasks/{id}/retry":                              audit.ActionTaskRetry,
+		"POST /api/v1/tasks/{id}/undo":                               "task.undo",            // on the import; the undo task's own submit row is not written
 		"POST /api/v1/tasks/cancel":                                  audit.ActionTaskCancel, // a row per task (bulk.go)
 		"POST /api/v1/tasks/retry":                                   audit.ActionTaskRetry,
 		"GET /api/v1/tasks/{id}/result":                              "task.download_result",

@@ -36,6 +36,8 @@ type ImportLimits struct {
 	MaxConcurrentUploads int
 	// File holds the checks an uploaded spreadsheet must pass.
 	File sheet.Limits
+	// UndoTTL is how long after it ends an import can be undone (import.undo_ttl).
+	UndoTTL time.Duration
 }
 
 // multipartSlack is room for the multipart framing and the small form fields.

@@ -29,6 +29,7 @@ func toProblem(err error) *problem.Problem {
 		busy     *jobs.BusyError
 		file     *importer.FileProblem
 		header   *importer.HeaderError
+		undo     *importer.UndoRefused
 	)
 	switch {
 	case errors.As(err, &p):
@@ -71,6 +72,11 @@ func toProblem(err error) *problem.Problem {
 			p.Details = header.Details
 		}
 		return p
+	case errors.As(err, &undo):
+		if undo.Gone {
+			return problem.New(http.StatusGone, undo.Code, undo.Message)
+		}
+		return problem.New(http.StatusConflict, undo.Code, undo.Message)
 	case errors.Is(err, jobs.ErrUnknownType):
 		return problem.New(http.StatusUnprocessableEntity, "unknown_type", err.Error())
 	// A 503 names the part that failed. The other parts' sentinels come first: Postgres's

@@ -227,6 +227,7 @@ func apiRoutes() []route {
 		{"GET /api/v1/tasks/{id}", routeOf(taskRoutes.getTask), false},
 		{"POST /api/v1/tasks/{id}/cancel", routeOf(taskRoutes.cancelTask), false},
 		{"POST /api/v1/tasks/{id}/retry", routeOf(taskRoutes.retryTask), false},
+		{"POST /api/v1/tasks/{id}/undo", routeOf(taskRoutes.undoTask), false},
 		{"POST /api/v1/tasks/cancel", routeOf(taskRoutes.cancelTasks), false},
 		{"POST /api/v1/tasks/retry", routeOf(taskRoutes.retryTasks), false},
 		{"GET /api/v1/tasks/{id}/result", routeOf(taskRoutes.downloadResult), false},

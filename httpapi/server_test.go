@@ -72,6 +72,7 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 		export.CustomersType:     {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
 		export.TasksType:         {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
 		importer.Type:            {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
+		importer.UndoType:        {Queue: "imports", MaxRetry: 3, TimeoutSeconds: 1800},
 		noop.Type:                {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 60},
 		report.CustomerStatsType: {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 1800},
 	}
@@ -79,6 +80,7 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	registry.Register(export.CustomersTaskType(pg.DB, fs, export.Config{}))
 	registry.Register(export.TasksTaskType(pg.DB, fs, export.Config{}))
 	registry.Register(importer.TaskType(st, fs, importer.Config{}))
+	registry.Register(importer.UndoTaskType(st, fs, importer.Config{}))
 	registry.Register(noop.TaskType())
 	registry.Register(report.CustomerStatsTaskType(pg.DB, fs, report.Config{}))
 	d := Deps{

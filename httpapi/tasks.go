@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,10 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/export"
+	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // ListView is one page of tasks, with how many tasks the filters select.
@@ -321,6 +324,29 @@ func (s taskRoutes) retry(ctx context.Context, id string, p identity.Principal) 
 	s.changed(ctx, t)
 	s.Submitter.Enqueue(ctx, t)
 	return t, nil
+}
+
+// undoTask answers POST /api/v1/tasks/{id}/undo: the undo of a finished import, a new task
+// of type import:customers-undo owned by the import's owner (202), or, asked again, the undo
+// made the first time (200, duplicate). The caller must see the import (else 404, like every
+// task route); what cannot be undone is refused (importer.UndoSubmission: 409, or 410 once
+// the before-image has expired, and for an archived import).
+func (s taskRoutes) undoTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	t, archived, err := s.readableTask(r, p)
+	if err != nil {
+		return err
+	}
+	if archived {
+		return &importer.UndoRefused{Code: "undo_expired", Gone: true, Message: "the import has been archived; it can no longer be undone"}
+	}
+	sub, err := importer.UndoSubmission(t, cmp.Or(s.Import.UndoTTL, 7*24*time.Hour), time.Now())
+	if err != nil {
+		return err
+	}
+	sub.RequestID = problem.RequestID(r.Context())
+	// The request's audit row is this route's (task.undo on the import, written once the
+	// answer is known), not the undo task's submit row.
+	return s.submit(w, r.WithContext(audit.NewContext(r.Context(), nil)), sub, nil)
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.

@@ -32,7 +32,7 @@ func (s typeRoutes) listTypes(w http.ResponseWriter, _ *http.Request, p identity
 		}
 		submit := "POST /api/v1/tasks"
 		if !t.Submittable {
-			submit = "POST /api/v1/imports"
+			submit = t.SubmitVia
 		}
 		out.Items = append(out.Items, TypeView{Name: t.Name, Description: t.Description, Queue: s.Submitter.QueueOf(t.Name),
 			Priority: s.Submitter.PriorityOf(t.Name), Submit: submit, ParamsSchema: t.Schema()})

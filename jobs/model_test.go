@@ -1144,10 +1144,11 @@ func (w *rmWork) commit(ctx context.Context) error {
 		}
 	}
 	err := w.run.CommitBatch(ctx, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
-		conflicts, err := customers.Write(ctx, tx, w.run.Task.ID, good, false)
+		written, err := customers.Write(ctx, tx, w.run.Task.ID, good, customers.Mode{})
 		if err != nil {
 			return store.Batch{}, err
 		}
+		conflicts := written.Conflicts
 		if len(conflicts) > 0 {
 			w.m.bugf("%s: rows %d-%d were written before (a side effect twice): %v", w.run.Lease, first, last, conflicts)
 			return store.Batch{}, errors.New("model: rows written twice")

@@ -45,6 +45,9 @@ type Type struct {
 	// Submittable: whether POST /api/v1/tasks accepts the type. Types with their own submit
 	// (an import's upload) set it false.
 	Submittable bool
+	// SubmitVia names the own endpoint of a type that is not Submittable ("POST
+	// /api/v1/imports"), as GET /api/v1/types shows it.
+	SubmitVia string
 	// Disabled types are off unless the config enables them (types.<name>.disabled: false).
 	Disabled bool
 

@@ -195,7 +195,7 @@ func (m *Metrics) CleanupRound(r cleanup.Report) {
 	m.orphans.Add(float64(r.Orphans + r.Takeovers))
 	for step, n := range map[string]int{"takeovers": r.Takeovers, "orphans": r.Orphans, "stale_runs": r.TimedOut,
 		"expired_results": r.ResultsExpired, "uploads": r.UploadsDeleted, "temp_files": r.TempDeleted, "incomplete_uploads": r.UploadsAborted, "orphan_results": r.ResultsOrphaned,
-		"retention": r.RetentionPurged, "archive": r.ArchivePurged, "failure_alerts": r.FailureAlerts} {
+		"retention": r.RetentionPurged, "archive": r.ArchivePurged, "failure_alerts": r.FailureAlerts, "import_images": r.ImportImages} {
 		m.cleanup.WithLabelValues(step).Add(float64(n))
 	}
 }

@@ -258,3 +258,21 @@ func (s *Maintenance) CleanupPlans(ctx context.Context, grace, takeoverAfter, re
 	}
 	return out, nil
 }
+
+// PruneImportImages deletes up to limit of the imports' leftovers: the before-images of
+// imports that ended longer ago than keep (they can no longer be undone) or are gone, and
+// the recorded codes (import_codes) of imports that are gone or ended with an outcome no
+// retry can resume (an import's last step deletes its own; a failed or cancelled one keeps
+// them while it may be retried, until retention archives it). It returns the rows deleted.
+func (s *Maintenance) PruneImportImages(ctx context.Context, keep time.Duration, limit int) (int, error) {
+	images, err := pg.Prune(ctx, s.db.DB, "import before-images", `DELETE FROM import_before_images WHERE ctid IN (
+		SELECT b.ctid FROM import_before_images b LEFT JOIN tasks t ON t.id = b.task_id
+		WHERE t.id IS NULL OR t.finished_at < now() - make_interval(secs => $1) LIMIT $2)`, keep, limit)
+	if err != nil {
+		return 0, err
+	}
+	codes, err := pg.Prune(ctx, s.db.DB, "import codes", `DELETE FROM import_codes WHERE ctid IN (
+		SELECT k.ctid FROM import_codes k LEFT JOIN tasks t ON t.id = k.task_id
+		WHERE (t.id IS NULL OR t.status IN ('SUCCESS', 'PARTIAL_SUCCESS')) AND $1::float8 IS NOT NULL LIMIT $2)`, keep, limit)
+	return images + codes, err
+}

@@ -425,10 +425,11 @@ func (m *model) batch(ctx context.Context, wk *mWorker) {
 		}
 	}
 	cancelled, err := m.w.st.CommitBatch(ctx, l, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
-		conflicts, err := customers.Write(ctx, tx, mt.id, good, false)
+		written, err := customers.Write(ctx, tx, mt.id, good, customers.Mode{})
 		if err != nil {
 			return store.Batch{}, err
 		}
+		conflicts := written.Conflicts
 		if len(conflicts) > 0 {
 			return store.Batch{}, fmt.Errorf("a row of this import was already written: %v", conflicts)
 		}

@@ -89,3 +89,14 @@ func (s *Tasks) RejectedByField(ctx context.Context, taskID int64, archived bool
 	}
 	return out, nil
 }
+
+// CountsIn reads a task's committed counts inside tx (a batch's transaction, which holds the
+// task row locked), for a step that depends on every batch before it.
+func CountsIn(ctx context.Context, tx bun.Tx, taskID int64) (total, success, failed int64, err error) {
+	err = tx.Tx.QueryRowContext(ctx, `SELECT total_count, success_count, failed_count FROM tasks WHERE id = $1`,
+		pg.Cached([]any{taskID})...).Scan(&total, &success, &failed)
+	if err != nil {
+		err = fmt.Errorf("read the task's counts: %w", err)
+	}
+	return total, success, failed, err
+}

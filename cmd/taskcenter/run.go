@@ -539,7 +539,9 @@ func (p *process) registerTypes() {
 	exportCfg := export.Config{PageSize: cfg.Export.PageSize, ResultTTL: cfg.Export.ResultTTL, MaxRows: cfg.Export.MaxRows}
 	p.types.Register(export.CustomersTaskType(p.db, p.files, exportCfg))
 	p.types.Register(export.TasksTaskType(p.db, p.files, exportCfg))
-	p.types.Register(importer.TaskType(p.st, p.files, importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}))
+	importCfg := importer.Config{Limits: p.imports, BatchSize: cfg.Import.BatchSize, ReportTTL: cfg.Import.ReportTTL}
+	p.types.Register(importer.TaskType(p.st, p.files, importCfg))
+	p.types.Register(importer.UndoTaskType(p.st, p.files, importCfg))
 	p.types.Register(report.CustomerStatsTaskType(p.db, p.files, report.Config{ResultTTL: cfg.Export.ResultTTL}))
 	p.types.Register(noop.TaskType())
 	for _, extra := range p.extraTypes {
@@ -629,8 +631,9 @@ func (p *process) startAPI() error {
 		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Webhooks: hookPolicy,
 		Postgres: dependency(p.pgDep), IdentityProvider: dependency(p.idpDep), ObjectStore: dependency(p.storeDep),
-		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads},
-		Body:   request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
+		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads,
+			UndoTTL: cfg.Import.UndoTTL},
+		Body: request.BodyLimits{IdleTimeout: cfg.HTTP.BodyIdleTimeout, MinRate: cfg.HTTP.BodyMinRate, RateWindow: cfg.HTTP.BodyRateWindow},
 		Ready: func(ctx context.Context) map[string]error {
 			return map[string]error{"postgres": store.Ping(ctx, p.db), "redis": p.rdb.Ping(ctx).Err(), "storage": p.files.Ping(ctx)}
 		},
@@ -782,6 +785,7 @@ func cleanupConfig(cfg config.Config) (cleanup.Config, error) {
 		Schedule: schedule, Location: loc, OrphanGrace: cfg.Cleanup.OrphanGrace, TakeoverAfter: cfg.Worker.TakeoverAfter,
 		BatchSize: cfg.Cleanup.BatchSize, UploadTTL: cfg.Cleanup.UploadTTL, TempTTL: cfg.Cleanup.TempTTL, Retention: cfg.Cleanup.Retention, ArchiveRetention: cfg.Cleanup.ArchiveRetention,
 		BacklogThreshold: cfg.Alerts.BacklogThreshold, BacklogFor: cfg.Alerts.BacklogFor, AuditRetention: cfg.Auth.Audit.Retention,
+		UndoTTL: cfg.Import.UndoTTL,
 	}, nil
 }
 

@@ -35,7 +35,7 @@ const usage = `tc — the taskcenter command line
 
 usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
-  import FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]
+  import FILE [--mode upsert|insert|replace] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]
                                                             import customers from .xlsx or .csv
   import --from ID [--column H=FIELD ...] [--mode M] [--sheet S] [--dry-run=false] [--wait]
                                                             import an earlier import's file again
@@ -46,6 +46,7 @@ usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
   show ID                                                   a task with its attempts and log
   watch ID                                                  follow a task to its end
   cancel ID... | retry ID...                                cancel, or run again as a new attempt
+  undo ID [--wait]                                          undo a finished import (restore what it changed)
   download ID [-o FILE]                                     the result file (-o - for stdout)
   error-report ID [-o FILE]                                 an import's rejected rows as .xlsx
 
@@ -56,6 +57,9 @@ waiting task: its place in line and expected start); otherwise they print a line
 title or file name; --sort is created (newest first), duration (longest first) or failed
 (most rejected rows first), reversed with a leading - (-created: oldest first). cancel and
 retry take several ids and say what happened to each (exit 1 unless every one was done).
+import --dry-run checks everything and writes nothing; --mode replace also removes the
+customers the file does not hold, only when every row was accepted. undo ID starts the undo
+of an import (asked again, the same undo comes back).
 Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or CANCELLED (or a failed
 request), 3 usage or authentication error, 130 interrupted (Ctrl-C: the task keeps running;
 tc watch ID follows it again).`
@@ -153,6 +157,8 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 		return t.watchCmd(ctx, rest)
 	case "cancel", "retry":
 		return t.actCmd(ctx, cmd, rest)
+	case "undo":
+		return t.undoCmd(ctx, rest)
 	case "download", "error-report":
 		return t.downloadCmd(ctx, cmd, rest)
 	}
@@ -201,7 +207,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	fs := t.flags("import")
-	mode := fs.String("mode", "", "upsert (default) or insert")
+	mode := fs.String("mode", "", "upsert (default), insert or replace")
 	sheet := fs.String("sheet", "", "sheet to import")
 	wait := fs.Bool("wait", false, "follow the task to its end")
 	notify := fs.String("notify-url", "", "webhook told when the task ends")
@@ -216,12 +222,12 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	}) {
 		positional = 0
 	}
-	pos, err := parse(fs, args, positional, "FILE [--mode upsert|insert] [--sheet S] [--column H=FIELD ...] [--wait], or --from ID [--column H=FIELD ...]")
+	pos, err := parse(fs, args, positional, "FILE [--mode upsert|insert|replace] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait], or --from ID [--column H=FIELD ...]")
 	if err != nil {
 		return 0, err
 	}
-	if *mode != "" && *mode != "upsert" && *mode != "insert" {
-		return 0, usagef("--mode must be upsert or insert")
+	if *mode != "" && *mode != "upsert" && *mode != "insert" && *mode != "replace" {
+		return 0, usagef("--mode must be upsert, insert or replace")
 	}
 	mapping, err := columnMapping(columns)
 	if err != nil {
@@ -240,6 +246,21 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 	}
 	imp := client.Import{Mode: *mode, Sheet: *sheet, Columns: mapping, DryRun: dryRun.value != nil && *dryRun.value}
 	sub, err := t.c.SubmitImportFile(ctx, pos[0], imp, opts)
+	if err != nil {
+		return 0, err
+	}
+	return t.submitted(ctx, sub, *wait)
+}
+
+// undoCmd starts the undo of a finished import (or answers the one started before).
+func (t *cli) undoCmd(ctx context.Context, args []string) (int, error) {
+	fs := t.flags("undo")
+	wait := fs.Bool("wait", false, "follow the undo to its end")
+	pos, err := parse(fs, args, 1, "ID [--wait]")
+	if err != nil {
+		return 0, err
+	}
+	sub, err := t.c.Undo(ctx, pos[0])
 	if err != nil {
 		return 0, err
 	}
@@ -437,9 +458,23 @@ func (t *cli) summary(task *client.Task) {
 		}
 	}
 	if task.Result != nil {
+		if task.Type == "import:customers" {
+			if s, ok := client.ImportSummaryOf(task); ok {
+				fmt.Fprintf(t.stdout, "  %d inserted, %d updated, %d unchanged, %d removed\n", s.Inserted, s.Updated, s.Unchanged, s.Removed)
+			}
+		}
+		if task.Result.DryRun {
+			fmt.Fprintln(t.stdout, "  dry run: nothing was written")
+		}
+		if task.Result.NothingRemoved != "" {
+			fmt.Fprintf(t.stdout, "  %s\n", task.Result.NothingRemoved)
+		}
 		for _, e := range task.Result.FirstErrors {
 			fmt.Fprintf(t.stdout, "  %s\n", e)
 		}
+	}
+	if task.Links.Undo != "" {
+		fmt.Fprintf(t.stdout, "  undo: tc undo %s\n", task.ID)
 	}
 	if task.Links.Result != "" {
 		fmt.Fprintf(t.stdout, "  download: tc download %s\n", task.ID)

@@ -72,7 +72,7 @@ func TestUsageAndAuthExitThree(t *testing.T) {
 		{"", []string{"ls"}, "TASKCENTER_TOKEN"},
 		{"good-token-0123456789", []string{"show"}, "usage: tc show ID"},
 		{"good-token-0123456789", []string{"show", "a", "b"}, "usage: tc show ID"},
-		{"good-token-0123456789", []string{"import", "f.xlsx", "--mode", "merge"}, "--mode must be upsert or insert"},
+		{"good-token-0123456789", []string{"import", "f.xlsx", "--mode", "merge"}, "--mode must be upsert, insert or replace"},
 		{"good-token-0123456789", []string{"submit", "bench:noop", "--params", "{nope"}, "not valid JSON"},
 		{"good-token-0123456789", []string{"export", "customers", "--filter", "novalue"}, "key=value"},
 		{"good-token-0123456789", []string{"--bogus"}, "flag provided but not defined"},

@@ -36,12 +36,16 @@ type Import struct {
 	MaxConcurrentUploads int `yaml:"max_concurrent_uploads"`
 	// ReportTTL is how long an error report can be downloaded. Default 168h (7 days).
 	ReportTTL time.Duration `yaml:"report_ttl"`
+	// UndoTTL is how long an import can be undone after it ends: its before-image (what it
+	// changed, inserted or removed) is kept this long, then the cleanup deletes it.
+	// Default 168h (7 days).
+	UndoTTL time.Duration `yaml:"undo_ttl"`
 }
 
 func defaultImport() Import {
 	return Import{MaxUploadBytes: 100 << 20, MaxUncompressedBytes: 1 << 30, MaxRows: 1_000_000, BatchSize: 1000, MaxConcurrentUploads: 4,
 		MaxEntries: 10_000, MaxCellChars: 32_767, MaxColumns: 16_384, MaxRowBytes: 8 << 20, MaxSharedStrings: 1 << 24,
-		ReportTTL: 7 * 24 * time.Hour}
+		ReportTTL: 7 * 24 * time.Hour, UndoTTL: 7 * 24 * time.Hour}
 }
 
 // validate checks the upload and file limits.
@@ -66,5 +70,8 @@ func (im Import) validate(bad func(string, ...any)) {
 	}
 	if im.ReportTTL <= 0 {
 		bad("import.report_ttl must be positive, e.g. 168h")
+	}
+	if im.UndoTTL <= 0 {
+		bad("import.undo_ttl must be positive, e.g. 168h")
 	}
 }

@@ -105,6 +105,10 @@ type ResultView struct {
 	Summary     json.RawMessage `json:"summary,omitempty"`
 	// FirstErrors are an import's first rejected rows, e.g. "row 128, phone: must be …".
 	FirstErrors []string `json:"first_errors,omitempty"`
+	// DryRun is set on a dry run's result: nothing was written.
+	DryRun bool `json:"dry_run,omitempty"`
+	// NothingRemoved says why a replace import removed no customer.
+	NothingRemoved string `json:"nothing_removed,omitempty"`
 }
 
 // Links are the actions available on a task now (API paths).
@@ -114,4 +118,6 @@ type Links struct {
 	ErrorReport string `json:"error_report,omitempty"`
 	Cancel      string `json:"cancel,omitempty"`
 	Retry       string `json:"retry,omitempty"`
+	// Undo is offered on an import that can be undone (POST it).
+	Undo string `json:"undo,omitempty"`
 }

@@ -6,7 +6,7 @@
 //
 // Each maintenance step lives in its own file (stale_runs.go, takeover.go, orphans.go,
 // expired_results.go, uploads.go, temp_files.go, incomplete_uploads.go, orphan_results.go,
-// retention.go, archive_purge.go, audit_purge.go, backlog.go, alerts.go), with the constants
+// retention.go, archive_purge.go, audit_purge.go, import_images.go, backlog.go, alerts.go), with the constants
 // only it uses and its test; scratch.go also holds the sweeper every node runs on its own
 // scratch dir, and files.go the listing helpers the file steps share. Round, in this file,
 // runs the steps in order and reports.
@@ -59,6 +59,9 @@ type Config struct {
 	// AuditRetention: audit rows older than this are deleted (auth.audit.retention). 0 keeps
 	// them for good.
 	AuditRetention time.Duration
+	// UndoTTL: the before-images of imports that ended longer ago than this are deleted
+	// (import.undo_ttl); they can no longer be undone.
+	UndoTTL time.Duration
 }
 
 // Report is what a round did; each count is also logged and exported as a metric.
@@ -74,6 +77,7 @@ type Report struct {
 	RetentionPurged int `json:"tasks_archived"`
 	ArchivePurged   int `json:"archived_tasks_deleted"`
 	AuditPurged     int `json:"audit_rows_deleted"`
+	ImportImages    int `json:"import_images_deleted"`
 	BacklogAlerts   int `json:"backlog_alerts"`
 	FailureAlerts   int `json:"failure_alerts"`
 	Errors          int `json:"errors"`
@@ -143,6 +147,7 @@ func (c *Cleaner) Round(ctx context.Context) Report {
 		{"retention", c.retention, &rep.RetentionPurged},
 		{"archive", c.purgeArchive, &rep.ArchivePurged},
 		{"audit", c.purgeAudit, &rep.AuditPurged},
+		{"import_images", c.purgeImportImages, &rep.ImportImages},
 		{"backlog", c.backlog, &rep.BacklogAlerts},
 		{"failure_alerts", c.failureAlerts, &rep.FailureAlerts},
 	}

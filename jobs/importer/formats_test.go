@@ -53,7 +53,7 @@ type outcome struct {
 
 func (w *world) outcome(task *store.Task) outcome {
 	w.t.Helper()
-	items, err := w.st.Items(context.Background(), task.ID, 0, 1000)
+	items, err := w.st.Items(context.Background(), task.ID, -1, 1000)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -36,6 +36,10 @@ const Type = "import:customers"
 const (
 	ModeUpsert = "upsert" // insert new codes, update existing ones
 	ModeInsert = "insert" // insert new codes; an existing code is a row error
+	// ModeReplace upserts like ModeUpsert and then, only when every row was accepted and the
+	// whole file was read, removes the customers the file does not hold: the file is the
+	// whole list.
+	ModeReplace = "replace"
 )
 
 // Params are the task parameters of an import, set at submit.
@@ -57,9 +61,20 @@ type Params struct {
 	// Columns maps headers of the file to fields (header → field name), applied before the
 	// aliases; empty: the aliases, or the owner's saved mapping for the header set.
 	Columns map[string]string `json:"columns,omitempty"`
-	// DryRun checks the file without writing customers.
+	// DryRun runs every check and writes no customer: the outcome, counts and error report
+	// are the ones the import would give.
 	DryRun bool `json:"dry_run,omitempty"`
 }
+
+// writeMode is how the import's batches write customers.
+func (p *Params) writeMode() customers.Mode {
+	return customers.Mode{InsertOnly: p.Mode == ModeInsert, DryRun: p.DryRun, KeepCodes: p.Mode == ModeReplace}
+}
+
+// hasLastStep reports whether the import ends with a step of its own after its rows: a
+// replace removes the customers not in the file (a dry one counts them), and every import
+// that kept its file's codes (a replace, a dry run) forgets them.
+func (p *Params) hasLastStep() bool { return p.DryRun || p.Mode == ModeReplace }
 
 // Config tunes imports.
 type Config struct {
@@ -79,6 +94,11 @@ type Importer struct {
 
 	// afterCommit, when set (by tests), runs after each batch has committed.
 	afterCommit func(ctx context.Context, run *jobs.Run, batch int)
+	// inLastStep, when set (by tests), runs inside the last step's transaction once its work
+	// is done; an error rolls the step back.
+	inLastStep func(ctx context.Context, run *jobs.Run) error
+	// afterLastStep, when set (by tests), runs once the last step has committed.
+	afterLastStep func(ctx context.Context, run *jobs.Run)
 }
 
 // New returns the import handler.
@@ -89,7 +109,9 @@ func New(st *store.Store, fs storage.Store, cfg Config) *Importer {
 // Type implements jobs.Handler.
 func (im *Importer) Type() string { return Type }
 
-// checkpoint is where a resumed attempt starts: after row Row, with the header already read.
+// checkpoint is where a resumed attempt starts: after row Row, with the header already read,
+// or, once Phase is phaseDone, at the end. It carries the counts the committed batches add
+// up to, since each is committed with them.
 type checkpoint struct {
 	Row       int      `json:"row"`
 	HeaderRow int      `json:"header_row"`
@@ -98,7 +120,16 @@ type checkpoint struct {
 	// resumed attempt reads it the same way; SavedAt is the date of the saved one applied.
 	Columns map[string]string `json:"columns,omitempty"`
 	SavedAt *time.Time        `json:"saved_at,omitempty"`
+	// Phase is empty while rows are written, phaseDone once the last step has committed.
+	Phase     string `json:"phase,omitempty"`
+	Inserted  int64  `json:"inserted,omitempty"`
+	Updated   int64  `json:"updated,omitempty"`
+	Unchanged int64  `json:"unchanged,omitempty"`
+	Removed   int64  `json:"removed,omitempty"`
 }
+
+// phaseDone marks a checkpoint whose import has committed its last step (hasLastStep).
+const phaseDone = "done"
 
 // batch is up to BatchSize consecutive rows, validated.
 type batch struct {
@@ -109,11 +140,17 @@ type batch struct {
 	last      int // the last row number read
 }
 
-// Summary is the outcome an import reports.
+// Summary is the outcome an import reports. Success splits into Inserted (new codes), Updated
+// (values changed) and Unchanged (the same values); Removed is the customers a replace
+// removed (or, dry, would remove).
 type Summary struct {
-	Total   int64 `json:"total"`
-	Success int64 `json:"success"`
-	Failed  int64 `json:"failed"`
+	Total     int64 `json:"total"`
+	Success   int64 `json:"success"`
+	Failed    int64 `json:"failed"`
+	Inserted  int64 `json:"inserted"`
+	Updated   int64 `json:"updated"`
+	Unchanged int64 `json:"unchanged"`
+	Removed   int64 `json:"removed"`
 }
 
 // ResultData is the task result of an import.
@@ -128,8 +165,13 @@ type ResultData struct {
 	NotImported string `json:"not_imported,omitempty"`
 	// ColumnMapping says when the owner's saved column mapping was applied to the header.
 	ColumnMapping string `json:"column_mapping,omitempty"`
-	// DryRun is the task's dry_run: nothing was written.
+	// DryRun is set on a dry run's result: nothing was written.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Undoes is set on an undo's result: the import it undid.
+	Undoes string `json:"undoes,omitempty"`
+	// NothingRemoved says why a replace removed no customer ("nothing removed: 12 rows were
+	// rejected").
+	NothingRemoved string `json:"nothing_removed,omitempty"`
 }
 
 // Run implements jobs.Handler.
@@ -190,15 +232,20 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	}
 	committed := 0
 	for b := range batches {
-		cp.Row = b.last
-		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.Mode == ModeInsert, b, cp, estimate))
+		next := cp
+		next.Row = b.last
+		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.writeMode(), b, &next, estimate))
+		if err == nil || errors.Is(err, jobs.ErrCancelRequested) {
+			cp = next
+		}
 		committed++
 		if im.afterCommit != nil && (err == nil || errors.Is(err, jobs.ErrCancelRequested)) {
 			im.afterCommit(ctx, run, committed)
 		}
 		if errors.Is(err, jobs.ErrCancelRequested) {
-			// The batch is committed. If it was the last one the import is complete: a
-			// cancel that comes after the work is done does not undo it.
+			// The batch is committed. If it was the last one the rows are all written: a
+			// cancel that comes after the work is done does not undo it. A replace's removal
+			// is work still to do, so the cancel stops it.
 			if _, more := <-batches; more {
 				return abandon(err)
 			}
@@ -206,7 +253,14 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 			if rerr != nil && !isRowLimit(rerr) {
 				return jobs.Result{}, err
 			}
+			if p.Mode == ModeReplace && !p.DryRun {
+				run.Log(ctx, slog.LevelWarn, "cancelled after the last rows were written: nothing removed (the customers not in the file are removed only by an import that runs to its end)")
+				return jobs.Result{}, err
+			}
 			run.Log(ctx, slog.LevelWarn, "cancel requested after the last rows were written: the import is complete, so it ends with its own outcome (the cancel came too late)")
+			if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), estimate); err != nil && !errors.Is(err, jobs.ErrCancelRequested) {
+				return jobs.Result{}, err
+			}
 			return im.finish(ctx, run, rerr)
 		}
 		if err != nil {
@@ -217,7 +271,89 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if rerr != nil && !isRowLimit(rerr) {
 		return jobs.Result{}, obj.badFile(rerr)
 	}
+	if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), estimate); err != nil {
+		if !errors.Is(err, jobs.ErrCancelRequested) || cp.Phase != phaseDone {
+			return jobs.Result{}, err
+		}
+	}
 	return im.finish(ctx, run, rerr)
+}
+
+// mayRemove decides whether a replace removes the customers its file does not hold: only
+// when every row was accepted and the whole file was read. Otherwise it says why not.
+func mayRemove(total, failed int64, cutShort bool) (bool, string) {
+	switch {
+	case total == 0:
+		return false, "nothing removed: the file has no rows"
+	case failed > 0:
+		return false, fmt.Sprintf("nothing removed: %d rows were rejected", failed)
+	case cutShort:
+		return false, "nothing removed: the file was not read to its end"
+	}
+	return true, ""
+}
+
+// lastStep runs an import's own last step once its rows are written (see hasLastStep), in
+// one transaction fenced by the attempt, with the checkpoint that records it done: a
+// replace removes the customers its file does not hold (serialised with every other
+// replace's removal), a dry replace counts them, and the file's codes are forgotten. An
+// attempt that resumes after the step committed finds it done and does not run it again.
+// A cancel requested before it stops the import without it.
+func (im *Importer) lastStep(ctx context.Context, run *jobs.Run, p *Params, cp *checkpoint, cutShort bool, estimate int64) error {
+	if !p.hasLastStep() || cp.Phase == phaseDone {
+		return nil
+	}
+	if p.Mode == ModeReplace && !p.DryRun {
+		if err := run.Checkpoint(ctx); err != nil {
+			if errors.Is(err, jobs.ErrCancelRequested) {
+				run.Log(ctx, slog.LevelWarn, "cancelled before the customers not in the file were removed: nothing removed")
+			}
+			return err
+		}
+	}
+	next := *cp
+	next.Phase = phaseDone
+	err := run.CommitBatch(ctx, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
+		total, success, failed, err := store.CountsIn(ctx, tx, run.Task.ID)
+		if err != nil {
+			return store.Batch{}, err
+		}
+		remove, _ := mayRemove(total, failed, cutShort)
+		switch {
+		case p.Mode != ModeReplace || !remove:
+			err = customers.ForgetCodes(ctx, tx, run.Task.ID)
+		case p.DryRun:
+			if next.Removed, err = customers.CountMissing(ctx, tx, run.Task.ID); err == nil {
+				err = customers.ForgetCodes(ctx, tx, run.Task.ID)
+			}
+		default:
+			next.Removed, err = customers.RemoveMissing(ctx, tx, run.Task.ID, success)
+			if errors.Is(err, customers.ErrCodesIncomplete) {
+				err = jobs.BadInput("replace_incomplete", "nothing removed: the import's record of its file is incomplete (%v); import the file again", err)
+			}
+		}
+		if err != nil {
+			return store.Batch{}, err
+		}
+		if im.inLastStep != nil {
+			if err := im.inLastStep(ctx, run); err != nil {
+				return store.Batch{}, err
+			}
+		}
+		cpJSON, _ := json.Marshal(next)
+		done := int64(next.Row - next.HeaderRow)
+		return store.Batch{Checkpoint: cpJSON, ProgressCurrent: done, ProgressTotal: max(estimate, done)}, nil
+	})
+	if err == nil || errors.Is(err, jobs.ErrCancelRequested) {
+		*cp = next
+		if p.Mode == ModeReplace && !p.DryRun && next.Removed > 0 {
+			run.Log(ctx, slog.LevelInfo, fmt.Sprintf("removed %d customers not in the file", next.Removed))
+		}
+		if im.afterLastStep != nil {
+			im.afterLastStep(ctx, run)
+		}
+	}
+	return err
 }
 
 // openUpload opens the task's upload where it is stored: random access for a workbook (a
@@ -503,7 +639,9 @@ func item(row int, fields, message string, cells []string) store.Item {
 }
 
 // write is one batch's transaction: customers, rejected rows, and the batch's bookkeeping.
-func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint, estimate int64) func(context.Context, bun.Tx) (store.Batch, error) {
+// It adds the batch's counts to cp, which it commits as the checkpoint; the caller keeps cp
+// only when the batch committed.
+func (im *Importer) write(taskID int64, mode customers.Mode, b batch, cp *checkpoint, estimate int64) func(context.Context, bun.Tx) (store.Batch, error) {
 	return func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
 		rejected := append([]store.Item(nil), b.rejected...)
 		// A code twice in one batch: the first row wins, later ones are rejected.
@@ -519,10 +657,11 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 			unique = append(unique, c)
 			uniqueRaw = append(uniqueRaw, b.raw[i])
 		}
-		conflicts, err := customers.Write(ctx, tx, taskID, unique, insertOnly)
+		written, err := customers.Write(ctx, tx, taskID, unique, mode)
 		if err != nil {
 			return store.Batch{}, err
 		}
+		conflicts := written.Conflicts
 		for i, c := range unique {
 			switch conflict, ok := conflicts[c.Code]; {
 			case !ok:
@@ -538,7 +677,12 @@ func (im *Importer) write(taskID int64, insertOnly bool, b batch, cp checkpoint,
 		if err := store.InsertItems(ctx, tx, rejected); err != nil {
 			return store.Batch{}, err
 		}
-		cpJSON, _ := json.Marshal(cp)
+		next := *cp
+		next.Inserted += int64(written.Inserted)
+		next.Updated += int64(written.Updated)
+		next.Unchanged += int64(written.Unchanged)
+		cpJSON, _ := json.Marshal(next)
+		*cp = next
 		done := int64(b.last - cp.HeaderRow)
 		return store.Batch{
 			Checkpoint: cpJSON, TotalDelta: int64(b.rows),
@@ -568,20 +712,34 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	var p Params
 	run.Params(&p) //nolint:errcheck // Run read them already
 	counts := task.Counts{Total: row.TotalCount, Success: row.SuccessCount, Failed: row.FailedCount}
-	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed}, DryRun: p.DryRun}
+	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed,
+		Inserted: cp.Inserted, Updated: cp.Updated, Unchanged: cp.Unchanged, Removed: cp.Removed}, DryRun: p.DryRun}
 	if cp.SavedAt != nil {
 		data.ColumnMapping = savedMappingNote(*cp.SavedAt)
 	}
 	var rl *errRowLimit
 	cutShort := errors.As(readErr, &rl)
 	status, code := task.Outcome(counts, cutShort)
+	removes, why := mayRemove(counts.Total, counts.Failed, cutShort)
 	// The rows read are the file's one row total: progress ends there, not at the sheet's
 	// last row number (blank rows are not rows).
-	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts,
-		Message: fmt.Sprintf("imported %d of %d rows; %d failed", counts.Success, counts.Total, counts.Failed)}
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Message: summaryMessage(&p, data.Summary, removes)}
 	if code == task.CodeAllRowsRejected {
 		res.ErrorMessage = fmt.Sprintf("all %d rows were rejected; nothing was imported (the error report says why for each row)", counts.Total)
+		if p.DryRun {
+			res.ErrorMessage = fmt.Sprintf("dry run: all %d rows would be rejected; nothing was written (the error report says why for each row)", counts.Total)
+		}
 		res.Message = res.ErrorMessage
+	}
+	if p.Mode == ModeReplace && !removes {
+		if p.DryRun {
+			why = strings.Replace(why, "nothing removed", "nothing would be removed", 1)
+		}
+		data.NothingRemoved = why
+		res.Message += "; " + why
+		if res.ErrorMessage != "" {
+			res.ErrorMessage += "; " + why
+		}
 	}
 	if cutShort {
 		data.NotImported = rl.Error()
@@ -606,12 +764,38 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	return res, nil
 }
 
-// Title is the task's title: the file it imports, and the mode when it is not the default.
-func (p *Params) Title() string {
-	if p.Mode == ModeInsert {
-		return "Import " + p.Filename + " (insert only)"
+// summaryMessage is the line an import ends with: what it wrote, or in a dry run what it
+// would have written.
+func summaryMessage(p *Params, s Summary, removes bool) string {
+	split := fmt.Sprintf("%d inserted, %d updated, %d unchanged", s.Inserted, s.Updated, s.Unchanged)
+	if p.DryRun {
+		msg := fmt.Sprintf("dry run, nothing was written: %d of %d rows would be imported (%s); %d would be rejected", s.Success, s.Total, split, s.Failed)
+		if p.Mode == ModeReplace && removes {
+			msg += fmt.Sprintf("; %d customers not in the file would be removed", s.Removed)
+		}
+		return msg
 	}
-	return "Import " + p.Filename
+	msg := fmt.Sprintf("imported %d of %d rows (%s); %d failed", s.Success, s.Total, split, s.Failed)
+	if p.Mode == ModeReplace && removes {
+		msg += fmt.Sprintf("; removed %d customers not in the file", s.Removed)
+	}
+	return msg
+}
+
+// Title is the task's title: the file it imports, the mode when it is not the default, and
+// whether it is a dry run.
+func (p *Params) Title() string {
+	title := "Import " + p.Filename
+	switch p.Mode {
+	case ModeInsert:
+		title += " (insert only)"
+	case ModeReplace:
+		title += " (replace)"
+	}
+	if p.DryRun {
+		title += " (dry run)"
+	}
+	return title
 }
 
 // Prepare implements jobs.Params. An import's parameters are set by its upload, never sent
@@ -623,7 +807,7 @@ func (*Params) Prepare(jobs.Who) error { return nil }
 func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 	return jobs.Type{
 		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
-		Queue: "imports", Submittable: false,
+		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/imports",
 		NewParams: func() jobs.Params { return &Params{} },
 		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},

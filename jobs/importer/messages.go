@@ -103,20 +103,25 @@ const (
 
 // The row messages.
 var (
-	msgRequired   = defMessage("is required", "必填")
-	msgCode       = defMessage(codeRuleEN+", starting with a letter or digit", codeRuleZH+"，并以字母或数字开头")
-	msgPhone      = defMessage(phoneRuleEN, phoneRuleZH)
-	msgEmail      = defMessage("is not a valid email address", "不是有效的邮箱地址")
-	msgLevel      = defMessage(levelRuleEN, levelRuleZH)
-	msgTooLong    = defMessage("must be at most {1} characters (this one has {2})", "最多 {1} 个字符（此处有 {2} 个）")
-	msgRounded    = defMessage("{1} is a rounded number; format the column as text and enter all 11 digits", "{1} 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码")
-	msgDuplicate  = defMessage("{1} already appears in row {2}", "{1} 已在第 {2} 行出现")
-	msgExists     = defMessage("{1} already exists", "{1} 已存在")
-	msgCutCode    = defMessage(codeRuleEN+cutEN, codeRuleZH+cutZH)
-	msgCutPhone   = defMessage(phoneRuleEN+cutEN, phoneRuleZH+cutZH)
-	msgCutLevel   = defMessage(levelRuleEN+cutEN, levelRuleZH+cutZH)
-	msgCutText    = defMessage("must be at most {1} characters (this one has more than {2})", "最多 {1} 个字符（此处超过 {2} 个字符）")
-	allMessages   = sortedMessages(msgRequired, msgCode, msgPhone, msgEmail, msgLevel, msgTooLong, msgRounded, msgDuplicate, msgExists, msgCutCode, msgCutPhone, msgCutLevel, msgCutText)
+	msgRequired  = defMessage("is required", "必填")
+	msgCode      = defMessage(codeRuleEN+", starting with a letter or digit", codeRuleZH+"，并以字母或数字开头")
+	msgPhone     = defMessage(phoneRuleEN, phoneRuleZH)
+	msgEmail     = defMessage("is not a valid email address", "不是有效的邮箱地址")
+	msgLevel     = defMessage(levelRuleEN, levelRuleZH)
+	msgTooLong   = defMessage("must be at most {1} characters (this one has {2})", "最多 {1} 个字符（此处有 {2} 个）")
+	msgRounded   = defMessage("{1} is a rounded number; format the column as text and enter all 11 digits", "{1} 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码")
+	msgDuplicate = defMessage("{1} already appears in row {2}", "{1} 已在第 {2} 行出现")
+	msgExists    = defMessage("{1} already exists", "{1} 已存在")
+	msgCutCode   = defMessage(codeRuleEN+cutEN, codeRuleZH+cutZH)
+	msgCutPhone  = defMessage(phoneRuleEN+cutEN, phoneRuleZH+cutZH)
+	msgCutLevel  = defMessage(levelRuleEN+cutEN, levelRuleZH+cutZH)
+	msgCutText   = defMessage("must be at most {1} characters (this one has more than {2})", "最多 {1} 个字符（此处超过 {2} 个字符）")
+	// An undo's conflicts: customers it left alone.
+	msgChangedSince = defMessage("{1} was changed after the import; left as it is", "{1} 在导入之后又被修改，保持现状")
+	msgDeletedSince = defMessage("{1} was deleted after the import; not restored", "{1} 在导入之后被删除，未恢复")
+	msgAddedSince   = defMessage("{1} was added again after the import removed it; left as it is", "{1} 被导入删除后又被重新添加，保持现状")
+	allMessages     = sortedMessages(msgRequired, msgCode, msgPhone, msgEmail, msgLevel, msgTooLong, msgRounded, msgDuplicate, msgExists, msgCutCode, msgCutPhone, msgCutLevel, msgCutText,
+		msgChangedSince, msgDeletedSince, msgAddedSince)
 	reportHeaders = map[Lang][3]string{LangEN: {"row", "field", "reason"}, LangZH: {"行号", "字段", "原因"}}
 )
 

@@ -77,7 +77,7 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 		return nil, nil, err
 	}
 	var first []string
-	after := 0
+	after := -1 // an undo's conflicts include row 0: a customer a replace removed
 	for {
 		items, err := st.Items(ctx, taskID, after, 5000)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -126,7 +125,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // Submit is what the uploader chose besides the file.
 type Submit struct {
-	Mode  string // ModeUpsert or ModeInsert
+	Mode  string // ModeUpsert, ModeInsert or ModeReplace
 	Sheet string // empty: the first sheet, or the only one whose header names the columns
 	// Encoding of a CSV: empty or auto, utf-8, gb18030 (see sheet.ParseEncoding).
 	Encoding string
@@ -135,7 +134,8 @@ type Submit struct {
 	// Columns maps headers of the file to fields (header → field name), checked by
 	// CheckColumns; applied before the aliases.
 	Columns map[string]string
-	// DryRun checks the file without writing customers.
+	// DryRun checks everything and writes no customer (the dry_run field: true, false, 1, 0,
+	// on, off).
 	DryRun bool
 }
 
@@ -179,20 +179,23 @@ func (o *Submit) Set(field, value string) error {
 		}
 		o.Columns = cols
 	case "dry_run":
-		v, err := strconv.ParseBool(value)
-		if err != nil {
+		switch strings.ToLower(value) {
+		case "true", "1", "on", "yes":
+			o.DryRun = true
+		case "false", "0", "off", "no", "":
+			o.DryRun = false
+		default:
 			return &FileProblem{Kind: Invalid, Code: "bad_dry_run", Message: "dry_run must be true or false, not " + textcheck.Echo(value),
 				Field: "dry_run", FieldMessage: "must be true or false"}
 		}
-		o.DryRun = v
 	}
 	return nil
 }
 
 func checkMode(mode string) error {
-	if mode != ModeUpsert && mode != ModeInsert {
-		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert or insert, not " + textcheck.Echo(mode),
-			Field: "mode", FieldMessage: "must be upsert or insert"}
+	if mode != ModeUpsert && mode != ModeInsert && mode != ModeReplace {
+		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert, insert or replace, not " + textcheck.Echo(mode),
+			Field: "mode", FieldMessage: "must be upsert, insert or replace"}
 	}
 	return nil
 }

@@ -28,7 +28,9 @@ type Files struct {
 	ErrorReportLang string          `json:"error_report_lang"`
 	// ErrorDetails are a failed task's structured error details (error.details), the whole
 	// result of a task that failed before it had any other.
-	ErrorDetails json.RawMessage `json:"error_details"`
+	ErrorDetails   json.RawMessage `json:"error_details"`
+	DryRun         bool            `json:"dry_run"`
+	NothingRemoved string          `json:"nothing_removed"`
 }
 
 // detailsOnly reports whether the result holds nothing but error details.
@@ -125,7 +127,8 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 	}
 	if ok && !r.detailsOnly() {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors)}
+			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors),
+			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"
@@ -139,6 +142,9 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 		v.Links.Cancel = self + "/cancel"
 	case task.CanRetry(t.Status, t.ErrorCode):
 		v.Links.Retry = self + "/retry"
+	}
+	if importer.CanUndo(t) {
+		v.Links.Undo = self + "/undo"
 	}
 	if v.Params == nil {
 		v.Params = json.RawMessage(`{}`)

@@ -286,6 +286,16 @@
   }
   // resultText is a finished task's result file: its name, size and rows, and until when it
   // may be downloaded.
+  // changesText is what an import did to the customers (a dry run: would do): inserted,
+  // updated, unchanged, and removed by a replace.
+  function changesText(v) {
+    var s = v.result && v.result.summary;
+    if (!s || !terminal(v.status) || v.type !== 'import:customers') return '';
+    var parts = ['inserted', 'updated', 'unchanged'].map(function (k) { return t('changes.' + k, { n: (s[k] || 0).toLocaleString() }); });
+    if ((v.params || {}).mode === 'replace' && !v.result.nothing_removed) parts.push(t('changes.removed', { n: (s.removed || 0).toLocaleString() }));
+    var list = parts.join(' · ');
+    return v.result.dry_run ? t('changes.would', { list: list }) : list;
+  }
   function resultText(v) {
     var r = v.result;
     if (!r || !terminal(v.status)) return '';
@@ -721,7 +731,10 @@
         ['filter', t('detail.filter'), filterParts(p.filter).join(' · ')],
         ['wait', t('detail.wait'), waitText(v)],
         ['speed', t('detail.speed'), speedText(v)],
+        ['dry_run', t('detail.dry_run'), v.result && v.result.dry_run ? t('detail.dry_run_note') : ''],
         ['result', t('detail.result'), resultText(v), v.result && v.result.expires_at ? utc(v.result.expires_at) : ''],
+        ['changes', t('detail.changes'), changesText(v)],
+        ['removed', t('detail.removed'), v.result && v.result.nothing_removed],
         ['counts', t('detail.counts'), v],
         ['created', t('detail.created'), when(v.created_at), utc(v.created_at)],
         ['started', t('detail.started'), when(v.started_at), utc(v.started_at)],
@@ -953,6 +966,12 @@
       { id: 'retry', offered: function (v, l) { return !!l.retry; }, make: function () {
         return el('button', { type: 'button', id: 'retry', class: 'primary', text: t('action.retry'), onclick: function () { post(links.retry); } });
       } },
+      { id: 'undo', offered: function (v, l) { return !!l.undo; }, make: function () {
+        return el('button', { type: 'button', id: 'undo', class: 'danger', text: t('action.undo'), onclick: function () {
+          if (!window.confirm(t('action.undo_confirm'))) return;
+          post(links.undo, function (r) { location.href = '/tasks/' + encodeURIComponent(r.data.task.id); });
+        } });
+      } },
       { id: 'download', href: 'result', offered: function (v, l) { return !!l.result; }, make: function () {
         var a = download(t('action.download'), 'primary');
         a.id = 'download';
@@ -1127,6 +1146,7 @@
       var fd = new FormData();
       fd.append('file', input.files[0]);
       fd.append('mode', form.elements.mode.value);
+      if (form.elements.dry_run.checked) fd.append('dry_run', 'true');
       if (form.elements.sheet.value.trim()) fd.append('sheet', form.elements.sheet.value.trim());
       fd.append('lang', zh ? 'zh' : 'en'); // the error report speaks the page's language
       if (columns) fd.append('columns', JSON.stringify(columns));
