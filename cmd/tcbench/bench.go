@@ -41,6 +41,7 @@ type bench struct {
 	redisDB    int
 	dataDir    string
 	exportRows int
+	rounds     int      // alternating rounds of baseline and taskcenter in the export and import benchmarks
 	profileDir string   // when set, CPU profiles of the measured service are saved here
 	serviceEnv []string // KEY=VALUE settings given to every measured service, last (-set)
 }
