@@ -109,4 +109,3 @@ func (f *localFile) Size() int64 {
 }
 
 var _ sheet.File = (*localFile)(nil)
-

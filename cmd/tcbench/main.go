@@ -127,6 +127,7 @@ func benchmarks() []benchmark {
 		{"import-1m", benchImport(1_000_000)},
 		{"import-s3", one(benchImportS3(300_000))},
 		{"import-gbk", one(benchCSVEncodings(300_000))},
+		{"import-wide", one(benchWideImport(3_000, 16_000))},
 		{"cleanup", one(benchCleanup(1_000_000))},
 		{"sse", one(benchSSE)},
 	}
@@ -167,7 +168,7 @@ func formatMeasure(m map[string]float64) string {
 		return "—"
 	}
 	var parts []string
-	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms", "median_ms"} {
+	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms", "median_ms", "cpu_seconds"} {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%.3g", k, v))
 		}

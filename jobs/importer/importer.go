@@ -145,6 +145,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err != nil {
 		return jobs.Result{}, obj.badFile(err)
 	}
+	src.KeepColumns(cols.kept())
 	if resumed {
 		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
 	}
@@ -321,6 +322,17 @@ func readHeader(src *sheet.Reader, cp *checkpoint) (columns, error) {
 	}
 	return columns{}, problem(Invalid, "missing_header",
 		"no header row found in the first %d rows; the first row should name the columns, e.g. code (客户编号), name (客户名称), phone (手机号)", searchRows)
+}
+
+// kept is how many columns of each row the import reads: through the last mapped one, and at
+// least the maxRawCells a rejected row keeps for the error report. The cells further right
+// are skipped by the reader without being decoded (a hostile row can hold 16,384).
+func (c *columns) kept() int {
+	last := -1
+	for _, i := range c {
+		last = max(last, i)
+	}
+	return max(last+1, maxRawCells)
 }
 
 // read streams rows after the checkpoint, validates them and sends batches. At the row
