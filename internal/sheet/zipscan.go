@@ -76,14 +76,30 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 // with a byte scan of the decompressed XML: far cheaper than parsing it, and exact for the
 // rows a well-formed sheet holds. On the way it refuses a row whose XML runs longer than
 // MaxRowBytes, so a sheet that is one enormous cell fails after a few megabytes, not after
-// a gigabyte. The bytes read count against b.
-func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
+// a gigabyte. The bytes read count against b. With countBytes > 0 it stops after about that
+// many bytes: it returns the rows in the bytes it scanned, how many those were, and whether
+// they were the whole sheet.
+func scanRows(zf *zip.File, b *budget, lim Limits, countBytes int64) (int, int64, bool, error) {
 	rc, err := zf.Open()
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	defer rc.Close()
-	r := b.reader(rc)
+	var r io.Reader = b.reader(rc)
+	var limited *io.LimitedReader
+	if countBytes > 0 {
+		limited = &io.LimitedReader{R: r, N: countBytes}
+		r = limited
+	}
+	// done is the answer once the scan has stopped: whole unless the bound cut it.
+	done := func(rows int, off int64) (int, int64, bool, error) {
+		if limited == nil || limited.N > 0 {
+			return rows, off, true, nil
+		}
+		var one [1]byte
+		n, _ := io.ReadFull(b.reader(rc), one[:])
+		return rows, off, n == 0, nil
+	}
 	const (
 		keep = 64 // bytes kept from one read to the next: lookback for a prefix, and the tail
 		tail = 16 // bytes at the end of a read not yet examined: a match may be cut in two
@@ -102,7 +118,7 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 		chunk := buf[:carry+m]
 		final := err != nil
 		if final && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return rows, err
+			return rows, 0, false, err
 		}
 		upto := len(chunk) - tail
 		if final {
@@ -117,7 +133,7 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 			i = p + 3
 			if p+3 < len(chunk) && tagNameEnds(chunk[p+3]) && opensTag(chunk, p, '<') {
 				if lastRow >= 0 && off+int64(p)-lastRow > lim.MaxRowBytes {
-					return rows, rowTooLarge(rows, lim)
+					return rows, 0, false, rowTooLarge(rows, lim)
 				}
 				rows++
 				lastRow = off + int64(p)
@@ -134,17 +150,20 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 				if opensTag(chunk, p, '/') && p >= 2 {
 					ended = true
 					if off+int64(p)-lastRow > lim.MaxRowBytes {
-						return rows, rowTooLarge(rows, lim)
+						return rows, 0, false, rowTooLarge(rows, lim)
 					}
 					break
 				}
 			}
 		}
 		if !ended && lastRow >= 0 && off+int64(upto)-lastRow > lim.MaxRowBytes {
-			return rows, rowTooLarge(rows, lim)
+			return rows, 0, false, rowTooLarge(rows, lim)
 		}
 		if final {
-			return rows, nil
+			if ended {
+				return rows, off + int64(len(chunk)), true, nil
+			}
+			return done(rows, off+int64(len(chunk)))
 		}
 		carry = min(keep, len(chunk))
 		copy(buf, chunk[len(chunk)-carry:])
