@@ -76,30 +76,17 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 // with a byte scan of the decompressed XML: far cheaper than parsing it, and exact for the
 // rows a well-formed sheet holds. On the way it refuses a row whose XML runs longer than
 // MaxRowBytes, so a sheet that is one enormous cell fails after a few megabytes, not after
-// a gigabyte. The bytes read count against b. With countBytes > 0 it stops after about that
-// many bytes: it returns the rows in the bytes it scanned, how many those were, and whether
-// they were the whole sheet.
+// a gigabyte. The bytes read count against b. With countBytes > 0 it stops at the first row
+// that starts past that many bytes (so a row too large that starts within them is still
+// found): it returns the rows it saw, the bytes before the last one, and whether they were
+// the whole sheet.
 func scanRows(zf *zip.File, b *budget, lim Limits, countBytes int64) (int, int64, bool, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer rc.Close()
-	var r io.Reader = b.reader(rc)
-	var limited *io.LimitedReader
-	if countBytes > 0 {
-		limited = &io.LimitedReader{R: r, N: countBytes}
-		r = limited
-	}
-	// done is the answer once the scan has stopped: whole unless the bound cut it.
-	done := func(rows int, off int64) (int, int64, bool, error) {
-		if limited == nil || limited.N > 0 {
-			return rows, off, true, nil
-		}
-		var one [1]byte
-		n, _ := io.ReadFull(b.reader(rc), one[:])
-		return rows, off, n == 0, nil
-	}
+	r := b.reader(rc)
 	const (
 		keep = 64 // bytes kept from one read to the next: lookback for a prefix, and the tail
 		tail = 16 // bytes at the end of a read not yet examined: a match may be cut in two
@@ -137,6 +124,9 @@ func scanRows(zf *zip.File, b *budget, lim Limits, countBytes int64) (int, int64
 				}
 				rows++
 				lastRow = off + int64(p)
+				if countBytes > 0 && lastRow >= countBytes {
+					return rows, lastRow, false, nil
+				}
 			}
 		}
 		if !ended && lastRow >= 0 {
@@ -160,10 +150,7 @@ func scanRows(zf *zip.File, b *budget, lim Limits, countBytes int64) (int, int64
 			return rows, 0, false, rowTooLarge(rows, lim)
 		}
 		if final {
-			if ended {
-				return rows, off + int64(len(chunk)), true, nil
-			}
-			return done(rows, off+int64(len(chunk)))
+			return rows, off + int64(len(chunk)), true, nil
 		}
 		carry = min(keep, len(chunk))
 		copy(buf, chunk[len(chunk)-carry:])
