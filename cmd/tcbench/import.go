@@ -208,6 +208,23 @@ func writeImportFile(path string, rows int) error {
 
 // upload submits an import of the file with the form fields and returns the task id.
 func (s *service) upload(path string, form map[string]string) (string, error) {
+	code, body, err := s.submitFile(path, form)
+	if err != nil {
+		return "", err
+	}
+	if code != http.StatusAccepted {
+		return "", fmt.Errorf("upload: %d %s", code, body)
+	}
+	var out struct{ Task taskState }
+	if err := json.Unmarshal(body, &out); err != nil {
+		return "", err
+	}
+	return out.Task.ID, nil
+}
+
+// submitFile posts the file and the form fields to POST /api/v1/imports and returns the
+// answer's status and body.
+func (s *service) submitFile(path string, form map[string]string) (int, []byte, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -238,16 +255,9 @@ func (s *service) upload(path string, form map[string]string) (string, error) {
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", err
+		return 0, nil, err
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("upload: %d %s", res.StatusCode, body)
-	}
-	var out struct{ Task taskState }
-	if err := json.Unmarshal(body, &out); err != nil {
-		return "", err
-	}
-	return out.Task.ID, nil
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
 }

@@ -128,6 +128,7 @@ func benchmarks() []benchmark {
 		{"import-s3", one(benchImportS3(300_000))},
 		{"import-gbk", one(benchCSVEncodings(300_000))},
 		{"import-wide", one(benchWideImport(3_000, 16_000))},
+		{"submit-big", one(benchBigSubmit(30_000_000))},
 		{"cleanup", one(benchCleanup(1_000_000))},
 		{"sse", one(benchSSE)},
 	}
