@@ -237,6 +237,11 @@ type taskState struct {
 
 // waitTerminal polls a task every 20 ms until it ends, and returns its final state.
 func (s *service) waitTerminal(id string, within time.Duration) (taskState, error) {
+	return s.pollTerminal(id, within, 20*time.Millisecond)
+}
+
+// pollTerminal polls a task every interval until it ends, and returns its final state.
+func (s *service) pollTerminal(id string, within, interval time.Duration) (taskState, error) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		var t taskState
@@ -247,7 +252,7 @@ func (s *service) waitTerminal(id string, within time.Duration) (taskState, erro
 		case "SUCCESS", "PARTIAL_SUCCESS", "FAILED", "TIMEOUT", "CANCELLED":
 			return t, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	return taskState{}, fmt.Errorf("task %s did not finish within %s", id, within)
 }
