@@ -41,6 +41,7 @@ type bench struct {
 	redisDB    int
 	dataDir    string
 	exportRows int
+	rounds     int      // alternating rounds of baseline and taskcenter in the export and import benchmarks
 	profileDir string   // when set, CPU profiles of the measured service are saved here
 	serviceEnv []string // KEY=VALUE settings given to every measured service, last (-set)
 }
@@ -236,6 +237,11 @@ type taskState struct {
 
 // waitTerminal polls a task every 20 ms until it ends, and returns its final state.
 func (s *service) waitTerminal(id string, within time.Duration) (taskState, error) {
+	return s.pollTerminal(id, within, 20*time.Millisecond)
+}
+
+// pollTerminal polls a task every interval until it ends, and returns its final state.
+func (s *service) pollTerminal(id string, within, interval time.Duration) (taskState, error) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		var t taskState
@@ -246,7 +252,7 @@ func (s *service) waitTerminal(id string, within time.Duration) (taskState, erro
 		case "SUCCESS", "PARTIAL_SUCCESS", "FAILED", "TIMEOUT", "CANCELLED":
 			return t, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	return taskState{}, fmt.Errorf("task %s did not finish within %s", id, within)
 }

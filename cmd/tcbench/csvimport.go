@@ -28,7 +28,7 @@ func benchCSVEncodings(rows int) func(ctx context.Context, b *bench) (Figure, er
 		}
 		best, rss := map[string]float64{}, 0.0
 		for i, file := range []string{utf8File, gbkFile, gbkFile, utf8File} {
-			r, err := b.importOnce(ctx, file, rows, fmt.Sprintf("import-csv-%d", i))
+			r, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-csv-%d", i))
 			if err != nil {
 				return Figure{}, fmt.Errorf("%s: %w", filepath.Base(file), err)
 			}

@@ -44,7 +44,18 @@ type Figure struct {
 
 type benchmark struct {
 	name string
-	run  func(ctx context.Context, b *bench) (Figure, error)
+	run  func(ctx context.Context, b *bench) ([]Figure, error) // one row of the table each
+}
+
+// one makes a benchmark that reports a single row.
+func one(run func(ctx context.Context, b *bench) (Figure, error)) func(ctx context.Context, b *bench) ([]Figure, error) {
+	return func(ctx context.Context, b *bench) ([]Figure, error) {
+		f, err := run(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		return []Figure{f}, nil
+	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -56,6 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	only := fs.String("only", "", "comma-separated benchmarks to run (default all): "+strings.Join(names(), ","))
 	jsonOut := fs.String("json", "bench-results/latest.json", "where to write the figures as JSON")
 	exportRows := fs.Int("export-rows", 100_000, "rows in the export benchmark")
+	rounds := fs.Int("rounds", 3, "rounds of the export and import benchmarks: each round runs the baseline and then taskcenter, and the medians are compared")
 	bin := fs.String("taskcenter", "bin/taskcenter", "the taskcenter binary to measure")
 	profileDir := fs.String("profile", "", "save CPU profiles of the measured service in this directory")
 	var settings []string
@@ -76,6 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer b.close()
 	b.exportRows = *exportRows
+	b.rounds = max(*rounds, 1)
 	b.profileDir = *profileDir
 	b.serviceEnv = settings
 
@@ -85,11 +98,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			continue
 		}
 		fmt.Fprintf(stdout, "== %s\n", bm.name)
-		f, err := bm.run(ctx, b)
+		fs, err := bm.run(ctx, b)
 		if err != nil {
 			return fmt.Errorf("%s: %w", bm.name, err)
 		}
-		figures = append(figures, f)
+		figures = append(figures, fs...)
 	}
 	printTable(stdout, figures)
 	if *jsonOut != "" {
@@ -107,15 +120,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 func benchmarks() []benchmark {
 	return []benchmark{
-		{"submit", benchSubmit},
-		{"pipeline", benchPipeline(20_000)},
-		{"export", benchExport},
+		{"submit", one(benchSubmit)},
+		{"pipeline", one(benchPipeline(20_000))},
+		{"export", one(benchExport)},
 		{"import", benchImport(300_000)},
 		{"import-1m", benchImport(1_000_000)},
-		{"import-s3", benchImportS3(300_000)},
-		{"import-gbk", benchCSVEncodings(300_000)},
-		{"cleanup", benchCleanup(1_000_000)},
-		{"sse", benchSSE},
+		{"import-s3", one(benchImportS3(300_000))},
+		{"import-gbk", one(benchCSVEncodings(300_000))},
+		{"import-wide", one(benchWideImport(3_000, 16_000))},
+		{"submit-big", one(benchBigSubmit(30_000_000))},
+		{"cleanup", one(benchCleanup(1_000_000))},
+		{"sse", one(benchSSE)},
 	}
 }
 
@@ -154,7 +169,7 @@ func formatMeasure(m map[string]float64) string {
 		return "—"
 	}
 	var parts []string
-	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms", "median_ms"} {
+	for _, k := range []string{"seconds", "peak_rss_mb", "per_second", "p50_ms", "p99_ms", "ms", "median_ms", "cpu_seconds"} {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%.3g", k, v))
 		}

@@ -26,7 +26,7 @@ func benchImportS3(rows int) func(ctx context.Context, b *bench) (Figure, error)
 		if err != nil {
 			return Figure{}, err
 		}
-		local, err := b.importOnce(ctx, file, rows, fmt.Sprintf("import-local-%d", rows))
+		local, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-local-%d", rows))
 		if err != nil {
 			return Figure{}, fmt.Errorf("local: %w", err)
 		}
@@ -35,7 +35,7 @@ func benchImportS3(rows int) func(ctx context.Context, b *bench) (Figure, error)
 			return Figure{}, err
 		}
 		defer gw.stop()
-		s3, err := b.importOnce(ctx, file, rows, fmt.Sprintf("import-s3-%d", rows), gw.env()...)
+		s3, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-s3-%d", rows), gw.env()...)
 		if err != nil {
 			return Figure{}, fmt.Errorf("s3: %w", err)
 		}

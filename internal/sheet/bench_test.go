@@ -86,3 +86,55 @@ func BenchmarkXLSXRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWideRows reads a hostile wide workbook: every row 16,000 cells wide, six of them
+// used, the rest shared strings. "kept" reads as the import does once it has mapped the
+// header (KeepColumns(256): the columns an error report keeps), "all" decodes every cell.
+// A 1.4 MB workbook of 3,000 such rows cost the import minutes of CPU before the reader
+// skipped the cells past the kept columns; ns/op here is per workbook of wideRows rows.
+func BenchmarkWideRows(b *testing.B) {
+	const (
+		wideRows  = 200
+		wideCells = 16_000
+	)
+	var row strings.Builder
+	row.WriteString(`<row>`)
+	for i := range wideCells {
+		if i < 6 {
+			fmt.Fprintf(&row, `<c t="inlineStr"><is><t>v%d</t></is></c>`, i)
+			continue
+		}
+		fmt.Fprintf(&row, `<c t="s"><v>%d</v></c>`, i%4)
+	}
+	row.WriteString(`</row>`)
+	sst := []sheettest.Piece{sheettest.Text(`<sst><si><t>a</t></si><si><t>b &amp; c</t></si><si><t>名字</t></si><si><t>_x0041_</t></si></sst>`)}
+	data := sheettest.Zip(b, sheettest.BookParts(sheetXML(sheettest.Text(headerRow), sheettest.Piece{B: []byte(row.String()), Times: wideRows}), sst)...)
+	for _, bc := range []struct {
+		name string
+		keep int
+	}{{"kept", 256}, {"all", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			tmp := b.TempDir()
+			b.SetBytes(int64(row.Len() * wideRows))
+			for b.Loop() {
+				src, err := newXLSXSource(bytes.NewReader(data), int64(len(data)), "", Limits{}, tmp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src.keepColumns(bc.keep)
+				rows := 0
+				for src.Next() {
+					if _, cells := src.Row(); len(cells) > max(bc.keep, 6) && bc.keep > 0 {
+						b.Fatalf("row of %d cells read, keeping %d", len(cells), bc.keep)
+					}
+					rows++
+				}
+				if err := src.Err(); err != nil || rows != wideRows+1 {
+					b.Fatalf("%d rows, %v", rows, err)
+				}
+				src.Close()
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/wideRows*3000, "s/3000rows")
+		})
+	}
+}

@@ -30,6 +30,7 @@ type csvSource struct {
 	line  int   // line of the next byte (1-based)
 	used  int64 // bytes of the current record read so far
 	field sheettype.Text
+	keep  int // fields kept of each record (0: all); the ones past them are read over, not kept
 
 	n     int
 	cells []string
@@ -119,8 +120,8 @@ func (s *csvSource) readRecord() (bool, error) {
 	s.n = s.line
 	cells := make([]string, 0, max(len(s.cells), 8))
 	var long []int
-	for { // one field per turn; c is its first byte unless ok is false (end of input)
-		if len(cells) >= s.lim.MaxColumns {
+	for fields := 0; ; fields++ { // one field per turn; c is its first byte unless ok is false (end of input)
+		if fields >= s.lim.MaxColumns {
 			return false, sheettype.OverColumnLimit(s.n, s.lim)
 		}
 		s.field.Reset()
@@ -143,10 +144,12 @@ func (s *csvSource) readRecord() (bool, error) {
 				endRecord = true
 			}
 		}
-		if s.field.Cut() {
-			long = append(long, len(cells))
+		if s.keep <= 0 || fields < s.keep {
+			if s.field.Cut() {
+				long = append(long, len(cells))
+			}
+			cells = append(cells, string(s.field.Bytes()))
 		}
-		cells = append(cells, string(s.field.Bytes()))
 		if endRecord {
 			s.cells, s.long = cells, long
 			return true, nil
@@ -196,6 +199,7 @@ func (s *csvSource) readQuoted() (endRecord bool, err error) {
 	}
 }
 
+func (s *csvSource) keepColumns(n int)    { s.keep = n }
 func (s *csvSource) Row() (int, []string) { return s.n, s.cells }
 func (s *csvSource) Long() []int          { return s.long }
 func (s *csvSource) Err() error           { return s.err }

@@ -51,7 +51,7 @@ func Inspect(r io.ReaderAt, size int64, c Choice, o Options) (Inspection, error)
 		if bytes.HasPrefix(head, zipMagic) {
 			return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat, "this is an .xlsx workbook named .csv; upload it with the .xlsx extension")
 		}
-		return inspectCSV(r, size, c.Encoding, lim, o.IsHeader)
+		return inspectCSV(r, size, c.Encoding, lim, o.IsHeader, o.CountBytes)
 	}
 	if format == XLS && !bytes.HasPrefix(head, zipMagic) {
 		return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat,
@@ -60,14 +60,50 @@ func Inspect(r io.ReaderAt, size int64, c Choice, o Options) (Inspection, error)
 	if !bytes.HasPrefix(head, zipMagic) {
 		return Inspection{}, sheettype.Errorf(sheettype.UnsupportedFormat, "this is not an .xlsx workbook (an .xlsx file is a zip archive; this one is not)")
 	}
-	return inspectXLSX(r, size, sheet, lim, o.Count, o.IsHeader)
+	return inspectXLSX(r, size, sheet, lim, o.Count, o.IsHeader, o.CountBytes)
 }
 
 // inspectCSV checks that the file is text in its encoding (enc; auto picks one, see
 // EncodingAuto), counts its data rows (the last line that is not blank, less the header
-// line) and refuses a line longer than a row may be. Every pass streams the file.
-func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader func([]string) bool) (Inspection, error) {
-	raw := func() io.Reader { return io.NewSectionReader(r, 0, size) }
+// line) and refuses a line longer than a row may be. Every pass streams the file, or its
+// first countBytes bytes to the end of a line (0: all of it).
+func inspectCSV(r io.ReaderAt, size int64, enc Encoding, lim Limits, isHeader func([]string) bool, countBytes int64) (Inspection, error) {
+	var passes []*prefixReader
+	raw := func() io.Reader {
+		p := &prefixReader{r: io.NewSectionReader(r, 0, size), budget: countBytes, size: size}
+		passes = append(passes, p)
+		return p
+	}
+	ins, err := inspectCSVPasses(raw, enc, lim, isHeader)
+	if err != nil {
+		return ins, err
+	}
+	for _, p := range passes {
+		if p.cut() { // the pass that counted stopped at the bound
+			if ins.Rows > lim.MaxRows {
+				return Inspection{}, moreRowsThan("the file", ins.Rows, lim)
+			}
+			ins.Rows, ins.Counted = estimateRows(ins.Rows, p.n, size), false
+			return ins, nil
+		}
+	}
+	if ins.Rows > lim.MaxRows {
+		return Inspection{}, tooManyRows("the file", ins.Rows, lim)
+	}
+	return ins, nil
+}
+
+// estimateRows is the rows of a whole of size bytes, from rows counted in its first part.
+func estimateRows(rows int, part, size int64) int {
+	if part <= 0 {
+		return rows
+	}
+	return int(float64(rows) * float64(size) / float64(part))
+}
+
+// inspectCSVPasses runs inspectCSV's passes over the text raw gives, each time from the
+// start.
+func inspectCSVPasses(raw func() io.Reader, enc Encoding, lim Limits, isHeader func([]string) bool) (Inspection, error) {
 	switch enc {
 	case EncodingUTF8:
 		return inspectCSVIn(raw(), EncodingUTF8, lim, sheettype.NotUTF8,
@@ -113,6 +149,36 @@ func inspectCSVIn(r io.Reader, enc Encoding, lim Limits, code sheettype.Code, me
 	ins.Encoding = enc
 	return ins, err
 }
+
+// prefixReader reads r, which holds size bytes, up to budget bytes and on to the end of the
+// line there: a '\n' is a whole character in UTF-8 and in GB18030, so a pass over the
+// prefix never meets a character cut in two. 0: no budget.
+type prefixReader struct {
+	r      io.Reader
+	budget int64
+	size   int64
+	n      int64 // bytes passed on
+	ended  bool  // the end of the line past the budget was reached
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if p.ended {
+		return 0, io.EOF
+	}
+	n, err := p.r.Read(b)
+	if p.budget > 0 && p.n+int64(n) > p.budget {
+		from := max(p.budget-p.n, 0)
+		if i := bytes.IndexByte(b[from:n], '\n'); i >= 0 {
+			n = int(from) + i + 1
+			p.ended, err = true, nil
+		}
+	}
+	p.n += int64(n)
+	return n, err
+}
+
+// cut reports whether the reader stopped at the budget before the end of r.
+func (p *prefixReader) cut() bool { return p.ended && p.n < p.size }
 
 // scanCSV counts the data rows of CSV text (UTF-8: decoded says it was transcoded, so bad
 // characters are U+FFFD) and checks its line lengths. bad is where the text is not valid
@@ -172,11 +238,7 @@ func scanCSV(f io.Reader, decoded bool, lim Limits) (Inspection, *encodingError,
 			return Inspection{}, nil, err
 		}
 	}
-	rows := max(lastLine-1, 0)
-	if rows > lim.MaxRows {
-		return Inspection{}, nil, tooManyRows("the file", rows, lim)
-	}
-	return Inspection{Format: CSV, Rows: rows, Counted: true}, nil, nil
+	return Inspection{Format: CSV, Rows: max(lastLine-1, 0), Counted: true}, nil, nil
 }
 
 func lineTooLong(line int, lim Limits) *sheettype.Error {
@@ -186,6 +248,12 @@ func lineTooLong(line int, lim Limits) *sheettype.Error {
 
 func tooManyRows(what string, rows int, lim Limits) *sheettype.Error {
 	return sheettype.Errorf(sheettype.TooManyRows, "%s has %s rows, over the limit of %s data rows; split it into smaller files",
+		what, sheettype.Thousands(int64(rows)), sheettype.Thousands(int64(lim.MaxRows)))
+}
+
+// moreRowsThan is tooManyRows said of a file whose first rows alone are over the limit.
+func moreRowsThan(what string, rows int, lim Limits) *sheettype.Error {
+	return sheettype.Errorf(sheettype.TooManyRows, "%s has more than %s rows, over the limit of %s data rows; split it into smaller files",
 		what, sheettype.Thousands(int64(rows)), sheettype.Thousands(int64(lim.MaxRows)))
 }
 
@@ -228,7 +296,7 @@ func firstInvalid(b []byte) int {
 
 // inspectXLSX checks a workbook. Every part it reads is counted against one budget of
 // MaxUncompressed decompressed bytes.
-func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode CountMode, isHeader func([]string) bool) (Inspection, error) {
+func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode CountMode, isHeader func([]string) bool, countBytes int64) (Inspection, error) {
 	entries, err := workbookEntries(f, size, lim)
 	if err != nil {
 		return Inspection{}, err
@@ -270,10 +338,11 @@ func inspectXLSX(f io.ReaderAt, size int64, sheet string, lim Limits, mode Count
 	if zf == nil {
 		return Inspection{}, sheettype.Errorf(sheettype.DamagedFile, "the sheet %q is listed but missing from the file", chosen.name)
 	}
-	if ins.Rows, ins.Counted, err = sheetRows(zf, b, lim, mode); err != nil {
+	estimated := false
+	if ins.Rows, ins.Counted, estimated, err = sheetRows(zf, b, lim, mode, countBytes); err != nil {
 		return Inspection{}, err
 	}
-	if ins.Rows > lim.MaxRows {
+	if ins.Rows > lim.MaxRows && !estimated {
 		return Inspection{}, tooManyRows(fmt.Sprintf("the sheet %q", chosen.name), ins.Rows, lim)
 	}
 	return ins, nil
@@ -331,12 +400,14 @@ func workbookEntries(f io.ReaderAt, size int64, lim Limits) (map[string]*zip.Fil
 }
 
 // sheetRows is the number of data rows of the worksheet in zf, and whether they were
-// counted rather than taken from its declared dimension (see CountMode).
-func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode) (rows int, counted bool, err error) {
+// counted rather than taken from its declared dimension (see CountMode) or estimated from
+// its first countBytes bytes (0: no bound). An estimate is never over the row limit: the
+// part counted is refused when it alone is.
+func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode, countBytes int64) (rows int, counted, estimated bool, err error) {
 	declared := 0
 	if mode != CountAlways {
 		if declared, err = declaredRows(zf, b); err != nil {
-			return 0, false, partProblem(err, lim, "the sheet cannot be read")
+			return 0, false, false, partProblem(err, lim, "the sheet cannot be read")
 		}
 	}
 	count := mode == CountAlways
@@ -347,13 +418,19 @@ func sheetRows(zf *zip.File, b *budget, lim Limits, mode CountMode) (rows int, c
 		count = declared <= 1 || size <= cheapCount || size/uint64(declared) > plausibleRowBytes
 	}
 	if !count {
-		return max(declared-1, 0), false, nil
+		return max(declared-1, 0), false, false, nil
 	}
-	n, err := scanRows(zf, b, lim)
+	n, scanned, whole, err := scanRows(zf, b, lim, countBytes)
 	if err != nil {
-		return 0, false, partProblem(err, lim, "the sheet cannot be read")
+		return 0, false, false, partProblem(err, lim, "the sheet cannot be read")
 	}
-	return max(n-1, 0), true, nil
+	if !whole {
+		if n-1 > lim.MaxRows {
+			return 0, false, false, moreRowsThan("the sheet", n-1, lim)
+		}
+		return max(estimateRows(n, scanned, int64(min(zf.UncompressedSize64, math.MaxInt64)))-1, n-1, 0), false, true, nil
+	}
+	return max(n-1, 0), true, false, nil
 }
 
 func tooManyParts(lim Limits) *sheettype.Error {

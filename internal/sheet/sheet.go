@@ -83,6 +83,12 @@ type Options struct {
 	// other sheet that does), and confirms a CSV auto-detected as GB18030. Only the first
 	// HeaderSearchRows rows are looked at. nil: no row does.
 	IsHeader func(cells []string) bool
+	// CountBytes bounds the rows counted to the first CountBytes bytes of the sheet's XML
+	// or of a CSV's text (a CSV's line-length and encoding checks stop there too, at the end
+	// of a line), so that Inspect answers in about the same time whatever the file's size.
+	// A file longer than that gets Rows estimated from the part counted (Counted false), and
+	// is refused as over the row limit only when that part alone is. 0: no bound.
+	CountBytes int64
 }
 
 // HeaderSearchRows is how far down a sheet the header row is looked for.
@@ -115,7 +121,8 @@ type Inspection struct {
 	// sheet (see CountMode) or read from its declared dimension; for a CSV it is counted.
 	// 0 when unknown.
 	Rows int
-	// Counted says Rows was counted from the data, not taken from a declaration.
+	// Counted says Rows was counted from all of the data, not taken from a declaration or
+	// estimated from the part within Options.CountBytes.
 	Counted bool
 	// Encoding is the text encoding a CSV is read in (auto resolved).
 	Encoding Encoding

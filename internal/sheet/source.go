@@ -21,6 +21,14 @@ var (
 	_ source = (*xls.Sheet)(nil)
 )
 
+// columnKeeper is a source that can skip the cells past the columns its reader needs.
+type columnKeeper interface{ keepColumns(n int) }
+
+var (
+	_ columnKeeper = (*csvSource)(nil)
+	_ columnKeeper = (*xlsxSource)(nil)
+)
+
 // File is a stored file to read: a workbook is read through ReadAt, a CSV through Read.
 type File interface {
 	io.Reader
@@ -98,6 +106,18 @@ func (r *Reader) Next() bool { return r.src.Next() }
 
 // Row returns the current row's number and cells (raw values, not display formats).
 func (r *Reader) Row() (int, []string) { return r.src.Row() }
+
+// KeepColumns makes the rows read after it hold at most their first n columns: the cells
+// further right are passed over without being decoded. In an .xlsx their text is not
+// unescaped or checked and no shared string is looked up, so a row thousands of cells wide
+// costs what its used columns cost, and a damaged cell past them neither costs nor fails; a
+// CSV's fields past them are read over and not kept. An .xls row has at most 256 columns and
+// is read whole. n ≤ 0 keeps every column.
+func (r *Reader) KeepColumns(n int) {
+	if k, ok := r.src.(columnKeeper); ok {
+		k.keepColumns(n)
+	}
+}
 
 // Long lists the columns (0-based, ascending) of the current row whose text was longer
 // than Limits.MaxCellChars: their cells hold only the first MaxCellChars characters.

@@ -34,6 +34,7 @@ type xlsxSource struct {
 	sst   *sharedStrings
 	lim   Limits
 	text  sheettype.Text
+	keep  int // columns read of each row (0: all); the cells past them are skipped undecoded
 
 	n         int      // current row number
 	cells     []string // current row
@@ -243,6 +244,9 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 			if err := s.startElement(&r, num); err != nil {
 				return nil, nil, err
 			}
+			if s.keep > 0 && r.col >= s.keep {
+				return s.skipRest(r)
+			}
 		case tokEnd:
 			switch string(s.sc.name) {
 			case "v", "t":
@@ -261,6 +265,24 @@ func (s *xlsxSource) readCells(num int) ([]string, []int, error) {
 			}
 		}
 	}
+}
+
+// skipRest passes over the rest of a row from a cell past the columns kept, up to </row>,
+// at the speed of a byte search (xmlScanner.skipToEnd): its cells are neither decoded nor
+// checked (no attribute parsed, no text read, no shared string looked up), so a hostile
+// wide row costs what scanning its bytes costs. The row's size is still bounded by
+// MaxRowBytes.
+func (s *xlsxSource) skipRest(r rowCells) ([]string, []int, error) {
+	if !s.sc.skipToEnd("row") {
+		if s.sc.err == nil {
+			return nil, nil, io.ErrUnexpectedEOF
+		}
+		return nil, nil, s.sc.err
+	}
+	if s.sc.spanOver() {
+		return nil, nil, errSpan
+	}
+	return r.cells, r.long, nil
 }
 
 // startElement takes in a start tag inside row num: a cell, or a part of its value.
@@ -296,6 +318,9 @@ func (s *xlsxSource) startCell(r *rowCells, num int) error {
 			return fmt.Errorf("cell %s comes after column %s", sheettype.Clip(string(ref), 20), sheettype.ColumnName(prev))
 		}
 		r.col = c - 1
+	}
+	if s.keep > 0 && r.col >= s.keep {
+		return nil // the rest of the row is skipped (skipRest)
 	}
 	if r.col >= s.lim.MaxColumns {
 		return sheettype.OverColumnLimit(num, s.lim)
@@ -418,6 +443,7 @@ func cellRef(b []byte) (col, row int, ok bool) {
 	return col, row, row >= 1
 }
 
+func (s *xlsxSource) keepColumns(n int)    { s.keep = n }
 func (s *xlsxSource) Row() (int, []string) { return s.n, s.cells }
 func (s *xlsxSource) Long() []int          { return s.long }
 func (s *xlsxSource) Err() error           { return s.err }

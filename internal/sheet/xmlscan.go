@@ -651,6 +651,57 @@ func (s *xmlScanner) skipText() {
 	}
 }
 
+// skipToEnd consumes input up to and including the end tag whose local name is name, at
+// the speed of a byte search: every '<' outside a comment, CDATA section or processing
+// instruction begins a tag (neither text nor an attribute value may hold one), so the tags
+// in between are not parsed, their text not read or checked. It reports whether the end tag
+// was found; the scanner's error says why not.
+func (s *xmlScanner) skipToEnd(name string) bool {
+	s.textPending = false
+	for {
+		if s.err != nil {
+			return false
+		}
+		i := bytes.IndexByte(s.buf[s.pos:s.end], '<')
+		if i < 0 {
+			s.pos = s.end
+			if !s.fill() {
+				s.fail("unexpected end of input looking for </%s>", name)
+				return false
+			}
+			continue
+		}
+		s.pos += i
+		if !s.ensure(2) {
+			s.fail("unexpected end of input after <")
+			return false
+		}
+		switch s.buf[s.pos+1] {
+		case '/':
+			s.pos += 2
+			if s.endTag() && string(s.name) == name {
+				return true
+			}
+		case '?':
+			s.pos += 2
+			s.skipPast("?>")
+		case '!':
+			switch {
+			case s.ensure(4) && bytes.Equal(s.buf[s.pos:s.pos+4], []byte("<!--")):
+				s.pos += 4
+				s.skipPast("-->")
+			case s.ensure(9) && bytes.Equal(s.buf[s.pos:s.pos+9], []byte("<![CDATA[")):
+				s.pos += 9
+				s.skipPast("]]>")
+			default:
+				s.fail("unsupported markup declaration (<!DOCTYPE or similar)")
+			}
+		default:
+			s.pos++ // a start tag: its attributes cannot hold a '<'
+		}
+	}
+}
+
 // skipPast consumes input up to and including marker.
 func (s *xmlScanner) skipPast(marker string) {
 	m := []byte(marker)

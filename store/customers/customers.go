@@ -248,13 +248,26 @@ func Count(ctx context.Context, tx bun.Tx, q Query) (int64, error) {
 
 // Page returns up to limit customers q selects with id > after, in id order, inside
 // tx (an export's snapshot).
-func Page(ctx context.Context, tx bun.Tx, db *bun.DB, q Query, after int64, limit int) ([]Exported, error) {
+func Page(ctx context.Context, tx bun.Tx, q Query, after int64, limit int) ([]Exported, error) {
 	c := q.conditions()
 	c.And("id > " + c.Arg(after) + "::bigint")
-	var rows []Exported
-	err := pg.All(ctx, db, tx.Tx, &rows, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
-		c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), c.Args...)
-	return rows, err
+	// Scanned field by field, not through bun's model scan: a 100,000-row export spent a fifth
+	// of its CPU in the reflection.
+	res, err := tx.Tx.QueryContext(ctx, `SELECT id, code, name, phone, email, city, level, created_at, updated_at FROM customers`+
+		c.Where()+` ORDER BY id LIMIT `+c.Arg(limit), pg.Cached(c.Args)...)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	rows := make([]Exported, 0, limit)
+	for res.Next() {
+		var e Exported
+		if err := res.Scan(&e.ID, &e.Code, &e.Name, &e.Phone, &e.Email, &e.City, &e.Level, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			return nil, err
+		}
+		rows = append(rows, e)
+	}
+	return rows, res.Err()
 }
 
 // ExportPlans returns Postgres' plan for the count and the first page of a customer export
