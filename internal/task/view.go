@@ -87,7 +87,10 @@ type Live struct {
 // ErrorView is why a task failed (or why its last attempt did).
 type ErrorView struct {
 	Code    string `json:"code"`
-	Message string `json:"message"`
+	Message string `json:"message"` // in English
+	// Params are Code's catalogue params ("error.<code>", internal/msg), to render the
+	// error in the reader's language.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // ResultView describes a task's result file and summary.

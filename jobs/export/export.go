@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
@@ -74,8 +76,8 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, fmt.Errorf("count rows: %w", err)
 	}
 	if total > int64(e.cfg.MaxRows) {
-		return jobs.Result{}, jobs.BadInput("too_many_rows",
-			"the export would contain %d rows, more than the limit of %d; narrow the filter", total, e.cfg.MaxRows)
+		return jobs.Result{}, jobs.BadInputSaid("too_many_rows",
+			msg.Params{"total": strconv.FormatInt(total, 10), "limit": strconv.Itoa(e.cfg.MaxRows)})
 	}
 	if err := run.Progress(ctx, 0, total); err != nil {
 		return jobs.Result{}, err
@@ -120,7 +122,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		Counts:    &task.Counts{Total: written, Success: written},
 		Data:      ResultData{File: rel, Name: downloadName, Rows: written, Size: size, ContentType: ContentTypeXLSX},
 		ExpiresAt: &expires,
-		Message:   fmt.Sprintf("exported %d rows", written),
+		Log:       msg.New("log.exported", "rows", strconv.FormatInt(written, 10)),
 		Files:     []string{rel},
 	}, nil
 }

@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -146,7 +148,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 		return jobs.Result{}, obj.badFile(err)
 	}
 	if resumed {
-		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
+		run.Log(ctx, slog.LevelInfo, msg.New("log.resuming", "row", strconv.Itoa(cp.Row)))
 	}
 	// Data rows below the header (ins.Rows counts from row 2).
 	estimate := int64(max(ins.Rows+1-cp.HeaderRow, 0))
@@ -183,7 +185,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 			if rerr != nil && !isRowLimit(rerr) {
 				return jobs.Result{}, err
 			}
-			run.Log(ctx, slog.LevelWarn, "cancel requested after the last rows were written: the import is complete, so it ends with its own outcome (the cancel came too late)")
+			run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_too_late"))
 			return im.finish(ctx, run, rerr)
 		}
 		if err != nil {
@@ -271,10 +273,14 @@ type errRowLimit struct {
 	limit   int
 }
 
-func (e *errRowLimit) Error() string {
-	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
-		sheettype.Thousands(int64(e.lastRow)), sheettype.Thousands(int64(e.limit)))
+func (e *errRowLimit) Error() string { return msg.Render(msg.EN, "log.row_limit", e.params()) }
+
+// params are the limit's catalogue params.
+func (e *errRowLimit) params() msg.Params {
+	return msg.Params{"last_row": sheettype.Thousands(int64(e.lastRow)), "limit": sheettype.Thousands(int64(e.limit))}
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func isRowLimit(err error) bool {
 	var rl *errRowLimit
@@ -456,16 +462,18 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	status, code := task.Outcome(counts, cutShort)
 	// The rows read are the file's one row total: progress ends there, not at the sheet's
 	// last row number (blank rows are not rows).
-	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts,
-		Message: fmt.Sprintf("imported %d of %d rows; %d failed", counts.Success, counts.Total, counts.Failed)}
+	said := msg.Params{"success": itoa(counts.Success), "total": itoa(counts.Total), "failed": itoa(counts.Failed)}
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.Message{Code: "log.imported", Params: said}}
 	if code == task.CodeAllRowsRejected {
-		res.ErrorMessage = fmt.Sprintf("all %d rows were rejected; nothing was imported (the error report says why for each row)", counts.Total)
-		res.Message = res.ErrorMessage
+		res.ErrorParams = msg.Params{"total": itoa(counts.Total)}
+		res.ErrorMessage = msg.Render(msg.EN, "error."+code, res.ErrorParams)
+		res.Log.Code = "log.all_rejected"
 	}
 	if cutShort {
 		data.NotImported = rl.Error()
-		res.Message += "; " + rl.Error()
-		run.Log(ctx, slog.LevelWarn, rl.Error())
+		maps.Copy(said, rl.params())
+		res.Log.Code += "_cut"
+		run.Log(ctx, slog.LevelWarn, msg.Message{Code: "log.row_limit", Params: rl.params()})
 	}
 	if counts.Failed == 0 {
 		return res, nil

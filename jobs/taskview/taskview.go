@@ -109,7 +109,7 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 		}
 	}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
-		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
+		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage, Params: t.ErrorParams}
 	}
 	if r, ok := FilesOf(t); ok {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
