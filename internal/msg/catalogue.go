@@ -151,6 +151,8 @@ var catalogue = map[string]entry{
 	// ---- rejected rows ----------------------------------------------------------------
 	"row.at":               {"row {n}, {what}", "第 {n} 行，{what}"},
 	"row.prefix":           {"row {n}", "第 {n} 行"},
+	"row.part":             {"{field}: {what}", "{field:field}：{what}"},
+	"row.sep":              {"; ", "；"},
 	"row.required":         {"is required", "必填"},
 	"row.code":             {codeRuleEN + ", starting with a letter or digit", codeRuleZH + "，并以字母或数字开头"},
 	"row.phone":            {phoneRuleEN, phoneRuleZH},

@@ -104,6 +104,24 @@ type ResultView struct {
 	Summary     json.RawMessage `json:"summary,omitempty"`
 	// FirstErrors are an import's first rejected rows, e.g. "row 128, phone: must be …".
 	FirstErrors []string `json:"first_errors,omitempty"`
+	// FirstErrorMessages are FirstErrors as catalogue messages, in the same order, for a
+	// reader in another language.
+	FirstErrorMessages []RowMessage `json:"first_error_messages,omitempty"`
+}
+
+// RowMessage is why a row of an import was rejected: its row number (0: not one row's) and
+// a message per field at fault.
+type RowMessage struct {
+	Row   int            `json:"row,omitempty"`
+	Parts []FieldMessage `json:"parts"`
+}
+
+// FieldMessage is what was wrong with one field of a row: a catalogue message (code and
+// params, internal/msg).
+type FieldMessage struct {
+	Field  string            `json:"field,omitempty"`
+	Code   string            `json:"code"`
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Links are the actions available on a task now (API paths).

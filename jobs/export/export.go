@@ -44,6 +44,8 @@ const ContentTypeXLSX = "application/vnd.openxmlformats-officedocument.spreadshe
 
 // source is what an export reads: its columns, its size, and its rows in id order.
 type source interface {
+	// language is the file's language: its headers, sheet name and enum values.
+	language() msg.Lang
 	header() []string
 	count(ctx context.Context, tx bun.Tx) (int64, error)
 	// page returns up to limit rows with id > after, and the id of the last one.
@@ -83,7 +85,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, err
 	}
 
-	out, err := xlsxsafe.NewWriter(e.files, run.TempPrefix(), "Sheet1", src.header())
+	out, err := xlsxsafe.NewWriter(e.files, run.TempPrefix(), msg.Render(src.language(), "export.sheet", nil), src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -165,4 +167,32 @@ func timeCell(t *time.Time) any {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// headers are an export's column titles in lang (the catalogue's "export.col.<name>"; in
+// English, the column names).
+func headers(lang msg.Lang, names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = msg.Render(lang, "export.col."+n, nil)
+	}
+	return out
+}
+
+// enum is an enum value (a status, a type, a level) as a reader of lang reads it: in
+// English the value itself, which programs match; in Chinese the catalogue's word for it.
+func enum(lang msg.Lang, kind, value string) string {
+	if lang == msg.EN || !msg.Known(kind+"."+value) {
+		return value
+	}
+	return msg.Render(lang, kind+"."+value, nil)
+}
+
+// errorText is a task's error in lang: in English its stored text; in Chinese its code's
+// message.
+func errorText(lang msg.Lang, code string, params map[string]string, english string) string {
+	if lang == msg.EN || !msg.Known("error."+code) {
+		return english
+	}
+	return msg.Render(lang, "error."+code, params)
 }

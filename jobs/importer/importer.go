@@ -273,7 +273,14 @@ type errRowLimit struct {
 	limit   int
 }
 
-func (e *errRowLimit) Error() string { return msg.Render(msg.EN, "log.row_limit", e.params()) }
+func (e *errRowLimit) Error() string { return e.message().English() }
+
+// message is the limit said by the catalogue.
+func (e *errRowLimit) message() msg.Message {
+	m := msg.New("log.row_limit")
+	m.Params = e.params()
+	return m
+}
 
 // params are the limit's catalogue params.
 func (e *errRowLimit) params() msg.Params {
@@ -463,7 +470,8 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	// The rows read are the file's one row total: progress ends there, not at the sheet's
 	// last row number (blank rows are not rows).
 	said := msg.Params{"success": itoa(counts.Success), "total": itoa(counts.Total), "failed": itoa(counts.Failed)}
-	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.Message{Code: "log.imported", Params: said}}
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.New("log.imported")}
+	res.Log.Params = said
 	if code == task.CodeAllRowsRejected {
 		res.ErrorParams = msg.Params{"total": itoa(counts.Total)}
 		res.ErrorMessage = msg.Render(msg.EN, "error."+code, res.ErrorParams)
@@ -473,7 +481,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 		data.NotImported = rl.Error()
 		maps.Copy(said, rl.params())
 		res.Log.Code += "_cut"
-		run.Log(ctx, slog.LevelWarn, msg.Message{Code: "log.row_limit", Params: rl.params()})
+		run.Log(ctx, slog.LevelWarn, rl.message())
 	}
 	if counts.Failed == 0 {
 		return res, nil

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/taskcenter/taskcenter/internal/msg"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // Row messages are stored in English in task_items and first_errors ("phone: must be 11
@@ -131,19 +133,16 @@ func TranslateFields(fields string, lang Lang) string {
 	return strings.Join(parts, ",")
 }
 
-// TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
-// part no declared message matches is kept as written.
-func TranslateMessage(msg string, lang Lang) string {
-	if lang != LangZH {
-		return msg
-	}
-	var out []string
-	rest := msg
+// ParseMessage reads a stored row message ("phone: must be …; email: …") back into its
+// parts, each a field and a catalogue message; a part no row message matches is kept as
+// written (msg.Plain).
+func ParseMessage(text string) []task.FieldMessage {
+	var out []task.FieldMessage
+	rest := text
 	for rest != "" {
 		name, after, ok := strings.Cut(rest, ": ")
-		label := fieldLabel(name, lang)
-		if !ok || label == name || strings.Contains(name, " ") {
-			out = append(out, rest)
+		if !ok || strings.Contains(name, " ") || !msg.Known("field."+name) {
+			out = append(out, plainPart("", rest))
 			break
 		}
 		matched := false
@@ -156,16 +155,55 @@ func TranslateMessage(msg string, lang Lang) string {
 			for g := 1; g < len(loc)/2; g++ {
 				args = append(args, after[loc[2*g]:loc[2*g+1]])
 			}
-			out = append(out, label+"："+m.in(lang, args...))
+			out = append(out, task.FieldMessage{Field: name, Code: m.code, Params: m.params(args)})
 			rest, matched = after[loc[1]:], true
 			break
 		}
 		if !matched {
-			out = append(out, label+"："+after)
+			out = append(out, plainPart(name, after))
 			break
 		}
 	}
-	return strings.Join(out, "；")
+	return out
+}
+
+func plainPart(field, text string) task.FieldMessage {
+	m := msg.Plain(text)
+	return task.FieldMessage{Field: field, Code: m.Code, Params: m.Params}
+}
+
+// ParseRowError reads a first_errors entry ("row 128, phone: must be …") back into its row
+// and parts.
+func ParseRowError(s string) task.RowMessage {
+	if rest, ok := strings.CutPrefix(s, "row "); ok {
+		if n, m, ok := strings.Cut(rest, ", "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			row, _ := strconv.Atoi(n)
+			return task.RowMessage{Row: row, Parts: ParseMessage(m)}
+		}
+	}
+	return task.RowMessage{Parts: ParseMessage(s)}
+}
+
+// renderParts is a row message's parts in lang.
+func renderParts(parts []task.FieldMessage, lang Lang) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		what := msg.Render(lang, p.Code, p.Params)
+		if p.Field != "" {
+			what = msg.Render(lang, "row.part", msg.Params{"field": p.Field, "what": what})
+		}
+		out[i] = what
+	}
+	return strings.Join(out, msg.Render(lang, "row.sep", nil))
+}
+
+// TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
+// part no declared message matches is kept as written.
+func TranslateMessage(text string, lang Lang) string {
+	if lang != LangZH {
+		return text
+	}
+	return renderParts(ParseMessage(text), lang)
 }
 
 // TranslateRowError puts a first_errors entry ("row 128, phone: must be …") into lang.
@@ -173,10 +211,9 @@ func TranslateRowError(s string, lang Lang) string {
 	if lang != LangZH {
 		return s
 	}
-	if rest, ok := strings.CutPrefix(s, "row "); ok {
-		if n, m, ok := strings.Cut(rest, ", "); ok && strings.Trim(n, "0123456789") == "" {
-			return msg.Render(lang, "row.at", msg.Params{"n": n, "what": TranslateMessage(m, lang)})
-		}
+	r := ParseRowError(s)
+	if r.Row == 0 {
+		return renderParts(r.Parts, lang)
 	}
-	return TranslateMessage(s, lang)
+	return msg.Render(lang, "row.at", msg.Params{"n": strconv.Itoa(r.Row), "what": renderParts(r.Parts, lang)})
 }

@@ -17,6 +17,37 @@
     return s;
   }
   function has(key) { return Object.prototype.hasOwnProperty.call(T, key); }
+  // What the product says reaches the page as data, {code, params}; the words are the
+  // message catalogue's (internal/msg, in boot.i18n with the page's own). A template names
+  // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED"),
+  // or, when the catalogue has no such entry, shows the param named after the bar
+  // ({code:error|error}) or the value itself. fill returns null when a param is missing.
+  var placeholder = /\{([a-z_0-9]+)(?::([a-z_]+)(?:\|([a-z_0-9]+))?)?\}/g;
+  function fill(tmpl, params) {
+    var missing = false;
+    var out = tmpl.replace(placeholder, function (ph, name, kind, fb) {
+      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
+      var v = String(params[name]);
+      if (!kind) return v;
+      if (has(kind + '.' + v)) {
+        var inner = fill(T[kind + '.' + v], params);
+        if (inner === null) missing = true;
+        return inner;
+      }
+      if (fb && Object.prototype.hasOwnProperty.call(params, fb)) return String(params[fb]);
+      return v;
+    });
+    return missing ? null : out;
+  }
+  // say is the message code with params in the page's language; english is the server's own
+  // text, shown for a code this page does not know (a line written before codes were kept).
+  function say(code, params, english) {
+    if (code && has(code)) {
+      var s = fill(T[code], params || {});
+      if (s !== null) return s;
+    }
+    return english || '';
+  }
   function $(sel, root) { return (root || document).querySelector(sel); }
   function el(tag, attrs) {
     var e = document.createElement(tag);
@@ -102,13 +133,13 @@
   function problemText(r) {
     var p = r.data || {};
     if (r.status === 0) return t('err.network');
-    if (p.code && has('problem.' + p.code) && (zh || !p.detail)) return t('problem.' + p.code);
+    if (p.code && has('problem.' + p.code) && (zh || !p.detail)) return say('problem.' + p.code, p.params, p.detail);
     return p.detail || t('err.generic', { status: r.status });
   }
   function problemBlock(r) {
-    var box = el('div', null, el('p', { text: problemText(r) }));
     var p = r.data || {};
-    if (zh && p.detail && p.code && has('problem.' + p.code)) box.appendChild(el('p', { class: 'hint', text: p.detail }));
+    // The server's own words (English) are on hover.
+    var box = el('div', null, el('p', { text: problemText(r), title: p.detail || null }));
     if (p.errors && p.errors.length) {
       var ul = el('ul');
       p.errors.forEach(function (fe) { ul.appendChild(el('li', { text: fe.field + ': ' + fe.message })); });
@@ -152,54 +183,27 @@
   }
   function utc(iso) { return iso ? new Date(iso).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' ') : ''; }
 
-  // Row messages come from the importer in English ("row 128, phone: must be 11 digits
-  // starting with 1"). The Chinese page translates the known patterns with this table;
-  // anything it does not know is shown as written.
-  var rowRules = [
-    [/^is required$/, function () { return '必填'; }],
-    [/^must be 11 digits starting with 1$/, function () { return '必须是以 1 开头的 11 位数字'; }],
-    [/^is not a valid email address$/, function () { return '不是有效的邮箱地址'; }],
-    [/^must be 1 to 32 letters, digits, '-' or '_'(, starting with a letter or digit)?$/, function () {
-      return '必须是 1 到 32 个字母、数字、“-”或“_”，并以字母或数字开头';
-    }],
-    [/^must be 1 to 32 letters, digits, '-' or '_' \(this one has more than ([\d,]+)\)$/, function (m) {
-      return '必须是 1 到 32 个字母、数字、“-”或“_”（此处超过 ' + m[1] + ' 个字符）';
-    }],
-    [/^must be at most (\d+) characters \(this one has (more than )?([\d,]+)\)$/, function (m) {
-      return '最多 ' + m[1] + ' 个字符（此处' + (m[2] ? '超过 ' : '有 ') + m[3] + ' 个）';
-    }],
-    [/^must be normal, silver, gold, platinum or diamond/, function () {
-      return '必须是 普通、白银、黄金、铂金 或 钻石（normal、silver、gold、platinum、diamond）';
-    }],
-    [/^(.*) is a rounded number; format the column as text and enter all 11 digits$/, function (m) {
-      return m[1] + ' 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码';
-    }],
-    [/^(.+) already appears in row (\d+)$/, function (m) { return m[1] + ' 已在第 ' + m[2] + ' 行出现'; }],
-    [/^(.+) already exists$/, function (m) { return m[1] + ' 已存在'; }]
-  ];
-  function trMessage(s) {
-    for (var i = 0; i < rowRules.length; i++) {
-      var m = rowRules[i][0].exec(s);
-      if (m) return rowRules[i][1](m);
-    }
-    return s;
+  // rowText is a rejected row's message ({row, parts: [{field, code, params}]}) in the
+  // page's language.
+  function rowText(rm) {
+    var parts = (rm.parts || []).map(function (p) {
+      var what = say(p.code, p.params, '');
+      return p.field ? say('row.part', { field: p.field, what: what }, p.field + ': ' + what) : what;
+    }).join(t('row.sep'));
+    return rm.row ? say('row.at', { n: rm.row, what: parts }) : parts;
   }
-  function trRow(msg) {
-    if (!zh) return msg;
-    var prefix = '', body = msg;
-    var m = /^row (\d+), ([\s\S]*)$/.exec(msg);
-    if (m) { prefix = t('row.prefix', { n: m[1] }) + '，'; body = m[2]; }
-    return prefix + body.split('; ').map(function (part) {
-      var i = part.indexOf(': ');
-      if (i < 0) return trMessage(part);
-      var f = part.slice(0, i);
-      return (has('field.' + f) ? t('field.' + f) : f) + '：' + trMessage(part.slice(i + 2));
-    }).join('；');
+  // errorText is a task's or an attempt's error in the page's language: its code's message
+  // ("error.<code>", or the refusal of the same name for a file the import refused), else
+  // the server's words.
+  function errorText(code, params, english) {
+    if (!zh || !code) return english || code || '';
+    if (has('error.' + code)) return say('error.' + code, params, english);
+    if (has('problem.' + code)) return say('problem.' + code, params, english);
+    return english || code;
   }
   function taskError(v) {
     if (!v.error) return '';
-    if (zh && v.error.code && has('problem.' + v.error.code)) return t('problem.' + v.error.code) + '（' + v.error.message + '）';
-    return v.error.message || v.error.code;
+    return errorText(v.error.code, v.error.params, v.error.message);
   }
 
   // filterParts are an export's filter values as a person reads them: enum values and dates
@@ -763,15 +767,17 @@
       renderFacts(v);
       var err = $('#task-error');
       show(err, !!v.error);
-      setText(err, v.error ? t('detail.error') + ': ' + taskError(v) : '');
+      setText(err, v.error ? t('detail.error') + t('punct.colon') + taskError(v) : '');
+      setAttr(err, 'title', zh && v.error ? v.error.message : null);
       renderCancelledBy(v, v.status);
       renderActions(v);
       var fe = (v.result && v.result.first_errors) || [];
+      var fem = (v.result && v.result.first_error_messages) || [];
       show($('#rejected-rows-title'), fe.length > 0);
       show($('#rejected'), fe.length > 0 || breakdown.length > 0);
       fillList($('#rejected-rows'), fe.length, function (i, li) {
         li = li || el('li');
-        setText(li, trRow(fe[i]));
+        setText(li, zh && fem[i] ? rowText(fem[i]) : fe[i]);
         setAttr(li, 'title', fe[i]);
         return li;
       });
@@ -807,7 +813,8 @@
         ' · ' + t('detail.end') + ': ' + when(a.finished_at));
       if (a.error) {
         p.error = p.error || li.appendChild(el('div', { class: 'error' }));
-        setText(p.error, trRow(a.error));
+        setText(p.error, errorText(a.error_code, a.error_params, a.error));
+        setAttr(p.error, 'title', zh ? a.error : null);
       } else if (p.error) {
         drop(p.error);
         p.error = null;
@@ -887,7 +894,9 @@
             text: attempt > 0 ? t('detail.attempt') + ' ' + attempt : t('detail.log_no_attempt') }));
           list = box.appendChild(el('ol', { class: 'log' }));
         }
-        var li = el('li', { class: 'lvl-' + l.level, text: when(l.at) + ' [' + l.level + '] ' + l.message });
+        var level = has('log_level.' + l.level) ? t('log_level.' + l.level) : l.level;
+        var li = el('li', { class: 'lvl-' + l.level, 'data-code': l.code || null,
+          text: when(l.at) + ' [' + level + '] ' + (zh ? say(l.code, l.params, l.message) : l.message) });
         setAttr(li, 'title', utc(l.at));
         list.appendChild(li);
       });
