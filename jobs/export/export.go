@@ -191,8 +191,10 @@ func enum(lang msg.Lang, kind, value string) string {
 // errorText is a task's error in lang: in English its stored text; in Chinese its code's
 // message.
 func errorText(lang msg.Lang, code string, params map[string]string, english string) string {
-	if lang == msg.EN || !msg.Known("error."+code) {
-		return english
+	for _, kind := range []string{"error.", "problem."} { // a file the import refused: the refusal's words
+		if lang != msg.EN && msg.Known(kind+code) {
+			return msg.Render(lang, kind+code, params)
+		}
 	}
-	return msg.Render(lang, "error."+code, params)
+	return english
 }

@@ -1109,7 +1109,7 @@
         if (v('created_to')) f.created_to = new Date(v('created_to') + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z');
       }
       $('#export-submit').disabled = true;
-      var body = { type: type, filter: f };
+      var body = { type: type, filter: f, lang: zh ? 'zh' : 'en' }; // the file speaks the page's language
       api('POST', '/api/v1/exports', body, { 'Idempotency-Key': submitKey(nonce, body) }).then(function (r) {
         $('#export-submit').disabled = false;
         answer(box, r, function (task) { return t('export.accepted', { id: task.id }); });
