@@ -8,7 +8,8 @@
 // Templates name their params: "imported {success} of {total} rows". A param may be read
 // through the catalogue: {status:status} is the entry "status.<value>" (the value itself
 // when there is none), so enum values are put into the reader's language too;
-// {code:problem|error} is the entry "problem.<code>", or the param error when there is none.
+// {code:error,problem|error} is the entry "error.<code>", else "problem.<code>", else the
+// param error.
 package msg
 
 import (
@@ -133,7 +134,7 @@ func Codes() []string {
 }
 
 // placeholder is {name}, {name:kind} or {name:kind|fallback}.
-var placeholder = regexp.MustCompile(`\{([a-z_0-9]+)(?::([a-z_]+)(?:\|([a-z_0-9]+))?)?\}`)
+var placeholder = regexp.MustCompile(`\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}`)
 
 // Render is the template of code in lang with params filled in; a code the catalogue lacks
 // is shown as it is.
@@ -162,12 +163,14 @@ func fill(lang Lang, s string, params Params) string {
 		if g[2] == "" {
 			return v
 		}
-		if e, ok := catalogue[g[2]+"."+v]; ok {
-			t := e.en
-			if lang == ZH {
-				t = e.zh
+		for kind := range strings.SplitSeq(g[2], ",") {
+			if e, ok := catalogue[kind+"."+v]; ok {
+				t := e.en
+				if lang == ZH {
+					t = e.zh
+				}
+				return fill(lang, t, params)
 			}
-			return fill(lang, t, params)
 		}
 		if g[3] != "" {
 			if fb, ok := params[g[3]]; ok {

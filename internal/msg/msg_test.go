@@ -35,8 +35,10 @@ func TestEveryMessageIsInBothLanguages(t *testing.T) {
 		}
 		// A param read through the catalogue names a kind it holds.
 		for _, g := range placeholder.FindAllStringSubmatch(en+zh, -1) {
-			if g[2] != "" && !slices.ContainsFunc(Codes(), func(c string) bool { return strings.HasPrefix(c, g[2]+".") }) {
-				t.Errorf("%s reads {%s} as a %q, which the catalogue has none of", code, g[1], g[2])
+			for kind := range strings.SplitSeq(g[2], ",") {
+				if kind != "" && !slices.ContainsFunc(Codes(), func(c string) bool { return strings.HasPrefix(c, kind+".") }) {
+					t.Errorf("%s reads {%s} as a %q, which the catalogue has none of", code, g[1], kind)
+				}
 			}
 		}
 		// The English names every param the Chinese shows as it is (the Chinese may read one
@@ -66,6 +68,7 @@ func TestMessagesRenderInEachLanguage(t *testing.T) {
 			"failed: all 3 rows were rejected; nothing was imported (the error report says why for each row)",
 			"失败：全部 3 行均被拒绝，未导入任何数据（错误报告中有每一行的原因）"},
 		{New("log.failed", "code", "something_new", "error", "a new failure"), "failed: a new failure", "失败：a new failure"},
+		{New("log.failed", "code", "missing_header", "error", "no header row found"), "failed: no header row found", "失败：未找到表头行。"},
 		{New("problem.result_not_ready", "status", "RUNNING"), "the task is RUNNING; the result is not ready yet", "任务状态为运行中；结果尚未就绪"},
 		{New("log.cancelled_ending", "then", "exported 3 rows", "then_code", "exported", "rows", "3"),
 			"cancelled as requested; the attempt was ending: exported 3 rows", "已按请求取消；该次尝试当时正在结束：已导出 3 行"},

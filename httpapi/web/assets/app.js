@@ -19,18 +19,21 @@
   function has(key) { return Object.prototype.hasOwnProperty.call(T, key); }
   // What the product says reaches the page as data, {code, params}; the words are the
   // message catalogue's (internal/msg, in boot.i18n with the page's own). A template names
-  // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED"),
+  // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED";
+  // {name:error,problem} tries "error.<value>", then "problem.<value>"),
   // or, when the catalogue has no such entry, shows the param named after the bar
   // ({code:error|error}) or the value itself. fill returns null when a param is missing.
-  var placeholder = /\{([a-z_0-9]+)(?::([a-z_]+)(?:\|([a-z_0-9]+))?)?\}/g;
+  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}/g;
   function fill(tmpl, params) {
     var missing = false;
     var out = tmpl.replace(placeholder, function (ph, name, kind, fb) {
       if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
       var v = String(params[name]);
       if (!kind) return v;
-      if (has(kind + '.' + v)) {
-        var inner = fill(T[kind + '.' + v], params);
+      var kinds = kind.split(',');
+      for (var i = 0; i < kinds.length; i++) {
+        if (!has(kinds[i] + '.' + v)) continue;
+        var inner = fill(T[kinds[i] + '.' + v], params);
         if (inner === null) missing = true;
         return inner;
       }
@@ -41,6 +44,19 @@
   }
   // say is the message code with params in the page's language; english is the server's own
   // text, shown for a code this page does not know (a line written before codes were kept).
+  // Text from users and from the data (ids, titles, file names, owners, workers, the
+  // values a message names) is marked, so a check for words left untranslated passes over
+  // it: data-user on an element that shows only such text, data-values (a JSON list) on
+  // one that says a message with them.
+  function values(e, params, english) {
+    var v = [];
+    Object.keys(params || {}).forEach(function (k) {
+      // The server's own words stand in for a message only where the page has none.
+      if (k !== 'error' && k !== 'then' && k !== 'text') v.push(String(params[k]));
+    });
+    setAttr(e, 'data-values', v.length ? JSON.stringify(v) : null);
+    return e;
+  }
   function say(code, params, english) {
     if (code && has(code)) {
       var s = fill(T[code], params || {});
@@ -223,6 +239,12 @@
       parts.push(labelled && filterLabels[k] ? t(filterLabels[k]) + ': ' + val : String(val));
     });
     return parts;
+  }
+  // titleParams are the user data a task's title shows: its file name and filter values.
+  function titleParams(v) {
+    var p = v.params || {}, out = { filename: p.filename || '' };
+    Object.keys(p.filter || {}).forEach(function (k) { out[k] = [].concat(p.filter[k]).join(', '); });
+    return out;
   }
   function title(v) {
     var p = v.params || {};
@@ -407,7 +429,7 @@
     function row(v) {
       var r = { view: null };
       r.pick = el('input', { type: 'checkbox', class: 'pick', onchange: function () { pick(v.id, r.pick.checked); } });
-      r.link = el('a', { class: 'title' });
+      r.link = el('a', { class: 'title', 'data-user': '' });
       r.type = document.createTextNode('');
       r.chip = chip(v);
       r.wait = el('span', { class: 'sub wait' });
@@ -416,8 +438,8 @@
       r.age = el('td', { 'data-label': t('col.age'), class: 'age' });
       r.duration = el('td', { 'data-label': t('col.duration'), class: 'duration' });
       r.tr = el('tr', { 'data-id': v.id }, el('td', { class: 'w-pick' }, r.pick),
-        el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', text: v.id }))));
-      if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner') }));
+        el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', 'data-user': '', text: v.id }))));
+      if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner'), 'data-user': '' }));
       r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip, r.wait));
       r.tr.appendChild(el('td', { 'data-label': t('col.progress') }, r.bar));
       r.tr.appendChild(el('td', { 'data-label': t('col.counts') }, r.counts));
@@ -437,6 +459,7 @@
       setAttr(r.link, 'href', '/tasks/' + encodeURIComponent(v.id));
       setText(r.link, title(v));
       setAttr(r.pick, 'aria-label', t('bulk.select', { title: title(v) }));
+      values(r.pick, titleParams(v));
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
@@ -717,6 +740,7 @@
       box.hidden = true;
       ['#rejected', '#attempts', '#logs'].forEach(function (s) { $(s).hidden = true; });
       msg.textContent = t('detail.not_found');
+      values(msg, { id: id || '' }); // the id asked for, in the window's title
       msg.className = 'msg error';
       msg.setAttribute('data-state', 'not-found');
     }
@@ -746,6 +770,9 @@
         if (!pair) pair = facts[key] = { dt: el('dt'), dd: key === 'counts' ? el('dd', null, counts(v)) : el('dd') };
         setText(pair.dt, f[1]);
         if (key === 'counts') counts(v, pair.dd.firstChild); else setText(pair.dd, value);
+        if (key === 'owner' || key === 'file') setAttr(pair.dd, 'data-user', '');
+        if (key === 'filter') values(pair.dd, (v.params || {}).filter);
+        if (key === 'result') values(pair.dd, { name: (v.result || {}).name || '' });
         if (f[3]) setAttr(pair.dd, 'title', f[3]); // a moment's UTC form, on hover
         place(dl, pair.dt, prev);
         prev = place(dl, pair.dd, pair.dt);
@@ -768,6 +795,7 @@
       var err = $('#task-error');
       show(err, !!v.error);
       setText(err, v.error ? t('detail.error') + t('punct.colon') + taskError(v) : '');
+      values(err, v.error && v.error.params);
       setAttr(err, 'title', zh && v.error ? v.error.message : null);
       renderCancelledBy(v, v.status);
       renderActions(v);
@@ -778,6 +806,9 @@
       fillList($('#rejected-rows'), fe.length, function (i, li) {
         li = li || el('li');
         setText(li, zh && fem[i] ? rowText(fem[i]) : fe[i]);
+        var vals = {};
+        (fem[i] ? fem[i].parts : []).forEach(function (p, j) { Object.keys(p.params || {}).forEach(function (k) { vals[j + k] = p.params[k]; }); });
+        values(li, vals);
         setAttr(li, 'title', fe[i]);
         return li;
       });
@@ -788,6 +819,7 @@
       if (!('cancelled_by' in v) && v.cancel_requested) return; // live updates carry no audit: keep what the detail said
       var by = $('#task-cancelled-by'), c = v.cancelled_by;
       show(by, !!c);
+      values(by, { who: c ? c.actor : '' });
       setText(by, c ? t(status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
         .replace('{who}', c.actor).replace('{at}', when(c.at)) : '');
     }
@@ -809,11 +841,13 @@
       setText(p.trigger, has('trigger.' + a.trigger) ? t('trigger.' + a.trigger) : a.trigger);
       setClass(p.chip, 'chip ' + a.status);
       setText(p.chip, statusName(a.status));
+      values(p.hint, { worker: a.worker || '' });
       setText(p.hint, t('detail.worker') + ': ' + (a.worker || '—') + ' · ' + t('detail.start') + ': ' + when(a.started_at) +
         ' · ' + t('detail.end') + ': ' + when(a.finished_at));
       if (a.error) {
         p.error = p.error || li.appendChild(el('div', { class: 'error' }));
         setText(p.error, errorText(a.error_code, a.error_params, a.error));
+        values(p.error, a.error_params);
         setAttr(p.error, 'title', zh ? a.error : null);
       } else if (p.error) {
         drop(p.error);
@@ -897,6 +931,7 @@
         var level = has('log_level.' + l.level) ? t('log_level.' + l.level) : l.level;
         var li = el('li', { class: 'lvl-' + l.level, 'data-code': l.code || null,
           text: when(l.at) + ' [' + level + '] ' + (zh ? say(l.code, l.params, l.message) : l.message) });
+        values(li, l.params);
         setAttr(li, 'title', utc(l.at));
         list.appendChild(li);
       });
