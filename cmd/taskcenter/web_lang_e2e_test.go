@@ -125,6 +125,11 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	signedIn := []page{
 		{name: "list", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`},
 		{name: "list, nothing matches", path: "/?q=nothing-has-this-name", ready: `!!document.querySelector("#empty-reset")`},
+		{name: "list, retry refused", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`,
+			act: func() {
+				b.click("tick the finished export", `#tasks tr[data-id="`+done.ID+`"] .pick`)
+				b.click("retry it", "#retry-selected")
+			}, after: `document.querySelector("#bulk-results li[data-outcome=not_allowed]") !== null`},
 		detail("PENDING", pending.ID, "PENDING"),
 		detail("CANCELLED", cancelled.ID, "CANCELLED"),
 		detail("TIMEOUT", timedOut.ID, "TIMEOUT"),

@@ -513,7 +513,7 @@
         if (action === 'retry' && v.error && v.error.code === 'all_rows_rejected') return t('bulk.all_rows_rejected');
         return t('bulk.status_refuses', { status: statusName(v.status) });
       }
-      return has('problem.' + res.code) ? t('problem.' + res.code) : res.message || res.code;
+      return say('problem.' + res.code, res.params, res.message || res.code);
     }
     function showAnswer(action, results) {
       var done = results.filter(function (res) { return res.outcome === 'done'; }).length;
