@@ -15,7 +15,8 @@ import (
 // digits starting with 1"): the error report, the database and API clients read that text.
 // Their words live in the product's message catalogue (internal/msg, codes "row.*"): the
 // validator writes the English from a code and its params, and a stored text is read back
-// into code and params by the same templates (Parse), so rows stored before any code was
+// into code and params by the same templates (ParseMessage, ParseRowError), so rows stored
+// before any code was
 // kept still read in every language, and a text no template matches is shown as it is.
 
 // Lang is a language reports and row messages are written in.
