@@ -82,3 +82,33 @@ func TestTheAPISendsMessagesAsCodeAndParams(t *testing.T) {
 		t.Fatalf("no cancelled-by line with its code among %+v", logs.Items)
 	}
 }
+
+// The catalogue is served in the language asked for (?lang=, else Accept-Language), so a
+// client says the API's {code, params} in its reader's language.
+func TestTheMessageCatalogueIsServedPerLanguage(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	for _, tc := range []struct {
+		query, acceptLanguage, lang, imported string
+	}{
+		{"?lang=zh", "", "zh", "已导入 {total} 行中的 {success} 行；{failed} 行失败"},
+		{"", "zh-CN,zh;q=0.9,en;q=0.8", "zh", "已导入 {total} 行中的 {success} 行；{failed} 行失败"},
+		{"", "", "en", "imported {success} of {total} rows; {failed} failed"},
+		{"?lang=en", "zh-CN", "en", "imported {success} of {total} rows; {failed} failed"},
+	} {
+		var headers []string
+		if tc.acceptLanguage != "" {
+			headers = []string{"Accept-Language", tc.acceptLanguage}
+		}
+		rec := e.call("GET", "/api/v1/messages"+tc.query, aliceToken, nil, headers...)
+		var v MessagesView
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &v) != nil {
+			t.Fatalf("messages%s: %d %s", tc.query, rec.Code, rec.Body)
+		}
+		if v.Lang != tc.lang || v.Messages["log.imported"] != tc.imported || len(v.Messages) != len(msg.Codes()) ||
+			rec.Header().Get("Content-Language") != tc.lang {
+			t.Fatalf("messages%s (Accept-Language %q): lang %q, log.imported %q, %d messages", tc.query, tc.acceptLanguage,
+				v.Lang, v.Messages["log.imported"], len(v.Messages))
+		}
+	}
+}

@@ -56,7 +56,7 @@ type LogView struct {
 	Attempt int       `json:"attempt"`
 	Level   string    `json:"level"`
 	Message string    `json:"message"` // in English
-	// Code and Params are the line as a catalogue message (internal/msg), to render
+	// Code and Params are the line as a catalogue message (GET /api/v1/messages), to render
 	// in the reader's language; absent on lines written before they were kept.
 	Code   string     `json:"code,omitempty"`
 	Params msg.Params `json:"params,omitempty"`
