@@ -68,13 +68,15 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 // Problem is an error the API answered (RFC 9457 problem details). Code is stable and meant
 // for programs; Detail is written for people.
 type Problem struct {
-	Type      string       `json:"type"`
-	Title     string       `json:"title"`
-	Status    int          `json:"status"`
-	Code      string       `json:"code"`
-	Detail    string       `json:"detail"`
-	RequestID string       `json:"request_id"`
-	Errors    []FieldError `json:"errors"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+	// Params are the values the detail names (the message "problem.<code>").
+	Params    map[string]string `json:"params,omitempty"`
+	RequestID string            `json:"request_id"`
+	Errors    []FieldError      `json:"errors"`
 	// Details are structured facts to act on: for an import whose header cannot be used, the
 	// file's headers, the unknown ones and the fields missing (see ResubmitImport's Columns).
 	Details json.RawMessage `json:"details,omitempty"`

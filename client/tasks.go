@@ -84,13 +84,17 @@ type (
 
 // Attempt is one execution attempt.
 type Attempt struct {
-	Attempt    int        `json:"attempt"`
-	Trigger    string     `json:"trigger"`
-	Worker     string     `json:"worker"`
-	Status     string     `json:"status"`
-	Error      string     `json:"error"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	Attempt int    `json:"attempt"`
+	Trigger string `json:"trigger"`
+	Worker  string `json:"worker"`
+	Status  string `json:"status"`
+	Error   string `json:"error"` // in English
+	// ErrorCode and ErrorParams are Error as the message "error.<code>" of the product's
+	// catalogue, to say it in another language.
+	ErrorCode   string            `json:"error_code,omitempty"`
+	ErrorParams map[string]string `json:"error_params,omitempty"`
+	StartedAt   time.Time         `json:"started_at"`
+	FinishedAt  *time.Time        `json:"finished_at"`
 }
 
 // LogLine is one line of a task's log.
@@ -98,7 +102,11 @@ type LogLine struct {
 	At      time.Time `json:"at"`
 	Attempt int       `json:"attempt"`
 	Level   string    `json:"level"`
-	Message string    `json:"message"`
+	Message string    `json:"message"` // in English
+	// Code and Params are the line as a message of the product's catalogue, to say it in
+	// another language; empty on lines written before codes were kept.
+	Code   string            `json:"code,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Submitted is the answer to a submit.

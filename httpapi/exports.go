@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -25,6 +27,8 @@ type exportRequest struct {
 	// NotifyURL is told when the task ends (a signed webhook); NotifySecret signs it.
 	NotifyURL    string `json:"notify_url"`
 	NotifySecret string `json:"notify_secret"`
+	// Lang is the file's language ("zh" or "en"); default the request's Accept-Language.
+	Lang string `json:"lang"`
 }
 
 // SubmitView is a submit's answer: the task, and whether it already existed.
@@ -68,7 +72,8 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity
 	if len(filter) == 0 || string(filter) == "null" {
 		filter = json.RawMessage(`{}`)
 	}
-	params, err := json.Marshal(map[string]json.RawMessage{"filter": filter})
+	lang := msg.ParseLang(cmp.Or(req.Lang, r.Header.Get("Accept-Language")))
+	params, err := json.Marshal(map[string]any{"filter": filter, "lang": lang})
 	if err != nil {
 		return err
 	}

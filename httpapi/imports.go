@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -227,9 +228,9 @@ func (s *Server) downloadErrorReport(w http.ResponseWriter, r *http.Request, p i
 		}
 		return s.serveFile(w, r, res.ErrorReport, res.ErrorReportName, xlsxType)
 	case !t.Status.Terminal():
-		return problem.New(http.StatusConflict, "report_not_ready", fmt.Sprintf("the task is %s; the error report is written when it ends", t.Status))
+		return problem.Say(http.StatusConflict, "report_not_ready", msg.Params{"status": string(t.Status)})
 	default:
-		return problem.New(http.StatusNotFound, "no_error_report", "this task has no error report: no row was rejected")
+		return problem.Say(http.StatusNotFound, "no_error_report", nil)
 	}
 }
 

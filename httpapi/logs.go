@@ -174,7 +174,7 @@ func decodeLogCursor(s string) (int64, bool) {
 }
 
 func logView(l store.LogEntry) LogView {
-	return LogView{At: l.CreatedAt.UTC(), Attempt: l.Attempt, Level: l.Level, Message: l.Message}
+	return LogView{At: l.CreatedAt.UTC(), Attempt: l.Attempt, Level: l.Level, Message: l.Message, Code: l.Code, Params: l.Params}
 }
 
 // oneLine keeps a log line on one line of the text download.

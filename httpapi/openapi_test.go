@@ -70,7 +70,7 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	}
 	// The argument of each constructor that is the code (when a literal): the API's own, and
 	// the file problems of an upload (which answer as problems with their code).
-	constructors := map[string]int{"problem.New": 1, "problem.BadRequest": 0, "problem.Invalid": 0, "decodeProblem": 0,
+	constructors := map[string]int{"problem.New": 1, "problem.Say": 1, "problem.BadRequest": 0, "problem.Invalid": 0, "decodeProblem": 0,
 		"problem": 1} // the importer's own file problems
 	used := problemCodes(t, constructors, "*.go", "*/*.go", "../jobs/importer/*.go")
 	// The spreadsheet readers' codes (internal/sheet/sheettype's Code constants), which an upload's

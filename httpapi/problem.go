@@ -8,6 +8,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
@@ -46,11 +47,13 @@ func toProblem(err error) *problem.Problem {
 		return problem.New(http.StatusConflict, "too_many_schedules",
 			"you keep as many schedules as one owner may; delete one you no longer need first")
 	case errors.Is(err, schedules.ErrNotFound):
-		return problem.New(http.StatusNotFound, "schedule_not_found", "no schedule with this id is visible to you")
+		return problem.Say(http.StatusNotFound, "schedule_not_found", nil)
 	case errors.Is(err, store.ErrNotFound):
 		return problem.New(http.StatusNotFound, "task_not_found", "no task with this id is visible to you")
 	case errors.As(err, &conflict):
-		return problem.New(http.StatusConflict, "status_conflict", conflict.Error())
+		p := problem.New(http.StatusConflict, "status_conflict", conflict.Error())
+		p.Params = msg.Params{"op": conflict.Op, "status": string(conflict.Status)}
+		return p
 	case errors.As(err, &bad):
 		return problem.New(http.StatusUnprocessableEntity, bad.Code, bad.Message)
 	case errors.As(err, &busy):
@@ -92,15 +95,15 @@ func toProblem(err error) *problem.Problem {
 		p.WithRetryAfter(5)
 		return p
 	case pg.IsTimeout(err):
-		p := problem.New(http.StatusServiceUnavailable, "database_timeout", "the task database did not answer in time; try again shortly")
+		p := problem.Say(http.StatusServiceUnavailable, "database_timeout", nil)
 		p.WithRetryAfter(2)
 		return p
 	case pg.IsUnavailable(err):
-		p := problem.New(http.StatusServiceUnavailable, "database_unavailable", "the task database cannot be reached; try again shortly")
+		p := problem.Say(http.StatusServiceUnavailable, "database_unavailable", nil)
 		p.WithRetryAfter(5)
 		return p
 	default:
-		return problem.New(http.StatusInternalServerError, "internal", "an internal error occurred; quote the request id when reporting it")
+		return problem.Say(http.StatusInternalServerError, "internal", nil)
 	}
 }
 

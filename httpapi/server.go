@@ -216,6 +216,7 @@ func apiRoutes() []route {
 		{"GET /api/v1/tasks", routeOf(taskRoutes.listTasks), false},
 		{"POST /api/v1/tasks", (*Server).submitTask, false},
 		{"GET /api/v1/types", routeOf(typeRoutes.listTypes), false},
+		{"GET /api/v1/messages", (*Server).listMessages, false},
 		{"POST /api/v1/tasks:batch", (*Server).submitBatch, false},
 		{"POST /api/v1/schedules", routeOf(scheduleRoutes.createSchedule), false},
 		{"GET /api/v1/schedules", routeOf(scheduleRoutes.listSchedules), false},

@@ -17,6 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
@@ -203,7 +204,7 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 		CancelledBy: s.cancelledBy(ctx, t)}
 	for i, r := range runs {
 		v.Attempts[i] = AttemptView{Attempt: r.Attempt, Trigger: r.Trigger, Worker: r.Worker, Status: r.Status,
-			Error: r.Error, StartedAt: r.StartedAt.UTC(), FinishedAt: taskview.UTC(r.FinishedAt)}
+			Error: r.Error, ErrorCode: r.ErrorCode, ErrorParams: r.ErrorParams, StartedAt: r.StartedAt.UTC(), FinishedAt: taskview.UTC(r.FinishedAt)}
 	}
 	for i, l := range logs {
 		v.Logs[i] = logView(l)
@@ -384,9 +385,9 @@ func (s taskRoutes) downloadResult(w http.ResponseWriter, r *http.Request, p ide
 	}
 	if res.File == "" {
 		if t.Status.Terminal() {
-			return problem.New(http.StatusConflict, "no_result", fmt.Sprintf("the task ended %s without a result file", t.Status))
+			return problem.Say(http.StatusConflict, "no_result", msg.Params{"status": string(t.Status)})
 		}
-		return problem.New(http.StatusConflict, "result_not_ready", fmt.Sprintf("the task is %s; the result is not ready yet", t.Status))
+		return problem.Say(http.StatusConflict, "result_not_ready", msg.Params{"status": string(t.Status)})
 	}
 	return s.serveFile(w, r, res.File, res.Name, res.ContentType)
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/taskcenter/taskcenter/internal/msg"
+
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/task"
@@ -35,13 +37,17 @@ type DetailView struct {
 
 // AttemptView is one execution attempt.
 type AttemptView struct {
-	Attempt    int        `json:"attempt"`
-	Trigger    string     `json:"trigger"`
-	Worker     string     `json:"worker"`
-	Status     string     `json:"status"`
-	Error      string     `json:"error,omitempty"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	Attempt int    `json:"attempt"`
+	Trigger string `json:"trigger"`
+	Worker  string `json:"worker"`
+	Status  string `json:"status"`
+	Error   string `json:"error,omitempty"`
+	// ErrorCode and ErrorParams are Error as a catalogue message ("error.<code>"), for a
+	// reader in another language; absent on attempts recorded before they were kept.
+	ErrorCode   string     `json:"error_code,omitempty"`
+	ErrorParams msg.Params `json:"error_params,omitempty"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
 }
 
 // LogView is one line of the task log.
@@ -49,5 +55,9 @@ type LogView struct {
 	At      time.Time `json:"at"`
 	Attempt int       `json:"attempt"`
 	Level   string    `json:"level"`
-	Message string    `json:"message"`
+	Message string    `json:"message"` // in English
+	// Code and Params are the line as a catalogue message (GET /api/v1/messages), to render
+	// in the reader's language; absent on lines written before they were kept.
+	Code   string     `json:"code,omitempty"`
+	Params msg.Params `json:"params,omitempty"`
 }

@@ -196,7 +196,7 @@ func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*web
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
 	if errors.Is(err, webhooks.ErrSubscriptionNotFound) {
-		return nil, problem.New(http.StatusNotFound, "webhook_not_found", "no webhook with this id is visible to you")
+		return nil, problem.Say(http.StatusNotFound, "webhook_not_found", nil)
 	}
 	return sub, err
 }
@@ -315,7 +315,7 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p ident
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
 	if errors.Is(err, webhooks.ErrDeliveryNotFound) {
-		return problem.New(http.StatusNotFound, "delivery_not_found", "this webhook has no delivery with this id")
+		return problem.Say(http.StatusNotFound, "delivery_not_found", nil)
 	}
 	if err != nil {
 		return err

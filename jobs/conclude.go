@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -60,7 +61,7 @@ func (rt *Runtime) conclude(ctx context.Context, run *Run, policy TypePolicy, re
 		// done (no retry, no archived job, no "Retry exhausted" warning: nothing for an operator).
 		rt.endWith(ctx, run, "could not record failure", []store.Status{store.StatusFailed, store.StatusCancelled},
 			func(ctx context.Context) (*store.Task, error) {
-				return rt.store.EndFailed(ctx, run.Lease, bad.Code, bad.Message)
+				return rt.store.EndFailedWith(ctx, run.Lease, bad.Code, bad.Params, bad.Message)
 			})
 		return nil
 	}
@@ -87,10 +88,10 @@ func (rt *Runtime) endFinished(ctx context.Context, run *Run, res Result, data j
 	l := run.Lease
 	status := cmpStatus(res.Status, store.StatusSuccess)
 	if run.cancelRequested.Load() {
-		run.Log(ctx, slog.LevelInfo, "the cancel came after the work was done; the task ends by its outcome")
+		run.Log(ctx, slog.LevelInfo, msg.New("log.cancel_after_work"))
 	}
 	outcome := store.Outcome{Status: status, ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage, Counts: res.Counts,
-		Result: data, ResultExpiresAt: res.ExpiresAt, Message: res.Message}
+		ErrorParams: res.ErrorParams, Result: data, ResultExpiresAt: res.ExpiresAt, Log: res.Log}
 	ending := store.FinishedEnding(l, outcome)
 	task, err := rt.persist(ctx, l, []store.Status{status}, func(ctx context.Context) (*store.Task, error) {
 		if rt.complete != nil {
@@ -110,9 +111,9 @@ func (rt *Runtime) endFinished(ctx context.Context, run *Run, res Result, data j
 // endInterrupted hands the task back without spending a retry (shutdown, or asynq withdrew
 // the job: the lease was lost while Redis was unreachable); the next attempt resumes.
 func (rt *Runtime) endInterrupted(ctx context.Context, run *Run, draining bool) error {
-	reason := "worker shutting down"
+	reason := "interrupt.draining"
 	if !draining {
-		reason = "worker lost its queue lease"
+		reason = "interrupt.lease_lost"
 	}
 	task, err := rt.persist(ctx, run.Lease, []store.Status{store.StatusRetryWait, store.StatusCancelled}, func(ctx context.Context) (*store.Task, error) {
 		return rt.store.EndInterrupted(ctx, run.Lease, reason)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 // BadInputError marks a failure the task's input causes: retrying cannot help, so the task
@@ -19,11 +21,20 @@ import (
 type BadInputError struct {
 	// Code is a stable machine-readable reason, e.g. "missing_columns".
 	Code string
-	// Message is written for the person who submitted the task.
+	// Message is written for the person who submitted the task, in English.
 	Message string
+	// Params are Code's catalogue params (internal/msg "error.<code>"), so the message reads
+	// in the submitter's language too.
+	Params msg.Params
 }
 
 func (e *BadInputError) Error() string { return e.Message }
+
+// BadInputSaid returns a BadInputError said by the catalogue: "error.<code>" with params,
+// its English text the message.
+func BadInputSaid(code string, params msg.Params) error {
+	return &BadInputError{Code: code, Params: params, Message: msg.Render(msg.EN, "error."+code, params)}
+}
 
 // BadInput returns a BadInputError.
 func BadInput(code, format string, args ...any) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
@@ -164,9 +165,9 @@ func (r *Run) CommitBatch(ctx context.Context, write func(ctx context.Context, t
 // Log appends a line to the task's narrative (shown in its detail view) and to the process
 // log. The line is fenced like every write of the attempt: a superseded attempt's line only
 // reaches the process log.
-func (r *Run) Log(ctx context.Context, level slog.Level, msg string) {
-	r.Logger.Log(ctx, level, msg)
-	if err := r.rt.store.AppendLog(ctx, r.Lease, levelName(level), msg); err != nil {
+func (r *Run) Log(ctx context.Context, level slog.Level, m msg.Message) {
+	r.Logger.Log(ctx, level, m.English())
+	if err := r.rt.store.AppendLog(ctx, r.Lease, levelName(level), m); err != nil {
 		r.Logger.Debug("task log line not written", "err", err)
 	}
 }

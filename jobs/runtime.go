@@ -19,6 +19,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
@@ -49,8 +50,10 @@ type Result struct {
 	Data any
 	// ExpiresAt is when the result file stops being downloadable; nil for never.
 	ExpiresAt *time.Time
-	// Message goes to the task log.
-	Message string
+	// ErrorParams are ErrorCode's catalogue params (internal/msg "error.<code>").
+	ErrorParams msg.Params
+	// Log is the task log line that says how the work went ("log.imported", …).
+	Log msg.Message
 	// Files are the storage keys of the files this result owns. If the result cannot be recorded (the
 	// attempt was superseded), they are removed.
 	Files []string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/internal/columntest"
 )
@@ -126,10 +127,10 @@ func TestAppendLogIsFenced(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	task, old, live := f.takenOver()
-	if err := f.S.AppendLog(ctx, old, "info", "zombie was here"); !errors.Is(err, store.ErrFenced) {
+	if err := f.S.AppendLog(ctx, old, "info", msg.Plain("zombie was here")); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("zombie log: %v", err)
 	}
-	if err := f.S.AppendLog(ctx, live, "info", "live attempt"); err != nil {
+	if err := f.S.AppendLog(ctx, live, "info", msg.Plain("live attempt")); err != nil {
 		t.Fatal(err)
 	}
 	logs, _ := f.S.RecentLogs(ctx, task.ID, 50)
@@ -267,7 +268,7 @@ func TestOldCodeWorksAfterAMigrationAddsColumns(t *testing.T) {
 	if _, err := f.S.Progress(ctx, l, 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.S.AppendLog(ctx, l, "info", "still here"); err != nil {
+	if err := f.S.AppendLog(ctx, l, "info", msg.Plain("still here")); err != nil {
 		t.Fatal(err)
 	}
 	done, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess, Result: []byte(`{"rows":2}`)})

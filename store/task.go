@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
@@ -57,6 +58,7 @@ type Task struct {
 	CancelRequested bool            `bun:"cancel_requested"`
 	ErrorCode       string          `bun:"error_code,nullzero"`
 	ErrorMessage    string          `bun:"error_message,nullzero"`
+	ErrorParams     msg.Params      `bun:"error_params,type:jsonb,nullzero"` // error_code's catalogue params
 	Result          json.RawMessage `bun:"result,type:jsonb,nullzero"`
 	ResultExpiresAt *time.Time      `bun:"result_expires_at"`
 	TimeoutSeconds  int             `bun:"timeout_seconds"`
@@ -77,27 +79,35 @@ type Task struct {
 type Run struct {
 	bun.BaseModel `bun:"table:task_runs"`
 
-	ID         int64      `bun:"id,pk,autoincrement"`
-	TaskID     int64      `bun:"task_id"`
-	Attempt    int        `bun:"attempt"`
-	Trigger    string     `bun:"trigger"`
-	Worker     string     `bun:"worker"`
-	Status     string     `bun:"status"`
-	Error      string     `bun:"error,nullzero"`
-	StartedAt  time.Time  `bun:"started_at"`
-	FinishedAt *time.Time `bun:"finished_at"`
+	ID      int64  `bun:"id,pk,autoincrement"`
+	TaskID  int64  `bun:"task_id"`
+	Attempt int    `bun:"attempt"`
+	Trigger string `bun:"trigger"`
+	Worker  string `bun:"worker"`
+	Status  string `bun:"status"`
+	Error   string `bun:"error,nullzero"`
+	// ErrorCode and ErrorParams are Error as a catalogue message ("error.<code>"); empty on
+	// runs written before they existed.
+	ErrorCode   string     `bun:"error_code,nullzero"`
+	ErrorParams msg.Params `bun:"error_params,type:jsonb,nullzero"`
+	StartedAt   time.Time  `bun:"started_at"`
+	FinishedAt  *time.Time `bun:"finished_at"`
 }
 
 // LogEntry is one line of a task's narrative.
 type LogEntry struct {
 	bun.BaseModel `bun:"table:task_logs"`
 
-	ID        int64     `bun:"id,pk,autoincrement"`
-	TaskID    int64     `bun:"task_id"`
-	Attempt   int       `bun:"attempt"`
-	Level     string    `bun:"level"`
-	Message   string    `bun:"message"`
-	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:now()"`
+	ID      int64  `bun:"id,pk,autoincrement"`
+	TaskID  int64  `bun:"task_id"`
+	Attempt int    `bun:"attempt"`
+	Level   string `bun:"level"`
+	Message string `bun:"message"` // in English
+	// Code and Params are the line as a catalogue message (internal/msg); empty on lines
+	// written before they existed, which have only Message.
+	Code      string     `bun:"code,nullzero"`
+	Params    msg.Params `bun:"params,type:jsonb,nullzero"`
+	CreatedAt time.Time  `bun:"created_at,nullzero,notnull,default:now()"`
 }
 
 // Event is one committed status change of a task, from the transactional outbox.

@@ -187,6 +187,7 @@ var sqlClaim = `
 			    error_code = CASE WHEN decision.d = 'cancel' THEN NULL ELSE '` + task.CodeRetriesExhausted + `' END,
 			    error_message = CASE WHEN decision.d = 'cancel' THEN NULL
 			        ELSE 'the worker running this task stopped responding ' || (t.retry_count + 1) || ' times; giving up' END,
+			    error_params = CASE WHEN decision.d = 'cancel' THEN NULL ELSE jsonb_build_object('times', (t.retry_count + 1)::text) END,
 			    alert_due_at = CASE WHEN decision.d = 'give_up' THEN now() ELSE t.alert_due_at END,
 			    finished_at = now(), next_retry_at = NULL, updated_at = now()
 			FROM decision
@@ -195,7 +196,8 @@ var sqlClaim = `
 		), superseded AS (
 			UPDATE task_runs r SET status = CASE WHEN e.id IS NULL THEN 'SUPERSEDED' ELSE e.status END, finished_at = now(),
 			       error = 'no heartbeat for ' || $3::float8 || 's; ' || CASE WHEN e.id IS NULL THEN 'taken over by ' || $2
-			               WHEN e.status = 'CANCELLED' THEN 'cancelled as requested' ELSE 'retries used up' END
+			               WHEN e.status = 'CANCELLED' THEN 'cancelled as requested' ELSE 'retries used up' END,
+			       error_code = CASE WHEN e.id IS NULL THEN 'superseded' WHEN e.status = 'CANCELLED' THEN NULL ELSE 'retries_exhausted' END
 			FROM (SELECT id, attempt - 1 AS attempt FROM claimed WHERE prev_status = 'RUNNING'
 			      UNION ALL SELECT id, attempt FROM ended) dead
 			LEFT JOIN ended e ON e.id = dead.id
@@ -205,14 +207,18 @@ var sqlClaim = `
 			SELECT id, attempt, trigger, worker, 'RUNNING' FROM claimed
 		), lg AS (
 			-- The run row records every attempt; the narrative only notes the unusual ones.
-			INSERT INTO task_logs (task_id, attempt, level, message)
+			INSERT INTO task_logs (task_id, attempt, level, message, code, params)
 			SELECT id, attempt, CASE WHEN prev_status = 'RUNNING' THEN 'warn' ELSE 'info' END,
-			       'attempt ' || attempt || ' started on ' || worker || ' (' || trigger || ')'
+			       'attempt ' || attempt || ' started on ' || worker || ' (' || trigger || ')', 'log.attempt_started',
+			       jsonb_build_object('attempt', attempt::text, 'worker', worker, 'trigger', trigger)
 			FROM claimed WHERE attempt > 1
 			UNION ALL
 			SELECT id, attempt, CASE WHEN status = 'CANCELLED' THEN 'info' ELSE 'error' END,
 			       CASE WHEN status = 'CANCELLED' THEN 'cancelled as requested; its worker had stopped responding'
-			            ELSE 'failed: ' || error_message END
+			            ELSE 'failed: ' || error_message END,
+			       CASE WHEN status = 'CANCELLED' THEN 'log.cancelled_unresponsive' ELSE 'log.failed' END,
+			       CASE WHEN status = 'CANCELLED' THEN NULL
+			            ELSE COALESCE(error_params, '{}') || jsonb_build_object('code', error_code, 'error', error_message) END
 			FROM ended
 		), ev AS (
 			` + insertEvents(eventName, `$2`, `(SELECT * FROM claimed UNION ALL SELECT * FROM ended) c`) + `

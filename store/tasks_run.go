@@ -9,6 +9,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -102,11 +103,12 @@ func (s *Attempts) CommitBatch(ctx context.Context, l Lease, write func(ctx cont
 // AppendLog adds a line to a task's narrative on behalf of a running attempt. It is fenced
 // like every other write of the attempt: a superseded attempt's line is not written, and
 // ErrFenced says so.
-func (s *Attempts) AppendLog(ctx context.Context, l Lease, level, message string) error {
+// The line is stored as its catalogue message and its English text.
+func (s *Attempts) AppendLog(ctx context.Context, l Lease, level string, m msg.Message) error {
 	n, err := pg.Exec(ctx, s.db.DB, `
-		INSERT INTO task_logs (task_id, attempt, level, message)
-		SELECT id, attempt, $3, $4 FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
-		l.TaskID, l.Attempt, level, message)
+		INSERT INTO task_logs (task_id, attempt, level, message, code, params)
+		SELECT id, attempt, $3, $4, $5, NULLIF($6, '')::jsonb FROM tasks WHERE id = $1 AND attempt = $2 AND status = 'RUNNING'`,
+		l.TaskID, l.Attempt, level, m.English(), m.Code, paramsJSON(m.Params))
 	if err != nil {
 		return fmt.Errorf("append log to %s: %w", l, err)
 	}

@@ -48,8 +48,10 @@ func (s *Tasks) CancelBy(ctx context.Context, taskNo string, scope Scope, who st
 			FROM old WHERE t.id = old.id AND old.status IN ('PENDING', 'RETRY_WAIT', 'RUNNING')
 			RETURNING t.*, old.status AS prev_status
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message)
-			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4
+			INSERT INTO task_logs (task_id, attempt, level, message, code, params)
+			SELECT id, attempt, 'info', CASE WHEN prev_status = 'RUNNING' THEN 'cancel requested by ' ELSE 'cancelled by ' END || $4,
+			       CASE WHEN prev_status = 'RUNNING' THEN 'log.cancel_requested_by' ELSE 'log.cancelled_by' END,
+			       jsonb_build_object('who', $4::text)
 			FROM t
 		), ev AS (
 			`+insertEvents(eventName, `$4`, `t`)+`
@@ -96,13 +98,14 @@ func (s *Tasks) retry(ctx context.Context, taskNo string, scope Scope) (*Task, e
 	err := pg.One(ctx, s.db, s.db.DB, row, `
 		WITH t AS (
 			UPDATE tasks SET status = 'PENDING', retry_count = 0, next_retry_at = NULL, cancel_requested = false,
-			       error_code = NULL, error_message = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
+			       error_code = NULL, error_message = NULL, error_params = NULL, finished_at = NULL, enqueued_at = now(), updated_at = now(),
 			       alert_due_at = NULL, alerted_at = NULL
 			WHERE task_no = $1 AND ($2 OR owner = $3) AND status IN ('FAILED', 'TIMEOUT', 'CANCELLED')
 			  AND error_code IS DISTINCT FROM $8
 			RETURNING *
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry requested by ' || $3 FROM t
+			INSERT INTO task_logs (task_id, attempt, level, message, code, params)
+			SELECT id, attempt, 'info', 'retry requested by ' || $3, 'log.retry_requested_by', jsonb_build_object('who', $3::text) FROM t
 		), ev AS (
 			`+insertEvents(`'`+task.EventRetried+`'`, `$3`, `t`)+`
 		), au AS (
@@ -131,7 +134,8 @@ func (s *Tasks) ExpediteRetry(ctx context.Context, taskNo string, who string) (*
 			WHERE task_no = $1 AND status = 'RETRY_WAIT'
 			RETURNING *
 		), lg AS (
-			INSERT INTO task_logs (task_id, attempt, level, message) SELECT id, attempt, 'info', 'retry brought forward by ' || $2 FROM t
+			INSERT INTO task_logs (task_id, attempt, level, message, code, params)
+			SELECT id, attempt, 'info', 'retry brought forward by ' || $2, 'log.retry_expedited_by', jsonb_build_object('who', $2::text) FROM t
 		)
 		SELECT `+taskColumns+` FROM t`, taskNo, who)
 	if err == nil {

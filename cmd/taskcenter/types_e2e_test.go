@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -41,7 +42,7 @@ func (countdown) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 			return jobs.Result{}, err
 		}
 	}
-	return jobs.Result{Data: map[string]int{"counted": p.Steps}, Message: fmt.Sprintf("counted %d", p.Steps)}, nil
+	return jobs.Result{Data: map[string]int{"counted": p.Steps}, Log: msg.Plain(fmt.Sprintf("counted %d", p.Steps))}, nil
 }
 
 // A type added in one test file (one declaration, registered with one line) is listed by

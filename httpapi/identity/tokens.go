@@ -166,7 +166,7 @@ func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	_, err := s.cfg.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
 	if errors.Is(err, tokens.ErrNotFound) {
-		return problem.New(http.StatusNotFound, "token_not_found", "no token with this id is visible to you")
+		return problem.Say(http.StatusNotFound, "token_not_found", nil)
 	}
 	if err != nil {
 		return err

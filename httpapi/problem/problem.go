@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 // Problem is an RFC 9457 problem details body (application/problem+json).
@@ -23,8 +25,12 @@ type Problem struct {
 	Status    int    `json:"status"`
 	Detail    string `json:"detail,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
-	// Code is a stable machine-readable reason, e.g. "task_not_found".
+	// Code is a stable machine-readable reason, e.g. "task_not_found"; with Params it is
+	// the message "problem.<code>" of the catalogue (internal/msg), which a client renders
+	// in its reader's language (Detail is its English).
 	Code string `json:"code"`
+	// Params are the values the detail names, by name.
+	Params msg.Params `json:"params,omitempty"`
 	// Errors lists field problems of a rejected request.
 	Errors []FieldError `json:"errors,omitempty"`
 	// Details are structured facts about the problem that a client can act on, e.g. the
@@ -49,6 +55,14 @@ func Type(code string) string { return "/openapi.yaml#/components/x-problem-code
 // New builds a Problem; type URIs are relative references into the API description.
 func New(status int, code, detail string) *Problem {
 	return &Problem{Type: Type(code), Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// Say builds a Problem whose detail is the catalogue's message "problem.<code>" with params
+// (its English), so the page and clients can say it in their reader's language.
+func Say(status int, code string, params msg.Params) *Problem {
+	p := New(status, code, msg.Render(msg.EN, "problem."+code, params))
+	p.Params = params
+	return p
 }
 
 // BadRequest is a 400 for a malformed request.

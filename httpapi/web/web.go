@@ -38,6 +38,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/session"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store/audit"
@@ -119,22 +120,8 @@ func New(cfg Config) (*App, error) {
 		return nil
 	})
 	w.version = hex.EncodeToString(sum.Sum(nil)[:6])
-	w.dict = map[string]map[string]string{}
-	for _, lang := range []string{"en", "zh"} {
-		b, err := files.ReadFile("i18n/" + lang + ".json")
-		if err != nil {
-			return nil, err
-		}
-		m := map[string]string{}
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("web/i18n/%s.json: %w", lang, err)
-		}
-		w.dict[lang] = m
-	}
-	for k := range w.dict["en"] {
-		if _, ok := w.dict["zh"][k]; !ok {
-			return nil, fmt.Errorf("web/i18n/zh.json lacks %q", k)
-		}
+	if w.dict, err = words(); err != nil {
+		return nil, err
 	}
 	for _, page := range []string{"login", "list", "detail", "import", "export", "continue", "signout"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
@@ -146,6 +133,40 @@ func New(cfg Config) (*App, error) {
 		w.pages[page] = t
 	}
 	return w, nil
+}
+
+// words are the page's words by language: its own (i18n/) and what the product says (the
+// message catalogue, which the script renders {code, params} with), one dictionary in which
+// a word has one home.
+func words() (map[string]map[string]string, error) {
+	dict := map[string]map[string]string{}
+	for _, lang := range msg.Langs() {
+		b, err := files.ReadFile("i18n/" + string(lang) + ".json")
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]string{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("web/i18n/%s.json: %w", lang, err)
+		}
+		dict[string(lang)] = m
+	}
+	for a, b := range map[string]string{"en": "zh", "zh": "en"} {
+		for k := range dict[a] {
+			if _, ok := dict[b][k]; !ok {
+				return nil, fmt.Errorf("web/i18n/%s.json lacks %q", b, k)
+			}
+		}
+	}
+	for _, lang := range msg.Langs() {
+		for code, text := range msg.Texts(lang) {
+			if _, ok := dict[string(lang)][code]; ok {
+				return nil, fmt.Errorf("web/i18n/%s.json repeats the message catalogue's %q", lang, code)
+			}
+			dict[string(lang)][code] = text
+		}
+	}
+	return dict, nil
 }
 
 // lang picks the page language: the ?lang= switch (remembered in a cookie), the cookie, then
@@ -162,30 +183,7 @@ func (w *App) lang(rw http.ResponseWriter, r *http.Request) string {
 }
 
 // acceptLanguage returns "zh" when Chinese is preferred over English, else "en".
-func acceptLanguage(h string) string {
-	best, bestQ := "en", -1.0
-	for part := range strings.SplitSeq(h, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			fmt.Sscanf(v, "%g", &q) //nolint:errcheck // a bad q counts as 1
-		}
-		tag = strings.ToLower(tag)
-		var l string
-		switch {
-		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
-			l = "zh"
-		case tag == "en" || strings.HasPrefix(tag, "en-"):
-			l = "en"
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = l, q
-		}
-	}
-	return best
-}
+func acceptLanguage(h string) string { return string(msg.ParseLang(h)) }
 
 // pageData is what the templates see.
 type pageData struct {

@@ -87,7 +87,10 @@ type Live struct {
 // ErrorView is why a task failed (or why its last attempt did).
 type ErrorView struct {
 	Code    string `json:"code"`
-	Message string `json:"message"`
+	Message string `json:"message"` // in English
+	// Params are Code's catalogue params ("error.<code>", internal/msg), to render the
+	// error in the reader's language.
+	Params map[string]string `json:"params,omitempty"`
 	// Details are structured facts about the failure a client can act on, when the task
 	// type gives them: an import whose header it could not use lists the file's headers,
 	// the unknown ones and the fields missing (a mapping form).
@@ -109,6 +112,24 @@ type ResultView struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// NothingRemoved says why a replace import removed no customer.
 	NothingRemoved string `json:"nothing_removed,omitempty"`
+	// FirstErrorMessages are FirstErrors as catalogue messages, in the same order, for a
+	// reader in another language.
+	FirstErrorMessages []RowMessage `json:"first_error_messages,omitempty"`
+}
+
+// RowMessage is why a row of an import was rejected: its row number (0: not one row's) and
+// a message per field at fault.
+type RowMessage struct {
+	Row   int            `json:"row,omitempty"`
+	Parts []FieldMessage `json:"parts"`
+}
+
+// FieldMessage is what was wrong with one field of a row: a catalogue message (code and
+// params, internal/msg).
+type FieldMessage struct {
+	Field  string            `json:"field,omitempty"`
+	Code   string            `json:"code"`
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Links are the actions available on a task now (API paths).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store/customers"
@@ -23,6 +24,9 @@ type CustomerFilter struct {
 // CustomerParams are the task parameters of export:customers.
 type CustomerParams struct {
 	Filter CustomerFilter `json:"filter"`
+	// Lang is the file's language: "zh" writes its headers, sheet name and levels in
+	// Chinese, anything else in English.
+	Lang string `json:"lang,omitempty"`
 }
 
 // Customers is the export:customers handler.
@@ -45,15 +49,18 @@ func (c *Customers) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := p.Filter.Validate(); err != nil {
 		return jobs.Result{}, err
 	}
-	return c.export(ctx, run, customerSource{f: p.Filter}, downloadName("customers", run.Task.TaskNo))
+	return c.export(ctx, run, customerSource{f: p.Filter, lang: msg.ParseLang(p.Lang)}, downloadName("customers", run.Task.TaskNo))
 }
 
 type customerSource struct {
-	f CustomerFilter
+	f    CustomerFilter
+	lang msg.Lang
 }
 
-func (customerSource) header() []string {
-	return []string{"code", "name", "phone", "email", "city", "level", "created_at", "updated_at"}
+func (s customerSource) language() msg.Lang { return s.lang }
+
+func (s customerSource) header() []string {
+	return headers(s.lang, "code", "name", "phone", "email", "city", "level", "created_at", "updated_at")
 }
 
 func (s customerSource) query() customers.Query {
@@ -71,7 +78,7 @@ func (s customerSource) page(ctx context.Context, tx bun.Tx, after int64, limit 
 	}
 	out := make([][]any, len(rows))
 	for i, r := range rows {
-		out[i] = []any{r.Code, r.Name, r.Phone, r.Email, r.City, r.Level, timeCell(&r.CreatedAt), timeCell(&r.UpdatedAt)}
+		out[i] = []any{r.Code, r.Name, r.Phone, r.Email, r.City, enum(s.lang, "level", r.Level), timeCell(&r.CreatedAt), timeCell(&r.UpdatedAt)}
 	}
 	return out, rows[len(rows)-1].ID, nil
 }

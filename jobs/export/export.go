@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
@@ -42,6 +44,8 @@ const ContentTypeXLSX = "application/vnd.openxmlformats-officedocument.spreadshe
 
 // source is what an export reads: its columns, its size, and its rows in id order.
 type source interface {
+	// language is the file's language: its headers, sheet name and enum values.
+	language() msg.Lang
 	header() []string
 	count(ctx context.Context, tx bun.Tx) (int64, error)
 	// page returns up to limit rows with id > after, and the id of the last one.
@@ -74,14 +78,14 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		return jobs.Result{}, fmt.Errorf("count rows: %w", err)
 	}
 	if total > int64(e.cfg.MaxRows) {
-		return jobs.Result{}, jobs.BadInput("too_many_rows",
-			"the export would contain %d rows, more than the limit of %d; narrow the filter", total, e.cfg.MaxRows)
+		return jobs.Result{}, jobs.BadInputSaid("too_many_rows",
+			msg.Params{"total": strconv.FormatInt(total, 10), "limit": strconv.Itoa(e.cfg.MaxRows)})
 	}
 	if err := run.Progress(ctx, 0, total); err != nil {
 		return jobs.Result{}, err
 	}
 
-	out, err := xlsxsafe.NewWriter(e.files, run.TempPrefix(), "Sheet1", src.header())
+	out, err := xlsxsafe.NewWriter(e.files, run.TempPrefix(), msg.Render(src.language(), "export.sheet", nil), src.header())
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -120,7 +124,7 @@ func (e *exporter) export(ctx context.Context, run *jobs.Run, src source, downlo
 		Counts:    &task.Counts{Total: written, Success: written},
 		Data:      ResultData{File: rel, Name: downloadName, Rows: written, Size: size, ContentType: ContentTypeXLSX},
 		ExpiresAt: &expires,
-		Message:   fmt.Sprintf("exported %d rows", written),
+		Log:       msg.New("log.exported", "rows", strconv.FormatInt(written, 10)),
 		Files:     []string{rel},
 	}, nil
 }
@@ -163,4 +167,34 @@ func timeCell(t *time.Time) any {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// headers are an export's column titles in lang (the catalogue's "export.col.<name>"; in
+// English, the column names).
+func headers(lang msg.Lang, names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = msg.Render(lang, "export.col."+n, nil)
+	}
+	return out
+}
+
+// enum is an enum value (a status, a type, a level) as a reader of lang reads it: in
+// English the value itself, which programs match; in Chinese the catalogue's word for it.
+func enum(lang msg.Lang, kind, value string) string {
+	if lang == msg.EN || !msg.Known(kind+"."+value) {
+		return value
+	}
+	return msg.Render(lang, kind+"."+value, nil)
+}
+
+// errorText is a task's error in lang: in English its stored text; in Chinese its code's
+// message.
+func errorText(lang msg.Lang, code string, params map[string]string, english string) string {
+	for _, kind := range []string{"error.", "problem."} { // a file the import refused: the refusal's words
+		if lang != msg.EN && msg.Known(kind+code) {
+			return msg.Render(lang, kind+code, params)
+		}
+	}
+	return english
 }

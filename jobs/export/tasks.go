@@ -6,6 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -20,6 +21,9 @@ const TasksType = "export:tasks"
 type TaskParams struct {
 	Filter TaskFilter  `json:"filter"`
 	Scope  store.Scope `json:"scope" jsonschema:"-"` // filled at submit: not a client parameter
+	// Lang is the file's language: "zh" writes its headers, sheet name, statuses, types and
+	// errors in Chinese, anything else in English.
+	Lang string `json:"lang,omitempty"`
 }
 
 // TaskFilter narrows a task export; the same filters as the task list API.
@@ -57,17 +61,20 @@ func (t *Tasks) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 	if !p.Scope.Admin && p.Scope.Owner == "" {
 		return jobs.Result{}, jobs.BadInput("bad_params", "the export has no owner scope")
 	}
-	return t.export(ctx, run, taskSource{p: p, db: t.db}, downloadName("tasks", run.Task.TaskNo))
+	return t.export(ctx, run, taskSource{p: p, db: t.db, lang: msg.ParseLang(p.Lang)}, downloadName("tasks", run.Task.TaskNo))
 }
 
 type taskSource struct {
-	p  TaskParams
-	db *bun.DB
+	p    TaskParams
+	db   *bun.DB
+	lang msg.Lang
 }
 
-func (taskSource) header() []string {
-	return []string{"task_no", "type", "owner", "status", "progress_current", "progress_total", "total", "success", "failed",
-		"attempts", "error", "created_at", "started_at", "finished_at"}
+func (s taskSource) language() msg.Lang { return s.lang }
+
+func (s taskSource) header() []string {
+	return headers(s.lang, "task_no", "type", "owner", "status", "progress_current", "progress_total", "total", "success", "failed",
+		"attempts", "error", "created_at", "started_at", "finished_at")
 }
 
 func (s taskSource) filter() store.ListFilter {
@@ -91,12 +98,13 @@ func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int)
 	out := make([][]any, len(tasks))
 	for i := range tasks {
 		v := taskview.Of(&tasks[i], nil, now)
-		var msg string
+		var why string
 		if v.Error != nil {
-			msg = v.Error.Message
+			why = errorText(s.lang, v.Error.Code, v.Error.Params, v.Error.Message)
 		}
-		out[i] = []any{v.ID, v.Type, v.Owner, string(v.Status), v.Progress.Current, v.Progress.Total, v.Counts.Total,
-			v.Counts.Success, v.Counts.Failed, v.Attempt, msg, timeCell(&v.CreatedAt), timeCell(v.StartedAt), timeCell(v.FinishedAt)}
+		out[i] = []any{v.ID, enum(s.lang, "type", v.Type), v.Owner, enum(s.lang, "status", string(v.Status)), v.Progress.Current,
+			v.Progress.Total, v.Counts.Total, v.Counts.Success, v.Counts.Failed, v.Attempt, why, timeCell(&v.CreatedAt),
+			timeCell(v.StartedAt), timeCell(v.FinishedAt)}
 	}
 	return out, tasks[len(tasks)-1].ID, nil
 }

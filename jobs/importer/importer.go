@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -210,7 +212,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	}
 	src.KeepColumns(cols.kept())
 	if resumed {
-		run.Log(ctx, slog.LevelInfo, fmt.Sprintf("resuming after row %d", cp.Row))
+		run.Log(ctx, slog.LevelInfo, msg.New("log.resuming", "row", strconv.Itoa(cp.Row)))
 	} else if err := im.applyMapping(ctx, run, p, cp); err != nil {
 		return jobs.Result{}, err
 	}
@@ -255,10 +257,10 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 				return jobs.Result{}, err
 			}
 			if p.Mode == ModeReplace && !p.DryRun {
-				run.Log(ctx, slog.LevelWarn, "cancelled after the last rows were written: nothing removed (the customers not in the file are removed only by an import that runs to its end)")
+				run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_before_removal"))
 				return jobs.Result{}, err
 			}
-			run.Log(ctx, slog.LevelWarn, "cancel requested after the last rows were written: the import is complete, so it ends with its own outcome (the cancel came too late)")
+			run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_too_late"))
 			if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), estimate); err != nil && !errors.Is(err, jobs.ErrCancelRequested) {
 				return jobs.Result{}, err
 			}
@@ -282,16 +284,16 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 
 // mayRemove decides whether a replace removes the customers its file does not hold: only
 // when every row was accepted and the whole file was read. Otherwise it says why not.
-func mayRemove(total, failed int64, cutShort bool) (bool, string) {
+func mayRemove(total, failed int64, cutShort bool) (removes bool, removal, why string) {
 	switch {
 	case total == 0:
-		return false, "nothing removed: the file has no rows"
+		return false, "no_rows", "nothing removed: the file has no rows"
 	case failed > 0:
-		return false, fmt.Sprintf("nothing removed: %d rows were rejected", failed)
+		return false, "rejected", fmt.Sprintf("nothing removed: %d rows were rejected", failed)
 	case cutShort:
-		return false, "nothing removed: the file was not read to its end"
+		return false, "cut", "nothing removed: the file was not read to its end"
 	}
-	return true, ""
+	return true, "removed", ""
 }
 
 // lastStep runs an import's own last step once its rows are written (see hasLastStep), in
@@ -307,7 +309,7 @@ func (im *Importer) lastStep(ctx context.Context, run *jobs.Run, p *Params, cp *
 	if p.Mode == ModeReplace && !p.DryRun {
 		if err := run.Checkpoint(ctx); err != nil {
 			if errors.Is(err, jobs.ErrCancelRequested) {
-				run.Log(ctx, slog.LevelWarn, "cancelled before the customers not in the file were removed: nothing removed")
+				run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_before_removal"))
 			}
 			return err
 		}
@@ -319,7 +321,7 @@ func (im *Importer) lastStep(ctx context.Context, run *jobs.Run, p *Params, cp *
 		if err != nil {
 			return store.Batch{}, err
 		}
-		remove, _ := mayRemove(total, failed, cutShort)
+		remove, _, _ := mayRemove(total, failed, cutShort)
 		switch {
 		case p.Mode != ModeReplace || !remove:
 			err = customers.ForgetCodes(ctx, tx, run.Task.ID)
@@ -348,7 +350,7 @@ func (im *Importer) lastStep(ctx context.Context, run *jobs.Run, p *Params, cp *
 	if err == nil || errors.Is(err, jobs.ErrCancelRequested) {
 		*cp = next
 		if p.Mode == ModeReplace && !p.DryRun && next.Removed > 0 {
-			run.Log(ctx, slog.LevelInfo, fmt.Sprintf("removed %d customers not in the file", next.Removed))
+			run.Log(ctx, slog.LevelInfo, msg.New("log.removed_missing", "removed", itoa(next.Removed)))
 		}
 		if im.afterLastStep != nil {
 			im.afterLastStep(ctx, run)
@@ -431,10 +433,21 @@ type errRowLimit struct {
 	limit   int
 }
 
-func (e *errRowLimit) Error() string {
-	return fmt.Sprintf("rows after row %s were not imported: the sheet has more than %s data rows, the most one import takes; split the file and import the rest",
-		sheettype.Thousands(int64(e.lastRow)), sheettype.Thousands(int64(e.limit)))
+func (e *errRowLimit) Error() string { return e.message().English() }
+
+// message is the limit said by the catalogue.
+func (e *errRowLimit) message() msg.Message {
+	m := msg.New("log.row_limit")
+	m.Params = e.params()
+	return m
 }
+
+// params are the limit's catalogue params.
+func (e *errRowLimit) params() msg.Params {
+	return msg.Params{"last_row": sheettype.Thousands(int64(e.lastRow)), "limit": sheettype.Thousands(int64(e.limit))}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func isRowLimit(err error) bool {
 	var rl *errRowLimit
@@ -545,7 +558,7 @@ func headerFailure(n int, cells []string, cols columns, m mapping, err error) er
 // headerFailed is the outcome of an import whose header cannot be used: FAILED, with the
 // details a mapping form needs in the result (error_details, shown as error.details).
 func headerFailed(he *HeaderError) jobs.Result {
-	return jobs.Result{Status: store.StatusFailed, ErrorCode: he.Code, ErrorMessage: he.Message, Message: he.Message,
+	return jobs.Result{Status: store.StatusFailed, ErrorCode: he.Code, ErrorMessage: he.Message, Log: msg.New("log.failed", "code", he.Code, "error", he.Message),
 		Data: &headerResult{ErrorDetails: he.Details}}
 }
 
@@ -559,20 +572,23 @@ type headerResult struct {
 func (im *Importer) applyMapping(ctx context.Context, run *jobs.Run, p Params, cp checkpoint) error {
 	switch {
 	case cp.SavedAt != nil:
-		run.Log(ctx, slog.LevelInfo, savedMappingNote(*cp.SavedAt))
+		run.Log(ctx, slog.LevelInfo, msg.New("log.saved_mapping_applied", "at", savedMappingTime(*cp.SavedAt)))
 	case len(p.Columns) > 0:
 		if err := im.store.SaveMapping(ctx, run.Task.Owner, HeaderKey(cp.Header), p.Columns); err != nil {
 			return err
 		}
-		run.Log(ctx, slog.LevelInfo, "saved your column mapping for files with these headers")
+		run.Log(ctx, slog.LevelInfo, msg.New("log.mapping_saved"))
 	}
 	return nil
 }
 
 // savedMappingNote says that the owner's saved mapping was applied, in the log and the result.
 func savedMappingNote(at time.Time) string {
-	return "applied your saved column mapping from " + at.UTC().Format("2006-01-02 15:04 UTC")
+	return msg.Render(msg.EN, "log.saved_mapping_applied", msg.Params{"at": savedMappingTime(at)})
 }
+
+// savedMappingTime is when a saved mapping was saved, as the note says it.
+func savedMappingTime(at time.Time) string { return at.UTC().Format("2006-01-02 15:04 UTC") }
 
 // kept is how many columns of each row the import reads: through the last mapped one, and at
 // least the maxRawCells a rejected row keeps for the error report. The cells further right
@@ -732,31 +748,39 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	var rl *errRowLimit
 	cutShort := errors.As(readErr, &rl)
 	status, code := task.Outcome(counts, cutShort)
-	removes, why := mayRemove(counts.Total, counts.Failed, cutShort)
+	removes, removal, why := mayRemove(counts.Total, counts.Failed, cutShort)
 	// The rows read are the file's one row total: progress ends there, not at the sheet's
 	// last row number (blank rows are not rows).
-	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Message: summaryMessage(&p, data.Summary, removes)}
-	if code == task.CodeAllRowsRejected {
-		res.ErrorMessage = fmt.Sprintf("all %d rows were rejected; nothing was imported (the error report says why for each row)", counts.Total)
-		if p.DryRun {
-			res.ErrorMessage = fmt.Sprintf("dry run: all %d rows would be rejected; nothing was written (the error report says why for each row)", counts.Total)
-		}
-		res.Message = res.ErrorMessage
+	said := msg.Params{"success": itoa(counts.Success), "total": itoa(counts.Total), "failed": itoa(counts.Failed),
+		"inserted": itoa(data.Summary.Inserted), "updated": itoa(data.Summary.Updated), "unchanged": itoa(data.Summary.Unchanged),
+		"removed": itoa(data.Summary.Removed), "head": "imported"}
+	if p.DryRun {
+		said["head"] = "dry_run"
 	}
-	if p.Mode == ModeReplace && !removes {
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.Message{Code: "log.import_summary", Params: said}}
+	if code == task.CodeAllRowsRejected {
+		res.ErrorParams = msg.Params{"total": itoa(counts.Total)}
+		res.ErrorMessage = msg.Render(msg.EN, "error."+code, res.ErrorParams)
+		said["head"] = "all_rejected"
 		if p.DryRun {
+			said["head"] = "dry_all_rejected"
+		}
+	}
+	if p.Mode == ModeReplace {
+		said["removal"] = removal
+		if !removes && p.DryRun {
 			why = strings.Replace(why, "nothing removed", "nothing would be removed", 1)
 		}
 		data.NothingRemoved = why
-		res.Message += "; " + why
-		if res.ErrorMessage != "" {
-			res.ErrorMessage += "; " + why
-		}
+	}
+	if p.DryRun && said["removal"] != "" {
+		said["removal"] = "dry_" + said["removal"]
 	}
 	if cutShort {
 		data.NotImported = rl.Error()
-		res.Message += "; " + rl.Error()
-		run.Log(ctx, slog.LevelWarn, rl.Error())
+		maps.Copy(said, rl.params())
+		said["cut"] = "cut"
+		run.Log(ctx, slog.LevelWarn, rl.message())
 	}
 	if counts.Failed == 0 {
 		return res, nil
@@ -774,24 +798,6 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	res.ExpiresAt = &expires
 	res.Files = []string{rel}
 	return res, nil
-}
-
-// summaryMessage is the line an import ends with: what it wrote, or in a dry run what it
-// would have written.
-func summaryMessage(p *Params, s Summary, removes bool) string {
-	split := fmt.Sprintf("%d inserted, %d updated, %d unchanged", s.Inserted, s.Updated, s.Unchanged)
-	if p.DryRun {
-		msg := fmt.Sprintf("dry run, nothing was written: %d of %d rows would be imported (%s); %d would be rejected", s.Success, s.Total, split, s.Failed)
-		if p.Mode == ModeReplace && removes {
-			msg += fmt.Sprintf("; %d customers not in the file would be removed", s.Removed)
-		}
-		return msg
-	}
-	msg := fmt.Sprintf("imported %d of %d rows (%s); %d failed", s.Success, s.Total, split, s.Failed)
-	if p.Mode == ModeReplace && removes {
-		msg += fmt.Sprintf("; removed %d customers not in the file", s.Removed)
-	}
-	return msg
 }
 
 // Title is the task's title: the file it imports, the mode when it is not the default, and

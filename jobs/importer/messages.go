@@ -6,63 +6,42 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// Row messages have one canonical form, English, which is what task_items, first_errors in
-// the task result, the logs and the database hold ("phone: must be 11 digits starting with
-// 1"). They are put into the reader's language when shown: the error report, first_errors
-// in the task view. Each message is declared once below with both wordings; the validator
-// writes its English from the same declaration the translator parses it with, so the two
-// cannot drift apart, and rows stored before a message existed still read (a text no
-// declaration matches is shown as it is). Storing a code and arguments instead would need a
-// new column and would leave every stored row, and every reader of the stored text, behind.
+// Row messages are stored in English in task_items and first_errors ("phone: must be 11
+// digits starting with 1"): the error report, the database and API clients read that text.
+// Their words live in the product's message catalogue (internal/msg, codes "row.*"): the
+// validator writes the English from a code and its params, and a stored text is read back
+// into code and params by the same templates (ParseMessage, ParseRowError), so rows stored
+// before any code was
+// kept still read in every language, and a text no template matches is shown as it is.
 
 // Lang is a language reports and row messages are written in.
-type Lang string
+type Lang = msg.Lang
 
 // Languages of reports and messages.
 const (
-	LangEN Lang = "en"
-	LangZH Lang = "zh"
+	LangEN = msg.EN
+	LangZH = msg.ZH
 )
 
 // ParseLang reads a language: "zh", "zh-CN", "zh-Hans"… are Chinese, anything else English.
 // An Accept-Language header is read by its preferred tag.
-func ParseLang(s string) Lang {
-	best, bestQ := LangEN, -1.0
-	for part := range strings.SplitSeq(s, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		tag = strings.ToLower(tag)
-		var l Lang
-		switch {
-		case tag == "zh" || strings.HasPrefix(tag, "zh-") || strings.HasPrefix(tag, "zh_"):
-			l = LangZH
-		case tag == "en" || strings.HasPrefix(tag, "en-") || strings.HasPrefix(tag, "en_"):
-			l = LangEN
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = l, q
-		}
-	}
-	return best
-}
+func ParseLang(s string) Lang { return msg.ParseLang(s) }
 
-// message is one row message in both languages. Templates hold {1}, {2}… for arguments:
-// numbers, values from the file.
+// message is one row message of the catalogue, with the pattern that reads its English back.
 type message struct {
-	en, zh string
-	re     *regexp.Regexp // en, with each argument a group; matches a prefix up to "; " or the end
+	code  string
+	names []string       // its params, in the order text takes them
+	re    *regexp.Regexp // its English, each param a group; matches a prefix up to "; " or the end
 }
 
-func defMessage(en, zh string) *message {
+func defMessage(code string) *message {
+	en := msg.Text(msg.EN, code)
+	m := &message{code: code, names: msg.Names(en)}
 	var re strings.Builder
 	re.WriteString("^")
 	for rest := en; rest != ""; {
@@ -77,74 +56,75 @@ func defMessage(en, zh string) *message {
 		rest = rest[i+j+1:]
 	}
 	re.WriteString("(?:; |$)")
-	return &message{en: en, zh: zh, re: regexp.MustCompile(re.String())}
+	m.re = regexp.MustCompile(re.String())
+	return m
 }
 
-// text is the canonical (English) text of the message with args.
-func (m *message) text(args ...string) string { return fill(m.en, args) }
-
-func fill(tmpl string, args []string) string {
+// params are args by the message's param names.
+func (m *message) params(args []string) msg.Params {
+	p := make(msg.Params, len(args))
 	for i, a := range args {
-		tmpl = strings.ReplaceAll(tmpl, "{"+strconv.Itoa(i+1)+"}", a)
+		if i < len(m.names) {
+			p[m.names[i]] = a
+		}
 	}
-	return tmpl
+	return p
 }
 
-const (
-	levelRuleEN = "must be normal, silver, gold, platinum or diamond (普通, 白银, 黄金, 铂金, 钻石)"
-	levelRuleZH = "必须是 普通、白银、黄金、铂金 或 钻石（normal、silver、gold、platinum、diamond）"
-	codeRuleEN  = "must be 1 to 32 letters, digits, '-' or '_'"
-	codeRuleZH  = "必须是 1 到 32 个字母、数字、“-”或“_”"
-	phoneRuleEN = "must be 11 digits starting with 1"
-	phoneRuleZH = "必须是以 1 开头的 11 位数字"
-	cutEN       = " (this one has more than {1})"
-	cutZH       = "（此处超过 {1} 个字符）"
-)
+// text is the canonical (English) text of the message with args, in the order of its params.
+func (m *message) text(args ...string) string { return msg.Render(msg.EN, m.code, m.params(args)) }
+
+// in is the message with args in lang.
+func (m *message) in(lang Lang, args ...string) string {
+	return msg.Render(lang, m.code, m.params(args))
+}
 
 // The row messages.
 var (
-	msgRequired  = defMessage("is required", "必填")
-	msgCode      = defMessage(codeRuleEN+", starting with a letter or digit", codeRuleZH+"，并以字母或数字开头")
-	msgPhone     = defMessage(phoneRuleEN, phoneRuleZH)
-	msgEmail     = defMessage("is not a valid email address", "不是有效的邮箱地址")
-	msgLevel     = defMessage(levelRuleEN, levelRuleZH)
-	msgTooLong   = defMessage("must be at most {1} characters (this one has {2})", "最多 {1} 个字符（此处有 {2} 个）")
-	msgRounded   = defMessage("{1} is a rounded number; format the column as text and enter all 11 digits", "{1} 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码")
-	msgDuplicate = defMessage("{1} already appears in row {2}", "{1} 已在第 {2} 行出现")
-	msgExists    = defMessage("{1} already exists", "{1} 已存在")
-	msgCutCode   = defMessage(codeRuleEN+cutEN, codeRuleZH+cutZH)
-	msgCutPhone  = defMessage(phoneRuleEN+cutEN, phoneRuleZH+cutZH)
-	msgCutLevel  = defMessage(levelRuleEN+cutEN, levelRuleZH+cutZH)
-	msgCutText   = defMessage("must be at most {1} characters (this one has more than {2})", "最多 {1} 个字符（此处超过 {2} 个字符）")
+	msgRequired  = defMessage("row.required")
+	msgCode      = defMessage("row.code")
+	msgPhone     = defMessage("row.phone")
+	msgEmail     = defMessage("row.email")
+	msgLevel     = defMessage("row.level")
+	msgTooLong   = defMessage("row.too_long")
+	msgRounded   = defMessage("row.rounded")
+	msgDuplicate = defMessage("row.duplicate")
+	msgExists    = defMessage("row.exists")
+	msgCutCode   = defMessage("row.cut_code")
+	msgCutPhone  = defMessage("row.cut_phone")
+	msgCutLevel  = defMessage("row.cut_level")
+	msgCutText   = defMessage("row.cut_text")
 	// An undo's conflicts: customers it left alone.
-	msgChangedSince = defMessage("{1} was changed after the import; left as it is", "{1} 在导入之后又被修改，保持现状")
-	msgDeletedSince = defMessage("{1} was deleted after the import; not restored", "{1} 在导入之后被删除，未恢复")
-	msgAddedSince   = defMessage("{1} was added again after the import removed it; left as it is", "{1} 被导入删除后又被重新添加，保持现状")
+	msgChangedSince = defMessage("row.changed_since")
+	msgDeletedSince = defMessage("row.deleted_since")
+	msgAddedSince   = defMessage("row.added_since")
 	allMessages     = sortedMessages(msgRequired, msgCode, msgPhone, msgEmail, msgLevel, msgTooLong, msgRounded, msgDuplicate, msgExists, msgCutCode, msgCutPhone, msgCutLevel, msgCutText,
 		msgChangedSince, msgDeletedSince, msgAddedSince)
-	reportHeaders = map[Lang][3]string{LangEN: {"row", "field", "reason"}, LangZH: {"行号", "字段", "原因"}}
 )
+
+// reportHeaders are the error report's column titles in lang.
+func reportHeaders(lang Lang) [3]string {
+	return [3]string{msg.Render(lang, "report.row", nil), msg.Render(lang, "report.field", nil), msg.Render(lang, "report.reason", nil)}
+}
 
 // sortedMessages orders messages for parsing: the longest fixed text first, so "must be at
 // most 100 characters (this one has more than 32,767)" is not read as the shorter message
 // with "more than 32,767" for its count.
 func sortedMessages(ms ...*message) []*message {
-	fixed := func(m *message) int { return len(regexp.MustCompile(`\{\d+\}`).ReplaceAllString(m.en, "")) }
+	fixed := func(m *message) int {
+		return len(regexp.MustCompile(`\{[a-z_0-9]+\}`).ReplaceAllString(msg.Text(msg.EN, m.code), ""))
+	}
 	slices.SortStableFunc(ms, func(a, b *message) int { return cmp.Compare(fixed(b), fixed(a)) })
 	return ms
 }
 
-// fieldLabel is a field's name in lang.
+// fieldLabel is a field's name in lang (the catalogue's "field.<name>"); a name that is
+// not a field is kept as it is.
 func fieldLabel(name string, lang Lang) string {
-	if lang != LangZH {
+	if !msg.Known("field." + name) {
 		return name
 	}
-	for f, n := range fieldNames {
-		if n == name {
-			return chineseNames[f]
-		}
-	}
-	return name
+	return msg.Render(lang, "field."+name, nil)
 }
 
 // TranslateFields puts a comma-separated list of field names ("phone,email") into lang.
@@ -159,19 +139,16 @@ func TranslateFields(fields string, lang Lang) string {
 	return strings.Join(parts, ",")
 }
 
-// TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
-// part no declared message matches is kept as written.
-func TranslateMessage(msg string, lang Lang) string {
-	if lang != LangZH {
-		return msg
-	}
-	var out []string
-	rest := msg
+// ParseMessage reads a stored row message ("phone: must be …; email: …") back into its
+// parts, each a field and a catalogue message; a part no row message matches is kept as
+// written (msg.Plain).
+func ParseMessage(text string) []task.FieldMessage {
+	var out []task.FieldMessage
+	rest := text
 	for rest != "" {
 		name, after, ok := strings.Cut(rest, ": ")
-		label := fieldLabel(name, lang)
-		if !ok || label == name || strings.Contains(name, " ") {
-			out = append(out, rest)
+		if !ok || strings.Contains(name, " ") || !msg.Known("field."+name) {
+			out = append(out, plainPart("", rest))
 			break
 		}
 		matched := false
@@ -184,16 +161,55 @@ func TranslateMessage(msg string, lang Lang) string {
 			for g := 1; g < len(loc)/2; g++ {
 				args = append(args, after[loc[2*g]:loc[2*g+1]])
 			}
-			out = append(out, label+"："+fill(m.zh, args))
+			out = append(out, task.FieldMessage{Field: name, Code: m.code, Params: m.params(args)})
 			rest, matched = after[loc[1]:], true
 			break
 		}
 		if !matched {
-			out = append(out, label+"："+after)
+			out = append(out, plainPart(name, after))
 			break
 		}
 	}
-	return strings.Join(out, "；")
+	return out
+}
+
+func plainPart(field, text string) task.FieldMessage {
+	m := msg.Plain(text)
+	return task.FieldMessage{Field: field, Code: m.Code, Params: m.Params}
+}
+
+// ParseRowError reads a first_errors entry ("row 128, phone: must be …") back into its row
+// and parts.
+func ParseRowError(s string) task.RowMessage {
+	if rest, ok := strings.CutPrefix(s, "row "); ok {
+		if n, m, ok := strings.Cut(rest, ", "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			row, _ := strconv.Atoi(n)
+			return task.RowMessage{Row: row, Parts: ParseMessage(m)}
+		}
+	}
+	return task.RowMessage{Parts: ParseMessage(s)}
+}
+
+// renderParts is a row message's parts in lang.
+func renderParts(parts []task.FieldMessage, lang Lang) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		what := msg.Render(lang, p.Code, p.Params)
+		if p.Field != "" {
+			what = msg.Render(lang, "row.part", msg.Params{"field": p.Field, "what": what})
+		}
+		out[i] = what
+	}
+	return strings.Join(out, msg.Render(lang, "row.sep", nil))
+}
+
+// TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
+// part no declared message matches is kept as written.
+func TranslateMessage(text string, lang Lang) string {
+	if lang != LangZH {
+		return text
+	}
+	return renderParts(ParseMessage(text), lang)
 }
 
 // TranslateRowError puts a first_errors entry ("row 128, phone: must be …") into lang.
@@ -201,10 +217,9 @@ func TranslateRowError(s string, lang Lang) string {
 	if lang != LangZH {
 		return s
 	}
-	if rest, ok := strings.CutPrefix(s, "row "); ok {
-		if n, msg, ok := strings.Cut(rest, ", "); ok && strings.Trim(n, "0123456789") == "" {
-			return "第 " + n + " 行，" + TranslateMessage(msg, lang)
-		}
+	r := ParseRowError(s)
+	if r.Row == 0 {
+		return renderParts(r.Parts, lang)
 	}
-	return TranslateMessage(s, lang)
+	return msg.Render(lang, "row.at", msg.Params{"n": strconv.Itoa(r.Row), "what": renderParts(r.Parts, lang)})
 }

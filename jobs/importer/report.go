@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/store"
@@ -46,14 +47,9 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 	if len(header) > maxRawCells {
 		header = header[:maxRawCells]
 	}
-	titles := reportHeaders[lang]
-	if lang != LangZH {
-		titles = reportHeaders[LangEN]
-	}
-	sheet, summary, summaryTitles := "errors", "summary", []string{"field", "rejected rows"}
-	if lang == LangZH {
-		sheet, summary, summaryTitles = "错误", "汇总", []string{"字段", "被拒行数"}
-	}
+	titles := reportHeaders(lang)
+	say := func(code string) string { return msg.Render(lang, code, nil) }
+	sheet, summary, summaryTitles := say("report.errors_sheet"), say("report.summary_sheet"), []string{say("report.field"), say("report.rejected_rows")}
 	byField, err := st.RejectedByField(ctx, taskID, false)
 	if err != nil {
 		return nil, nil, err

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -168,18 +168,18 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 			}
 			items := make([]store.Item, len(done.Conflicts))
 			for i, c := range done.Conflicts {
-				msg := msgChangedSince
+				why := msgChangedSince
 				switch c.Kind {
 				case customers.DeletedSince:
-					msg = msgDeletedSince
+					why = msgDeletedSince
 				case customers.AddedSince:
-					msg = msgAddedSince
+					why = msgAddedSince
 				}
 				raw := c.Now
 				if raw == nil {
 					raw = []string{c.Code}
 				}
-				items[i] = store.Item{TaskID: run.Task.ID, Row: c.Row, Field: "code", Message: "code: " + msg.text(c.Code), Raw: rawJSON(raw)}
+				items[i] = store.Item{TaskID: run.Task.ID, Row: c.Row, Field: "code", Message: "code: " + why.text(c.Code), Raw: rawJSON(raw)}
 			}
 			if err := store.InsertItems(ctx, tx, items); err != nil {
 				return store.Batch{}, err
@@ -228,11 +228,10 @@ func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.
 		status = store.StatusPartialSuccess // a conflict is the undo's answer, not its failure
 	}
 	res := jobs.Result{Status: status, Data: &data, Counts: &counts,
-		Message: fmt.Sprintf("undid import %s: restored %d customers to what they were before it; %d were changed since and left as they are", p.Import, counts.Success, counts.Failed)}
+		Log: msg.New("log.undone", "import", p.Import, "success", itoa(counts.Success), "failed", itoa(counts.Failed))}
 	if counts.Total == 0 {
-		res.Message = "undid import " + p.Import + ": it changed no customer, so nothing was restored"
+		res.Log = msg.New("log.undone_nothing", "import", p.Import)
 	}
-	run.Log(ctx, slog.LevelInfo, res.Message)
 	if counts.Failed == 0 {
 		return res, nil
 	}

@@ -5,10 +5,12 @@ package report
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -138,6 +140,6 @@ func (h *customerStats) Run(ctx context.Context, run *jobs.Run) (jobs.Result, er
 	return jobs.Result{
 		Data: ResultData{File: rel, Name: name, Rows: written, Size: size,
 			ContentType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
-		ExpiresAt: &expires, Message: fmt.Sprintf("reported %d rows on %d sheets", written, len(sheets)), Files: []string{rel},
+		ExpiresAt: &expires, Log: msg.New("log.reported", "rows", strconv.FormatInt(written, 10), "sheets", strconv.Itoa(len(sheets))), Files: []string{rel},
 	}, nil
 }

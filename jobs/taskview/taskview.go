@@ -59,6 +59,19 @@ func firstErrorsIn(t *store.Task, fe []string) []string {
 	return out
 }
 
+// firstErrorMessages reads an import's first rejected rows (stored in English) back into
+// catalogue messages.
+func firstErrorMessages(fe []string) []task.RowMessage {
+	if len(fe) == 0 {
+		return nil
+	}
+	out := make([]task.RowMessage, len(fe))
+	for i, m := range fe {
+		out[i] = importer.ParseRowError(m)
+	}
+	return out
+}
+
 // FilesOf reads what t's result says of its files; false when it has no result.
 func FilesOf(t *store.Task) (Files, bool) {
 	var r Files
@@ -119,7 +132,7 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 		}
 	}
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
-		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage}
+		v.Error = &task.ErrorView{Code: t.ErrorCode, Message: t.ErrorMessage, Params: t.ErrorParams}
 	}
 	r, ok := FilesOf(t)
 	if ok && v.Error != nil && len(r.ErrorDetails) > 0 {
@@ -128,7 +141,7 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 	if ok && !r.detailsOnly() {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
 			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors),
-			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved}
+			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved, FirstErrorMessages: firstErrorMessages(r.FirstErrors)}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"

@@ -17,6 +17,53 @@
     return s;
   }
   function has(key) { return Object.prototype.hasOwnProperty.call(T, key); }
+  // What the product says reaches the page as data, {code, params}; the words are the
+  // message catalogue's (internal/msg, in boot.i18n with the page's own). A template names
+  // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED";
+  // {name:error,problem} tries "error.<value>", then "problem.<value>"),
+  // or, when the catalogue has no such entry, shows the param named after the bar
+  // ({code:error|error}) or the value itself. fill returns null when a param is missing.
+  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}/g;
+  function fill(tmpl, params) {
+    var missing = false;
+    var out = tmpl.replace(placeholder, function (ph, name, kind, fb) {
+      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
+      var v = String(params[name]);
+      if (!kind) return v;
+      var kinds = kind.split(',');
+      for (var i = 0; i < kinds.length; i++) {
+        if (!has(kinds[i] + '.' + v)) continue;
+        var inner = fill(T[kinds[i] + '.' + v], params);
+        if (inner === null) missing = true;
+        return inner;
+      }
+      if (fb && Object.prototype.hasOwnProperty.call(params, fb)) return String(params[fb]);
+      return v;
+    });
+    return missing ? null : out;
+  }
+  // say is the message code with params in the page's language; english is the server's own
+  // text, shown for a code this page does not know (a line written before codes were kept).
+  // Text from users and from the data (ids, titles, file names, owners, workers, the
+  // values a message names) is marked, so a check for words left untranslated passes over
+  // it: data-user on an element that shows only such text, data-values (a JSON list) on
+  // one that says a message with them.
+  function values(e, params, english) {
+    var v = [];
+    Object.keys(params || {}).forEach(function (k) {
+      // The server's own words stand in for a message only where the page has none.
+      if (k !== 'error' && k !== 'then' && k !== 'text') v.push(String(params[k]));
+    });
+    setAttr(e, 'data-values', v.length ? JSON.stringify(v) : null);
+    return e;
+  }
+  function say(code, params, english) {
+    if (code && has(code)) {
+      var s = fill(T[code], params || {});
+      if (s !== null) return s;
+    }
+    return english || '';
+  }
   function $(sel, root) { return (root || document).querySelector(sel); }
   function el(tag, attrs) {
     var e = document.createElement(tag);
@@ -102,13 +149,13 @@
   function problemText(r) {
     var p = r.data || {};
     if (r.status === 0) return t('err.network');
-    if (p.code && has('problem.' + p.code) && (zh || !p.detail)) return t('problem.' + p.code);
+    if (p.code && has('problem.' + p.code) && (zh || !p.detail)) return say('problem.' + p.code, p.params, p.detail);
     return p.detail || t('err.generic', { status: r.status });
   }
   function problemBlock(r) {
-    var box = el('div', null, el('p', { text: problemText(r) }));
     var p = r.data || {};
-    if (zh && p.detail && p.code && has('problem.' + p.code)) box.appendChild(el('p', { class: 'hint', text: p.detail }));
+    // The server's own words (English) are on hover.
+    var box = el('div', null, el('p', { text: problemText(r), title: p.detail || null }));
     if (p.errors && p.errors.length) {
       var ul = el('ul');
       p.errors.forEach(function (fe) { ul.appendChild(el('li', { text: fe.field + ': ' + fe.message })); });
@@ -152,54 +199,27 @@
   }
   function utc(iso) { return iso ? new Date(iso).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' ') : ''; }
 
-  // Row messages come from the importer in English ("row 128, phone: must be 11 digits
-  // starting with 1"). The Chinese page translates the known patterns with this table;
-  // anything it does not know is shown as written.
-  var rowRules = [
-    [/^is required$/, function () { return '必填'; }],
-    [/^must be 11 digits starting with 1$/, function () { return '必须是以 1 开头的 11 位数字'; }],
-    [/^is not a valid email address$/, function () { return '不是有效的邮箱地址'; }],
-    [/^must be 1 to 32 letters, digits, '-' or '_'(, starting with a letter or digit)?$/, function () {
-      return '必须是 1 到 32 个字母、数字、“-”或“_”，并以字母或数字开头';
-    }],
-    [/^must be 1 to 32 letters, digits, '-' or '_' \(this one has more than ([\d,]+)\)$/, function (m) {
-      return '必须是 1 到 32 个字母、数字、“-”或“_”（此处超过 ' + m[1] + ' 个字符）';
-    }],
-    [/^must be at most (\d+) characters \(this one has (more than )?([\d,]+)\)$/, function (m) {
-      return '最多 ' + m[1] + ' 个字符（此处' + (m[2] ? '超过 ' : '有 ') + m[3] + ' 个）';
-    }],
-    [/^must be normal, silver, gold, platinum or diamond/, function () {
-      return '必须是 普通、白银、黄金、铂金 或 钻石（normal、silver、gold、platinum、diamond）';
-    }],
-    [/^(.*) is a rounded number; format the column as text and enter all 11 digits$/, function (m) {
-      return m[1] + ' 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码';
-    }],
-    [/^(.+) already appears in row (\d+)$/, function (m) { return m[1] + ' 已在第 ' + m[2] + ' 行出现'; }],
-    [/^(.+) already exists$/, function (m) { return m[1] + ' 已存在'; }]
-  ];
-  function trMessage(s) {
-    for (var i = 0; i < rowRules.length; i++) {
-      var m = rowRules[i][0].exec(s);
-      if (m) return rowRules[i][1](m);
-    }
-    return s;
+  // rowText is a rejected row's message ({row, parts: [{field, code, params}]}) in the
+  // page's language.
+  function rowText(rm) {
+    var parts = (rm.parts || []).map(function (p) {
+      var what = say(p.code, p.params, '');
+      return p.field ? say('row.part', { field: p.field, what: what }, p.field + ': ' + what) : what;
+    }).join(t('row.sep'));
+    return rm.row ? say('row.at', { n: rm.row, what: parts }) : parts;
   }
-  function trRow(msg) {
-    if (!zh) return msg;
-    var prefix = '', body = msg;
-    var m = /^row (\d+), ([\s\S]*)$/.exec(msg);
-    if (m) { prefix = t('row.prefix', { n: m[1] }) + '，'; body = m[2]; }
-    return prefix + body.split('; ').map(function (part) {
-      var i = part.indexOf(': ');
-      if (i < 0) return trMessage(part);
-      var f = part.slice(0, i);
-      return (has('field.' + f) ? t('field.' + f) : f) + '：' + trMessage(part.slice(i + 2));
-    }).join('；');
+  // errorText is a task's or an attempt's error in the page's language: its code's message
+  // ("error.<code>", or the refusal of the same name for a file the import refused), else
+  // the server's words.
+  function errorText(code, params, english) {
+    if (!zh || !code) return english || code || '';
+    if (has('error.' + code)) return say('error.' + code, params, english);
+    if (has('problem.' + code)) return say('problem.' + code, params, english);
+    return english || code;
   }
   function taskError(v) {
     if (!v.error) return '';
-    if (zh && v.error.code && has('problem.' + v.error.code)) return t('problem.' + v.error.code) + '（' + v.error.message + '）';
-    return v.error.message || v.error.code;
+    return errorText(v.error.code, v.error.params, v.error.message);
   }
 
   // filterParts are an export's filter values as a person reads them, for the task's facts:
@@ -405,7 +425,7 @@
     function row(v) {
       var r = { view: null };
       r.pick = el('input', { type: 'checkbox', class: 'pick', onchange: function () { pick(v.id, r.pick.checked); } });
-      r.link = el('a', { class: 'title' });
+      r.link = el('a', { class: 'title', 'data-user': '' });
       r.type = document.createTextNode('');
       r.chip = chip(v);
       r.wait = el('span', { class: 'sub wait' });
@@ -414,8 +434,8 @@
       r.age = el('td', { 'data-label': t('col.age'), class: 'age' });
       r.duration = el('td', { 'data-label': t('col.duration'), class: 'duration' });
       r.tr = el('tr', { 'data-id': v.id }, el('td', { class: 'w-pick' }, r.pick),
-        el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', text: v.id }))));
-      if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner') }));
+        el('td', { 'data-label': t('col.task') }, r.link, el('span', { class: 'sub' }, r.type, el('span', { class: 'mono', 'data-user': '', text: v.id }))));
+      if (boot.admin) r.tr.appendChild(r.owner = el('td', { 'data-label': t('col.owner'), 'data-user': '' }));
       r.tr.appendChild(el('td', { 'data-label': t('col.status') }, r.chip, r.wait));
       r.tr.appendChild(el('td', { 'data-label': t('col.progress') }, r.bar));
       r.tr.appendChild(el('td', { 'data-label': t('col.counts') }, r.counts));
@@ -437,6 +457,7 @@
       // as every other surface does, and the search finds what the page shows.
       setText(r.link, v.title);
       setAttr(r.pick, 'aria-label', t('bulk.select', { title: v.title }));
+      values(r.pick, { title: v.title });
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
@@ -490,7 +511,7 @@
         if (action === 'retry' && v.error && v.error.code === 'all_rows_rejected') return t('bulk.all_rows_rejected');
         return t('bulk.status_refuses', { status: statusName(v.status) });
       }
-      return has('problem.' + res.code) ? t('problem.' + res.code) : res.message || res.code;
+      return say('problem.' + res.code, res.params, res.message || res.code);
     }
     function showAnswer(action, results) {
       var done = results.filter(function (res) { return res.outcome === 'done'; }).length;
@@ -717,6 +738,7 @@
       box.hidden = true;
       ['#rejected', '#attempts', '#logs'].forEach(function (s) { $(s).hidden = true; });
       msg.textContent = t('detail.not_found');
+      values(msg, { id: id || '' }); // the id asked for, in the window's title
       msg.className = 'msg error';
       msg.setAttribute('data-state', 'not-found');
     }
@@ -749,6 +771,9 @@
         if (!pair) pair = facts[key] = { dt: el('dt'), dd: key === 'counts' ? el('dd', null, counts(v)) : el('dd') };
         setText(pair.dt, f[1]);
         if (key === 'counts') counts(v, pair.dd.firstChild); else setText(pair.dd, value);
+        if (key === 'owner' || key === 'file') setAttr(pair.dd, 'data-user', '');
+        if (key === 'filter') values(pair.dd, (v.params || {}).filter);
+        if (key === 'result') values(pair.dd, { name: (v.result || {}).name || '' });
         if (f[3]) setAttr(pair.dd, 'title', f[3]); // a moment's UTC form, on hover
         place(dl, pair.dt, prev);
         prev = place(dl, pair.dd, pair.dt);
@@ -770,16 +795,22 @@
       renderFacts(v);
       var err = $('#task-error');
       show(err, !!v.error);
-      setText(err, v.error ? t('detail.error') + ': ' + taskError(v) : '');
+      setText(err, v.error ? t('detail.error') + t('punct.colon') + taskError(v) : '');
+      values(err, v.error && v.error.params);
+      setAttr(err, 'title', zh && v.error ? v.error.message : null);
       renderCancelledBy(v, v.status);
       renderActions(v);
       renderMapping(v);
       var fe = (v.result && v.result.first_errors) || [];
+      var fem = (v.result && v.result.first_error_messages) || [];
       show($('#rejected-rows-title'), fe.length > 0);
       show($('#rejected'), fe.length > 0 || breakdown.length > 0);
       fillList($('#rejected-rows'), fe.length, function (i, li) {
         li = li || el('li');
-        setText(li, trRow(fe[i]));
+        setText(li, zh && fem[i] ? rowText(fem[i]) : fe[i]);
+        var vals = {};
+        (fem[i] ? fem[i].parts : []).forEach(function (p, j) { Object.keys(p.params || {}).forEach(function (k) { vals[j + k] = p.params[k]; }); });
+        values(li, vals);
         setAttr(li, 'title', fe[i]);
         return li;
       });
@@ -801,6 +832,7 @@
       if (!('cancelled_by' in v) && v.cancel_requested) return; // live updates carry no audit: keep what the detail said
       var by = $('#task-cancelled-by'), c = v.cancelled_by;
       show(by, !!c);
+      values(by, { who: c ? c.actor : '' });
       setText(by, c ? t(status === 'CANCELLED' ? 'detail.cancelled_by' : 'detail.cancel_requested_by')
         .replace('{who}', c.actor).replace('{at}', when(c.at)) : '');
     }
@@ -822,11 +854,14 @@
       setText(p.trigger, has('trigger.' + a.trigger) ? t('trigger.' + a.trigger) : a.trigger);
       setClass(p.chip, 'chip ' + a.status);
       setText(p.chip, statusName(a.status));
+      values(p.hint, { worker: a.worker || '' });
       setText(p.hint, t('detail.worker') + ': ' + (a.worker || '—') + ' · ' + t('detail.start') + ': ' + when(a.started_at) +
         ' · ' + t('detail.end') + ': ' + when(a.finished_at));
       if (a.error) {
         p.error = p.error || li.appendChild(el('div', { class: 'error' }));
-        setText(p.error, trRow(a.error));
+        setText(p.error, errorText(a.error_code, a.error_params, a.error));
+        values(p.error, a.error_params);
+        setAttr(p.error, 'title', zh ? a.error : null);
       } else if (p.error) {
         drop(p.error);
         p.error = null;
@@ -906,7 +941,10 @@
             text: attempt > 0 ? t('detail.attempt') + ' ' + attempt : t('detail.log_no_attempt') }));
           list = box.appendChild(el('ol', { class: 'log' }));
         }
-        var li = el('li', { class: 'lvl-' + l.level, text: when(l.at) + ' [' + l.level + '] ' + l.message });
+        var level = has('log_level.' + l.level) ? t('log_level.' + l.level) : l.level;
+        var li = el('li', { class: 'lvl-' + l.level, 'data-code': l.code || null,
+          text: when(l.at) + ' [' + level + '] ' + (zh ? say(l.code, l.params, l.message) : l.message) });
+        values(li, l.params);
         setAttr(li, 'title', utc(l.at));
         list.appendChild(li);
       });
@@ -1211,7 +1249,7 @@
         if (v('created_to')) f.created_to = new Date(v('created_to') + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z');
       }
       $('#export-submit').disabled = true;
-      var body = { type: type, filter: f };
+      var body = { type: type, filter: f, lang: zh ? 'zh' : 'en' }; // the file speaks the page's language
       api('POST', '/api/v1/exports', body, { 'Idempotency-Key': submitKey(nonce, body) }).then(function (r) {
         $('#export-submit').disabled = false;
         answer(box, r, function (task) { return t('export.accepted', { id: task.id }); });

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/taskcenter/taskcenter/jobs"
+)
+
+// untranslatedJS lists the words a page shows in the wrong language: in Chinese, words in
+// Latin letters; in English, Chinese characters. It reads what a person reads (the text
+// shown, the options of the selects, placeholders and labels for screen readers) and passes
+// over user data: elements marked data-user (ids, titles, file names, owners) and the values
+// named in an element's data-values (the params of a message it says). A few names are the
+// same in both languages (formats, units, the language switch).
+const untranslatedJS = `(() => {
+	const zh = document.documentElement.lang.startsWith("zh");
+	// The product's name, formats, units, the language switch; the values a file may hold
+	// (levels, headers) as the import takes them, which its messages name in both languages.
+	const same = new Set(zh ? ["taskcenter", "UTC", "KB", "MB", "GB", "xlsx", "xls", "csv", "CSV", "UTF", "GBK", "API", "English",
+		"normal", "silver", "gold", "platinum", "diamond"]
+		: ["中文", "普通", "白银", "黄金", "铂金", "钻石", "客户编号", "客户名称", "手机号", "邮箱", "城市", "等级"]);
+	const pattern = zh ? /[A-Za-z]{2,}/g : /\p{Script=Han}+/gu;
+	const out = [];
+	const check = (node, text, where) => {
+		const el = node.nodeType === 1 ? node : node.parentElement;
+		if (!el || el.closest("script, style, template, [data-user]")) return;
+		for (let a = el; a; a = a.parentElement) {
+			if (a.dataset && a.dataset.values) for (const v of JSON.parse(a.dataset.values)) if (v) text = text.split(v).join(" ");
+		}
+		for (const w of text.match(pattern) || []) if (!same.has(w)) out.push(w + " in " + where + ": " + JSON.stringify(text.trim().slice(0, 100)));
+	};
+	const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let n; (n = walk.nextNode());) {
+		const el = n.parentElement;
+		if (!el || el.closest("[hidden], select") || el.getClientRects().length === 0) continue;
+		check(n, n.nodeValue, el.tagName.toLowerCase() + (el.id ? "#" + el.id : ""));
+	}
+	for (const o of document.querySelectorAll("select option")) check(o, o.textContent, "option");
+	for (const e of document.querySelectorAll("[placeholder], [aria-label], input[type=submit]")) {
+		if (e.closest("[hidden]")) continue;
+		for (const a of ["placeholder", "aria-label", "value"]) if (e.hasAttribute(a) && (a !== "value" || e.type === "submit")) check(e, e.getAttribute(a), a);
+	}
+	// The window's title is the page's title: user data as the page shows it.
+	let title = document.title;
+	for (const e of document.querySelectorAll("[data-user]")) if (e.textContent) title = title.split(e.textContent).join(" ");
+	for (const e of document.querySelectorAll("[data-values]")) for (const v of JSON.parse(e.dataset.values)) if (v) title = title.split(v).join(" ");
+	check(document.body, title, "title");
+	return out;
+})()`
+
+// Every page of the web UI, in each state a person meets (the list, empty and full; a task
+// of each status; the import and export forms and their refusals; sign-in and its refusal,
+// sign-out; a task that is not there), reads in the viewer's language alone: no English
+// left on the Chinese page, no Chinese on the English one, outside user data.
+func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	b := newBrowser(t)
+	e := newEnv(t, map[string]string{
+		"TASKCENTER_CLEANUP_SPEC":         "@every 1h",
+		"TASKCENTER_WORKER_POLL_INTERVAL": "100ms",
+	})
+	e.seedCustomers(50)
+	api := e.start("api")
+	base := api.base
+
+	// Tasks in every status a person can find: waiting ones before any worker runs, then the
+	// outcomes of real runs. TIMEOUT and RETRY_WAIT are set on waiting tasks, as the cleanup
+	// and a transient fault leave them.
+	pending := api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"city": "上海"}})
+	// Its job is taken out of the queue, so it waits however long the test takes.
+	queues, err := e.inspector().Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	for _, q := range queues {
+		held = held || e.inspector().DeleteTask(q, jobs.JobID(pending.ID, 0)) == nil
+	}
+	if !held {
+		t.Fatalf("the job of %s is in none of the queues %v", pending.ID, queues)
+	}
+	cancelled := api.submitExport(aliceToken, map[string]any{"type": "tasks"})
+	if res := api.do("POST", "/api/v1/tasks/"+cancelled.ID+"/cancel", aliceToken, nil); res.status != 200 {
+		t.Fatalf("cancel: %d %s", res.status, res.body)
+	}
+	timedOut := api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"level": "gold"}})
+	e.exec(`UPDATE tasks SET status = 'TIMEOUT', error_code = 'timeout', error_message = 'the worker stopped reporting for 1800 seconds',
+		error_params = '{"seconds": "1800"}', finished_at = now() WHERE task_no = ?`, timedOut.ID)
+	retryWait := api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"code_prefix": "C1"}})
+	e.exec(`UPDATE tasks SET status = 'RETRY_WAIT', retry_count = 1, next_retry_at = now() + interval '1 day', error_code = 'transient',
+		error_message = 'a temporary error interrupted the task', error_params = NULL WHERE task_no = ?`, retryWait.ID)
+	var messy []byte
+	messy, err = os.ReadFile(filepath.Join("..", "..", "testdata", "imports", "messy-openpyxl.xlsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := api.submitImport(aliceToken, "messy.xlsx", messy, map[string]string{"lang": "en"})
+	failed := api.submitImport(aliceToken, "wrong-header.csv", []byte("foo,bar\n1,2\n"), map[string]string{"lang": "en"})
+	e.start("worker")
+	done := api.submitExport(aliceToken, map[string]any{"type": "customers"})
+	api.waitStatus(aliceToken, partial.ID, time.Minute, "PARTIAL_SUCCESS")
+	api.waitStatus(aliceToken, failed.ID, time.Minute, "FAILED")
+	api.waitStatus(aliceToken, done.ID, time.Minute, "SUCCESS")
+
+	type page struct {
+		name, path, ready string
+		act               func() // after it is ready: a person's action that leads to the state checked
+		after             string // and the condition that says the state is there
+	}
+	detail := func(name, id, status string) page {
+		return page{name: "detail " + name, path: "/tasks/" + id,
+			ready: `document.querySelector("#task-status").dataset.status === "` + status + `" && !document.querySelector("#timeline").hidden
+				&& document.querySelector("#timeline li") !== null`}
+	}
+	signedIn := []page{
+		{name: "list", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`},
+		{name: "list, nothing matches", path: "/?q=nothing-has-this-name", ready: `!!document.querySelector("#empty-reset")`},
+		{name: "list, retry refused", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`,
+			act: func() {
+				b.click("tick the finished export", `#tasks tr[data-id="`+done.ID+`"] .pick`)
+				b.click("retry it", "#retry-selected")
+			}, after: `document.querySelector("#bulk-results li[data-outcome=not_allowed]") !== null`},
+		detail("PENDING", pending.ID, "PENDING"),
+		detail("CANCELLED", cancelled.ID, "CANCELLED"),
+		detail("TIMEOUT", timedOut.ID, "TIMEOUT"),
+		detail("RETRY_WAIT", retryWait.ID, "RETRY_WAIT"),
+		detail("PARTIAL_SUCCESS", partial.ID, "PARTIAL_SUCCESS"),
+		detail("FAILED", failed.ID, "FAILED"),
+		detail("SUCCESS", done.ID, "SUCCESS"),
+		{name: "detail, not found", path: "/tasks/tsk_NOSUCHTASK", ready: `document.querySelector("#detail-msg").dataset.state === "not-found"`},
+		{name: "import", path: "/new/import", ready: `!!document.querySelector("#import-form")`},
+		{name: "import, no file", path: "/new/import", ready: `!!document.querySelector("#import-form")`,
+			act: func() { b.click("upload nothing", "#import-submit") }, after: `document.querySelector("#answer").innerText !== ""`},
+		{name: "import, refused", path: "/new/import", ready: `!!document.querySelector("#import-form")`,
+			act: func() {
+				notSheet := filepath.Join(t.TempDir(), "notes.xlsx")
+				os.WriteFile(notSheet, []byte("these are notes, not a spreadsheet"), 0o644) //nolint:errcheck,gosec
+				b.run("pick a file that is not a spreadsheet", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{notSheet}))
+				b.click("upload it", "#import-submit")
+			}, after: `(document.querySelector("#answer").dataset.status || "").startsWith("4")`},
+		{name: "export", path: "/new/export", ready: `!!document.querySelector("#export-form")`},
+		{name: "console sign-out", path: "/monitor/logout", ready: `!!document.querySelector("form")`},
+	}
+	signedOut := []page{
+		{name: "sign-in", path: "/login", ready: `!!document.querySelector("#token")`},
+		{name: "sign-in, refused", path: "/login", ready: `!!document.querySelector("#token")`,
+			act: func() {
+				b.run("sign in with a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-a-token\r"))
+			},
+			after: `!!document.querySelector(".error, .msg.error, [role=alert]") && location.pathname === "/login"`},
+		{name: "list, empty (bob)", path: "/", ready: `!!document.querySelector("#empty-import")`},
+	}
+
+	total := 0
+	var report []string
+	scan := func(lang string, p page) {
+		b.run("open "+p.name, chromedp.Navigate(base+p.path))
+		b.wait(p.name+" ("+lang+")", `document.documentElement.lang.startsWith("`+lang+`") && (`+p.ready+`)`, 30*time.Second)
+		if p.act != nil {
+			p.act()
+			b.wait(p.name+" ("+lang+"), after the action", p.after, 30*time.Second)
+		}
+		var words []string
+		words = evalInto(b, untranslatedJS, words)
+		report = append(report, fmt.Sprintf("  %-26s %s  %d", p.name, lang, len(words)))
+		total += len(words)
+		for _, w := range words {
+			t.Errorf("%s (%s): untranslated %s", p.name, lang, w)
+		}
+	}
+	for _, lang := range []string{"en", "zh"} {
+		// The language is the viewer's choice (?lang=, remembered in a cookie).
+		b.run("choose "+lang, chromedp.Navigate(base+"/login?lang="+lang))
+		b.signIn(base, aliceToken)
+		for _, p := range signedIn {
+			scan(lang, p)
+		}
+		b.run("sign out", chromedp.Navigate(base+"/"))
+		b.wait("the list", `!!document.querySelector("#signout")`, 10*time.Second)
+		b.click("sign out", "#signout")
+		b.wait("signed out", `location.pathname === "/login"`, 10*time.Second)
+		for _, p := range signedOut {
+			if strings.HasPrefix(p.name, "list") {
+				b.signIn(base, bobToken)
+			}
+			scan(lang, p)
+		}
+		b.click("sign bob out", "#signout")
+		b.wait("signed out", `location.pathname === "/login"`, 10*time.Second)
+	}
+	fmt.Printf("untranslated strings per page and language (want 0):\n%s\n  total %d\n", strings.Join(report, "\n"), total)
+}
