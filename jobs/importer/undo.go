@@ -9,8 +9,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/msg"
+	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
