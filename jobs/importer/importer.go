@@ -757,7 +757,8 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	if p.DryRun {
 		said["head"] = "dry_run"
 	}
-	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.Message{Code: "log.import_summary", Params: said}}
+	res := jobs.Result{Status: status, ErrorCode: code, Data: &data, Counts: &counts, Log: msg.New("log.import_summary")}
+	res.Log.Params = said
 	if code == task.CodeAllRowsRejected {
 		res.ErrorParams = msg.Params{"total": itoa(counts.Total)}
 		res.ErrorMessage = msg.Render(msg.EN, "error."+code, res.ErrorParams)
