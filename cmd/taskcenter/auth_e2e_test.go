@@ -60,6 +60,23 @@ type auditJSON struct {
 	}
 }
 
+// auditTrail reads the audit rows a query selects (such as "actor=oidc:corp:alice"), newest
+// first, each as "via action outcome".
+func (p *proc) auditTrail(token, query string) []string {
+	p.t.Helper()
+	res := p.do("GET", "/api/v1/audit?"+query, token, nil)
+	if res.status != http.StatusOK {
+		p.t.Fatalf("audit?%s: %d %s", query, res.status, res.body)
+	}
+	var trail auditJSON
+	res.json(p.t, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	return got
+}
+
 func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	idp := newCompanyIdP(t)
 	e := newEnv(t, idp.vars())
@@ -197,9 +214,6 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 // provider's session too), and sign in again, which asks for the credentials again.
 func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
 	const password = "alice-at-the-company"
@@ -250,13 +264,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	b.wait("signed in again, on the task list", `location.origin === "`+base+`" && location.pathname === "/" && document.querySelector(".who") &&
 		document.querySelector(".who").innerText === "oidc:corp:alice"`, 20*time.Second)
 
-	res = api.do("GET", "/api/v1/audit?actor=oidc:corp:alice", adminToken, nil)
-	var trail auditJSON
-	res.json(t, &trail)
-	var got []string
-	for _, r := range trail.Items {
-		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
-	}
+	got := api.auditTrail(adminToken, "actor=oidc:corp:alice")
 	want := []string{"oidc auth.sign_in success", "oidc auth.sign_out success", "session task.cancel success", "oidc auth.sign_in success", "jwt task.submit success"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
@@ -277,9 +285,6 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 // sign-in, and the provider for the credentials.
 func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
 	const password = "ops-at-the-company"
@@ -314,13 +319,7 @@ func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
 		t.Fatalf("the provider asked for credentials %d times, want 2", got)
 	}
 
-	res := api.do("GET", "/api/v1/audit?actor=oidc:corp:ops", adminToken, nil)
-	var trail auditJSON
-	res.json(t, &trail)
-	var got []string
-	for _, r := range trail.Items {
-		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
-	}
+	got := api.auditTrail(adminToken, "actor=oidc:corp:ops")
 	if want := []string{"oidc auth.sign_out success", "oidc auth.sign_in success"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("ops's trail:\n got %q\nwant %q", got, want)
 	}

@@ -226,6 +226,26 @@ func waitChaos(t *testing.T, within time.Duration, what string, cond func() (boo
 	}
 }
 
+// waitRunningPast waits until the task is RUNNING with at least the fraction at of its rows
+// done, and returns it as it was then. A task that ends first fails the test: the fault meant
+// for the middle of its run would come too late.
+func (e *env) waitRunningPast(kind, no string, at float64) chaosTask {
+	e.t.Helper()
+	var now chaosTask
+	waitChaos(e.t, 60*time.Second, fmt.Sprintf("the %s to reach %.0f%%", kind, at*100), func() (bool, error) {
+		tasks, err := e.tasksNow(no)
+		if err != nil || len(tasks) == 0 {
+			return false, err
+		}
+		now = tasks[0]
+		if now.terminal() {
+			e.t.Fatalf("the %s finished before the fault: %+v", kind, now)
+		}
+		return now.Status == "RUNNING" && now.Total > 0 && float64(now.Current) >= at*float64(now.Total), nil
+	})
+	return now
+}
+
 // waitTerminal waits until every task has ended and returns them.
 func (e *env) waitTerminal(within time.Duration, nos ...string) []chaosTask {
 	e.t.Helper()
@@ -974,18 +994,7 @@ func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig sysc
 	row.affected = 1
 
 	var doomed *binProc
-	var atKill chaosTask
-	waitChaos(t, 60*time.Second, fmt.Sprintf("the %s to reach %.0f%%", kind, at*100), func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atKill = tasks[0]
-		if atKill.terminal() {
-			t.Fatalf("the %s finished before it could be killed: %+v", kind, atKill)
-		}
-		return atKill.Status == "RUNNING" && atKill.Total > 0 && float64(atKill.Current) >= at*float64(atKill.Total), nil
-	})
+	atKill := e.waitRunningPast(kind, task.ID, at)
 	for _, w := range workers {
 		if workerID(w) == atKill.Worker {
 			doomed = w
@@ -1057,18 +1066,7 @@ func sigtermMidImport(t *testing.T, row *chaosRow) {
 	workers := []*binProc{e.startBinary("worker"), e.startBinary("worker")}
 	task := api.submitImport(aliceToken, imp.name, imp.content, nil)
 	row.affected = 1
-	var atStop chaosTask
-	waitChaos(t, 60*time.Second, "the import to reach 50%", func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atStop = tasks[0]
-		if atStop.terminal() {
-			t.Fatalf("the import finished before SIGTERM: %+v", atStop)
-		}
-		return atStop.Status == "RUNNING" && atStop.Total > 0 && atStop.Current*2 >= atStop.Total, nil
-	})
+	atStop := e.waitRunningPast("import", task.ID, 0.5)
 	var stopping *binProc
 	for _, w := range workers {
 		if workerID(w) == atStop.Worker {
@@ -1192,10 +1190,7 @@ func redisFault(t *testing.T, row *chaosRow, fault string) {
 	for range exports {
 		load.exports = append(load.exports, api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"code_prefix": "C"}}).ID)
 	}
-	waitChaos(t, 60*time.Second, "the import to reach 30%", func() (bool, error) {
-		tk, err := e.tasksNow(it.ID)
-		return err == nil && len(tk) == 1 && tk[0].Status == "RUNNING" && tk[0].Total > 0 && float64(tk[0].Current) >= 0.3*float64(tk[0].Total), err
-	})
+	e.waitRunningPast("import", it.ID, 0.3)
 	before := e.mustTasks(load.all()...)
 	affected := affectedAt(before)
 	waiting := 0
@@ -1290,15 +1285,7 @@ func postgresRestart(t *testing.T, row *chaosRow, mode string) {
 	e.startBinary("worker")
 	task := api.submitImport(aliceToken, imp.name, imp.content, nil)
 	row.affected = 1
-	var atFault chaosTask
-	waitChaos(t, 60*time.Second, "the import to reach 40%", func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atFault = tasks[0]
-		return atFault.Status == "RUNNING" && atFault.Total > 0 && float64(atFault.Current) >= 0.4*float64(atFault.Total), nil
-	})
+	atFault := e.waitRunningPast("import", task.ID, 0.4)
 	faultAt := time.Now()
 	pg.restart(mode)
 	upAfter := time.Since(faultAt)

@@ -19,9 +19,6 @@ import (
 // (asynqmon as built asks Google Fonts for two style sheets and the browser for a manifest).
 func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"})
 	api := e.start("api") // no worker yet: the export's job waits in its queue

@@ -52,8 +52,13 @@ type browserSession struct {
 // (t.Parallel) without two browsers contending for the machine.
 var oneBrowser = make(chan struct{}, 1)
 
+// newBrowser opens this test's Chromium tab, one browser at a time. A -short run skips the test
+// here: browser tests are the slow ones.
 func newBrowser(t *testing.T) *browserSession {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test")
+	}
 	oneBrowser <- struct{}{}
 	t.Cleanup(func() { <-oneBrowser }) // registered first, so it runs after the browser has closed
 	exe := chromium(t)
@@ -266,9 +271,6 @@ func isXLSX(t *testing.T, path string) {
 
 func TestWebPageInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, map[string]string{
 		"TASKCENTER_IMPORT_BATCH_SIZE":    "2",   // the messy file's 15 rows in 8 batches: the bar moves

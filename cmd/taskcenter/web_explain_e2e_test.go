@@ -15,9 +15,6 @@ import (
 // the whole log downloads as text.
 func TestWebPageExplainsAMessyImport(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	p := e.start("all")

@@ -28,9 +28,6 @@ const findJS = `(() => {
 // which was not allowed, and a reload or the language switch keeps the search and the tab.
 func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	api := e.start("api") // no worker: every task waits until the person acts on it

@@ -70,9 +70,6 @@ func (b *browserSession) focused(sel string) bool {
 
 func TestWebPageKeepsItsControlsThroughLiveUpdates(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, map[string]string{
 		"TASKCENTER_EXPORT_PAGE_SIZE":     "100", // a progress event every few pages, for as long as the test needs
