@@ -269,12 +269,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
 	}
-	b.mu.Lock()
-	problems := b.problems
-	b.mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
-	}
+	b.checkNoErrorsBut(nil)
 	t.Logf("screenshot: %s", shot)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -155,10 +154,5 @@ func TestWebPageKeepsItsControlsThroughLiveUpdates(t *testing.T) {
 	}
 	t.Logf("the bar showed %d values on the task page", b.updates())
 
-	b.mu.Lock()
-	problems := b.problems
-	b.mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
-	}
+	b.checkNoErrorsBut(nil)
 }
