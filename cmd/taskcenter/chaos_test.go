@@ -90,6 +90,18 @@ func workerID(p *binProc) string {
 	return fmt.Sprintf("%s-%d", host, p.cmd.Process.Pid)
 }
 
+// runningOn returns which of the test's workers the task runs on.
+func runningOn(t *testing.T, workers []*binProc, task chaosTask) *binProc {
+	t.Helper()
+	for _, w := range workers {
+		if workerID(w) == task.Worker {
+			return w
+		}
+	}
+	t.Fatalf("the task runs on %q, which is none of the test's workers", task.Worker)
+	return nil
+}
+
 // --- reading the truth from Postgres --------------------------------------------------------
 
 // chaosTask is a task row as the suite reads it.
@@ -149,14 +161,21 @@ func pgTextArray(s []string) string {
 // mustTasks reads the tasks, retrying through a Postgres restart for up to a minute.
 func (e *env) mustTasks(nos ...string) []chaosTask {
 	e.t.Helper()
+	return throughRestart(e.t, "read tasks", func() ([]chaosTask, error) { return e.tasksNow(nos...) })
+}
+
+// throughRestart retries read until it succeeds, for up to a minute (Postgres may be
+// restarting), and after that fails the test, saying what it was reading.
+func throughRestart[T any](t *testing.T, what string, read func() (T, error)) T {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		tasks, err := e.tasksNow(nos...)
+		v, err := read()
 		if err == nil {
-			return tasks
+			return v
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("read tasks: %v", err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -181,21 +200,15 @@ type chaosRun struct {
 	FinishedAt *time.Time `bun:"finished_at"`
 }
 
+// mustRuns reads the task's attempts, retrying through a Postgres restart for up to a minute.
 func (e *env) mustRuns(taskID int64) []chaosRun {
 	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return throughRestart(e.t, "read runs", func() ([]chaosRun, error) {
 		var runs []chaosRun
 		err := e.pg.DB.NewRaw("SELECT attempt, trigger, worker, status, started_at, finished_at FROM task_runs WHERE task_id = ? ORDER BY attempt", taskID).
 			Scan(context.Background(), &runs)
-		if err == nil {
-			return runs
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("read runs: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return runs, err
+	})
 }
 
 func describeRuns(runs []chaosRun) string {
@@ -993,16 +1006,8 @@ func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig sysc
 	}
 	row.affected = 1
 
-	var doomed *binProc
 	atKill := e.waitRunningPast(kind, task.ID, at)
-	for _, w := range workers {
-		if workerID(w) == atKill.Worker {
-			doomed = w
-		}
-	}
-	if doomed == nil {
-		t.Fatalf("the task runs on %q, which is none of the test's workers", atKill.Worker)
-	}
+	doomed := runningOn(t, workers, atKill)
 	var killedAt time.Time
 	switch {
 	case sig == syscall.SIGKILL:
@@ -1067,15 +1072,7 @@ func sigtermMidImport(t *testing.T, row *chaosRow) {
 	task := api.submitImport(aliceToken, imp.name, imp.content, nil)
 	row.affected = 1
 	atStop := e.waitRunningPast("import", task.ID, 0.5)
-	var stopping *binProc
-	for _, w := range workers {
-		if workerID(w) == atStop.Worker {
-			stopping = w
-		}
-	}
-	if stopping == nil {
-		t.Fatalf("the task runs on %q, which is none of the test's workers", atStop.Worker)
-	}
+	stopping := runningOn(t, workers, atStop)
 	sentAt := time.Now()
 	if err := stopping.signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		row.fail("the worker exited with %v after SIGTERM, want status 0", err)
