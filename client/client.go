@@ -177,6 +177,20 @@ func (c *Client) do(req *http.Request, out any) (*http.Response, error) {
 	return res, nil
 }
 
+// open sends req for an answer read as it streams: the response when it is 200 (the caller
+// closes its body), or else the Problem it answered.
+func (c *Client) open(req *http.Request) (*http.Response, error) {
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		defer res.Body.Close()
+		return nil, problemOf(res)
+	}
+	return res, nil
+}
+
 // problemOf reads an error answer; a body that is not problem+json still gives a Problem.
 func problemOf(res *http.Response) *Problem {
 	p := &Problem{}

@@ -26,6 +26,14 @@ type Download struct {
 	Resumed int
 }
 
+// nameFrom takes the file's name and media type from the headers of the answer that brings it.
+func (d *Download) nameFrom(h http.Header) {
+	d.ContentType = h.Get("Content-Type")
+	if _, params, err := mime.ParseMediaType(h.Get("Content-Disposition")); err == nil {
+		d.Name = params["filename"]
+	}
+}
+
 // maxResumes bounds how often one download resumes after the connection broke.
 const maxResumes = 5
 
@@ -70,10 +78,7 @@ func (c *Client) download(ctx context.Context, path string, w io.Writer) (*Downl
 			return d, fmt.Errorf("taskcenter: the file changed while it was being downloaded; %d bytes were written, start again", d.Size)
 		case res.StatusCode == http.StatusOK:
 			validator = cmp.Or(res.Header.Get("ETag"), res.Header.Get("Last-Modified"))
-			d.ContentType = res.Header.Get("Content-Type")
-			if _, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition")); err == nil {
-				d.Name = params["filename"]
-			}
+			d.nameFrom(res.Header)
 		case res.StatusCode == http.StatusPartialContent && d.Size > 0 && strings.HasPrefix(res.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(d.Size, 10)+"-"):
 		default:
 			p := problemOf(res)

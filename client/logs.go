@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -53,18 +52,12 @@ func (c *Client) DownloadLog(ctx context.Context, id string, w io.Writer) (*Down
 	if err != nil {
 		return d, err
 	}
-	res, err := c.http.Do(req)
+	res, err := c.open(req)
 	if err != nil {
 		return d, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return d, problemOf(res)
-	}
-	d.ContentType = res.Header.Get("Content-Type")
-	if _, params, err := mime.ParseMediaType(res.Header.Get("Content-Disposition")); err == nil {
-		d.Name = params["filename"]
-	}
+	d.nameFrom(res.Header)
 	d.Size, err = io.Copy(w, res.Body)
 	return d, err
 }

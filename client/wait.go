@@ -91,14 +91,11 @@ func (c *Client) follow(ctx context.Context, id string, lastID *string, update f
 	if *lastID != "" {
 		req.Header.Set("Last-Event-ID", *lastID)
 	}
-	res, err := c.http.Do(req)
+	res, err := c.open(req)
 	if err != nil {
 		return nil, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, problemOf(res)
-	}
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return nil, &Problem{Status: http.StatusNotImplemented, Code: "no_event_stream", Detail: "the server answered " + ct + ", not an event stream"}
 	}

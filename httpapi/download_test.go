@@ -104,7 +104,7 @@ func TestDownloadsOnEachBackend(t *testing.T) {
 				t.Fatalf("download of a deleted object: %d %+v, want 410", rec.Code, p)
 			}
 			// Expired and cleaned up: the 410 rules are the backend's too.
-			e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, imp.ID) //nolint:errcheck
+			e.expireResult(imp)
 			e.cleanupExpires(imp)
 			rec = e.call("GET", "/api/v1/tasks/"+imp.TaskNo+"/error-report", aliceToken, nil)
 			if p := problemOf(t, rec); rec.Code != http.StatusGone || p.Code != "report_expired" {

@@ -216,6 +216,14 @@ func (e *apiEnv) put(key, content string) {
 
 // cleanupExpires does to a task what cleanup's expiry step does: delete its files, keep the
 // row with result.expired set.
+// expireResult moves the task's result expiry into the past, as time does before cleanup runs.
+func (e *apiEnv) expireResult(task *store.Task) {
+	e.t.Helper()
+	if _, err := e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, task.ID); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *apiEnv) cleanupExpires(task *store.Task) {
 	e.t.Helper()
 	r, _ := taskview.FilesOf(task)
@@ -269,7 +277,7 @@ func TestExpiredResultAnswers410BeforeAndAfterCleanup(t *testing.T) {
 		}
 	}
 	// Past its expiry, before cleanup has run: the file is still on disk.
-	e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, task.ID) //nolint:errcheck
+	e.expireResult(task)
 	expectGone("after expiry, before cleanup")
 	// As cleanup leaves the row: no result.file, result.expired true.
 	e.cleanupExpires(task)
@@ -307,7 +315,7 @@ func TestExpiredErrorReportAnswers410BeforeAndAfterCleanup(t *testing.T) {
 			t.Fatalf("result of an import %s: %d %s", when, rec.Code, rec.Body)
 		}
 	}
-	e.pg.DB.ExecContext(context.Background(), `UPDATE tasks SET result_expires_at = now() - interval '1 second' WHERE id = ?`, task.ID) //nolint:errcheck
+	e.expireResult(task)
 	expectGone("after expiry, before cleanup")
 	e.cleanupExpires(task)
 	expectGone("after cleanup")

@@ -71,6 +71,11 @@ func send(c *Console, method, path, addr string, set func(*http.Request), body i
 	return rec
 }
 
+// readQueues reads the queue list from addr, as every console page does once signed in.
+func readQueues(c *Console, addr string, set func(*http.Request)) *httptest.ResponseRecorder {
+	return send(c, "GET", ConsolePath+"/api/queues", addr, set, nil)
+}
+
 func login(c *Console, token, addr string) *httptest.ResponseRecorder {
 	return send(c, "POST", ConsolePath+"/login", addr, func(r *http.Request) {
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -110,7 +115,7 @@ func TestConsoleSessionsAreServerSideAndRevocable(t *testing.T) {
 		t.Fatalf("the cookie is not an opaque session id: %q", ck.Value)
 	}
 	for name, c := range map[string]*Console{"the replica that logged in": a, "another replica": b} {
-		if rec := send(c, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusOK {
+		if rec := readQueues(c, here, withCookie(ck)); rec.Code != http.StatusOK {
 			t.Fatalf("session on %s: %d %s", name, rec.Code, rec.Body)
 		}
 	}
@@ -120,7 +125,7 @@ func TestConsoleSessionsAreServerSideAndRevocable(t *testing.T) {
 		t.Fatalf("logout: %d", rec.Code)
 	}
 	for name, c := range map[string]*Console{"the replica that logged in": a, "the replica that logged out": b} {
-		if rec := send(c, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusUnauthorized {
+		if rec := readQueues(c, here, withCookie(ck)); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("a logged-out cookie on %s: %d", name, rec.Code)
 		}
 	}
@@ -132,11 +137,11 @@ func TestConsoleSessionsAreServerSideAndRevocable(t *testing.T) {
 	// refuses sessions opened with it.
 	ck = sessionOf(t, login(a, consoleAdmin, here))
 	rotated := e.console(ConsoleConfig{AdminTokens: []string{"a-new-admin-token-000"}})
-	if rec := send(rotated, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(rotated, here, withCookie(ck)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a session of a removed token: %d", rec.Code)
 	}
 	forged := &http.Cookie{Name: sessionCookie, Value: strings.Repeat("A", 43)}
-	if rec := send(a, "GET", ConsolePath+"/api/queues", here, withCookie(forged), nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(a, here, withCookie(forged)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a made-up session id: %d", rec.Code)
 	}
 }
@@ -165,17 +170,17 @@ func TestConsoleSessionNeverOutlivesSessionTTL(t *testing.T) {
 	s.Issued -= 2 * 3600
 	raw, _ = json.Marshal(s)
 	e.rd.Client.Set(ctx, key, raw, redis.KeepTTL) //nolint:errcheck
-	if rec := send(long, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusOK {
+	if rec := readQueues(long, here, withCookie(ck)); rec.Code != http.StatusOK {
 		t.Fatalf("within its TTL: %d", rec.Code)
 	}
-	if rec := send(short, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(short, here, withCookie(ck)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("past session_ttl: %d", rec.Code)
 	}
 	// Even if the Redis key were kept forever, the login time caps the session.
 	s.Issued -= 24 * 3600
 	raw, _ = json.Marshal(s)
 	e.rd.Client.Set(ctx, key, raw, 0) //nolint:errcheck
-	if rec := send(long, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(long, here, withCookie(ck)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("26 hours after login: %d", rec.Code)
 	}
 }
@@ -188,17 +193,17 @@ func TestConsoleLoginsAreThrottledPerAddress(t *testing.T) {
 	if rec := login(c, "guess-1", attacker); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", rec.Code)
 	}
-	if rec := send(c, "GET", ConsolePath+"/api/queues", attacker, bearer("guess-2"), nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(c, attacker, bearer("guess-2")); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("wrong bearer token: %d", rec.Code)
 	}
-	if rec := send(c, "GET", ConsolePath+"/api/queues", attacker, func(r *http.Request) { r.SetBasicAuth("ops", "guess-3") }, nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(c, attacker, func(r *http.Request) { r.SetBasicAuth("ops", "guess-3") }); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("wrong password: %d", rec.Code)
 	}
 	// Three failures in the window: every further wrong credential from that address waits.
 	for name, try := range map[string]func() *httptest.ResponseRecorder{
 		"login": func() *httptest.ResponseRecorder { return login(c, "guess-4", attacker) },
 		"bearer": func() *httptest.ResponseRecorder {
-			return send(c, "GET", ConsolePath+"/api/queues", attacker, bearer("guess-5"), nil)
+			return readQueues(c, attacker, bearer("guess-5"))
 		},
 	} {
 		rec := try()
@@ -210,9 +215,9 @@ func TestConsoleLoginsAreThrottledPerAddress(t *testing.T) {
 	// A valid admin credential always passes, however much junk its address sent (behind a
 	// proxy every client shares one address): 50 more junk tokens, then the admin's.
 	for i := range 50 {
-		send(c, "GET", ConsolePath+"/api/queues", attacker, bearer(fmt.Sprintf("junk-%d", i)), nil)
+		readQueues(c, attacker, bearer(fmt.Sprintf("junk-%d", i)))
 	}
-	if rec := send(c, "GET", ConsolePath+"/api/queues", attacker, bearer(consoleAdmin), nil); rec.Code != http.StatusOK {
+	if rec := readQueues(c, attacker, bearer(consoleAdmin)); rec.Code != http.StatusOK {
 		t.Fatalf("the admin's token after 50 junk tokens: %d", rec.Code)
 	}
 	sessionOf(t, login(c, consoleAdmin, attacker))
@@ -492,15 +497,15 @@ func TestConsoleSignInsAndOutsAreAudited(t *testing.T) {
 	}
 	// Three refused credentials, one of each way in: counted, then throttled.
 	login(c, "guess-1", addr)
-	send(c, "GET", ConsolePath+"/api/queues", addr, bearer("guess-2"), nil)
-	send(c, "GET", ConsolePath+"/api/queues", addr, func(r *http.Request) { r.SetBasicAuth("ops", "guess-3") }, nil)
+	readQueues(c, addr, bearer("guess-2"))
+	readQueues(c, addr, func(r *http.Request) { r.SetBasicAuth("ops", "guess-3") })
 	for i := range 7 {
-		if rec := send(c, "GET", ConsolePath+"/api/queues", addr, bearer(fmt.Sprint("junk-", i)), nil); rec.Code != http.StatusTooManyRequests {
+		if rec := readQueues(c, addr, bearer(fmt.Sprint("junk-", i))); rec.Code != http.StatusTooManyRequests {
 			t.Fatalf("junk %d past the limit: %d", i, rec.Code)
 		}
 	}
 	// The admin still passes, and a read-only refusal of the admin is a row of its own.
-	if rec := send(c, "GET", ConsolePath+"/api/queues", addr, bearer(consoleAdmin), nil); rec.Code != http.StatusOK {
+	if rec := readQueues(c, addr, bearer(consoleAdmin)); rec.Code != http.StatusOK {
 		t.Fatalf("the admin after the junk: %d", rec.Code)
 	}
 	send(c, "POST", ConsolePath+"/api/queues/exports:pause", addr, bearer(consoleAdmin), nil)
@@ -534,17 +539,17 @@ func TestConsoleThrottlesTheClientBehindTheProxiesAndTheCredentialEverywhere(t *
 		return func(r *http.Request) { r.Header.Set("X-Forwarded-For", "203.0.113.200, "+client) }
 	}
 	for i := range 2 {
-		send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer(fmt.Sprint("guess-", i))(r) }, nil)
+		readQueues(c, proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer(fmt.Sprint("guess-", i))(r) })
 	}
-	blocked := send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-9")(r) }, nil)
+	blocked := readQueues(c, proxy, func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-9")(r) })
 	if blocked.Code != http.StatusTooManyRequests {
 		t.Fatalf("the client behind the proxy after 2 refusals: %d", blocked.Code)
 	}
-	if rec := send(c, "GET", ConsolePath+"/api/queues", proxy, func(r *http.Request) { via("198.51.100.21")(r); bearer("guess-10")(r) }, nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(c, proxy, func(r *http.Request) { via("198.51.100.21")(r); bearer("guess-10")(r) }); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("another client behind the same proxy: %d, want its own 401", rec.Code)
 	}
 	// From outside the proxies, X-Forwarded-For is the client's own claim: the peer counts.
-	if rec := send(c, "GET", ConsolePath+"/api/queues", "192.0.2.77:1", func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-11")(r) }, nil); rec.Code != http.StatusUnauthorized {
+	if rec := readQueues(c, "192.0.2.77:1", func(r *http.Request) { via("198.51.100.20")(r); bearer("guess-11")(r) }); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a client claiming a throttled address: %d", rec.Code)
 	}
 	rows, _, _ := st.ListAudit(context.Background(), audit.Filter{Action: audit.ActionThrottled})
@@ -573,7 +578,7 @@ func TestConsoleSignOutIsAButton(t *testing.T) {
 	c := e.console(ConsoleConfig{})
 	ck := sessionOf(t, login(c, consoleAdmin, here))
 	live := func() bool {
-		return send(c, "GET", ConsolePath+"/api/queues", here, withCookie(ck), nil).Code == http.StatusOK
+		return readQueues(c, here, withCookie(ck)).Code == http.StatusOK
 	}
 
 	rec := send(c, "GET", ConsolePath+"/logout", here, withCookie(ck), nil)

@@ -14,22 +14,13 @@ axe=$work/node_modules/axe-core/axe.min.js
 
 say() { echo "a11y: $*" >&2; }
 
+. "$root/scripts/npm-tools.sh"
+
 install() {
 	mkdir -p "$work"
 	exec 8>"$work/.install.lock"
 	flock 8
-	if [ -f "$axe" ] && cmp -s "$src/package-lock.json" "$work/package-lock.json"; then
-		return
-	fi
-	if ! command -v npm >/dev/null; then
-		say "installing Node.js and npm from Debian's packages"
-		local sudo=""
-		[ "$(id -u)" = 0 ] || sudo=sudo
-		$sudo apt-get install -y -q nodejs npm >/dev/null || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q nodejs npm >/dev/null; }
-	fi
-	say "installing axe-core with npm ci"
-	cp "$src/package.json" "$src/package-lock.json" "$work/"
-	(cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	npm_ci_pinned axe-core "$axe"
 	[ -f "$axe" ] || { say "npm ci left no $axe"; exit 1; }
 }
 

@@ -15,18 +15,10 @@ work=$root/data/tools/contract
 
 say() { echo "contract: $*" >&2; }
 
+. "$root/scripts/npm-tools.sh"
+
 install() {
-	mkdir -p "$work"
-	if [ -d "$work/node_modules" ] && cmp -s "$src/package-lock.json" "$work/package-lock.json"; then
-		return
-	fi
-	if ! command -v npm >/dev/null; then
-		say "installing Node.js and npm from Debian's packages"
-		if [ "$(id -u)" = 0 ]; then apt-get install -y -q nodejs npm >/dev/null; else sudo apt-get install -y -q nodejs npm >/dev/null; fi
-	fi
-	say "installing the checkers (Redocly CLI, openapi-typescript, TypeScript) with npm ci"
-	cp "$src/package.json" "$src/package-lock.json" "$work/"
-	(cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	npm_ci_pinned "the checkers (Redocly CLI, openapi-typescript, TypeScript)" "$work/node_modules"
 }
 
 document() {

@@ -12,18 +12,10 @@ work=$root/data/tools/oidc-provider
 
 say() { echo "oidc-provider: $*" >&2; }
 
+. "$root/scripts/npm-tools.sh"
+
 install() {
-	mkdir -p "$work"
-	if [ -d "$work/node_modules/oidc-provider" ] && cmp -s "$src/package-lock.json" "$work/package-lock.json"; then
-		return
-	fi
-	if ! command -v npm >/dev/null; then
-		say "installing Node.js and npm from Debian's packages"
-		if [ "$(id -u)" = 0 ]; then apt-get install -y -q nodejs npm >/dev/null; else sudo apt-get install -y -q nodejs npm >/dev/null; fi
-	fi
-	say "installing oidc-provider with npm ci"
-	cp "$src/package.json" "$src/package-lock.json" "$work/"
-	(cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	npm_ci_pinned oidc-provider "$work/node_modules/oidc-provider"
 }
 
 case ${1:-} in

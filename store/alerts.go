@@ -34,15 +34,10 @@ func (s *Alerts) ClaimAlert(ctx context.Context, taskID int64) (*Task, error) {
 // and were never sent (the process that failed the task died before sending). The caller
 // sends them.
 func (s *Alerts) ClaimDueAlerts(ctx context.Context, olderThan time.Duration, limit int) ([]Task, error) {
-	var tasks []Task
-	err := pg.All(ctx, s.db, s.db.DB, &tasks, `
+	return pg.List[Task](ctx, s.db, "claim due alerts", `
 		UPDATE tasks SET alerted_at = now()
 		WHERE id IN (`+sqlDueAlerts+` FOR UPDATE SKIP LOCKED)
 		RETURNING `+taskColumns, olderThan.Seconds(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim due alerts: %w", err)
-	}
-	return tasks, nil
 }
 
 // ConditionHolds records that an alert condition holds. It returns the time it started and

@@ -34,38 +34,23 @@ func insertEvents(event, actor, from string) string {
 // EventsAfter returns up to limit events with id > after, oldest first: the feed webhook
 // dispatchers and live streams follow.
 func (s *Outbox) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
-	var out []Event
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	return out, nil
+	return pg.List[Event](ctx, s.db, "read events",
+		`SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 }
 
 // TaskEvents returns a task's events with id > after, oldest first, if scope may see the task.
 func (s *Outbox) TaskEvents(ctx context.Context, taskID int64, after int64, limit int) ([]Event, error) {
-	var out []Event
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+	return pg.List[Event](ctx, s.db, fmt.Sprintf("read events of task %d", taskID),
+		`SELECT `+eventColumns+` FROM task_events WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
 		taskID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read events of task %d: %w", taskID, err)
-	}
-	return out, nil
 }
 
 // ScopeEvents returns the events of tasks scope may see (owner, when given, narrows an
 // admin's view) with id > after, oldest first.
 func (s *Outbox) ScopeEvents(ctx context.Context, scope Scope, owner string, after int64, limit int) ([]Event, error) {
-	if !scope.Admin {
-		owner = scope.Owner
-	}
-	var out []Event
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+eventColumns+` FROM task_events
+	owner = scope.ListedOwner(owner)
+	return pg.List[Event](ctx, s.db, "read events", `SELECT `+eventColumns+` FROM task_events
 		WHERE id > $1 AND ($2 = '' OR owner = $2) ORDER BY id LIMIT $3`, after, owner, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	return out, nil
 }
 
 // LastEventID is the newest event's id (0 when there is none): where a new follower starts.

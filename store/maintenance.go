@@ -65,11 +65,7 @@ func (s *Maintenance) CleanupRounds(ctx context.Context) ([]CleanupRound, error)
 // re-delivered about takeoverAfter plus one cleanup interval after its last heartbeat. The
 // cleanup round takes these first, before any other work.
 func (s *Maintenance) TakeSilent(ctx context.Context, grace, takeoverAfter time.Duration, limit int) ([]Task, error) {
-	var tasks []Task
-	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit); err != nil {
-		return nil, fmt.Errorf("find silent running tasks: %w", err)
-	}
-	return tasks, nil
+	return pg.List[Task](ctx, s.db, "find silent running tasks", sqlTakeSilent, grace.Seconds(), takeoverAfter.Seconds(), limit)
 }
 
 // TakeOrphans returns up to limit PENDING or RETRY_WAIT tasks not handed to asynq within grace
@@ -77,11 +73,7 @@ func (s *Maintenance) TakeSilent(ctx context.Context, grace, takeoverAfter time.
 // data), and stamps their enqueued_at so the next rounds skip them for grace. Enqueueing is
 // idempotent, so a task asynq still holds is not delivered twice.
 func (s *Maintenance) TakeOrphans(ctx context.Context, grace time.Duration, limit int) ([]Task, error) {
-	var tasks []Task
-	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTakeOrphans, grace.Seconds(), limit); err != nil {
-		return nil, fmt.Errorf("find orphans: %w", err)
-	}
-	return tasks, nil
+	return pg.List[Task](ctx, s.db, "find orphans", sqlTakeOrphans, grace.Seconds(), limit)
 }
 
 // sqlTakeSilent picks and stamps silent RUNNING tasks: args grace seconds, takeover seconds, limit.
@@ -129,11 +121,7 @@ func (s *Maintenance) MarkEnqueued(ctx context.Context, taskID int64, attempt in
 // ExpiredResults returns up to limit tasks whose result files (an export's result, an
 // import's error report) are past their expiry and still on record.
 func (s *Maintenance) ExpiredResults(ctx context.Context, limit int) ([]Task, error) {
-	var tasks []Task
-	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlExpiredResults, limit); err != nil {
-		return nil, fmt.Errorf("find expired results: %w", err)
-	}
-	return tasks, nil
+	return pg.List[Task](ctx, s.db, "find expired results", sqlExpiredResults, limit)
 }
 
 // ForgetResultFiles removes the file references of expired results, keeping the rest of
@@ -149,11 +137,7 @@ func (s *Maintenance) ForgetResultFiles(ctx context.Context, ids []int64) error 
 
 // PastRetention returns up to limit terminal tasks that finished before the cut-off.
 func (s *Maintenance) PastRetention(ctx context.Context, retention time.Duration, limit int) ([]Task, error) {
-	var tasks []Task
-	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlPastRetention, retention.Seconds(), limit); err != nil {
-		return nil, fmt.Errorf("find tasks past retention: %w", err)
-	}
-	return tasks, nil
+	return pg.List[Task](ctx, s.db, "find tasks past retention", sqlPastRetention, retention.Seconds(), limit)
 }
 
 // LiveUploads returns which of the given upload paths a PENDING, RETRY_WAIT or RUNNING task

@@ -308,11 +308,7 @@ var sqlEndAttempts = `
 // limit of them. Their worker is gone (or cut off); if it comes back, its fenced writes change
 // nothing.
 func (s *Attempts) TimeoutStale(ctx context.Context, limit int) ([]Task, error) {
-	var tasks []Task
-	if err := pg.All(ctx, s.db, s.db.DB, &tasks, sqlTimeoutStale, limit); err != nil {
-		return nil, fmt.Errorf("time out stale tasks: %w", err)
-	}
-	return tasks, nil
+	return pg.List[Task](ctx, s.db, "time out stale tasks", sqlTimeoutStale, limit)
 }
 
 // sqlTimeoutStale times out at most $1 silent RUNNING tasks (see TimeoutStale).

@@ -53,13 +53,9 @@ func InsertItems(ctx context.Context, tx bun.Tx, items []Item) error {
 
 // Items returns a task's rejected rows in row order, after row afterRow.
 func (s *Tasks) Items(ctx context.Context, taskID int64, afterRow, limit int) ([]Item, error) {
-	var items []Item
-	err := pg.All(ctx, s.db, s.db.DB, &items, `SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
+	return pg.List[Item](ctx, s.db, "list rejected rows",
+		`SELECT `+itemColumns+` FROM task_items WHERE task_id = $1 AND row_no > $2
 		ORDER BY row_no, id LIMIT $3`, taskID, afterRow, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list rejected rows: %w", err)
-	}
-	return items, nil
 }
 
 // FieldCount is how many of a task's rejected rows one field was at fault in.
@@ -78,16 +74,11 @@ func (s *Tasks) RejectedByField(ctx context.Context, taskID int64, archived bool
 	if archived {
 		table = "task_items_archive"
 	}
-	var out []FieldCount
-	err := pg.All(ctx, s.db, s.db.DB, &out, `
+	return pg.List[FieldCount](ctx, s.db, fmt.Sprintf("count rejected rows of task %d by field", taskID), `
 		SELECT f AS field, count(*) AS count
 		FROM `+table+` i, unnest(string_to_array(i.field, ',')) AS f
 		WHERE i.task_id = $1 AND f <> ''
 		GROUP BY f ORDER BY count(*) DESC, f`, taskID)
-	if err != nil {
-		return nil, fmt.Errorf("count rejected rows of task %d by field: %w", taskID, err)
-	}
-	return out, nil
 }
 
 // CountsIn reads a task's committed counts inside tx (a batch's transaction, which holds the

@@ -266,11 +266,8 @@ func TaskPage(ctx context.Context, tx bun.Tx, db *bun.DB, f ListFilter, scope Sc
 
 // Runs returns every attempt of a task, oldest first.
 func (s *Tasks) Runs(ctx context.Context, taskID int64) ([]Run, error) {
-	var runs []Run
-	if err := pg.All(ctx, s.db, s.db.DB, &runs, `SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID); err != nil {
-		return nil, fmt.Errorf("list runs of task %d: %w", taskID, err)
-	}
-	return runs, nil
+	return pg.List[Run](ctx, s.db, fmt.Sprintf("list runs of task %d", taskID),
+		`SELECT `+runColumns+` FROM task_runs WHERE task_id = $1 ORDER BY attempt`, taskID)
 }
 
 // RecentLogs returns the newest n log lines of a task, oldest first.
@@ -343,14 +340,9 @@ type OwnerBacklog struct {
 
 // TopWaitingOwners returns, per queue, the limit owners with the most waiting tasks (metrics).
 func (s *Tasks) TopWaitingOwners(ctx context.Context, limit int) ([]OwnerBacklog, error) {
-	var out []OwnerBacklog
-	err := pg.All(ctx, s.db, s.db.DB, &out, `
+	return pg.List[OwnerBacklog](ctx, s.db, "count waiting tasks per owner", `
 		SELECT queue, owner, waiting FROM (
 			SELECT queue, owner, count(*) AS waiting, row_number() OVER (PARTITION BY queue ORDER BY count(*) DESC) AS rank
 			FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') GROUP BY queue, owner) r
 		WHERE rank <= $1 ORDER BY queue, waiting DESC`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("count waiting tasks per owner: %w", err)
-	}
-	return out, nil
 }

@@ -60,6 +60,19 @@ type auditJSON struct {
 	}
 }
 
+// auditTrail reads the audit rows a query selects (such as "actor=oidc:corp:alice"), newest
+// first, each as "via action outcome".
+func (p *proc) auditTrail(token, query string) []string {
+	p.t.Helper()
+	var trail auditJSON
+	p.getJSON("/api/v1/audit?"+query, token, &trail)
+	var got []string
+	for _, r := range trail.Items {
+		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
+	}
+	return got
+}
+
 func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	idp := newCompanyIdP(t)
 	e := newEnv(t, idp.vars())
@@ -135,12 +148,8 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	if res := api.do("POST", "/api/v1/tasks/"+sub.Task.ID+"/cancel", aliceNow, nil); res.status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", res.status, res.body)
 	}
-	res = api.do("GET", "/api/v1/audit?target="+sub.Task.ID, ops, nil)
-	if res.status != http.StatusOK {
-		t.Fatalf("audit as the IdP's admin: %d %s", res.status, res.body)
-	}
 	var trail auditJSON
-	res.json(t, &trail)
+	api.getJSON("/api/v1/audit?target="+sub.Task.ID, ops, &trail) // as the IdP's admin
 	var got []string
 	for _, r := range trail.Items {
 		got = append(got, r.Actor+" "+r.Via+" "+r.Action+" "+r.Outcome)
@@ -197,9 +206,6 @@ func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 // provider's session too), and sign in again, which asks for the credentials again.
 func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
 	const password = "alice-at-the-company"
@@ -250,23 +256,12 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	b.wait("signed in again, on the task list", `location.origin === "`+base+`" && location.pathname === "/" && document.querySelector(".who") &&
 		document.querySelector(".who").innerText === "oidc:corp:alice"`, 20*time.Second)
 
-	res = api.do("GET", "/api/v1/audit?actor=oidc:corp:alice", adminToken, nil)
-	var trail auditJSON
-	res.json(t, &trail)
-	var got []string
-	for _, r := range trail.Items {
-		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
-	}
+	got := api.auditTrail(adminToken, "actor=oidc:corp:alice")
 	want := []string{"oidc auth.sign_in success", "oidc auth.sign_out success", "session task.cancel success", "oidc auth.sign_in success", "jwt task.submit success"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("alice's trail:\n got %q\nwant %q", got, want)
 	}
-	b.mu.Lock()
-	problems := b.problems
-	b.mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(problems, "\n"))
-	}
+	b.checkNoErrorsBut(nil)
 	t.Logf("screenshot: %s", shot)
 }
 
@@ -277,9 +272,6 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 // sign-in, and the provider for the credentials.
 func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
 	const password = "ops-at-the-company"
@@ -314,13 +306,7 @@ func TestConsoleSignInAndOutWithTheCompanyIdPInChromium(t *testing.T) {
 		t.Fatalf("the provider asked for credentials %d times, want 2", got)
 	}
 
-	res := api.do("GET", "/api/v1/audit?actor=oidc:corp:ops", adminToken, nil)
-	var trail auditJSON
-	res.json(t, &trail)
-	var got []string
-	for _, r := range trail.Items {
-		got = append(got, r.Via+" "+r.Action+" "+r.Outcome)
-	}
+	got := api.auditTrail(adminToken, "actor=oidc:corp:ops")
 	if want := []string{"oidc auth.sign_out success", "oidc auth.sign_in success"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("ops's trail:\n got %q\nwant %q", got, want)
 	}

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -28,17 +27,6 @@ import (
 	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // privateRedis is a redis-server this test owns: appendonly on, fsync every second (the
 // production setting of scripts/services.sh), so a kill loses at most the last second.
 type privateRedis struct {
@@ -56,7 +44,7 @@ func startPrivateRedis(t *testing.T) *privateRedis {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (scripts/services.sh up installs it): %v", err)
 	}
-	r := &privateRedis{t: t, dir: t.TempDir(), port: freePort(t)}
+	r := &privateRedis{t: t, dir: t.TempDir(), port: testenv.FreePort(t)}
 	r.Addr = fmt.Sprintf("127.0.0.1:%d", r.port)
 	r.start()
 	r.Client = redis.NewClient(&redis.Options{Addr: r.Addr})
@@ -127,7 +115,7 @@ type privatePostgres struct {
 
 func startPrivatePostgres(t *testing.T) *privatePostgres {
 	t.Helper()
-	p := &privatePostgres{t: t, bin: pgBinDir(t), port: freePort(t)}
+	p := &privatePostgres{t: t, bin: pgBinDir(t), port: testenv.FreePort(t)}
 	dir, err := os.MkdirTemp("", "taskcenter-chaos-pg-")
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,18 @@ func workerID(p *binProc) string {
 	return fmt.Sprintf("%s-%d", host, p.cmd.Process.Pid)
 }
 
+// runningOn returns which of the test's workers the task runs on.
+func runningOn(t *testing.T, workers []*binProc, task chaosTask) *binProc {
+	t.Helper()
+	for _, w := range workers {
+		if workerID(w) == task.Worker {
+			return w
+		}
+	}
+	t.Fatalf("the task runs on %q, which is none of the test's workers", task.Worker)
+	return nil
+}
+
 // --- reading the truth from Postgres --------------------------------------------------------
 
 // chaosTask is a task row as the suite reads it.
@@ -149,14 +161,21 @@ func pgTextArray(s []string) string {
 // mustTasks reads the tasks, retrying through a Postgres restart for up to a minute.
 func (e *env) mustTasks(nos ...string) []chaosTask {
 	e.t.Helper()
+	return throughRestart(e.t, "read tasks", func() ([]chaosTask, error) { return e.tasksNow(nos...) })
+}
+
+// throughRestart retries read until it succeeds, for up to a minute (Postgres may be
+// restarting), and after that fails the test, saying what it was reading.
+func throughRestart[T any](t *testing.T, what string, read func() (T, error)) T {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		tasks, err := e.tasksNow(nos...)
+		v, err := read()
 		if err == nil {
-			return tasks
+			return v
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("read tasks: %v", err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -181,21 +200,15 @@ type chaosRun struct {
 	FinishedAt *time.Time `bun:"finished_at"`
 }
 
+// mustRuns reads the task's attempts, retrying through a Postgres restart for up to a minute.
 func (e *env) mustRuns(taskID int64) []chaosRun {
 	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return throughRestart(e.t, "read runs", func() ([]chaosRun, error) {
 		var runs []chaosRun
 		err := e.pg.DB.NewRaw("SELECT attempt, trigger, worker, status, started_at, finished_at FROM task_runs WHERE task_id = ? ORDER BY attempt", taskID).
 			Scan(context.Background(), &runs)
-		if err == nil {
-			return runs
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("read runs: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return runs, err
+	})
 }
 
 func describeRuns(runs []chaosRun) string {
@@ -224,6 +237,26 @@ func waitChaos(t *testing.T, within time.Duration, what string, cond func() (boo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitRunningPast waits until the task is RUNNING with at least the fraction at of its rows
+// done, and returns it as it was then. A task that ends first fails the test: the fault meant
+// for the middle of its run would come too late.
+func (e *env) waitRunningPast(kind, no string, at float64) chaosTask {
+	e.t.Helper()
+	var now chaosTask
+	waitChaos(e.t, 60*time.Second, fmt.Sprintf("the %s to reach %.0f%%", kind, at*100), func() (bool, error) {
+		tasks, err := e.tasksNow(no)
+		if err != nil || len(tasks) == 0 {
+			return false, err
+		}
+		now = tasks[0]
+		if now.terminal() {
+			e.t.Fatalf("the %s finished before the fault: %+v", kind, now)
+		}
+		return now.Status == "RUNNING" && now.Total > 0 && float64(now.Current) >= at*float64(now.Total), nil
+	})
+	return now
 }
 
 // waitTerminal waits until every task has ended and returns them.
@@ -973,27 +1006,8 @@ func faultMidTask(t *testing.T, row *chaosRow, kind string, at float64, sig sysc
 	}
 	row.affected = 1
 
-	var doomed *binProc
-	var atKill chaosTask
-	waitChaos(t, 60*time.Second, fmt.Sprintf("the %s to reach %.0f%%", kind, at*100), func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atKill = tasks[0]
-		if atKill.terminal() {
-			t.Fatalf("the %s finished before it could be killed: %+v", kind, atKill)
-		}
-		return atKill.Status == "RUNNING" && atKill.Total > 0 && float64(atKill.Current) >= at*float64(atKill.Total), nil
-	})
-	for _, w := range workers {
-		if workerID(w) == atKill.Worker {
-			doomed = w
-		}
-	}
-	if doomed == nil {
-		t.Fatalf("the task runs on %q, which is none of the test's workers", atKill.Worker)
-	}
+	atKill := e.waitRunningPast(kind, task.ID, at)
+	doomed := runningOn(t, workers, atKill)
 	var killedAt time.Time
 	switch {
 	case sig == syscall.SIGKILL:
@@ -1057,27 +1071,8 @@ func sigtermMidImport(t *testing.T, row *chaosRow) {
 	workers := []*binProc{e.startBinary("worker"), e.startBinary("worker")}
 	task := api.submitImport(aliceToken, imp.name, imp.content, nil)
 	row.affected = 1
-	var atStop chaosTask
-	waitChaos(t, 60*time.Second, "the import to reach 50%", func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atStop = tasks[0]
-		if atStop.terminal() {
-			t.Fatalf("the import finished before SIGTERM: %+v", atStop)
-		}
-		return atStop.Status == "RUNNING" && atStop.Total > 0 && atStop.Current*2 >= atStop.Total, nil
-	})
-	var stopping *binProc
-	for _, w := range workers {
-		if workerID(w) == atStop.Worker {
-			stopping = w
-		}
-	}
-	if stopping == nil {
-		t.Fatalf("the task runs on %q, which is none of the test's workers", atStop.Worker)
-	}
+	atStop := e.waitRunningPast("import", task.ID, 0.5)
+	stopping := runningOn(t, workers, atStop)
 	sentAt := time.Now()
 	if err := stopping.signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		row.fail("the worker exited with %v after SIGTERM, want status 0", err)
@@ -1192,10 +1187,7 @@ func redisFault(t *testing.T, row *chaosRow, fault string) {
 	for range exports {
 		load.exports = append(load.exports, api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"code_prefix": "C"}}).ID)
 	}
-	waitChaos(t, 60*time.Second, "the import to reach 30%", func() (bool, error) {
-		tk, err := e.tasksNow(it.ID)
-		return err == nil && len(tk) == 1 && tk[0].Status == "RUNNING" && tk[0].Total > 0 && float64(tk[0].Current) >= 0.3*float64(tk[0].Total), err
-	})
+	e.waitRunningPast("import", it.ID, 0.3)
 	before := e.mustTasks(load.all()...)
 	affected := affectedAt(before)
 	waiting := 0
@@ -1290,15 +1282,7 @@ func postgresRestart(t *testing.T, row *chaosRow, mode string) {
 	e.startBinary("worker")
 	task := api.submitImport(aliceToken, imp.name, imp.content, nil)
 	row.affected = 1
-	var atFault chaosTask
-	waitChaos(t, 60*time.Second, "the import to reach 40%", func() (bool, error) {
-		tasks, err := e.tasksNow(task.ID)
-		if err != nil || len(tasks) == 0 {
-			return false, err
-		}
-		atFault = tasks[0]
-		return atFault.Status == "RUNNING" && atFault.Total > 0 && float64(atFault.Current) >= 0.4*float64(atFault.Total), nil
-	})
+	atFault := e.waitRunningPast("import", task.ID, 0.4)
 	faultAt := time.Now()
 	pg.restart(mode)
 	upAfter := time.Since(faultAt)

@@ -238,14 +238,20 @@ func (p *proc) submitExport(token string, body any, headers ...string) taskJSON 
 	return out.Task
 }
 
+// getJSON reads path as the token's user into v, failing the test on any answer but 200.
+func (p *proc) getJSON(path, token string, v any) {
+	p.t.Helper()
+	res := p.do("GET", path, token, nil)
+	if res.status != http.StatusOK {
+		p.t.Fatalf("GET %s: %d %s", path, res.status, res.body)
+	}
+	res.json(p.t, v)
+}
+
 func (p *proc) task(token, id string) taskJSON {
 	p.t.Helper()
-	res := p.do("GET", "/api/v1/tasks/"+id, token, nil)
-	if res.status != http.StatusOK {
-		p.t.Fatalf("get task %s: %d %s", id, res.status, res.body)
-	}
 	var t taskJSON
-	res.json(p.t, &t)
+	p.getJSON("/api/v1/tasks/"+id, token, &t)
 	return t
 }
 

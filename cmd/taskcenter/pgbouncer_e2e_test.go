@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // startPgBouncer runs a real PgBouncer in transaction pooling in front of the test's schema on
@@ -37,7 +39,7 @@ func startPgBouncer(t *testing.T, direct, schema string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o777) //nolint:errcheck // pgbouncer runs as another user when we are root
-	listen := freePort(t)
+	listen := testenv.FreePort(t)
 	ini := fmt.Sprintf(`[databases]
 tcdb = host=%s port=%s dbname=%s connect_query='SET search_path TO %s'
 

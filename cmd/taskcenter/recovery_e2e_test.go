@@ -30,6 +30,15 @@ func merge(maps ...map[string]string) map[string]string {
 	return out
 }
 
+// redisThroughProxy sends the Redis traffic of the processes e starts from now on through a
+// proxy, so the test can cut Redis off and restore it.
+func (e *env) redisThroughProxy() *testenv.Proxy {
+	e.t.Helper()
+	proxy := testenv.NewProxy(e.t, e.redis.Addr)
+	e.vars["TASKCENTER_REDIS_ADDR"] = proxy.Addr()
+	return proxy
+}
+
 func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastCleanup)
@@ -208,8 +217,7 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastCleanup)
 	e.seedCustomers(100)
-	redisProxy := testenv.NewProxy(t, e.redis.Addr)
-	e.vars["TASKCENTER_REDIS_ADDR"] = redisProxy.Addr()
+	redisProxy := e.redisThroughProxy()
 	p := e.start("all")
 
 	redisProxy.Cut()
@@ -249,8 +257,7 @@ func TestTasksSubmittedDuringARedisOutageAreEnqueuedWhenItAnswers(t *testing.T) 
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.seedCustomers(50)
-	redisProxy := testenv.NewProxy(t, e.redis.Addr)
-	e.vars["TASKCENTER_REDIS_ADDR"] = redisProxy.Addr()
+	redisProxy := e.redisThroughProxy()
 	p := e.start("api,worker")
 
 	redisProxy.Cut()

@@ -1193,10 +1193,7 @@ func TestEverySurfaceTellsTheSameStory(t *testing.T) {
 		t.Errorf("tc watch of the cancelled import: exit %d, want 1", firstWatch.code)
 	}
 
-	b.mu.Lock()
-	consoleProblems := slices.Clone(b.problems)
-	b.mu.Unlock()
-	for _, pr := range consoleProblems {
+	for _, pr := range b.errorsBut(nil) {
 		s.problem("the browser reported: %s", pr)
 	}
 	s.mu.Lock()

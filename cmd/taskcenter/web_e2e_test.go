@@ -52,8 +52,36 @@ type browserSession struct {
 // (t.Parallel) without two browsers contending for the machine.
 var oneBrowser = make(chan struct{}, 1)
 
+// errorsBut returns what the browser reported (console errors, exceptions, failed loads) but
+// for the errors the test meant to cause, which expected accepts (nil: it meant none).
+func (b *browserSession) errorsBut(expected func(problem string) bool) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var unexpected []string
+	for _, p := range b.problems {
+		if expected == nil || !expected(p) {
+			unexpected = append(unexpected, p)
+		}
+	}
+	return unexpected
+}
+
+// checkNoErrorsBut fails the test if the browser reported an error that expected does not
+// accept (nil: any error fails it).
+func (b *browserSession) checkNoErrorsBut(expected func(problem string) bool) {
+	b.t.Helper()
+	if unexpected := b.errorsBut(expected); len(unexpected) > 0 {
+		b.t.Fatalf("the browser reported errors:\n%s", strings.Join(unexpected, "\n"))
+	}
+}
+
+// newBrowser opens this test's Chromium tab, one browser at a time. A -short run skips the test
+// here: browser tests are the slow ones.
 func newBrowser(t *testing.T) *browserSession {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test")
+	}
 	oneBrowser <- struct{}{}
 	t.Cleanup(func() { <-oneBrowser }) // registered first, so it runs after the browser has closed
 	exe := chromium(t)
@@ -266,9 +294,6 @@ func isXLSX(t *testing.T, path string) {
 
 func TestWebPageInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, map[string]string{
 		"TASKCENTER_IMPORT_BATCH_SIZE":    "2",   // the messy file's 15 rows in 8 batches: the bar moves
@@ -411,18 +436,9 @@ func TestWebPageInChromium(t *testing.T) {
 		&& document.querySelector("#tasks thead").innerText.includes("Owner")`, 10*time.Second)
 
 	// --- no console errors, beyond the 404 bob was meant to get ---------------------------
-	b.mu.Lock()
-	var unexpected []string
-	for _, p := range b.problems {
-		if strings.Contains(p, "/api/v1/tasks/"+importID) && strings.Contains(p, "404") {
-			continue
-		}
-		unexpected = append(unexpected, p)
-	}
-	b.mu.Unlock()
-	if len(unexpected) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(unexpected, "\n"))
-	}
+	b.checkNoErrorsBut(func(p string) bool {
+		return strings.Contains(p, "/api/v1/tasks/"+importID) && strings.Contains(p, "404")
+	})
 	fmt.Printf("web page screenshots:\n  list (1080p):  %s\n  list (phone):  %s\n  detail:        %s\n  detail (中文): %s\n", listShot, phoneShot, detailShot, zhShot)
 }
 

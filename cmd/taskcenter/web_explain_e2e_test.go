@@ -15,9 +15,6 @@ import (
 // the whole log downloads as text.
 func TestWebPageExplainsAMessyImport(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	p := e.start("all")
@@ -66,9 +63,5 @@ func TestWebPageExplainsAMessyImport(t *testing.T) {
 	if zh := eval[string](b, `document.querySelector("#rejected-fields li").innerText.replace(/\s+/g, " ")`); zh != "客户编号 2" {
 		t.Fatalf("the first field in Chinese: %q", zh)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.problems) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(b.problems, "\n"))
-	}
+	b.checkNoErrorsBut(nil)
 }

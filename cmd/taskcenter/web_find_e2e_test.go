@@ -28,9 +28,6 @@ const findJS = `(() => {
 // which was not allowed, and a reload or the language switch keeps the search and the tab.
 func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	api := e.start("api") // no worker: every task waits until the person acts on it
@@ -126,10 +123,6 @@ func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	b.click("back to English", "#lang-switch")
 	b.wait("English, same tab", `document.documentElement.lang === "en" && location.search.includes("status=CANCELLED")`, 10*time.Second)
 
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.problems) > 0 {
-		t.Fatalf("the browser reported errors:\n%s", strings.Join(b.problems, "\n"))
-	}
+	b.checkNoErrorsBut(nil)
 	t.Logf("screenshots: %s %s", bulkShot, shot)
 }

@@ -13,9 +13,6 @@ import (
 // makes the first two one export, and the third a second one.
 func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	api := e.start("api") // no worker: the exports wait, so they can be counted

@@ -14,9 +14,6 @@ import (
 // page offers to run it for real, the same way.
 func TestTheMappingFormImportsTheUploadedFileAgain(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	p := e.start("all")

@@ -20,9 +20,6 @@ const waitJS = `(() => {
 // list and on the task's page, in English and in Chinese.
 func TestWebPageShowsAWaitingTasksPlaceInLine(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("browser test")
-	}
 	b := newBrowser(t)
 	e := newEnv(t, nil)
 	api := e.start("api") // no worker: every task waits

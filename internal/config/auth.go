@@ -149,7 +149,7 @@ func (o OIDC) validate(bad func(string, ...any)) {
 			bad("auth.oidc: set jwks_url or jwks_file, not both")
 		}
 		if o.JWKSURL != "" {
-			if u, err := url.Parse(o.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			if !isURL(o.JWKSURL, "https", "http") {
 				bad("auth.oidc.jwks_url must be an http(s) URL")
 			}
 		}
@@ -159,7 +159,7 @@ func (o OIDC) validate(bad func(string, ...any)) {
 			}
 		}
 		if o.RedirectURL != "" {
-			if u, err := url.Parse(o.RedirectURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			if !isURL(o.RedirectURL, "https", "http") {
 				bad("auth.oidc.redirect_url must be an absolute URL ending in /auth/callback")
 			}
 		}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"net/url"
 	"time"
 )
 
@@ -48,14 +47,14 @@ func defaultDatabase() Database {
 // validate checks the database section, and its session limits against the worker's timing
 // rules.
 func (d Database) validate(w Worker, bad func(string, ...any)) {
-	if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+	if !isURL(d.URL, "postgres", "postgresql") {
 		bad("database.url (TASKCENTER_DATABASE_URL) must be a postgres://user:password@host:port/dbname URL")
 	}
 	if d.Pooler != "" && d.Pooler != "pgbouncer" {
 		bad("database.pooler must be empty (direct) or pgbouncer, got %q", d.Pooler)
 	}
 	if d.MigrateURL != "" {
-		if u, err := url.Parse(d.MigrateURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		if !isURL(d.MigrateURL, "postgres", "postgresql") {
 			bad("database.migrate_url (TASKCENTER_DATABASE_MIGRATE_URL) must be a postgres:// URL")
 		}
 	}

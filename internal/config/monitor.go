@@ -1,9 +1,6 @@
 package config
 
-import (
-	"net/url"
-	"time"
-)
+import "time"
 
 // Alerts configures alerting. Alerts are always logged (level ERROR, "alert":<kind>).
 type Alerts struct {
@@ -27,7 +24,7 @@ func defaultAlerts() Alerts {
 // validate checks the delivery of alerts and the backlog alert.
 func (a Alerts) validate(bad func(string, ...any)) {
 	if a.WebhookURL != "" {
-		if u, err := url.Parse(a.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isURL(a.WebhookURL, "http", "https") {
 			bad("alerts.webhook_url must be an http(s) URL")
 		}
 		if a.WebhookTimeout <= 0 || a.WebhookRetries < 0 || a.WebhookRetries > 10 {

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,17 +56,6 @@ func WaitRedis(t testing.TB, addr string) {
 	Eventually(t, 15*time.Second, "redis at "+addr, func() bool { return c.Ping(context.Background()).Err() == nil })
 }
 
-// loopbackPort returns a loopback port nothing listens on right now.
-func loopbackPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // SentinelSet is a master, its replica and three Sentinels watching them (master name
 // SentinelMaster, down after 1 s).
 type SentinelSet struct {
@@ -90,7 +78,7 @@ func NewSentinelSet(t testing.TB) *SentinelSet {
 		t.Fatalf("redis-sentinel is not installed (scripts/services.sh tools installs it): %v", err)
 	}
 	dir := t.TempDir()
-	master, replica := loopbackPort(t), loopbackPort(t)
+	master, replica := FreePort(t), FreePort(t)
 	set := &SentinelSet{MasterAddr: fmt.Sprintf("127.0.0.1:%d", master), ReplicaAddr: fmt.Sprintf("127.0.0.1:%d", replica), ReplicaPort: replica}
 	for _, port := range []int{master, replica} {
 		args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "", "--appendonly", "no",
@@ -105,7 +93,7 @@ func NewSentinelSet(t testing.TB) *SentinelSet {
 		WaitRedis(t, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for i := range 3 {
-		port := loopbackPort(t)
+		port := FreePort(t)
 		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
 		body := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %[2]s 1000\nsentinel failover-timeout %[2]s 5000\n",
 			port, SentinelMaster, master)
@@ -139,7 +127,7 @@ func NewRedisCluster(t testing.TB, masters, replicas int) *RedisCluster {
 	dir := t.TempDir()
 	c := &RedisCluster{Procs: map[string]*RedisProc{}}
 	for range masters * (1 + replicas) {
-		port := loopbackPort(t)
+		port := FreePort(t)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		c.Procs[addr] = StartRedisProc(t, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "",
 			"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),

@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"testing"
@@ -32,6 +33,18 @@ func RedisAddr() string {
 		return a
 	}
 	return config.Default().Redis.Addr
+}
+
+// FreePort returns a loopback port nothing listens on right now, for a server the test starts
+// itself.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Redis is one test's private logical database.

@@ -36,6 +36,15 @@ type Scope struct {
 	Admin bool   `json:"admin"`
 }
 
+// ListedOwner is the owner a listing keeps to (empty: every owner): a user's own rows, whatever
+// they ask for; an admin's choice of owner, or everyone's when the admin names none.
+func (s Scope) ListedOwner(owner string) string {
+	if !s.Admin {
+		return s.Owner
+	}
+	return owner
+}
+
 // Querier runs statements: the pool (*sql.DB) or a transaction (*sql.Tx).
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

@@ -120,15 +120,9 @@ func (s *Schedules) GetScheduleByID(ctx context.Context, id int64) (*Schedule, e
 // ListSchedules returns the schedules scope may see (an admin: all, or one owner's), oldest
 // first.
 func (s *Schedules) ListSchedules(ctx context.Context, scope pg.Scope, owner string) ([]Schedule, error) {
-	if !scope.Admin {
-		owner = scope.Owner
-	}
-	var out []Schedule
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	return out, nil
+	owner = scope.ListedOwner(owner)
+	return pg.List[Schedule](ctx, s.db, "list schedules",
+		`SELECT `+columns+` FROM schedules WHERE ($1 = '' OR owner = $1) ORDER BY id LIMIT 1000`, owner)
 }
 
 // PauseSchedule pauses or resumes a schedule by hand (either clears why it paused itself).
@@ -142,23 +136,14 @@ func (s *Schedules) PauseSchedule(ctx context.Context, scheduleNo string, scope 
 // DeleteSchedule deletes a schedule; a fire already queued for it finds nothing and does
 // nothing.
 func (s *Schedules) DeleteSchedule(ctx context.Context, scheduleNo string, scope pg.Scope) error {
-	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
-	if err != nil {
-		return fmt.Errorf("delete schedule %s: %w", scheduleNo, err)
-	}
-	if n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return pg.ChangeOne(ctx, s.db.DB, ErrNotFound, fmt.Sprintf("delete schedule %s", scheduleNo),
+		`DELETE FROM schedules WHERE schedule_no = $1 AND ($2 OR owner = $3)`, scheduleNo, scope.Admin, scope.Owner)
 }
 
 // ActiveSchedules returns every schedule that is not paused: what the schedulers fire.
 func (s *Schedules) ActiveSchedules(ctx context.Context) ([]Schedule, error) {
-	var out []Schedule
-	if err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM schedules WHERE NOT paused ORDER BY id`); err != nil {
-		return nil, fmt.Errorf("list active schedules: %w", err)
-	}
-	return out, nil
+	return pg.List[Schedule](ctx, s.db, "list active schedules",
+		`SELECT `+columns+` FROM schedules WHERE NOT paused ORDER BY id`)
 }
 
 // RecordFire records what a schedule's fire for slot did, once per slot: it returns false
@@ -199,16 +184,12 @@ type Run struct {
 // LastRuns returns the tasks the schedule's latest n fires since it was last resumed created,
 // newest first, as far as they are still in the live tables (an archived one is left out).
 func (s *Schedules) LastRuns(ctx context.Context, scheduleID int64, n int) ([]Run, error) {
-	var out []Run
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT t.task_no, t.status, COALESCE(t.error_message, '') AS error_message
+	return pg.List[Run](ctx, s.db, fmt.Sprintf("last runs of schedule %d", scheduleID),
+		`SELECT t.task_no, t.status, COALESCE(t.error_message, '') AS error_message
 		FROM (SELECT f.task_no, f.slot FROM schedule_fires f JOIN schedules sc ON sc.id = f.schedule_id
 		      WHERE f.schedule_id = $1 AND f.task_no IS NOT NULL AND f.fired_at > COALESCE(sc.resumed_at, '-infinity')
 		      ORDER BY f.slot DESC LIMIT $2) f
 		JOIN tasks t ON t.task_no = f.task_no ORDER BY f.slot DESC`, scheduleID, n)
-	if err != nil {
-		return nil, fmt.Errorf("last runs of schedule %d: %w", scheduleID, err)
-	}
-	return out, nil
 }
 
 // Fire is one recorded fire.
@@ -221,11 +202,7 @@ type Fire struct {
 
 // ScheduleFires returns a schedule's latest fires, newest first.
 func (s *Schedules) ScheduleFires(ctx context.Context, scheduleID int64, limit int) ([]Fire, error) {
-	var out []Fire
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
+	return pg.List[Fire](ctx, s.db, "list schedule fires",
+		`SELECT slot, task_no, outcome, fired_at FROM schedule_fires WHERE schedule_id = $1
 		ORDER BY slot DESC LIMIT $2`, scheduleID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list schedule fires: %w", err)
-	}
-	return out, nil
 }

@@ -105,16 +105,9 @@ func (s *Tokens) APITokenByHash(ctx context.Context, hash string) (*APIToken, er
 // ListAPITokens returns the tokens scope may see (owner, when given, narrows an admin's
 // view), newest first, revoked ones included.
 func (s *Tokens) ListAPITokens(ctx context.Context, scope pg.Scope, owner string) ([]APIToken, error) {
-	if !scope.Admin {
-		owner = scope.Owner
-	}
-	var out []APIToken
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+columns+` FROM api_tokens
+	owner = scope.ListedOwner(owner)
+	return pg.List[APIToken](ctx, s.db, "list api tokens", `SELECT `+columns+` FROM api_tokens
 		WHERE ($1 = '' OR owner = $1) ORDER BY id DESC LIMIT 1000`, owner)
-	if err != nil {
-		return nil, fmt.Errorf("list api tokens: %w", err)
-	}
-	return out, nil
 }
 
 // RevokeAPIToken ends a token at once (and, with an audit origin in ctx, writes its token.revoke

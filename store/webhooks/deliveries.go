@@ -131,8 +131,7 @@ type Outgoing struct {
 // UPDATE that waits rather than FOR UPDATE SKIP LOCKED on purpose: a claim skipping rows
 // another holds would take the subscription's next ones and could pass its cap.
 func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
-	var out []Outgoing
-	err := pg.All(ctx, s.db, s.db.DB, &out, `
+	return pg.List[Outgoing](ctx, s.db, "claim webhook deliveries", `
 		WITH busy AS (
 			SELECT subscription_id, count(*) AS n FROM webhook_deliveries
 			WHERE state = 'sending' AND due_at > now() GROUP BY subscription_id
@@ -161,10 +160,6 @@ func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription i
 			c.window_start, c.last_status, c.last_error, c.delivered_at, c.created_at, c.updated_at, w.url, w.secret, w.owner, w.sub_no
 		FROM claimed c JOIN webhook_subscriptions w ON w.id = c.subscription_id ORDER BY c.due_at`,
 		limit, perSubscription, lease.Seconds())
-	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
-	}
-	return out, nil
 }
 
 // AttemptResult is how one attempt went.
@@ -246,14 +241,10 @@ type DeliveryFilter struct {
 
 // Deliveries returns a subscription's deliveries, newest first.
 func (s *Webhooks) Deliveries(ctx context.Context, subID int64, f DeliveryFilter) ([]Delivery, error) {
-	var out []Delivery
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+	return pg.List[Delivery](ctx, s.db, "list webhook deliveries",
+		`SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE subscription_id = $1 AND ($2 = '' OR state = $2) AND ($3 = 0 OR id < $3) ORDER BY id DESC LIMIT $4`,
 		subID, string(f.State), f.Before, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list webhook deliveries: %w", err)
-	}
-	return out, nil
 }
 
 // DeliveryAttempts returns the attempts of the given deliveries, oldest first per delivery.

@@ -102,26 +102,14 @@ func (s *Webhooks) GetSubscription(ctx context.Context, subNo string, scope pg.S
 // ListSubscriptions returns the user subscriptions (not the task-bound ones) scope may see,
 // newest first: an admin sees all, or one owner's when owner is given.
 func (s *Webhooks) ListSubscriptions(ctx context.Context, scope pg.Scope, owner string, limit int) ([]Subscription, error) {
-	if !scope.Admin {
-		owner = scope.Owner
-	}
-	var out []Subscription
-	err := pg.All(ctx, s.db, s.db.DB, &out, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+	owner = scope.ListedOwner(owner)
+	return pg.List[Subscription](ctx, s.db, "list webhook subscriptions",
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE task_id IS NULL AND ($1 = '' OR owner = $1) ORDER BY id DESC LIMIT $2`, owner, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list webhook subscriptions: %w", err)
-	}
-	return out, nil
 }
 
 // DeleteSubscription deletes a subscription and its deliveries: nothing more is sent to it.
 func (s *Webhooks) DeleteSubscription(ctx context.Context, subNo string, scope pg.Scope) error {
-	n, err := pg.Exec(ctx, s.db.DB, `DELETE FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`, subNo, scope.Admin, scope.Owner)
-	if err != nil {
-		return fmt.Errorf("delete webhook subscription: %w", err)
-	}
-	if n == 0 {
-		return ErrSubscriptionNotFound
-	}
-	return nil
+	return pg.ChangeOne(ctx, s.db.DB, ErrSubscriptionNotFound, "delete webhook subscription",
+		`DELETE FROM webhook_subscriptions WHERE sub_no = $1 AND ($2 OR owner = $3)`, subNo, scope.Admin, scope.Owner)
 }

@@ -23,10 +23,14 @@ func testPayload(ev store.Event, sequence int64, task *store.Task) (json.RawMess
 	return json.Marshal(map[string]any{"id": fmt.Sprintf("evt_%d", ev.ID), "type": ev.Event, "sequence": sequence, "task": task.TaskNo, "status": ev.Status})
 }
 
+// newSubscription is what an owner gives to hear of the events on a receiver that never answers.
+func newSubscription(owner string, events ...string) webhooks.NewSubscription {
+	return webhooks.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook", Events: events, Secret: "s3cret-s3cret-s3cret", CreatedBy: owner}
+}
+
 func (f *fixture) subscribe(owner string, events ...string) *webhooks.Subscription {
 	f.T.Helper()
-	sub, err := f.S.CreateSubscription(context.Background(), webhooks.NewSubscription{Owner: owner, URL: "http://127.0.0.1:1/hook",
-		Events: events, Secret: "s3cret-s3cret-s3cret", CreatedBy: owner})
+	sub, err := f.S.CreateSubscription(context.Background(), newSubscription(owner, events...))
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -64,9 +68,15 @@ func (f *fixture) deliveredEvents(sub *webhooks.Subscription) []string {
 	return out
 }
 
+// succeed runs the task to SUCCESS on worker w1.
 func (f *fixture) succeed(task *store.Task) {
 	f.T.Helper()
-	l := f.Claim(task, "w1")
+	f.endSucceeded(f.Claim(task, "w1"))
+}
+
+// endSucceeded ends the running attempt l with SUCCESS.
+func (f *fixture) endSucceeded(l store.Lease) {
+	f.T.Helper()
 	if _, err := f.S.EndFinished(context.Background(), l, store.Outcome{Status: store.StatusSuccess}); err != nil {
 		f.T.Fatal(err)
 	}
@@ -144,14 +154,12 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	// A notify_url subscription bound to a running task: its ending is left for the fan-out.
 	running := f.Task()
 	l := f.Claim(running, "w1")
-	ns := webhooks.NewSubscription{Owner: "bob", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "bob"}
+	ns := newSubscription("bob", terminalEvents...)
 	bound, _, err := f.S.CreateTaskSubscription(ctx, running.ID, ns, testPayload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
-		t.Fatal(err)
-	}
+	f.endSucceeded(l)
 	f.fanOutAll()
 	if got, want := f.deliveredEvents(bound), []string{running.TaskNo + " task.succeeded"}; !slices.Equal(got, want) {
 		t.Fatalf("task subscription got %v, want %v", got, want)
@@ -218,7 +226,7 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 	done, running := f.Task(), f.Task()
 	f.succeed(done)
 	l := f.Claim(running, "w1")
-	ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: terminalEvents, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
+	ns := newSubscription("alice", terminalEvents...)
 
 	subDone, created, err := f.S.CreateTaskSubscription(ctx, done.ID, ns, testPayload)
 	if err != nil || !created {
@@ -231,9 +239,7 @@ func TestTaskSubscriptionGetsEventsBeforeAndAfterItExists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
-		t.Fatal(err)
-	}
+	f.endSucceeded(l)
 	f.fanOutAll()
 	if got := f.deliveredEvents(subDone); len(got) != 1 {
 		t.Errorf("finished task's subscription after fan-out: %v (the backfilled event twice?)", got)
@@ -373,7 +379,7 @@ func TestTaskSubscriptionRacingTransitionsHearsEveryEventOnce(t *testing.T) {
 	want := []string{store.EventStarted, store.EventSucceeded}
 	for round := range 60 {
 		task := f.Task()
-		ns := webhooks.NewSubscription{Owner: "alice", URL: "http://127.0.0.1:1/hook", Events: want, Secret: "s3cret-s3cret-s3cret", CreatedBy: "alice"}
+		ns := newSubscription("alice", want...)
 		start := make(chan struct{})
 		var sub *webhooks.Subscription
 		var subErr, runErr error
@@ -554,9 +560,7 @@ func TestDeliveriesOfATaskGoOutInEventOrder(t *testing.T) {
 	f.fanOutAll()
 	out = claim("C task.started")
 	record(out[0], failed(time.Now().Add(time.Hour)))
-	if _, err := f.S.EndFinished(ctx, l, store.Outcome{Status: store.StatusSuccess}); err != nil {
-		t.Fatal(err)
-	}
+	f.endSucceeded(l)
 	if got := f.fanOutAll(); got != 1 {
 		t.Fatalf("%d deliveries for C's success", got)
 	}
