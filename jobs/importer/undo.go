@@ -156,7 +156,7 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 		next := cp
 		err := run.CommitBatch(ctx, func(ctx context.Context, tx bun.Tx) (store.Batch, error) {
 			if cp.After == "" && cp.Total == 0 {
-				n, err := customers.CountImages(ctx, tx, p.ImportID)
+				n, err := customers.ImagesToUndo(ctx, tx, p.ImportID)
 				if err != nil {
 					return store.Batch{}, err
 				}

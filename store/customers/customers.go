@@ -59,8 +59,8 @@ type Written struct {
 // inserted; existing ones are updated, or in insert mode left alone. A code this import
 // already wrote from an earlier row is never written again. Every row written carries the
 // import's provenance, unchanged ones too; an unchanged row keeps its updated_at. A real
-// run keeps the before-image of every customer it inserts or changes (import_before_images)
-// so it can be undone. Codes must be unique within rows.
+// run keeps the before-image of every customer it changes (import_before_images) and marks
+// the ones it inserts (created_by_task_id), so it can be undone. Codes must be unique within rows.
 //
 // The statement classifies each row by reading the old row first, locked (FOR UPDATE), in
 // a CTE the upsert joins: Postgres 15 has no OLD in RETURNING. The lock also makes the
@@ -174,23 +174,24 @@ func writeStatement(m Mode) string {
 	// row this statement had already updated would be skipped by FOR UPDATE.
 	return `WITH ` + writeInput + `,
 		old AS (
-			SELECT c.id, c.code, c.name, c.phone, c.email, c.city, c.level, c.last_import_task_id, c.last_import_row, c.created_at, c.updated_at
+			SELECT c.id, c.code, c.name, c.phone, c.email, c.city, c.level, c.last_import_task_id, c.last_import_row, c.created_by_task_id, c.created_by_row,
+			       c.created_at, c.updated_at
 			FROM customers c WHERE c.code = ANY($2::text[]) FOR UPDATE),
 		up AS (
-			INSERT INTO customers (code, name, phone, email, city, level, last_import_task_id, last_import_row)
-			SELECT i.code, i.name, i.phone, i.email, i.city, i.level, $1::bigint, i.row_no FROM input i LEFT JOIN old o ON o.code = i.code
+			INSERT INTO customers (code, name, phone, email, city, level, last_import_task_id, last_import_row, created_by_task_id, created_by_row)
+			SELECT i.code, i.name, i.phone, i.email, i.city, i.level, $1::bigint, i.row_no, $1::bigint, i.row_no FROM input i LEFT JOIN old o ON o.code = i.code
 			` + onConflict + `
 			RETURNING code, (xmax = 0) AS inserted),
 		res AS (
 			SELECT i.code, i.row_no, up.code IS NOT NULL AS written, coalesce(up.inserted, false) AS inserted,
 			       o.code IS NOT NULL AS existed, ` + differs + ` AS differs,
 			       o.last_import_task_id IS NOT DISTINCT FROM $1::bigint AS own, o.last_import_row AS earlier_row,
-			       o.id, o.name, o.phone, o.email, o.city, o.level, o.last_import_task_id, o.last_import_row, o.created_at, o.updated_at
+			       o.id, o.name, o.phone, o.email, o.city, o.level, o.last_import_task_id, o.last_import_row, o.created_by_task_id, o.created_by_row, o.created_at, o.updated_at
 			FROM input i LEFT JOIN up ON up.code = i.code LEFT JOIN old o ON o.code = i.code),
 		img AS (
 			INSERT INTO import_before_images (task_id, code, row_no, before)
 			SELECT $1::bigint, code, row_no, CASE WHEN inserted OR NOT existed THEN NULL ELSE ` + beforeImage("res") + ` END
-			FROM res WHERE written AND (inserted OR NOT existed OR differs)
+			FROM res WHERE written AND NOT inserted AND (NOT existed OR differs)
 			ON CONFLICT (task_id, code) DO NOTHING),
 		` + keep + `
 		SELECT code, written, inserted, existed, differs, own, earlier_row FROM res`
@@ -201,7 +202,8 @@ func writeStatement(m Mode) string {
 func beforeImage(r string) string {
 	return `jsonb_build_object('id', ` + r + `.id, 'name', ` + r + `.name, 'phone', ` + r + `.phone, 'email', ` + r + `.email,
 		'city', ` + r + `.city, 'level', ` + r + `.level, 'last_import_task_id', ` + r + `.last_import_task_id,
-		'last_import_row', ` + r + `.last_import_row, 'created_at', ` + r + `.created_at, 'updated_at', ` + r + `.updated_at)`
+		'last_import_row', ` + r + `.last_import_row, 'created_by_task_id', ` + r + `.created_by_task_id, 'created_by_row', ` + r + `.created_by_row,
+		'created_at', ` + r + `.created_at, 'updated_at', ` + r + `.updated_at)`
 }
 
 // Query narrows a customer export; empty fields match everything.

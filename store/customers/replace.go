@@ -45,7 +45,8 @@ func RemoveMissing(ctx context.Context, tx bun.Tx, taskID, accepted int64) (int6
 		WITH gone AS (
 			DELETE FROM customers c
 			WHERE NOT EXISTS (SELECT 1 FROM import_codes k WHERE k.task_id = $1 AND k.code = c.code)
-			RETURNING c.id, c.code, c.name, c.phone, c.email, c.city, c.level, c.last_import_task_id, c.last_import_row, c.created_at, c.updated_at
+			RETURNING c.id, c.code, c.name, c.phone, c.email, c.city, c.level, c.last_import_task_id, c.last_import_row, c.created_by_task_id, c.created_by_row,
+			          c.created_at, c.updated_at
 		), img AS (
 			INSERT INTO import_before_images (task_id, code, before, removed)
 			SELECT $1, gone.code, `+beforeImage("gone")+`, true FROM gone

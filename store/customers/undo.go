@@ -139,10 +139,12 @@ func Undo(ctx context.Context, tx bun.Tx, importID int64, finished time.Time, af
 			city = b.before->>'city', level = b.before->>'level', last_import_task_id = (b.before->>'last_import_task_id')::bigint,
 			last_import_row = (b.before->>'last_import_row')::int, updated_at = (b.before->>'updated_at')::timestamptz
 			FROM import_before_images b WHERE b.task_id = $1 AND b.code = c.code AND c.code = ANY($2::text[])`},
-		{reinsert, `INSERT INTO customers (id, code, name, phone, email, city, level, last_import_task_id, last_import_row, created_at, updated_at)
+		{reinsert, `INSERT INTO customers (id, code, name, phone, email, city, level, last_import_task_id, last_import_row, created_by_task_id,
+			                       created_by_row, created_at, updated_at)
 			OVERRIDING SYSTEM VALUE
 			SELECT (b.before->>'id')::bigint, b.code, b.before->>'name', b.before->>'phone', b.before->>'email', b.before->>'city',
 			       b.before->>'level', (b.before->>'last_import_task_id')::bigint, (b.before->>'last_import_row')::int,
+			       (b.before->>'created_by_task_id')::bigint, (b.before->>'created_by_row')::int,
 			       (b.before->>'created_at')::timestamptz, (b.before->>'updated_at')::timestamptz
 			FROM import_before_images b WHERE b.task_id = $1 AND b.code = ANY($2::text[])`},
 	} {
@@ -165,8 +167,17 @@ func deref(s *string) string {
 	return *s
 }
 
-// CountImages counts the before-images an import kept: the customers an undo goes through.
-func CountImages(ctx context.Context, tx bun.Tx, importID int64) (int64, error) {
+// ImagesToUndo readies, in tx, the before-images an undo of the import importID goes
+// through, and counts them: the import kept one for each customer it changed or removed; the
+// ones it inserted (created_by_task_id, no image written while importing, so a big import of
+// new customers costs no more than before) get theirs now, empty, from one scan of the
+// customers that are still there. Run again, it adds nothing.
+func ImagesToUndo(ctx context.Context, tx bun.Tx, importID int64) (int64, error) {
+	if _, err := pg.Exec(ctx, tx.Tx, `INSERT INTO import_before_images (task_id, code, row_no, before)
+		SELECT $1::bigint, code, created_by_row, NULL FROM customers WHERE created_by_task_id = $1::bigint
+		ON CONFLICT (task_id, code) DO NOTHING`, importID); err != nil {
+		return 0, fmt.Errorf("find the customers the import inserted: %w", err)
+	}
 	var n int64
 	err := tx.Tx.QueryRowContext(ctx, `SELECT count(*) FROM import_before_images WHERE task_id = $1`, pg.Cached([]any{importID})...).Scan(&n)
 	if err != nil {
