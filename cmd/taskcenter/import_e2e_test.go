@@ -341,7 +341,7 @@ func TestBadFilesGetAClearAnswer(t *testing.T) {
 		{"wrong sheet", "a.xlsx", valid, map[string]string{"sheet": "Nope"}, 422, "sheet_not_found", `no sheet named "Nope"; it has: Sheet1, Second`},
 		{"too many rows", "a.xlsx", tooMany, nil, 422, "too_many_rows", "59 rows, over the limit of 50"},
 		{"legacy encoding CSV sent as UTF-8", "a.csv", gbk, map[string]string{"encoding": "utf-8"}, 422, "not_utf8", "not UTF-8"},
-		{"bad mode", "a.xlsx", valid, map[string]string{"mode": "merge"}, 422, "bad_mode", "upsert or insert"},
+		{"bad mode", "a.xlsx", valid, map[string]string{"mode": "merge"}, 422, "bad_mode", "upsert, insert or replace"},
 	}
 	for _, c := range submitErrors {
 		t.Run(c.name, func(t *testing.T) {

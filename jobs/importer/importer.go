@@ -753,7 +753,9 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	// last row number (blank rows are not rows).
 	said := msg.Params{"success": itoa(counts.Success), "total": itoa(counts.Total), "failed": itoa(counts.Failed),
 		"inserted": itoa(data.Summary.Inserted), "updated": itoa(data.Summary.Updated), "unchanged": itoa(data.Summary.Unchanged),
-		"removed": itoa(data.Summary.Removed), "head": "imported"}
+		"removed": itoa(data.Summary.Removed), "head": "imported",
+		// The clauses a replace and a cut-short sheet add: none unless set below.
+		"removal": "", "cut": ""}
 	if p.DryRun {
 		said["head"] = "dry_run"
 	}

@@ -531,7 +531,7 @@
           what = t(res.outcome === 'not_allowed' ? 'bulk.not_allowed' : 'bulk.error') + ': ' + reason(action, res);
         }
         ul.appendChild(el('li', { 'data-id': res.id, 'data-outcome': res.outcome, title: res.message || null },
-          el('a', { href: '/tasks/' + encodeURIComponent(res.id), text: r ? r.view.title : res.id }), ' — ' + what));
+          el('a', { href: '/tasks/' + encodeURIComponent(res.id), 'data-user': '', text: r ? r.view.title : res.id }), ' — ' + what));
       });
       answerBox.appendChild(ul);
     }
