@@ -1099,7 +1099,7 @@
     var form = el('form', { id: 'mapping-form', novalidate: true });
     form.appendChild(el('h2', { text: t('mapping.title') }));
     if ((d.unknown_headers || []).length) {
-      form.appendChild(el('p', { class: 'hint', text: t('mapping.unknown', { headers: d.unknown_headers.join(zh ? '、' : ', ') }) }));
+      form.appendChild(values(el('p', { class: 'hint', text: t('mapping.unknown', { headers: d.unknown_headers.join(zh ? '、' : ', ') }) }), Object.assign({}, d.unknown_headers)));
     }
     form.appendChild(el('p', { class: 'hint', text: t('mapping.hint') }));
     var selects = {};
@@ -1108,7 +1108,7 @@
       var label = (f.labels && (f.labels[lang] || f.labels.en)) || f.name;
       var sel = el('select', { id: 'map-' + f.name, name: f.name, 'data-field': f.name },
         el('option', { value: '', text: t('mapping.choose') }));
-      (d.headers || []).forEach(function (h) { sel.appendChild(el('option', { value: h, text: h })); });
+      (d.headers || []).forEach(function (h) { sel.appendChild(el('option', { value: h, 'data-user': '', text: h })); });
       form.appendChild(el('label', { for: 'map-' + f.name, text: label }));
       form.appendChild(sel);
       selects[f.name] = sel;
