@@ -41,6 +41,7 @@ type bench struct {
 	redisDB    int
 	dataDir    string
 	exportRows int
+	importRows int      // rows of the import benchmark's file (-import-rows)
 	rounds     int      // alternating rounds of baseline and taskcenter in the export and import benchmarks
 	profileDir string   // when set, CPU profiles of the measured service are saved here
 	serviceEnv []string // KEY=VALUE settings given to every measured service, last (-set)
@@ -233,6 +234,11 @@ type taskState struct {
 	Error  *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+	// Result is an import's or an undo's result: what it did to the customers.
+	Result *struct {
+		DryRun  bool             `json:"dry_run"`
+		Summary map[string]int64 `json:"summary"`
+	} `json:"result"`
 }
 
 // waitTerminal polls a task every 20 ms until it ends, and returns its final state.

@@ -12,32 +12,63 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xuri/excelize/v2"
 )
 
 // importFlavour is one way of importing the benchmark file, one row of the table: the form
-// fields sent with the upload (beside the file), and what the import must leave behind.
+// fields sent with the upload (beside the file), what the table holds before it, and what
+// the import must leave behind.
 type importFlavour struct {
 	name string
-	// form holds the multipart fields sent with the file, e.g. {"mode": "insert"} or
+	// form holds the multipart fields sent with the file, e.g. {"mode": "replace"} or
 	// {"dry_run": "true"}.
 	form map[string]string
+	// over, when set, is the form of an import of the same file run first, not measured,
+	// so that the measured one finds every customer of the file already in the table. It
+	// must differ from form in mode or dry_run: the same file with the same choices is the
+	// same task (200 duplicate), not a second import.
+	over map[string]string
 	// then, when set, is an action posted to the finished import's task (say "undo":
-	// POST /api/v1/tasks/{id}/undo); the task it answers with is waited for, and the time
-	// measured runs to its end.
+	// POST /api/v1/tasks/{id}/undo); the task it answers with is followed to its end, and
+	// the action alone is measured: from the POST to that task's end, its phases from its
+	// own row. The import before it is not measured (the note gives its time).
 	then string
 	// customers is how many customers the table holds at the end, given the file's rows;
 	// nil: every row.
 	customers func(rows int) int
+	// summary is what the measured task's result.summary must say (the keys given), given
+	// the file's rows: that the import did what its row is named for (every row unchanged,
+	// nothing removed, an undo that restored every row).
+	summary func(rows int) map[string]int64
+	// dryRun is what the measured task's result.dry_run must be.
+	dryRun bool
 }
 
 // importFlavours are the imports measured beside the ceiling, in this order in each round.
 // Another flavour is one more entry.
 func importFlavours() []importFlavour {
+	none := func(int) int { return 0 }
 	return []importFlavour{
-		{name: "upsert"},
+		{name: "upsert", summary: func(n int) map[string]int64 { return map[string]int64{"inserted": int64(n)} }},
+		// The same file again: every row read, checked, compared and left as it is.
+		{name: "upsert (exists)", over: map[string]string{"mode": "insert"},
+			summary: func(n int) map[string]int64 {
+				return map[string]int64{"unchanged": int64(n), "inserted": 0, "updated": 0}
+			}},
+		// The same file as the whole list: as above, every row stamped, and the last step
+		// finds no customer outside the file to remove.
+		{name: "mode=replace (exists)", form: map[string]string{"mode": "replace"}, over: map[string]string{"mode": "insert"},
+			summary: func(n int) map[string]int64 { return map[string]int64{"unchanged": int64(n), "removed": 0} }},
+		// Every check of the upsert into the empty table, its codes kept in import_codes, no
+		// customer written.
+		{name: "dry_run=true", form: map[string]string{"dry_run": "true"}, customers: none, dryRun: true,
+			summary: func(n int) map[string]int64 { return map[string]int64{"inserted": int64(n)} }},
+		// The undo of the finished upsert: every customer it inserted deleted again.
+		{name: "undo of the upsert", then: "undo", customers: none,
+			summary: func(n int) map[string]int64 { return map[string]int64{"success": int64(n), "failed": 0} }},
 	}
 }
 
@@ -46,9 +77,10 @@ func importFlavours() []importFlavour {
 // same file while its rows are copied (COPY FROM STDIN) into an UNLOGGED staging table, in a
 // bare process; and beside the table's floor, the ceiling followed by one INSERT … ON
 // CONFLICT of all the rows into customers. Rounds run the ceiling, the flavours, then the
-// floor; medians are compared.
+// floor; medians are compared. rows 0 is -import-rows.
 func benchImport(rows int) func(ctx context.Context, b *bench) ([]Figure, error) {
 	return func(ctx context.Context, b *bench) ([]Figure, error) {
+		rows := cmp.Or(rows, b.importRows, 300_000)
 		file, err := b.importFile(rows)
 		if err != nil {
 			return nil, err
@@ -66,7 +98,7 @@ func benchImport(rows int) func(ctx context.Context, b *bench) ([]Figure, error)
 			}
 			ceiling, ceilingRSS = append(ceiling, c["seconds"]), append(ceilingRSS, rss)
 			for i, fl := range flavours {
-				r, err := b.importOnce(ctx, file, rows, fl, fmt.Sprintf("import-%d-%s-%d", rows, fl.name, round))
+				r, err := b.importOnce(ctx, file, rows, fl, fmt.Sprintf("import-%d-%s-%d", rows, fileName(fl.name), round))
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", fl.name, err)
 				}
@@ -87,15 +119,19 @@ func benchImport(rows int) func(ctx context.Context, b *bench) ([]Figure, error)
 		base := median(ceiling)
 		var figures []Figure
 		for i, fl := range flavours {
-			var took, upload, wait, run []float64
+			var took, before, upload, wait, run []float64
 			rss := 0.0
 			for _, r := range runs[i] {
-				took = append(took, r.took.Seconds())
+				took, before = append(took, r.took.Seconds()), append(before, r.before.Seconds())
 				upload, wait, run = append(upload, r.phases.Upload), append(wait, r.phases.Wait), append(run, r.phases.Run)
 				rss = max(rss, r.rss)
 			}
 			t := median(took)
 			ratio := t / base
+			what := "import"
+			if fl.then != "" {
+				what = fmt.Sprintf("%s (after the import, %s s, not counted)", fl.then, seconds(before))
+			}
 			figures = append(figures, Figure{
 				Name:     fmt.Sprintf("import %d rows, %s", rows, fl.name),
 				Measure:  map[string]float64{"seconds": t, "peak_rss_mb": rss, "per_second": float64(rows) / t},
@@ -104,18 +140,20 @@ func benchImport(rows int) func(ctx context.Context, b *bench) ([]Figure, error)
 				Target:   "≤1.5× ceiling (own reader + COPY), ≤200 MB",
 				Met:      ratio <= 1.5 && rss <= 200,
 				Note: fmt.Sprintf("medians of %d alternating rounds: ceiling %s s, the table's floor (the ceiling, then one INSERT … ON CONFLICT into customers) %s s, "+
-					"import %s s (upload+checks %.2fs, queue wait %.2fs, run %.2fs); import / floor %.2f×",
-					b.rounds, seconds(ceiling), seconds(floor), seconds(took), median(upload), median(wait), median(run), t/median(floor)),
+					"%s %s s (upload+checks %.2fs, queue wait %.2fs, run %.2fs); %s / floor %.2f×",
+					b.rounds, seconds(ceiling), seconds(floor), what, seconds(took), median(upload), median(wait), median(run), fl.name, t/median(floor)),
 			})
 		}
 		return figures, nil
 	}
 }
 
-// importRun is one measured import: wall time from upload to terminal, the service's peak
-// RSS, and the phases as the task row records them.
+// importRun is one measured import: wall time from upload to terminal (or of the then
+// action alone), the service's peak RSS, and the phases as the measured task's row records
+// them.
 type importRun struct {
 	took   time.Duration
+	before time.Duration // the import a then action acts on, not measured
 	rss    float64
 	phases struct{ Upload, Wait, Run float64 }
 }
@@ -131,24 +169,11 @@ func (b *bench) importOnce(ctx context.Context, file string, rows int, fl import
 	if err != nil {
 		return r, err
 	}
-	start := time.Now()
-	b.profile(svc, profile, time.Duration(rows/60_000+1)*time.Second)
-	id, err := svc.upload(file, fl.form)
-	if err != nil {
-		svc.stop()
-		return r, err
-	}
-	final, err := svc.waitTerminal(id, 30*time.Minute)
-	if err == nil && final.Status == "SUCCESS" && fl.then != "" {
-		final, err = svc.follow(id, fl.then)
-	}
-	r.took = time.Since(start)
-	r.rss, _ = svc.stop()
+	r, err = svc.measure(b, file, rows, fl, profile)
+	rss, _ := svc.stop()
+	r.rss = rss
 	if err != nil {
 		return r, err
-	}
-	if final.Status != "SUCCESS" {
-		return r, fmt.Errorf("import ended %s: %+v\n%s", final.Status, final.Error, svc.logs)
 	}
 	want := rows
 	if fl.customers != nil {
@@ -158,20 +183,85 @@ func (b *bench) importOnce(ctx context.Context, file string, rows int, fl import
 	if err := b.db.NewRaw("SELECT count(*) FROM customers").Scan(ctx, &n); err != nil || n != want {
 		return r, fmt.Errorf("the customers table holds %d rows, want %d (%v)", n, want, err)
 	}
-	b.db.NewRaw(`SELECT extract(epoch FROM created_at - ?::timestamptz) AS upload, extract(epoch FROM started_at - created_at) AS wait,
-		extract(epoch FROM finished_at - started_at) AS run FROM tasks WHERE task_no = ?`, start, id).Scan(ctx, &r.phases.Upload, &r.phases.Wait, &r.phases.Run) //nolint:errcheck
 	return r, nil
 }
 
+// measure runs fl's import of file on the running service: the import it goes over (not
+// measured), then the measured import, or the import and then the measured action on it.
+// It checks the measured task's result and reads its phases.
+func (s *service) measure(b *bench, file string, rows int, fl importFlavour, profile string) (importRun, error) {
+	var r importRun
+	if fl.over != nil {
+		id, err := s.upload(file, fl.over)
+		if err != nil {
+			return r, fmt.Errorf("the import it goes over: %w", err)
+		}
+		if final, err := s.waitTerminal(id, 30*time.Minute); err != nil || final.Status != "SUCCESS" {
+			return r, fmt.Errorf("the import it goes over ended %s (%v)\n%s", final.Status, err, s.logs)
+		}
+	}
+	start := time.Now()
+	b.profile(s, profile, time.Duration(rows/60_000+1)*time.Second)
+	id, err := s.upload(file, fl.form)
+	if err != nil {
+		return r, err
+	}
+	final, err := s.waitTerminal(id, 30*time.Minute)
+	if err == nil && final.Status == "SUCCESS" && fl.then != "" {
+		r.before = time.Since(start)
+		start = time.Now()
+		final, err = s.follow(id, fl.then)
+		id = final.ID
+	}
+	r.took = time.Since(start)
+	if err != nil {
+		return r, err
+	}
+	if final.Status != "SUCCESS" {
+		return r, fmt.Errorf("%s ended %s: %+v\n%s", cmp.Or(fl.then, "import"), final.Status, final.Error, s.logs)
+	}
+	if err := fl.check(rows, final); err != nil {
+		return r, fmt.Errorf("task %s: %w", id, err)
+	}
+	b.db.NewRaw(`SELECT extract(epoch FROM created_at - ?::timestamptz) AS upload, extract(epoch FROM started_at - created_at) AS wait,
+		extract(epoch FROM finished_at - started_at) AS run FROM tasks WHERE task_no = ?`, start, id).Scan(b.ctx, &r.phases.Upload, &r.phases.Wait, &r.phases.Run) //nolint:errcheck
+	return r, nil
+}
+
+// check tells whether the measured task's result says what fl's row is named for.
+func (fl importFlavour) check(rows int, final taskState) error {
+	if final.Result == nil {
+		return fmt.Errorf("no result")
+	}
+	if final.Result.DryRun != fl.dryRun {
+		return fmt.Errorf("result.dry_run %t, want %t", final.Result.DryRun, fl.dryRun)
+	}
+	if fl.summary == nil {
+		return nil
+	}
+	for k, want := range fl.summary(rows) {
+		if got := final.Result.Summary[k]; got != want {
+			return fmt.Errorf("result.summary.%s %d, want %d (summary %v)", k, got, want, final.Result.Summary)
+		}
+	}
+	return nil
+}
+
 // follow posts action to task id and waits for the task it answers with (the same task
-// when the answer names none).
+// when the answer names none): POST /api/v1/tasks/{id}/undo answers 202 with the undo's
+// own task, which is the one waited for.
 func (s *service) follow(id, action string) (taskState, error) {
-	var res struct{ Task taskState }
+	var res struct {
+		Task taskState `json:"task"`
+	}
 	code, err := s.call("POST", "/api/v1/tasks/"+id+"/"+action, nil, &res)
 	if err != nil || code/100 != 2 {
 		return taskState{}, fmt.Errorf("%s: %d %v", action, code, err)
 	}
-	return s.waitTerminal(cmp.Or(res.Task.ID, id), 30*time.Minute)
+	next := cmp.Or(res.Task.ID, id)
+	final, err := s.waitTerminal(next, 30*time.Minute)
+	final.ID = next
+	return final, err
 }
 
 // importFile writes the import of rows customers into the data dir and returns its path.
@@ -263,4 +353,14 @@ func (s *service) submitFile(path string, form map[string]string) (int, []byte, 
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	return res.StatusCode, body, err
+}
+
+// fileName is name with what a file name should not hold (spaces, =, parentheses) as '-'.
+func fileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			return r
+		}
+		return '-'
+	}, name)
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// A dry run, a replace and its undo, as a person does them on the page: the import form with
+// "Dry run" ticked and mode replace says what the replace would do and that nothing was
+// written; "Run it for real" does it (the customers not in the file are gone); "Undo this
+// import", once its confirm is accepted, opens the undo's task, and when that finishes the
+// customers are as they were before the replace. The finished pages say the same in 中文.
+func TestWebDryRunReplaceAndUndo(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	e := newEnv(t, nil)
+	p := e.start("all")
+	e.seedCustomers(5) // C000001…C000005
+	// Every column of every customer, id included: an undo brings a removed customer back
+	// with its id, so "as before" is the whole table.
+	table := func() string {
+		t.Helper()
+		var s string
+		err := e.db().NewRaw(`SELECT coalesce(string_agg(concat_ws('|', id, code, name, phone, email, city, level), E'\n' ORDER BY code), '')
+			FROM customers`).Scan(context.Background(), &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := table()
+
+	file := filepath.Join(t.TempDir(), "whole-list.csv")
+	csv := "code,name,phone,email,city,level\n" +
+		"C000001,Renamed,13800000001,c1@example.com,Shanghai,gold\n" + // updated
+		"C000002,Customer 2,13800000002,c2@example.com,Shanghai,gold\n" + // unchanged
+		"N000001,New,13900000001,,Hangzhou,silver\n" // inserted; C000003…5 are not in the file
+	if err := os.WriteFile(file, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const split = "1 inserted · 1 updated · 1 unchanged · 3 removed"
+
+	// facts is the task page's facts as a person reads them, label → value.
+	const facts = `Object.fromEntries([...document.querySelectorAll("#task-facts dt")].map(dt => [dt.innerText, dt.nextElementSibling ? dt.nextElementSibling.innerText : ""]))`
+	finished := func(status string) string {
+		return `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "` + status + `"`
+	}
+	here := func() string { return eval[string](b, `location.pathname.slice("/tasks/".length)`) }
+
+	// --- the dry run of a replace --------------------------------------------------------------
+	b.signIn(p.base, aliceToken)
+	b.run("open the import page", chromedp.Navigate(p.base+"/new/import"), chromedp.WaitVisible(chromedp.CSS("#file")))
+	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}))
+	b.click("choose replace", `input[name="mode"][value="replace"]`)
+	b.click("tick dry run", "#dry-run")
+	b.wait("replace and dry run chosen", `document.querySelector('input[name="mode"][value="replace"]').checked && document.querySelector("#dry-run").checked`, 5*time.Second)
+	b.click("submit", "#import-submit")
+	b.wait("the dry run to finish and say what it would do", finished("SUCCESS")+` && (() => { const f = `+facts+`;
+		return f["Changes"] === "would be: `+split+`" && (f["Dry run"] || "").startsWith("Nothing was written") &&
+			f["Rows"] === "3 / 3 / 0" && !!document.querySelector("#run-for-real"); })()`, 30*time.Second)
+	dryID := here()
+	if got := eval[bool](b, `!!document.querySelector("#undo")`); got {
+		t.Error("a dry run's page offers to undo it")
+	}
+	if after := table(); after != before {
+		t.Fatalf("the dry run wrote to the customers:\nbefore\n%s\nafter\n%s", before, after)
+	}
+
+	// --- run it for real ----------------------------------------------------------------------
+	b.click("run it for real", "#run-for-real")
+	b.wait("the real replace to finish with the real counts", `location.pathname !== "/tasks/`+dryID+`" && `+finished("SUCCESS")+` && (() => { const f = `+facts+`;
+		return f["Changes"] === "`+split+`" && !("Dry run" in f) && f["Rows"] === "3 / 3 / 0" && !!document.querySelector("#undo"); })()`, 30*time.Second)
+	replaceID := here()
+	var codes string
+	if err := e.db().NewRaw(`SELECT string_agg(code || ':' || name, ',' ORDER BY code) FROM customers`).Scan(context.Background(), &codes); err != nil {
+		t.Fatal(err)
+	}
+	if codes != "C000001:Renamed,C000002:Customer 2,N000001:New" {
+		t.Fatalf("after the replace the customers are %s, want the file's three", codes)
+	}
+
+	// --- the same pages in 中文 ---------------------------------------------------------------
+	b.run("the dry run in Chinese", chromedp.Navigate(p.base+"/tasks/"+dryID+"?lang=zh"))
+	b.wait("the Chinese dry-run note", `document.documentElement.lang === "zh-CN" && (() => { const f = `+facts+`;
+		return (f["试运行"] || "").startsWith("未写入任何数据") && f["变更"] !== undefined; })() &&
+		(document.querySelector("#run-for-real") || {}).innerText === "正式导入"`, 15*time.Second)
+	if got := eval[map[string]string](b, facts); !strings.HasPrefix(got["变更"], "预计：") || !strings.Contains(got["变更"], "删除 3") {
+		t.Errorf("the dry run's changes in Chinese: %q", got["变更"])
+	}
+	b.run("the replace in Chinese", chromedp.Navigate(p.base+"/tasks/"+replaceID+"?lang=zh"))
+	b.wait("the Chinese undo button", `document.documentElement.lang === "zh-CN" && `+finished("SUCCESS")+` &&
+		(document.querySelector("#undo") || {}).innerText === "撤销此次导入"`, 15*time.Second)
+	if got := eval[map[string]string](b, facts); got["变更"] != "新增 1 · 更新 1 · 未变 1 · 删除 3" {
+		t.Errorf("the replace's changes in Chinese: %q", got["变更"])
+	}
+
+	// --- undo it, accepting the confirm ------------------------------------------------------
+	b.run("the replace in English", chromedp.Navigate(p.base+"/tasks/"+replaceID+"?lang=en"))
+	b.wait("the English undo button", `document.documentElement.lang === "en" && `+finished("SUCCESS")+` &&
+		(document.querySelector("#undo") || {}).innerText === "Undo this import"`, 15*time.Second)
+	// The confirm is the browser's own dialog: the click waits on it until it is answered,
+	// so it is accepted from here, as a person clicks OK.
+	dialogCtx, stopDialogs := context.WithCancel(b.ctx)
+	var (
+		mu     sync.Mutex
+		asked  []string
+		done   = make(chan struct{})
+		dialog = chromedp.Events(dialogCtx, page.JavascriptDialogOpening)
+	)
+	go func() {
+		defer close(done)
+		for ev, err := range dialog {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			asked = append(asked, string(ev.Type)+": "+ev.Message)
+			mu.Unlock()
+			if _, err := chromedp.Call(dialogCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil && dialogCtx.Err() == nil {
+				t.Errorf("accept the confirm: %v", err)
+			}
+		}
+	}()
+	b.click("undo this import", "#undo")
+	b.wait("the undo's own task to finish", `location.pathname !== "/tasks/`+replaceID+`" && `+finished("SUCCESS")+` &&
+		document.querySelector("#task-type").innerText !== "" && document.querySelector("#task-facts .counts .bad").innerText === "0"`, 30*time.Second)
+	stopDialogs()
+	<-done
+	mu.Lock()
+	if len(asked) != 1 || !strings.HasPrefix(asked[0], "confirm: Undo this import?") {
+		t.Errorf("the dialogs the undo asked: %q, want its one confirm", asked)
+	}
+	mu.Unlock()
+	undoID := here()
+	if n := e.count(`SELECT count(*) FROM tasks WHERE task_no = ? AND type = 'import:customers-undo'`, undoID); n != 1 {
+		t.Fatalf("the page after the undo is task %s, not the import's undo", undoID)
+	}
+	if after := table(); after != before {
+		t.Fatalf("after the undo the customers are not as before the replace:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	b.checkNoErrorsBut(nil)
+}
