@@ -180,20 +180,10 @@ func (s *xmlScanner) Next() tokKind {
 			if s.endTag() {
 				return tokEnd
 			}
-		case '?':
-			s.pos += 2
-			s.skipPast("?>")
-		case '!':
-			switch {
-			case s.ensure(4) && bytes.Equal(s.buf[s.pos:s.pos+4], []byte("<!--")):
-				s.pos += 4
-				s.skipPast("-->")
-			case s.ensure(9) && bytes.Equal(s.buf[s.pos:s.pos+9], []byte("<![CDATA[")):
-				s.pos += 9
+		case '?', '!':
+			if s.skipMarkup() {
 				s.textPending, s.cdata = true, true
 				return tokText
-			default:
-				s.fail("unsupported markup declaration (<!DOCTYPE or similar)")
 			}
 		default:
 			s.pos++
@@ -682,24 +672,34 @@ func (s *xmlScanner) skipToEnd(name string) bool {
 			if s.endTag() && string(s.name) == name {
 				return true
 			}
-		case '?':
-			s.pos += 2
-			s.skipPast("?>")
-		case '!':
-			switch {
-			case s.ensure(4) && bytes.Equal(s.buf[s.pos:s.pos+4], []byte("<!--")):
-				s.pos += 4
-				s.skipPast("-->")
-			case s.ensure(9) && bytes.Equal(s.buf[s.pos:s.pos+9], []byte("<![CDATA[")):
-				s.pos += 9
+		case '?', '!':
+			if s.skipMarkup() {
 				s.skipPast("]]>")
-			default:
-				s.fail("unsupported markup declaration (<!DOCTYPE or similar)")
 			}
 		default:
 			s.pos++ // a start tag: its attributes cannot hold a '<'
 		}
 	}
+}
+
+// skipMarkup consumes the processing instruction ("<?…?>") or comment ("<!--…-->") at
+// s.pos, or the start of a CDATA section ("<![CDATA["), and then reports true: its text
+// follows. Any other declaration (<!DOCTYPE…) fails the scan.
+func (s *xmlScanner) skipMarkup() (cdata bool) {
+	switch {
+	case s.buf[s.pos+1] == '?':
+		s.pos += 2
+		s.skipPast("?>")
+	case s.ensure(4) && bytes.Equal(s.buf[s.pos:s.pos+4], []byte("<!--")):
+		s.pos += 4
+		s.skipPast("-->")
+	case s.ensure(9) && bytes.Equal(s.buf[s.pos:s.pos+9], []byte("<![CDATA[")):
+		s.pos += 9
+		return true
+	default:
+		s.fail("unsupported markup declaration (<!DOCTYPE or similar)")
+	}
+	return false
 }
 
 // skipPast consumes input up to and including marker.
