@@ -14,7 +14,10 @@ package msg
 //
 // An English template, rendered, is the exact text stored and sent before codes existed:
 // clients and tests read those words, so they do not change.
-var catalogue = map[string]entry{
+var catalogue = joinEntries(coreEntries, titleEntries, fieldEntries, cliEntries)
+
+// coreEntries are the enum values, log lines, errors, problems, rows and exported words.
+var coreEntries = map[string]entry{
 	CodePlain: {"{text}", "{text}"},
 
 	// ---- enum values -------------------------------------------------------------------
@@ -239,3 +242,18 @@ const (
 	rowLimitEN  = "rows after row {last_row} were not imported: the sheet has more than {limit} data rows, the most one import takes; split the file and import the rest"
 	rowLimitZH  = "第 {last_row} 行之后的行未导入：工作表超过 {limit} 行数据，这是单次导入的上限；请拆分文件后导入其余部分"
 )
+
+// joinEntries is the catalogue made of its parts (one file each); a code defined in two
+// parts is a mistake caught when the package loads.
+func joinEntries(parts ...map[string]entry) map[string]entry {
+	out := make(map[string]entry)
+	for _, part := range parts {
+		for code, e := range part {
+			if _, dup := out[code]; dup {
+				panic("msg: the catalogue defines " + code + " twice")
+			}
+			out[code] = e
+		}
+	}
+	return out
+}

@@ -1,0 +1,4 @@
+package msg
+
+// cliEntries are the words of the command-line client, tc.
+var cliEntries = map[string]entry{}
