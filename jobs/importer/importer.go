@@ -182,42 +182,12 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	if err := run.Params(&p); err != nil {
 		return jobs.Result{}, err
 	}
-	obj, err := im.openUpload(ctx, p.Upload)
-	if err != nil {
-		return jobs.Result{}, err
+	in, headerResult, err := im.begin(ctx, run, p)
+	if err != nil || in == nil {
+		return headerResult, err
 	}
-	cp, err := readCheckpoint(run.Task.Checkpoint)
-	if err != nil {
-		obj.Close()
-		return jobs.Result{}, err
-	}
-	// A checkpoint is only ever written with a committed batch.
-	resumed := cp.HeaderRow > 0
-	lim := im.cfg.Limits.WithDefaults()
-	src, ins, err := im.openSheet(obj, p, resumed, lim)
-	if err != nil {
-		return jobs.Result{}, err
-	}
-	defer src.Close()
-
-	cols, err := readHeader(src, &cp, p.Columns, func(cells []string) (*store.SavedMapping, error) {
-		// Keyed as applyMapping saves it: by the header as the checkpoint keeps it.
-		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(rawCells(cells)))
-	})
-	if he := (*HeaderError)(nil); errors.As(err, &he) {
-		return headerFailed(he), nil
-	}
-	if err != nil {
-		return jobs.Result{}, obj.badFile(err)
-	}
-	src.KeepColumns(cols.kept())
-	if resumed {
-		run.Log(ctx, slog.LevelInfo, msg.New("log.resuming", "row", strconv.Itoa(cp.Row)))
-	} else if err := im.applyMapping(ctx, run, p, cp); err != nil {
-		return jobs.Result{}, err
-	}
-	// Data rows below the header (ins.Rows counts from row 2).
-	estimate := int64(max(ins.Rows+1-cp.HeaderRow, 0))
+	defer in.src.Close()
+	cp := in.cp
 
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
@@ -225,7 +195,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(batches)
-		readErr <- im.read(readCtx, src, &cols, cp, resumed, lim, batches)
+		readErr <- im.read(readCtx, in.src, &in.cols, cp, in.resumed, in.lim, batches)
 	}()
 	abandon := func(err error) (jobs.Result, error) {
 		stopReading()
@@ -237,7 +207,7 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	for b := range batches {
 		next := cp
 		next.Row = b.last
-		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.writeMode(), b, &next, estimate))
+		err := run.CommitBatch(ctx, im.write(run.Task.ID, p.writeMode(), b, &next, in.estimate))
 		if err == nil || errors.Is(err, jobs.ErrCancelRequested) {
 			cp = next
 		}
@@ -247,24 +217,11 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 		}
 		if errors.Is(err, jobs.ErrCancelRequested) {
 			// The batch is committed. If it was the last one the rows are all written: a
-			// cancel that comes after the work is done does not undo it. A replace's removal
-			// is work still to do, so the cancel stops it.
+			// cancel that comes after the work is done does not undo it.
 			if _, more := <-batches; more {
 				return abandon(err)
 			}
-			rerr := <-readErr
-			if rerr != nil && !isRowLimit(rerr) {
-				return jobs.Result{}, err
-			}
-			if p.Mode == ModeReplace && !p.DryRun {
-				run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_before_removal"))
-				return jobs.Result{}, err
-			}
-			run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_too_late"))
-			if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), estimate); err != nil && !errors.Is(err, jobs.ErrCancelRequested) {
-				return jobs.Result{}, err
-			}
-			return im.finish(ctx, run, rerr)
+			return im.cancelledAtTheEnd(ctx, run, &p, &cp, <-readErr, in.estimate, err)
 		}
 		if err != nil {
 			return abandon(err)
@@ -272,12 +229,85 @@ func (im *Importer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error)
 	}
 	rerr := <-readErr
 	if rerr != nil && !isRowLimit(rerr) {
-		return jobs.Result{}, obj.badFile(rerr)
+		return jobs.Result{}, in.obj.badFile(rerr)
 	}
-	if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), estimate); err != nil {
+	if err := im.lastStep(ctx, run, &p, &cp, isRowLimit(rerr), in.estimate); err != nil {
 		if !errors.Is(err, jobs.ErrCancelRequested) || cp.Phase != phaseDone {
 			return jobs.Result{}, err
 		}
+	}
+	return im.finish(ctx, run, rerr)
+}
+
+// opened is an import's upload, open as a sheet whose header has been read.
+type opened struct {
+	obj      *watchedObject
+	src      *sheet.Reader
+	cols     columns
+	cp       checkpoint
+	resumed  bool
+	lim      sheet.Limits
+	estimate int64 // data rows below the header
+}
+
+// begin opens the upload as a sheet, reads its header (a resumed run reads it as its
+// checkpoint keeps it) and says how the run starts. A header that cannot be used is the
+// task's result (and no opened sheet), not an error.
+func (im *Importer) begin(ctx context.Context, run *jobs.Run, p Params) (*opened, jobs.Result, error) {
+	obj, err := im.openUpload(ctx, p.Upload)
+	if err != nil {
+		return nil, jobs.Result{}, err
+	}
+	cp, err := readCheckpoint(run.Task.Checkpoint)
+	if err != nil {
+		obj.Close()
+		return nil, jobs.Result{}, err
+	}
+	// A checkpoint is only ever written with a committed batch.
+	in := &opened{obj: obj, cp: cp, resumed: cp.HeaderRow > 0, lim: im.cfg.Limits.WithDefaults()}
+	src, ins, err := im.openSheet(obj, p, in.resumed, in.lim)
+	if err != nil {
+		return nil, jobs.Result{}, err
+	}
+	in.src = src
+	in.cols, err = readHeader(src, &in.cp, p.Columns, func(cells []string) (*store.SavedMapping, error) {
+		// Keyed as applyMapping saves it: by the header as the checkpoint keeps it.
+		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(rawCells(cells)))
+	})
+	if he := (*HeaderError)(nil); errors.As(err, &he) {
+		src.Close()
+		return nil, headerFailed(he), nil
+	}
+	if err != nil {
+		src.Close()
+		return nil, jobs.Result{}, obj.badFile(err)
+	}
+	src.KeepColumns(in.cols.kept())
+	if in.resumed {
+		run.Log(ctx, slog.LevelInfo, msg.New("log.resuming", "row", strconv.Itoa(in.cp.Row)))
+	} else if err := im.applyMapping(ctx, run, p, in.cp); err != nil {
+		src.Close()
+		return nil, jobs.Result{}, err
+	}
+	// Data rows below the header (ins.Rows counts from row 2).
+	in.estimate = int64(max(ins.Rows+1-in.cp.HeaderRow, 0))
+	return in, jobs.Result{}, nil
+}
+
+// cancelledAtTheEnd ends an import whose cancel arrived with its last batch: the rows are all
+// written, and a cancel that comes after the work is done does not undo it. A replace's
+// removal is work still to do, so the cancel stops it.
+func (im *Importer) cancelledAtTheEnd(ctx context.Context, run *jobs.Run, p *Params, cp *checkpoint, rerr error, estimate int64, cancelled error) (jobs.Result, error) {
+	if rerr != nil && !isRowLimit(rerr) {
+		return jobs.Result{}, cancelled
+	}
+	if p.Mode == ModeReplace && !p.DryRun {
+		run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_before_removal"))
+		return jobs.Result{}, cancelled
+	}
+	run.Log(ctx, slog.LevelWarn, msg.New("log.cancel_too_late"))
+	if err := im.lastStep(ctx, run, p, cp, isRowLimit(rerr), estimate); err != nil && !errors.Is(err, jobs.ErrCancelRequested) {
+		return jobs.Result{}, err
 	}
 	return im.finish(ctx, run, rerr)
 }

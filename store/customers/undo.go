@@ -49,60 +49,19 @@ const (
 // commit with its checkpoint, so a resumed undo starts after the last committed one).
 // Last is empty when there was nothing left.
 func Undo(ctx context.Context, tx bun.Tx, importID int64, finished time.Time, after string, limit int) (Undone, error) {
-	type img struct {
-		Code                                  string
-		Row                                   int
-		Inserted, Removed, Present, Untouched bool
-		Name, Phone, Email, City, Level       *string
+	codes, err := nextImageCodes(ctx, tx, importID, after, limit)
+	if err != nil || len(codes) == 0 {
+		return Undone{}, err
 	}
-	var codes []string
-	rows, err := tx.Tx.QueryContext(ctx, `SELECT code FROM import_before_images WHERE task_id = $1 AND code > $2 ORDER BY code LIMIT $3`,
-		pg.Cached([]any{importID, after, limit})...)
-	if err != nil {
-		return Undone{}, fmt.Errorf("read the before-images: %w", err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			rows.Close()
-			return Undone{}, fmt.Errorf("read the before-images: %w", err)
-		}
-		codes = append(codes, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Undone{}, fmt.Errorf("read the before-images: %w", err)
-	}
-	if len(codes) == 0 {
-		return Undone{}, nil
-	}
-	out := Undone{Last: codes[len(codes)-1]}
 	// Lock the customers first; the next statement's snapshot then sees them as they are.
 	if _, err := pg.Exec(ctx, tx.Tx, `SELECT 1 FROM customers WHERE code = ANY($1::text[]) ORDER BY code FOR UPDATE`, codes); err != nil {
 		return Undone{}, fmt.Errorf("lock the customers to undo: %w", err)
 	}
-	rows, err = tx.Tx.QueryContext(ctx, `
-		SELECT b.code, coalesce(b.row_no, 0), b.before IS NULL, b.removed, c.code IS NOT NULL,
-		       coalesce(c.last_import_task_id = $1 AND c.updated_at <= $3, false),
-		       c.name, c.phone, c.email, c.city, c.level
-		FROM import_before_images b LEFT JOIN customers c ON c.code = b.code
-		WHERE b.task_id = $1 AND b.code = ANY($2::text[]) ORDER BY b.code`, pg.Cached([]any{importID, codes, finished})...)
+	imgs, err := compareImages(ctx, tx, importID, codes, finished)
 	if err != nil {
-		return Undone{}, fmt.Errorf("compare the before-images: %w", err)
+		return Undone{}, err
 	}
-	var imgs []img
-	for rows.Next() {
-		var m img
-		if err := rows.Scan(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level); err != nil {
-			rows.Close()
-			return Undone{}, fmt.Errorf("compare the before-images: %w", err)
-		}
-		imgs = append(imgs, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Undone{}, fmt.Errorf("compare the before-images: %w", err)
-	}
+	out := Undone{Last: codes[len(codes)-1]}
 	var drop, restore, reinsert []string
 	for _, m := range imgs {
 		var kind ConflictKind
@@ -123,30 +82,16 @@ func Undo(ctx context.Context, tx bun.Tx, importID int64, finished time.Time, af
 			restore = append(restore, m.Code)
 		}
 		if kind != 0 {
-			c := UndoConflict{Code: m.Code, Row: m.Row, Kind: kind}
-			if m.Present {
-				c.Now = []string{m.Code, deref(m.Name), deref(m.Phone), deref(m.Email), deref(m.City), deref(m.Level)}
-			}
-			out.Conflicts = append(out.Conflicts, c)
+			out.Conflicts = append(out.Conflicts, m.conflict(kind))
 		}
 	}
 	for _, step := range []struct {
 		codes []string
 		query string
 	}{
-		{drop, `DELETE FROM customers WHERE code = ANY($2::text[]) AND $1::bigint IS NOT NULL`},
-		{restore, `UPDATE customers c SET name = b.before->>'name', phone = b.before->>'phone', email = b.before->>'email',
-			city = b.before->>'city', level = b.before->>'level', last_import_task_id = (b.before->>'last_import_task_id')::bigint,
-			last_import_row = (b.before->>'last_import_row')::int, updated_at = (b.before->>'updated_at')::timestamptz
-			FROM import_before_images b WHERE b.task_id = $1 AND b.code = c.code AND c.code = ANY($2::text[])`},
-		{reinsert, `INSERT INTO customers (id, code, name, phone, email, city, level, last_import_task_id, last_import_row, created_by_task_id,
-			                       created_by_row, created_at, updated_at)
-			OVERRIDING SYSTEM VALUE
-			SELECT (b.before->>'id')::bigint, b.code, b.before->>'name', b.before->>'phone', b.before->>'email', b.before->>'city',
-			       b.before->>'level', (b.before->>'last_import_task_id')::bigint, (b.before->>'last_import_row')::int,
-			       (b.before->>'created_by_task_id')::bigint, (b.before->>'created_by_row')::int,
-			       (b.before->>'created_at')::timestamptz, (b.before->>'updated_at')::timestamptz
-			FROM import_before_images b WHERE b.task_id = $1 AND b.code = ANY($2::text[])`},
+		{drop, undoDrop},
+		{restore, undoRestore},
+		{reinsert, undoReinsert},
 	} {
 		if len(step.codes) == 0 {
 			continue
@@ -158,6 +103,90 @@ func Undo(ctx context.Context, tx bun.Tx, importID int64, finished time.Time, af
 		out.Restored += int(n)
 	}
 	return out, nil
+}
+
+// The statements that undo one batch: $1 is the import, $2 the codes.
+const (
+	undoDrop    = `DELETE FROM customers WHERE code = ANY($2::text[]) AND $1::bigint IS NOT NULL`
+	undoRestore = `UPDATE customers c SET name = b.before->>'name', phone = b.before->>'phone', email = b.before->>'email',
+			city = b.before->>'city', level = b.before->>'level', last_import_task_id = (b.before->>'last_import_task_id')::bigint,
+			last_import_row = (b.before->>'last_import_row')::int, updated_at = (b.before->>'updated_at')::timestamptz
+			FROM import_before_images b WHERE b.task_id = $1 AND b.code = c.code AND c.code = ANY($2::text[])`
+	undoReinsert = `INSERT INTO customers (id, code, name, phone, email, city, level, last_import_task_id, last_import_row, created_by_task_id,
+			                       created_by_row, created_at, updated_at)
+			OVERRIDING SYSTEM VALUE
+			SELECT (b.before->>'id')::bigint, b.code, b.before->>'name', b.before->>'phone', b.before->>'email', b.before->>'city',
+			       b.before->>'level', (b.before->>'last_import_task_id')::bigint, (b.before->>'last_import_row')::int,
+			       (b.before->>'created_by_task_id')::bigint, (b.before->>'created_by_row')::int,
+			       (b.before->>'created_at')::timestamptz, (b.before->>'updated_at')::timestamptz
+			FROM import_before_images b WHERE b.task_id = $1 AND b.code = ANY($2::text[])`
+)
+
+// nextImageCodes lists the codes of the next batch of the import's before-images, after the
+// code after, in code order.
+func nextImageCodes(ctx context.Context, tx bun.Tx, importID int64, after string, limit int) ([]string, error) {
+	rows, err := tx.Tx.QueryContext(ctx, `SELECT code FROM import_before_images WHERE task_id = $1 AND code > $2 ORDER BY code LIMIT $3`,
+		pg.Cached([]any{importID, after, limit})...)
+	if err != nil {
+		return nil, fmt.Errorf("read the before-images: %w", err)
+	}
+	defer rows.Close()
+	var codes []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, fmt.Errorf("read the before-images: %w", err)
+		}
+		codes = append(codes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the before-images: %w", err)
+	}
+	return codes, nil
+}
+
+// image is one before-image beside the customer as it is now.
+type image struct {
+	Code                                  string
+	Row                                   int
+	Inserted, Removed, Present, Untouched bool
+	Name, Phone, Email, City, Level       *string
+}
+
+func (m image) conflict(kind ConflictKind) UndoConflict {
+	c := UndoConflict{Code: m.Code, Row: m.Row, Kind: kind}
+	if m.Present {
+		c.Now = []string{m.Code, deref(m.Name), deref(m.Phone), deref(m.Email), deref(m.City), deref(m.Level)}
+	}
+	return c
+}
+
+// compareImages reads the before-images of codes beside the customers as they are now:
+// Untouched when the customer still carries the import's provenance and was not edited after
+// it ended (finished).
+func compareImages(ctx context.Context, tx bun.Tx, importID int64, codes []string, finished time.Time) ([]image, error) {
+	rows, err := tx.Tx.QueryContext(ctx, `
+		SELECT b.code, coalesce(b.row_no, 0), b.before IS NULL, b.removed, c.code IS NOT NULL,
+		       coalesce(c.last_import_task_id = $1 AND c.updated_at <= $3, false),
+		       c.name, c.phone, c.email, c.city, c.level
+		FROM import_before_images b LEFT JOIN customers c ON c.code = b.code
+		WHERE b.task_id = $1 AND b.code = ANY($2::text[]) ORDER BY b.code`, pg.Cached([]any{importID, codes, finished})...)
+	if err != nil {
+		return nil, fmt.Errorf("compare the before-images: %w", err)
+	}
+	defer rows.Close()
+	var imgs []image
+	for rows.Next() {
+		var m image
+		if err := rows.Scan(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level); err != nil {
+			return nil, fmt.Errorf("compare the before-images: %w", err)
+		}
+		imgs = append(imgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("compare the before-images: %w", err)
+	}
+	return imgs, nil
 }
 
 func deref(s *string) string {
