@@ -3,6 +3,9 @@ package msg
 // fieldEntries say why one field of a request was refused (problem details' errors[]). A
 // field error names the field beside its message, so a message starts with the verb.
 var fieldEntries = map[string]entry{
+	// One field and what is wrong with it, as the web page lists them.
+	"field_error.at": {"{field}: {what}", "{field}：{what}"},
+
 	// ---- text values (internal/textcheck) ------------------------------------------------
 	"field_error.utf8":          {"must be valid UTF-8", "必须是有效的 UTF-8 文本"},
 	"field_error.control_chars": {"must not contain control characters", "不能包含控制字符"},
