@@ -12,7 +12,6 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
-	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -151,13 +150,9 @@ func specProblem(err error) problem.FieldError {
 
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
 func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	owner := r.URL.Query().Get("owner")
-	if m, bad := textcheck.Problem(owner, config.MaxOwner); bad {
-		return problem.Invalid("invalid_query", "owner "+m.English(), problem.Field("owner", m))
-	}
-	if owner != "" && !p.Scope().Admin && owner != p.User {
-		m := msg.New("field_error.others_schedules")
-		return problem.Invalid("invalid_query", m.English(), problem.Field("owner", m))
+	owner, err := identity.OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_schedules"))
+	if err != nil {
+		return err
 	}
 	list, err := s.Store.ListSchedules(r.Context(), p.Scope(), owner)
 	if err != nil {
