@@ -84,10 +84,15 @@ type Problem struct {
 	RetryAfter time.Duration `json:"-"`
 }
 
-// FieldError is one invalid field of a rejected request.
+// FieldError is one invalid field of a rejected request. Message is in English; Code and
+// Params are the same message as data, for a program that says it in another language.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Code names the message, e.g. "field_error.too_long".
+	Code string `json:"code"`
+	// Params are the values the message names.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 func (p Problem) Error() string {

@@ -107,7 +107,8 @@ func TestCancelManyAndRetryManyReturnEachTasksResult(t *testing.T) {
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			w.Write([]byte(`{"type":"/openapi.yaml#/components/x-problem-codes/invalid_ids","title":"Unprocessable Entity","status":422,` + //nolint:errcheck
-				`"code":"invalid_ids","detail":"name from 1 to 100 task ids","request_id":"req_1","errors":[{"field":"ids","message":"must hold from 1 to 100 task ids (it holds 101)"}]}`))
+				`"code":"invalid_ids","detail":"name from 1 to 100 task ids","request_id":"req_1","errors":[{"field":"ids","message":"must hold from 1 to 100 task ids (it holds 101)",` +
+				`"code":"field_error.ids_count","params":{"max":"100","n":"101"}}]}`))
 			return
 		}
 		status := store.StatusCancelled

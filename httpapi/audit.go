@@ -146,10 +146,11 @@ func (s *Server) auditEvent(r *http.Request, action, target string, p identity.P
 // auditTarget is the object a request acted on: the {id} in its path, or what a create
 // answered in Location.
 func auditTarget(r *http.Request) string {
-	if id := r.PathValue("id"); id != "" && textcheck.Problem(id, request.MaxID) == "" {
-		return id
+	id := r.PathValue("id")
+	if _, bad := textcheck.Problem(id, request.MaxID); bad {
+		return ""
 	}
-	return ""
+	return id
 }
 
 func truncate(s string, n int) string {
@@ -186,12 +187,12 @@ func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identit
 	var errs []problem.FieldError
 	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
 	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
-		if msg := textcheck.Problem(v, config.MaxOwner); msg != "" { // the longest: an actor, an owner name
-			errs = append(errs, problem.FieldError{Field: name, Message: msg})
+		if m, bad := textcheck.Problem(v, config.MaxOwner); bad { // the longest: an actor, an owner name
+			errs = append(errs, problem.Field(name, m))
 		}
 	}
 	if f.Outcome != "" && f.Outcome != audit.Success && f.Outcome != audit.Denied && f.Outcome != audit.Refused && f.Outcome != audit.Error {
-		errs = append(errs, problem.FieldError{Field: "outcome", Message: "must be success, denied, refused or error"})
+		errs = append(errs, problem.Field("outcome", textcheck.OneOf(audit.Success, audit.Denied, audit.Refused, audit.Error)))
 	}
 	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
 	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)

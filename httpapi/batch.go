@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
@@ -44,7 +46,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.
 	}
 	if len(req.Tasks) == 0 || len(req.Tasks) > maxBatch {
 		return problem.Invalid("invalid_batch", fmt.Sprintf("send from 1 to %d tasks", maxBatch),
-			problem.FieldError{Field: "tasks", Message: fmt.Sprintf("must hold from 1 to %d tasks", maxBatch)})
+			problem.Field("tasks", msg.New("field_error.tasks_count", "max", strconv.Itoa(maxBatch))))
 	}
 	out := make([]BatchItemView, len(req.Tasks))
 	var (
@@ -54,8 +56,8 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.
 	for i, t := range req.Tasks {
 		out[i].Index = i
 		key := strings.TrimSpace(t.IdempotencyKey)
-		if msg := textcheck.Problem(key, request.MaxIdempotencyKey); msg != "" {
-			out[i].Result, out[i].Problem = "problem", problem.Invalid("bad_idempotency_key", "idempotency_key "+msg, problem.FieldError{Field: "idempotency_key", Message: msg})
+		if m, bad := textcheck.Problem(key, request.MaxIdempotencyKey); bad {
+			out[i].Result, out[i].Problem = "problem", problem.Invalid("bad_idempotency_key", "idempotency_key "+m.English(), problem.Field("idempotency_key", m))
 			continue
 		}
 		sub, err := s.prepareSubmission(p, t.Type, t.Params, t.Priority, t.Title, key)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
@@ -106,18 +108,18 @@ func (s taskRoutes) bulk(w http.ResponseWriter, r *http.Request, p identity.Prin
 func bulkIDs(ids []string) ([]string, error) {
 	if len(ids) == 0 || len(ids) > maxBulk {
 		return nil, problem.New(http.StatusUnprocessableEntity, "invalid_ids", fmt.Sprintf("name from 1 to %d task ids", maxBulk)).
-			WithErrors(problem.FieldError{Field: "ids", Message: fmt.Sprintf("must hold from 1 to %d task ids (it holds %d)", maxBulk, len(ids))})
+			WithErrors(problem.Field("ids", msg.New("field_error.ids_count", "max", strconv.Itoa(maxBulk), "n", strconv.Itoa(len(ids)))))
 	}
 	var errs []problem.FieldError
 	seen := make(map[string]bool, len(ids))
 	out := make([]string, 0, len(ids))
 	for i, id := range ids {
-		msg := textcheck.Problem(id, request.MaxID)
+		m, bad := textcheck.Problem(id, request.MaxID)
 		if id == "" {
-			msg = "must not be empty"
+			m, bad = msg.New("field_error.empty"), true
 		}
-		if msg != "" {
-			errs = append(errs, problem.FieldError{Field: fmt.Sprintf("ids[%d]", i), Message: msg})
+		if bad {
+			errs = append(errs, problem.Field(fmt.Sprintf("ids[%d]", i), m))
 			continue
 		}
 		if !seen[id] {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -127,10 +128,10 @@ func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawPar
 	}
 	var errs []problem.FieldError
 	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
-		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.Field("priority", priorityRange()))
 	}
-	if msg := titleProblem(title); msg != "" {
-		errs = append(errs, problem.FieldError{Field: "title", Message: msg})
+	if m, bad := titleProblem(title); bad {
+		errs = append(errs, problem.Field("title", m))
 	}
 	if len(errs) > 0 {
 		return jobs.Submission{}, problem.New(http.StatusUnprocessableEntity, "invalid_submit", "the submit has invalid fields").WithErrors(errs...)
@@ -151,15 +152,21 @@ func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawPar
 		Priority: priority, Title: trimmedOr(title, defTitle)}, nil
 }
 
-// titleProblem says what is wrong with a title a client gave ("" when nothing is).
-func titleProblem(title string) string {
+// titleProblem says what is wrong with a title a client gave, with bad true (false when
+// nothing is).
+func titleProblem(title string) (m msg.Message, bad bool) {
 	switch {
 	case !utf8.ValidString(title) || strings.ContainsRune(title, 0):
-		return "must be text (UTF-8, no NUL)"
+		return msg.New("field_error.title_text"), true
 	case utf8.RuneCountInString(title) > 200:
-		return "must be at most 200 characters"
+		return msg.New("field_error.too_long", "max", "200"), true
 	}
-	return ""
+	return msg.Message{}, false
+}
+
+// priorityRange says which priorities a task or a schedule may have.
+func priorityRange() msg.Message {
+	return msg.New("field_error.priority", "first", strconv.Itoa(jobs.PriorityHighest), "last", strconv.Itoa(jobs.PriorityLowest))
 }
 
 // trimmedOr is s without surrounding space, or def when nothing is left.

@@ -124,12 +124,12 @@ func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identi
 	if err := request.DecodeJSON(r, &body); err != nil {
 		return err
 	}
-	if msg := textcheck.Problem(body.FromTask, request.MaxID); msg != "" || body.FromTask == "" {
+	if m, bad := textcheck.Problem(body.FromTask, request.MaxID); bad || body.FromTask == "" {
 		if body.FromTask == "" {
-			msg = "is required: the id of the import task whose file to import again"
+			m = msg.New("field_error.from_task_required")
 		}
-		return problem.New(http.StatusUnprocessableEntity, "invalid_submit", "from_task "+msg).
-			WithErrors(problem.FieldError{Field: "from_task", Message: msg})
+		return problem.New(http.StatusUnprocessableEntity, "invalid_submit", "from_task "+m.English()).
+			WithErrors(problem.Field("from_task", m))
 	}
 	qctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	from, err := s.Store.Get(qctx, body.FromTask, p.Scope())

@@ -13,6 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -132,21 +133,21 @@ func parseLogQuery(rawQuery string) (store.LogQuery, error) {
 	if v := q.Get("attempt"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			errs = append(errs, problem.FieldError{Field: "attempt", Message: "must be an attempt number, 1 or more"})
+			errs = append(errs, problem.Field("attempt", msg.New("field_error.attempt")))
 		}
 		lq.Attempt = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxLogLimit {
-			errs = append(errs, problem.FieldError{Field: "limit", Message: fmt.Sprintf("must be a number from 1 to %d", maxLogLimit)})
+			errs = append(errs, problem.Field("limit", request.NumberRange(1, maxLogLimit)))
 		}
 		lq.Limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		id, ok := decodeLogCursor(v)
 		if !ok {
-			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+			errs = append(errs, problem.Field("cursor", msg.New("field_error.bad_cursor")))
 		}
 		lq.Before = id
 	}

@@ -38,7 +38,7 @@ func toProblem(err error) *problem.Problem {
 	case errors.As(err, &filter):
 		p := problem.New(http.StatusUnprocessableEntity, "bad_filter", "the filter is not valid: "+filter.Error())
 		for _, f := range filter.Fields {
-			p.Errors = append(p.Errors, problem.FieldError{Field: "filter." + f.Field, Message: f.Message})
+			p.Errors = append(p.Errors, problem.Field("filter."+f.Field, f.Message))
 		}
 		return p
 	case errors.As(err, &slow):
@@ -69,7 +69,7 @@ func toProblem(err error) *problem.Problem {
 			importer.BadForm: http.StatusBadRequest, importer.Gone: http.StatusGone}[file.Kind]
 		p := problem.New(status, file.Code, file.Message)
 		if file.Field != "" {
-			p.Errors = []problem.FieldError{{Field: file.Field, Message: file.FieldMessage}}
+			p.Errors = []problem.FieldError{problem.Field(file.Field, file.FieldMessage)}
 		}
 		if errors.As(err, &header) {
 			p.Details = header.Details

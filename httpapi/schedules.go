@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
-	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/schedule"
@@ -80,21 +81,20 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		req.Timezone = "UTC"
 	}
 	var errs []problem.FieldError
-	if msg := textcheck.Problem(req.Cron, 100); msg != "" || strings.TrimSpace(req.Cron) == "" {
-		errs = append(errs, problem.FieldError{Field: "cron", Message: trimmedOr(msg, "is required, e.g. \"0 9 * * 1\" (Mondays 09:00)")})
-	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
-		field := "cron"
-		if strings.HasPrefix(err.Error(), "timezone") {
-			field = "timezone"
+	if m, bad := textcheck.Problem(req.Cron, 100); bad || strings.TrimSpace(req.Cron) == "" {
+		if !bad {
+			m = msg.New("field_error.cron_required")
 		}
-		errs = append(errs, problem.FieldError{Field: field, Message: err.Error()})
+		errs = append(errs, problem.Field("cron", m))
+	} else if err := schedule.Validate(req.Cron, req.Timezone); err != nil {
+		errs = append(errs, specProblem(err))
 	} else if min, fe := s.minInterval(req.MinInterval, who); fe != nil {
 		errs = append(errs, *fe)
 	} else if err := schedule.CheckInterval(req.Cron, req.Timezone, min); err != nil {
-		errs = append(errs, problem.FieldError{Field: "cron", Message: err.Error()})
+		errs = append(errs, specProblem(err))
 	}
 	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
-		errs = append(errs, problem.FieldError{Field: "priority", Message: "must be from 1 (runs first) to 9 (runs last)"})
+		errs = append(errs, problem.Field("priority", priorityRange()))
 	}
 	if len(errs) > 0 {
 		return problem.New(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").WithErrors(errs...)
@@ -130,22 +130,29 @@ func (s scheduleRoutes) minInterval(asked string, who jobs.Who) (time.Duration, 
 	d, err := time.ParseDuration(asked)
 	switch {
 	case err != nil || d < time.Second:
-		return 0, &problem.FieldError{Field: "min_interval", Message: "must be a duration of at least 1s, such as 30s or 2m"}
+		fe := problem.Field("min_interval", msg.New("field_error.min_interval", "min", "1s", "a", "30s", "b", "2m"))
+		return 0, &fe
 	case !who.Admin:
-		return 0, &problem.FieldError{Field: "min_interval", Message: fmt.Sprintf(
-			"only an admin may set it; schedules fire at most once every %s", s.Schedules.MinInterval)}
+		fe := problem.Field("min_interval", msg.New("field_error.min_interval_admin", "min", s.Schedules.MinInterval.String()))
+		return 0, &fe
 	}
 	return d, nil
 }
 
+// specProblem is the field error of a cron spec or time zone schedule refused.
+func specProblem(err error) problem.FieldError {
+	var se *schedule.SpecError
+	if errors.As(err, &se) {
+		return problem.Field(se.Field, se.Message)
+	}
+	return problem.Field("cron", msg.Plain(err.Error()))
+}
+
 // listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
 func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	owner := r.URL.Query().Get("owner")
-	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
-		return problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
-	}
-	if owner != "" && !p.Scope().Admin && owner != p.User {
-		return problem.Invalid("invalid_query", "only an admin can list other users' schedules", problem.FieldError{Field: "owner", Message: "only an admin can list other users' schedules"})
+	owner, err := identity.OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_schedules"))
+	if err != nil {
+		return err
 	}
 	list, err := s.Store.ListSchedules(r.Context(), p.Scope(), owner)
 	if err != nil {
@@ -218,8 +225,8 @@ func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*sche
 
 func scheduleID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
-		return "", problem.Invalid("invalid_id", "the schedule id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
+	if m, bad := textcheck.Problem(id, request.MaxID); bad {
+		return "", problem.Invalid("invalid_id", "the schedule id in the path is not valid: it "+m.English(), problem.Field("id", m))
 	}
 	return id, nil
 }

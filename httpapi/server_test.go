@@ -21,6 +21,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
@@ -143,6 +144,12 @@ func problemOf(t *testing.T, rec *httptest.ResponseRecorder) problem.Problem {
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 		t.Fatalf("problem body %q: %v", rec.Body, err)
+	}
+	// A field error is a catalogue message: its code and params say what its English says.
+	for _, f := range p.Errors {
+		if en := msg.Render(msg.EN, f.Code, f.Params); !msg.Known(f.Code) || en != f.Message {
+			t.Errorf("the field error %+v is not the message its code says (%q)", f, en)
+		}
 	}
 	return p
 }

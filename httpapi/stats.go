@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -28,25 +29,25 @@ func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Pr
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			if t, err = time.Parse(time.DateOnly, v); err != nil {
-				errs = append(errs, problem.FieldError{Field: name, Message: "must be a date (2026-11-30) or an RFC 3339 time"})
+				errs = append(errs, problem.Field(name, msg.New("field_error.date_or_time", "example", "2026-11-30")))
 				continue
 			}
 		}
 		if t.Year() < 1970 || t.Year() > 9999 {
-			errs = append(errs, problem.FieldError{Field: name, Message: "must be between 1970 and 9999"})
+			errs = append(errs, problem.Field(name, msg.New("field_error.between", "from", "1970", "to", "9999")))
 			continue
 		}
 		*dst = t
 	}
 	if !f.From.Before(f.To) {
-		errs = append(errs, problem.FieldError{Field: "from", Message: "must be before to"})
+		errs = append(errs, problem.Field("from", msg.New("field_error.before", "other", "to")))
 	}
 	if f.To.Sub(f.From) > 400*24*time.Hour {
-		errs = append(errs, problem.FieldError{Field: "to", Message: "the range may span at most 400 days"})
+		errs = append(errs, problem.Field("to", msg.New("field_error.span_days", "days", "400")))
 	}
 	for _, g := range textcheck.SplitList(q["group_by"]) {
 		if !slices.Contains(store.StatsDimensions, g) {
-			errs = append(errs, problem.FieldError{Field: "group_by", Message: "must list some of: " + strings.Join(store.StatsDimensions, ", ")})
+			errs = append(errs, problem.Field("group_by", msg.New("field_error.some_of", "choices", strings.Join(store.StatsDimensions, ", "))))
 			break
 		}
 		f.GroupBy = append(f.GroupBy, g)

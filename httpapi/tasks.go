@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -81,8 +80,8 @@ func readQuery(rawQuery string) (url.Values, error) {
 	var errs []problem.FieldError
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		for _, v := range q[name] {
-			if msg := textcheck.Problem(v, request.MaxQueryValue); msg != "" {
-				errs = append(errs, problem.FieldError{Field: name, Message: msg})
+			if m, bad := textcheck.Problem(v, request.MaxQueryValue); bad {
+				errs = append(errs, problem.Field(name, m))
 				break
 			}
 		}
@@ -107,13 +106,13 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 		tf.Statuses = append(tf.Statuses, store.Status(strings.ToUpper(st)))
 	}
 	if tf.Owner != "" && !p.Scope().Admin && tf.Owner != p.User {
-		errs = append(errs, problem.FieldError{Field: "owner", Message: "only an admin can list other users' tasks"})
+		errs = append(errs, problem.Field("owner", msg.New("field_error.others_tasks")))
 	}
 	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"created_from": &tf.CreatedFrom, "created_to": &tf.CreatedTo})...)
 	var ferr *export.FilterError
 	if errors.As(tf.Validate(), &ferr) {
 		for _, f := range ferr.Fields {
-			errs = append(errs, problem.FieldError{Field: f.Field, Message: f.Message})
+			errs = append(errs, problem.Field(f.Field, f.Message))
 		}
 	}
 	f := store.ListFilter{Statuses: tf.Statuses, Types: tf.Types, Owner: tf.Owner, CreatedFrom: tf.CreatedFrom, CreatedTo: tf.CreatedTo,
@@ -121,13 +120,13 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	if q.Has("sort") {
 		f.Sort = store.Sort(q.Get("sort"))
 		if f.Sort == "" || !f.Sort.Valid() {
-			errs = append(errs, problem.FieldError{Field: "sort", Message: "must be " + sortChoices()})
+			errs = append(errs, problem.Field("sort", sortChoices()))
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, problem.FieldError{Field: "limit", Message: "must be a number from 1 to 200"})
+			errs = append(errs, problem.Field("limit", request.NumberRange(1, 200)))
 		}
 		f.Limit = n
 	}
@@ -135,10 +134,9 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 		c, err := decodeCursor(v)
 		switch {
 		case err != nil:
-			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+			errs = append(errs, problem.Field("cursor", msg.New("field_error.bad_cursor")))
 		case f.Sort.Valid() && c.Sort != f.Sort:
-			errs = append(errs, problem.FieldError{Field: "cursor", Message: fmt.Sprintf(
-				"continues the sort %s, not %s: start the listing again without a cursor", c.Sort, f.Sort)})
+			errs = append(errs, problem.Field("cursor", msg.New("field_error.cursor_sort", "was", string(c.Sort), "sort", string(f.Sort))))
 		}
 		f.After = c
 	}
@@ -149,19 +147,13 @@ func parseListQuery(rawQuery string, p identity.Principal) (store.ListFilter, er
 	return f, nil
 }
 
-// sortChoices lists the sorts in words, for a problem.
-func sortChoices() string {
-	var b strings.Builder
-	for i, s := range store.Sorts() {
-		switch {
-		case i == len(store.Sorts())-1:
-			b.WriteString(" or ")
-		case i > 0:
-			b.WriteString(", ")
-		}
-		b.WriteString(string(s))
+// sortChoices says which sorts the list takes.
+func sortChoices() msg.Message {
+	var names []string
+	for _, s := range store.Sorts() {
+		names = append(names, string(s))
 	}
-	return b.String()
+	return textcheck.OneOf(names...)
 }
 
 // getTask answers GET /api/v1/tasks/{id}: the task, live progress, attempts and recent log.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -210,7 +211,12 @@ func TestTaskExportFilterTakesTheSearch(t *testing.T) {
 		t.Fatalf("export with q: %d %s", rec.Code, rec.Body)
 	}
 	rec = e.callJSON("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "tasks", "filter": map[string]any{"q": strings.Repeat("x", 201)}})
-	if p := problemOf(t, rec); rec.Code != http.StatusUnprocessableEntity || p.Code != "bad_filter" || p.Errors[0].Field != "filter.q" {
+	p := problemOf(t, rec)
+	if rec.Code != http.StatusUnprocessableEntity || p.Code != "bad_filter" || p.Errors[0].Field != "filter.q" {
 		t.Fatalf("export with a long q: %d %+v", rec.Code, p)
+	}
+	// The field's problem is a message a Chinese reader gets in Chinese.
+	if f := p.Errors[0]; f.Message != "must be at most 200 characters" || msg.Render(msg.ZH, f.Code, f.Params) != "最多 200 个字符" {
+		t.Errorf("the long q's field error: %+v, in Chinese %q", f, msg.Render(msg.ZH, f.Code, f.Params))
 	}
 }

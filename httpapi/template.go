@@ -24,7 +24,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ identi
 	case "zh", "en":
 		lang = importer.Lang(l)
 	default:
-		return problem.Invalid("invalid_query", "lang must be zh or en, not "+textcheck.Echo(l), problem.FieldError{Field: "lang", Message: "must be zh or en"})
+		return problem.Invalid("invalid_query", "lang must be zh or en, not "+textcheck.Echo(l), problem.Field("lang", textcheck.OneOf("zh", "en")))
 	}
 	format := sheet.XLSX
 	switch f := q.Get("format"); f {
@@ -32,7 +32,7 @@ func (s *Server) importTemplate(w http.ResponseWriter, r *http.Request, _ identi
 	case "csv":
 		format = sheet.CSV
 	default:
-		return problem.Invalid("invalid_query", "format must be xlsx or csv, not "+textcheck.Echo(f), problem.FieldError{Field: "format", Message: "must be xlsx or csv"})
+		return problem.Invalid("invalid_query", "format must be xlsx or csv, not "+textcheck.Echo(f), problem.Field("format", textcheck.OneOf("xlsx", "csv")))
 	}
 	b, name, err := importer.Template(lang, format)
 	if err != nil {

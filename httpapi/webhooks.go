@@ -15,6 +15,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -97,8 +98,8 @@ func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p i
 		if !p.Scope().Admin {
 			return problem.New(http.StatusForbidden, "forbidden", "only an admin can subscribe to another user's tasks")
 		}
-		if msg := textcheck.Problem(req.Owner, config.MaxOwner); msg != "" {
-			return problem.Invalid("invalid_body", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
+		if m, bad := textcheck.Problem(req.Owner, config.MaxOwner); bad {
+			return problem.Invalid("invalid_body", "owner "+m.English(), problem.Field("owner", m))
 		}
 		owner = req.Owner
 	}
@@ -137,7 +138,7 @@ func webhookEvents(events []string) ([]string, error) {
 		if !slices.Contains(webhook.Events, e) {
 			return nil, problem.New(http.StatusUnprocessableEntity, "bad_events",
 				fmt.Sprintf("%s is not an event; use %s", textcheck.Echo(e), strings.Join(webhook.Events, ", "))).
-				WithErrors(problem.FieldError{Field: "events", Message: "unknown event " + textcheck.Echo(e)})
+				WithErrors(problem.Field("events", msg.New("field_error.unknown_event", "value", textcheck.Echo(e))))
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)
@@ -149,10 +150,11 @@ func webhookEvents(events []string) ([]string, error) {
 // checkWebhookURL refuses a URL the policy does not allow, saying why.
 func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 	if url == "" {
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" is required").WithErrors(problem.FieldError{Field: field, Message: "is required"})
+		m := msg.New("row.required")
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+m.English()).WithErrors(problem.Field(field, m))
 	}
-	if msg := textcheck.Problem(url, webhook.MaxURLLength); msg != "" {
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
+	if m, bad := textcheck.Problem(url, webhook.MaxURLLength); bad {
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+m.English()).WithErrors(problem.Field(field, m))
 	}
 	checker := s.Webhooks
 	if checker == nil {
@@ -163,8 +165,8 @@ func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
 		if !errors.As(err, &na) {
 			return err
 		}
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason).
-			WithErrors(problem.FieldError{Field: field, Message: na.Reason})
+		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason.English()).
+			WithErrors(problem.Field(field, na.Reason))
 	}
 	return nil
 }
@@ -174,12 +176,12 @@ func webhookSecret(field, secret string) (string, error) {
 	if secret == "" {
 		return "whsec_" + strings.ToLower(rand.Text()+rand.Text()), nil
 	}
-	msg := textcheck.Problem(secret, maxSecret)
-	if msg == "" && len(secret) < minSecret {
-		msg = fmt.Sprintf("must be at least %d characters", minSecret)
+	m, bad := textcheck.Problem(secret, maxSecret)
+	if !bad && len(secret) < minSecret {
+		m, bad = msg.New("field_error.too_short", "min", strconv.Itoa(minSecret)), true
 	}
-	if msg != "" {
-		return "", problem.New(http.StatusUnprocessableEntity, "bad_secret", field+" "+msg).WithErrors(problem.FieldError{Field: field, Message: msg})
+	if bad {
+		return "", problem.New(http.StatusUnprocessableEntity, "bad_secret", field+" "+m.English()).WithErrors(problem.Field(field, m))
 	}
 	return secret, nil
 }
@@ -191,8 +193,8 @@ func webhookView(sub *webhooks.Subscription, taskNo string) WebhookView {
 // subscription resolves the {id} path parameter to a subscription the caller may see.
 func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*webhooks.Subscription, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
-		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
+	if m, bad := textcheck.Problem(id, request.MaxID); bad {
+		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+m.English(), problem.Field("id", m))
 	}
 	sub, err := s.Store.GetSubscription(r.Context(), id, p.Scope())
 	if errors.Is(err, webhooks.ErrSubscriptionNotFound) {
@@ -212,7 +214,7 @@ func (s webhookRoutes) taskNoOf(ctx context.Context, sub *webhooks.Subscription)
 }
 
 func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	owner, err := identity.OwnerQuery(r.URL.Query(), p, "webhooks")
+	owner, err := identity.OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_webhooks"))
 	if err != nil {
 		return err
 	}
@@ -256,7 +258,8 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 	switch f.State {
 	case "", webhooks.DeliveryPending, webhooks.DeliverySending, webhooks.DeliveryDelivered, webhooks.DeliveryDead:
 	default:
-		errs = append(errs, problem.FieldError{Field: "state", Message: "must be pending, sending, delivered or dead"})
+		errs = append(errs, problem.Field("state", textcheck.OneOf(string(webhooks.DeliveryPending), string(webhooks.DeliverySending),
+			string(webhooks.DeliveryDelivered), string(webhooks.DeliveryDead))))
 	}
 	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
 	if len(errs) > 0 {
@@ -310,8 +313,8 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p ident
 		return err
 	}
 	no := r.PathValue("delivery")
-	if msg := textcheck.Problem(no, request.MaxID); msg != "" {
-		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+msg, problem.FieldError{Field: "delivery", Message: msg})
+	if m, bad := textcheck.Problem(no, request.MaxID); bad {
+		return problem.Invalid("invalid_id", "the delivery id in the path is not valid: it "+m.English(), problem.Field("delivery", m))
 	}
 	d, err := s.Store.Redeliver(r.Context(), sub.ID, no)
 	if errors.Is(err, webhooks.ErrDeliveryNotFound) {

@@ -56,9 +56,10 @@ const untranslatedJS = `(() => {
 })()`
 
 // Every page of the web UI, in each state a person meets (the list, empty and full; a task
-// of each status; the import and export forms and their refusals; sign-in and its refusal,
-// sign-out; a task that is not there), reads in the viewer's language alone: no English
-// left on the Chinese page, no Chinese on the English one, outside user data.
+// of each status; the import and export forms and their refusals, one naming the field at
+// fault; sign-in and its refusal, sign-out; a task that is not there), reads in the viewer's
+// language alone: no English left on the Chinese page, no Chinese on the English one,
+// outside user data.
 func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -149,6 +150,14 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 				b.click("upload it", "#import-submit")
 			}, after: `(document.querySelector("#answer").dataset.status || "").startsWith("4")`},
 		{name: "export", path: "/new/export", ready: `!!document.querySelector("#export-form")`},
+		// A refusal that names a field and says what is wrong with it (errors[]).
+		{name: "export, field refused", path: "/new/export", ready: `!!document.querySelector("#export-form")`,
+			act: func() {
+				b.click("export the task list", `#export-form input[name=type][value=tasks]`)
+				b.run("ask for tasks created from a day after the last one", chromedp.SetValue(chromedp.CSS(`#export-form input[name=created_from]`), "2026-12-02"),
+					chromedp.SetValue(chromedp.CSS(`#export-form input[name=created_to]`), "2026-11-01"))
+				b.click("export them", "#export-submit")
+			}, after: `document.querySelector("#answer").dataset.status === "422" && document.querySelector("#answer li") !== null`},
 		{name: "console sign-out", path: "/monitor/logout", ready: `!!document.querySelector("form")`},
 	}
 	signedOut := []page{

@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/auth"
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store/tokens"
@@ -68,11 +68,14 @@ func (s *Service) CreateToken(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	var errs []problem.FieldError
 	name := strings.TrimSpace(req.Name)
-	if msg := textcheck.Problem(name, 100); msg != "" || name == "" {
-		errs = append(errs, problem.FieldError{Field: "name", Message: cmp.Or(strings.TrimSpace(msg), "is required: what the token is for, e.g. \"nightly export job\"")})
+	if m, bad := textcheck.Problem(name, 100); bad || name == "" {
+		if !bad {
+			m = msg.New("field_error.token_name_required")
+		}
+		errs = append(errs, problem.Field("name", m))
 	}
-	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
-		errs = append(errs, problem.FieldError{Field: "owner", Message: msg})
+	if m, bad := textcheck.Problem(owner, config.MaxOwner); bad {
+		errs = append(errs, problem.Field("owner", m))
 	}
 	scopes, scopeErrs := tokenScopes(req.Scopes)
 	expires, expiryErrs := s.tokenExpiry(req.ExpiresAt, time.Now())
@@ -112,7 +115,7 @@ func tokenScopes(asked []string) ([]string, []problem.FieldError) {
 	var errs []problem.FieldError
 	for _, sc := range asked {
 		if !slices.Contains(auth.AllScopes, sc) {
-			errs = append(errs, problem.FieldError{Field: "scopes", Message: fmt.Sprintf("%s is not a scope; use %s", textcheck.Echo(sc), strings.Join(auth.AllScopes, ", "))})
+			errs = append(errs, problem.Field("scopes", msg.New("field_error.not_a_scope", "value", textcheck.Echo(sc), "scopes", strings.Join(auth.AllScopes, ", "))))
 			continue
 		}
 		if !slices.Contains(scopes, sc) {
@@ -120,7 +123,7 @@ func tokenScopes(asked []string) ([]string, []problem.FieldError) {
 		}
 	}
 	if len(asked) == 0 {
-		errs = append(errs, problem.FieldError{Field: "scopes", Message: "name at least one of " + strings.Join(auth.AllScopes, ", ")})
+		errs = append(errs, problem.Field("scopes", msg.New("field_error.scope_required", "scopes", strings.Join(auth.AllScopes, ", "))))
 	}
 	return scopes, errs
 }
@@ -134,18 +137,18 @@ func (s *Service) tokenExpiry(asked string, now time.Time) (time.Time, []problem
 	t, err := time.Parse(time.RFC3339, asked)
 	switch {
 	case err != nil:
-		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be an RFC 3339 time such as 2027-03-01T00:00:00Z"}}
+		return time.Time{}, []problem.FieldError{problem.Field("expires_at", request.RFC3339Hint("2027-03-01T00:00:00Z"))}
 	case !t.After(now):
-		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: "must be in the future"}}
+		return time.Time{}, []problem.FieldError{problem.Field("expires_at", msg.New("field_error.future"))}
 	case t.After(now.Add(s.cfg.TokenMaxTTL)):
-		return time.Time{}, []problem.FieldError{{Field: "expires_at", Message: fmt.Sprintf("may be at most %s from now (auth.api_tokens.max_ttl)", s.cfg.TokenMaxTTL)}}
+		return time.Time{}, []problem.FieldError{problem.Field("expires_at", msg.New("field_error.token_ttl", "max", s.cfg.TokenMaxTTL.String(), "setting", "auth.api_tokens.max_ttl"))}
 	}
 	return t, nil
 }
 
 // ListTokens answers GET /api/v1/tokens[?owner=]: name, scopes, created, last used, expiry.
 func (s *Service) ListTokens(w http.ResponseWriter, r *http.Request, p Principal) error {
-	owner, err := OwnerQuery(r.URL.Query(), p, "tokens")
+	owner, err := OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_tokens"))
 	if err != nil {
 		return err
 	}
@@ -161,8 +164,8 @@ func (s *Service) ListTokens(w http.ResponseWriter, r *http.Request, p Principal
 // replica (each request looks it up).
 func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, request.MaxID); msg != "" {
-		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
+	if m, bad := textcheck.Problem(id, request.MaxID); bad {
+		return problem.Invalid("invalid_id", "the token id in the path is not valid: it "+m.English(), problem.Field("id", m))
 	}
 	_, err := s.cfg.Store.RevokeAPIToken(r.Context(), id, p.Scope(), p.User)
 	if errors.Is(err, tokens.ErrNotFound) {
@@ -176,15 +179,15 @@ func (s *Service) RevokeToken(w http.ResponseWriter, r *http.Request, p Principa
 }
 
 // OwnerQuery reads a list's ?owner=: empty (the caller's own, or everyone's for an admin), or
-// a user name, which only an admin may give for someone else. what names the listed things.
-func OwnerQuery(q url.Values, p Principal, what string) (string, error) {
+// a user name, which only an admin may give for someone else; others says so when a user
+// who is not one asks for someone else's.
+func OwnerQuery(q url.Values, p Principal, others msg.Message) (string, error) {
 	owner := q.Get("owner")
-	if msg := textcheck.Problem(owner, config.MaxOwner); msg != "" {
-		return "", problem.Invalid("invalid_query", "owner "+msg, problem.FieldError{Field: "owner", Message: msg})
+	if m, bad := textcheck.Problem(owner, config.MaxOwner); bad {
+		return "", problem.Invalid("invalid_query", "owner "+m.English(), problem.Field("owner", m))
 	}
 	if owner != "" && !p.Scope().Admin && owner != p.User {
-		msg := "only an admin can list other users' " + what
-		return "", problem.Invalid("invalid_query", msg, problem.FieldError{Field: "owner", Message: msg})
+		return "", problem.Invalid("invalid_query", others.English(), problem.Field("owner", others))
 	}
 	return owner, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -103,7 +104,7 @@ func lastEventID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || id < 0 {
 		return 0, problem.Invalid("invalid_last_event_id", "Last-Event-ID must be an event id this API sent",
-			problem.FieldError{Field: "Last-Event-ID", Message: "must be a whole number ≥ 0"})
+			problem.Field("Last-Event-ID", msg.New("field_error.event_id")))
 	}
 	return id, nil
 }
@@ -332,11 +333,11 @@ func (s Streams) ScopeEvents(w http.ResponseWriter, r *http.Request, p identity.
 	}
 	scope := p.Scope()
 	owner := r.URL.Query().Get("owner")
-	if msg := textcheck.Problem(owner, request.MaxQueryValue); msg != "" {
-		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.FieldError{Field: "owner", Message: msg})
+	if m, bad := textcheck.Problem(owner, request.MaxQueryValue); bad {
+		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.Field("owner", m))
 	}
 	if owner != "" && !scope.Admin && owner != p.User {
-		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.FieldError{Field: "owner", Message: "only an admin can follow other users' tasks"})
+		return problem.Invalid("invalid_query", "the query has invalid parameters", problem.Field("owner", msg.New("field_error.follow_others")))
 	}
 	if !scope.Admin {
 		owner = p.User

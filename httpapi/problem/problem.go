@@ -40,10 +40,21 @@ type Problem struct {
 	retryAfter int // seconds; sent as Retry-After
 }
 
-// FieldError is one invalid field of a request.
+// FieldError is one invalid field of a request: what is wrong with it is a catalogue
+// message (Code and Params, rendered in the reader's language by the page and clients),
+// and Message is its English.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Code is the catalogue code of the message, e.g. "field_error.too_long".
+	Code string `json:"code"`
+	// Params are the values the message names, by name.
+	Params msg.Params `json:"params,omitempty"`
+}
+
+// Field is the field error saying m about field.
+func Field(field string, m msg.Message) FieldError {
+	return FieldError{Field: field, Message: m.English(), Code: m.Code, Params: m.Params}
 }
 
 func (p *Problem) Error() string { return p.Detail }

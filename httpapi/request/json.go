@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
 
@@ -73,28 +74,28 @@ func strictDecode(doc []byte, v any) error {
 // decodeProblem explains a failed decode of doc into v, naming the field at fault: the
 // top-level keys are decoded one at a time into a fresh v until one fails.
 func decodeProblem(code, detail, prefix string, doc []byte, v any, err error) *problem.Problem {
-	field, msg := "", jsonErrorText(err)
+	field, m := "", jsonErrorMessage(err)
 	var keys map[string]json.RawMessage
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && json.Unmarshal(doc, &keys) == nil {
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			if kerr := strictDecode(one, reflect.New(rv.Type().Elem()).Interface()); kerr != nil {
-				field, msg = joinPath(prefix, k), jsonErrorText(kerr)
+				field, m = joinPath(prefix, k), jsonErrorMessage(kerr)
 				break
 			}
 		}
 	}
 	var timeErr *time.ParseError
 	if errors.As(err, &timeErr) {
-		msg = rfc3339Hint
+		m = rfc3339Hint()
 	}
 	if field == "" {
-		return problem.BadRequest(code, "%s: %s", detail, msg)
+		return problem.BadRequest(code, "%s: %s", detail, m.English())
 	}
-	if strings.HasPrefix(msg, "unknown field") {
-		msg = "is not a field here"
+	if strings.HasPrefix(m.English(), "unknown field") {
+		m = msg.New("field_error.not_a_field")
 	}
-	return problem.Invalid(code, detail+": "+field+" "+msg, problem.FieldError{Field: field, Message: msg})
+	return problem.Invalid(code, detail+": "+field+" "+m.English(), problem.Field(field, m))
 }
 
 // DecodeFilter decodes an export filter strictly (the body it came in was checked whole) and
@@ -113,21 +114,28 @@ func DecodeFilter[F interface{ Validate() error }](raw json.RawMessage) (F, erro
 	return f, f.Validate()
 }
 
-// jsonErrorText is encoding/json's message without Go type names.
-func jsonErrorText(err error) string {
+// jsonErrorMessage is encoding/json's message without Go type names: the product's own words
+// for a value of the wrong JSON type or a time that does not parse, else encoding/json's
+// text as it is (jsonErrorText).
+func jsonErrorMessage(err error) msg.Message {
 	var typeErr *json.UnmarshalTypeError
 	var timeErr *time.ParseError
 	switch {
 	case errors.As(err, &typeErr):
-		return "must not be a JSON " + typeErr.Value
+		return msg.New("field_error.json_type", "type", typeErr.Value)
 	case errors.As(err, &timeErr):
-		return rfc3339Hint
+		return rfc3339Hint()
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if r := []rune(msg); len(r) > 200 {
-		msg = string(r[:200]) + "…"
+	return msg.Plain(jsonErrorText(err))
+}
+
+// jsonErrorText is encoding/json's text of err, shortened.
+func jsonErrorText(err error) string {
+	text := strings.TrimPrefix(err.Error(), "json: ")
+	if r := []rune(text); len(r) > 200 {
+		text = string(r[:200]) + "…"
 	}
-	return msg
+	return text
 }
 
 // checkJSON walks a JSON document and refuses what encoding/json would accept silently or
@@ -186,7 +194,7 @@ func (c *jsonCheck) token(tok json.Token) error {
 		switch t {
 		case '{', '[':
 			if len(c.stack) >= maxJSONDepth {
-				return c.bad(c.valuePath(), fmt.Sprintf("is nested deeper than %d levels", maxJSONDepth))
+				return c.bad(c.valuePath(), msg.New("field_error.json_too_deep", "max", strconv.Itoa(maxJSONDepth)))
 			}
 			c.stack = append(c.stack, &jsonFrame{object: t == '{', wantKey: t == '{', keys: map[string]bool{}, path: c.valuePath()})
 			return nil
@@ -195,11 +203,11 @@ func (c *jsonCheck) token(tok json.Token) error {
 		}
 	case string:
 		if strings.IndexByte(t, 0) >= 0 {
-			return c.bad(c.valuePath(), "must not contain a NUL character")
+			return c.bad(c.valuePath(), msg.New("field_error.nul"))
 		}
 	case json.Number:
 		if f, err := strconv.ParseFloat(string(t), 64); err != nil || math.IsInf(f, 0) {
-			return c.bad(c.valuePath(), "is a number out of range")
+			return c.bad(c.valuePath(), msg.New("field_error.number_out_of_range"))
 		}
 	}
 	c.complete()
@@ -215,11 +223,11 @@ func (c *jsonCheck) key(top *jsonFrame, tok json.Token) error {
 	}
 	key, _ := tok.(string)
 	if strings.IndexByte(key, 0) >= 0 {
-		return c.bad(joinPath(top.path, textcheck.Echo(key)), "has a NUL character in its name")
+		return c.bad(joinPath(top.path, textcheck.Echo(key)), msg.New("field_error.nul_in_name"))
 	}
 	folded := foldKey(key)
 	if top.keys[folded] {
-		return c.bad(joinPath(top.path, key), "appears twice; send each key once")
+		return c.bad(joinPath(top.path, key), msg.New("field_error.key_twice"))
 	}
 	top.keys[folded] = true
 	top.key, top.wantKey = key, false
@@ -252,12 +260,12 @@ func (c *jsonCheck) complete() {
 	}
 }
 
-func (c *jsonCheck) bad(path, msg string) error {
+func (c *jsonCheck) bad(path string, m msg.Message) error {
 	field := path
 	if field == "" {
 		field = "body"
 	}
-	return problem.Invalid("invalid_body", "the request body is not valid: "+field+" "+msg, problem.FieldError{Field: field, Message: msg})
+	return problem.Invalid("invalid_body", "the request body is not valid: "+field+" "+m.English(), problem.Field(field, m))
 }
 
 func joinPath(parent, key string) string {

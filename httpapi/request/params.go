@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
 
@@ -41,8 +42,8 @@ const (
 // Anything printable goes on to the store, which answers 404 for an unknown id.
 func TaskID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if msg := textcheck.Problem(id, MaxID); msg != "" {
-		return "", problem.Invalid("invalid_id", "the task id in the path is not valid: it "+msg, problem.FieldError{Field: "id", Message: msg})
+	if m, bad := textcheck.Problem(id, MaxID); bad {
+		return "", problem.Invalid("invalid_id", "the task id in the path is not valid: it "+m.English(), problem.Field("id", m))
 	}
 	return id, nil
 }
@@ -50,14 +51,20 @@ func TaskID(r *http.Request) (string, error) {
 // IdempotencyKey returns the request's Idempotency-Key header (empty when absent).
 func IdempotencyKey(r *http.Request) (string, error) {
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if msg := textcheck.Problem(key, MaxIdempotencyKey); msg != "" {
-		return "", problem.Invalid("bad_idempotency_key", "Idempotency-Key "+msg, problem.FieldError{Field: "Idempotency-Key", Message: msg})
+	if m, bad := textcheck.Problem(key, MaxIdempotencyKey); bad {
+		return "", problem.Invalid("bad_idempotency_key", "Idempotency-Key "+m.English(), problem.Field("Idempotency-Key", m))
 	}
 	return key, nil
 }
 
-// rfc3339Hint is what a field that must hold a time says when it does not.
-const rfc3339Hint = "must be an RFC 3339 time such as 2026-11-30T00:00:00Z"
+// RFC3339Hint is what a field that must hold a time says when it does not, with an example
+// time such as 2026-11-30T00:00:00Z.
+func RFC3339Hint(example string) msg.Message {
+	return msg.New("field_error.rfc3339", "example", example)
+}
+
+// rfc3339Hint is RFC3339Hint with the example the request's times use.
+func rfc3339Hint() msg.Message { return RFC3339Hint("2026-11-30T00:00:00Z") }
 
 // QueryTimes parses the RFC 3339 query parameters named by dst's keys into dst's values,
 // leaving absent ones nil, and names each that does not parse.
@@ -70,12 +77,17 @@ func QueryTimes(q url.Values, dst map[string]**time.Time) []problem.FieldError {
 		}
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			errs = append(errs, problem.FieldError{Field: name, Message: rfc3339Hint})
+			errs = append(errs, problem.Field(name, rfc3339Hint()))
 			continue
 		}
 		*dst[name] = &t
 	}
 	return errs
+}
+
+// NumberRange says that a value must be a whole number from min to max.
+func NumberRange(min, max int) msg.Message {
+	return msg.New("field_error.number_range", "min", strconv.Itoa(min), "max", strconv.Itoa(max))
 }
 
 // QueryPage parses the limit (1 to 200; *limit keeps its default when absent) and cursor (the
@@ -85,14 +97,14 @@ func QueryPage(q url.Values, limit *int, before *int64) []problem.FieldError {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			errs = append(errs, problem.FieldError{Field: "limit", Message: "must be a number from 1 to 200"})
+			errs = append(errs, problem.Field("limit", NumberRange(1, 200)))
 		}
 		*limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			errs = append(errs, problem.FieldError{Field: "cursor", Message: "is not a cursor this API returned"})
+			errs = append(errs, problem.Field("cursor", msg.New("field_error.bad_cursor")))
 		}
 		*before = n
 	}

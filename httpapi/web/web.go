@@ -277,7 +277,7 @@ func (w *App) Mount(mux *http.ServeMux) {
 			}
 			if name == "detail" {
 				id := r.PathValue("id")
-				if textcheck.Problem(id, request.MaxID) != "" {
+				if _, bad := textcheck.Problem(id, request.MaxID); bad {
 					id = ""
 				}
 				pd.TaskID = id

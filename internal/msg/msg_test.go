@@ -11,13 +11,14 @@ import (
 )
 
 // Every message is written in both languages, and the Chinese one leaves no English word
-// untranslated: only names a person types or reads as they are (formats, headers, values
-// the import takes) stay in Latin letters.
+// untranslated: only names a person types or reads as they are (formats, standards,
+// headers, values the import takes) stay in Latin letters.
 func TestEveryMessageIsInBothLanguages(t *testing.T) {
 	t.Parallel()
 	keep := map[string]bool{"CSV": true, "UTF": true, "xlsx": true, "csv": true, "Webhook": true, "Idempotency": true,
 		"Key": true, "Authorization": true, "Bearer": true, "token": true, "utf": true, "gb": true, "auto": true,
-		"normal": true, "silver": true, "gold": true, "platinum": true, "diamond": true}
+		"normal": true, "silver": true, "gold": true, "platinum": true, "diamond": true, "phone": true,
+		"JSON": true, "RFC": true, "NUL": true}
 	word := regexp.MustCompile(`[A-Za-z]+`)
 	if len(Codes()) < 100 {
 		t.Fatalf("only %d messages", len(Codes()))
@@ -95,8 +96,9 @@ func TestParseLangReadsTagsAndAcceptLanguage(t *testing.T) {
 
 // Every code the product's Go names where it says something is in the catalogue: the
 // messages it builds (msg.New), the problems it says (problem.Say: "problem.<code>"), the
-// failures it says (jobs.BadInputSaid: "error.<code>"), the row messages (defMessage) and the
-// lines its SQL writes beside their English ('log.…').
+// failures it says (jobs.BadInputSaid: "error.<code>"), the row messages (defMessage), the
+// lines its SQL writes beside their English ('log.…') and every field error it names
+// ("field_error.…", wherever the code is written: a message, a constant, a helper's argument).
 func TestEveryCodeTheProductUsesIsInTheCatalogue(t *testing.T) {
 	t.Parallel()
 	uses := []struct {
@@ -108,8 +110,9 @@ func TestEveryCodeTheProductUsesIsInTheCatalogue(t *testing.T) {
 		{regexp.MustCompile(`problem\.Say\([^,]+, "([^"]+)"`), "problem."},
 		{regexp.MustCompile(`BadInputSaid\("([^"]+)"`), "error."},
 		{regexp.MustCompile(`'((?:log|error|problem|row|interrupt)\.[a-z_]+)'`), ""},
+		{regexp.MustCompile(`"(field_error\.[^"]+)"`), ""},
 	}
-	found := 0
+	found, fieldErrors := 0, 0
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -127,6 +130,9 @@ func TestEveryCodeTheProductUsesIsInTheCatalogue(t *testing.T) {
 		for _, u := range uses {
 			for _, m := range u.re.FindAllStringSubmatch(string(b), -1) {
 				found++
+				if strings.HasPrefix(m[1], "field_error.") {
+					fieldErrors++
+				}
 				if code := u.prefix + m[1]; !Known(code) {
 					t.Errorf("%s says %q, which the catalogue lacks", path, code)
 				}
@@ -137,7 +143,7 @@ func TestEveryCodeTheProductUsesIsInTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found < 30 {
-		t.Fatalf("found only %d uses of codes", found)
+	if found < 30 || fieldErrors < 30 {
+		t.Fatalf("found only %d uses of codes, %d of field errors", found, fieldErrors)
 	}
 }

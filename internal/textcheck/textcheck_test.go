@@ -3,6 +3,8 @@ package textcheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 func TestProblemNamesWhatIsWrong(t *testing.T) {
@@ -18,7 +20,8 @@ func TestProblemNamesWhatIsWrong(t *testing.T) {
 		{"\xff\xfe", "must be valid UTF-8", 10},
 		{strings.Repeat("x", 201), "must be at most 200 characters", 200},
 	} {
-		if got := Problem(c.v, c.max); got != c.want {
+		m, bad := Problem(c.v, c.max)
+		if got := m.English(); bad != (c.want != "") || (bad && got != c.want) {
 			t.Errorf("Problem(%q, %d) = %q, want %q", c.v, c.max, got, c.want)
 		}
 	}
@@ -30,5 +33,20 @@ func TestEchoShortensAndQuotes(t *testing.T) {
 	}
 	if got := Echo("a\x00b"); got != `"a\x00b"` {
 		t.Errorf("Echo of a control character: %s", got)
+	}
+}
+
+func TestOneOfNamesTheChoices(t *testing.T) {
+	for _, c := range []struct {
+		choices []string
+		en, zh  string
+	}{
+		{[]string{"zh", "en"}, "must be zh or en", "必须是 zh 或 en"},
+		{[]string{"upsert", "insert", "replace"}, "must be upsert, insert or replace", "必须是 upsert, insert 或 replace"},
+	} {
+		m := OneOf(c.choices...)
+		if m.English() != c.en || m.In(msg.ZH) != c.zh {
+			t.Errorf("OneOf(%q) = %q / %q, want %q / %q", c.choices, m.English(), m.In(msg.ZH), c.en, c.zh)
+		}
 	}
 }

@@ -1,11 +1,12 @@
 package export
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 )
@@ -28,9 +29,12 @@ const (
 
 	minFilterUnix = 0            // 1970-01-01T00:00:00Z
 	maxFilterUnix = 253402300799 // 9999-12-31T23:59:59Z
-	timeRange     = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
-	levelChoices  = "normal, silver, gold, platinum or diamond"
 )
+
+// timeRange says which times a filter takes.
+func timeRange() msg.Message {
+	return msg.New("field_error.between", "from", "1970-01-01T00:00:00Z", "to", "9999-12-31T23:59:59Z")
+}
 
 // TimeInRange reports whether t is a time filters accept: from 1970-01-01 to the end of
 // 9999 (UTC). Postgres' timestamptz reaches further, but no task or customer predates 1970
@@ -49,7 +53,7 @@ type FieldProblem struct {
 	// Field is the filter field's JSON name, e.g. "created_from".
 	Field string
 	// Message says what is wrong, for the person who sent it.
-	Message string
+	Message msg.Message
 }
 
 // FilterError is an invalid filter, field by field. It unwraps to a *jobs.BadInputError
@@ -61,7 +65,7 @@ type FilterError struct {
 func (e *FilterError) Error() string {
 	parts := make([]string, len(e.Fields))
 	for i, f := range e.Fields {
-		parts[i] = "filter." + f.Field + " " + f.Message
+		parts[i] = "filter." + f.Field + " " + f.Message.English()
 	}
 	return strings.Join(parts, "; ")
 }
@@ -74,15 +78,15 @@ func (e *FilterError) Unwrap() error {
 // filterCheck collects field problems.
 type filterCheck struct{ fields []FieldProblem }
 
-func (c *filterCheck) bad(field, format string, args ...any) {
-	c.fields = append(c.fields, FieldProblem{Field: field, Message: fmt.Sprintf(format, args...)})
+func (c *filterCheck) bad(field string, m msg.Message) {
+	c.fields = append(c.fields, FieldProblem{Field: field, Message: m})
 }
 
 // text checks a free-text value: valid UTF-8, no control characters (Postgres text cannot
 // hold NUL), at most max characters.
 func (c *filterCheck) text(field, v string, max int) bool {
-	if msg := textcheck.Problem(v, max); msg != "" {
-		c.bad(field, "%s", msg)
+	if m, bad := textcheck.Problem(v, max); bad {
+		c.bad(field, m)
 		return false
 	}
 	return true
@@ -90,7 +94,7 @@ func (c *filterCheck) text(field, v string, max int) bool {
 
 func (c *filterCheck) time(field string, t *time.Time) {
 	if t != nil && !TimeInRange(*t) {
-		c.bad(field, "must be %s", timeRange)
+		c.bad(field, timeRange())
 	}
 }
 
@@ -107,7 +111,7 @@ func (f CustomerFilter) Validate() error {
 	var c filterCheck
 	c.text("city", f.City, MaxFilterText)
 	if c.text("level", f.Level, MaxFilterText) && f.Level != "" && !customerLevels[f.Level] {
-		c.bad("level", "%s is not a level; use %s", textcheck.Echo(f.Level), levelChoices)
+		c.bad("level", msg.New("field_error.not_a_level", "value", textcheck.Echo(f.Level)))
 	}
 	c.text("code_prefix", f.CodePrefix, MaxCodePrefix)
 	return c.err()
@@ -118,16 +122,16 @@ func (f CustomerFilter) Validate() error {
 func (f TaskFilter) Validate() error {
 	var c filterCheck
 	if len(f.Statuses) > MaxFilterItems {
-		c.bad("status", "must list at most %d statuses", MaxFilterItems)
+		c.bad("status", msg.New("field_error.too_many_statuses", "max", strconv.Itoa(MaxFilterItems)))
 	}
 	for _, s := range f.Statuses {
 		if !s.Valid() {
-			c.bad("status", "%s is not a task status", textcheck.Echo(string(s)))
+			c.bad("status", msg.New("field_error.not_a_status", "value", textcheck.Echo(string(s))))
 			break
 		}
 	}
 	if len(f.Types) > MaxFilterItems {
-		c.bad("type", "must list at most %d types", MaxFilterItems)
+		c.bad("type", msg.New("field_error.too_many_types", "max", strconv.Itoa(MaxFilterItems)))
 	}
 	for _, t := range f.Types {
 		if !c.text("type", t, MaxTypeName) {
@@ -139,7 +143,7 @@ func (f TaskFilter) Validate() error {
 	c.time("created_from", f.CreatedFrom)
 	c.time("created_to", f.CreatedTo)
 	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
-		c.bad("created_from", "must be before created_to")
+		c.bad("created_from", msg.New("field_error.before", "other", "created_to"))
 	}
 	return c.err()
 }

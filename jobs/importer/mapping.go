@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
@@ -38,30 +40,36 @@ func fieldNamed(name string) (field, bool) {
 // fault; the field is "columns".
 func CheckColumns(cols map[string]string) error {
 	if len(cols) > maxMappedColumns {
-		return badColumns(fmt.Sprintf("map at most %d columns, one per field", maxMappedColumns))
+		return badColumns(msg.New("field_error.columns_too_many", "max", strconv.Itoa(maxMappedColumns)))
 	}
 	byField := map[field]string{}
 	byHeader := map[string]string{}
 	for _, h := range slices.Sorted(maps.Keys(cols)) {
 		norm := normalizeHeader(h)
 		if norm == "" {
-			return badColumns("a header in columns is empty")
+			return badColumns(msg.New("field_error.columns_empty_header"))
 		}
-		if msg := textcheck.Problem(h, 256); msg != "" {
-			return badColumns("header " + textcheck.Echo(h) + " " + msg)
+		if m, bad := textcheck.Problem(h, 256); bad {
+			// The header's problem is read through the catalogue: its code names it, its params
+			// come along.
+			nv := []string{"header", textcheck.Echo(h), "reason", strings.TrimPrefix(m.Code, "field_error.")}
+			for k, v := range m.Params {
+				nv = append(nv, k, v)
+			}
+			return badColumns(msg.New("field_error.columns_header", nv...))
 		}
 		f, ok := fieldNamed(cols[h])
 		if !ok {
-			return badColumns(fmt.Sprintf("columns[%s]: %s is not a field; the fields are %s",
-				textcheck.Echo(h), textcheck.Echo(cols[h]), strings.Join(fieldNames[:], ", ")))
+			return badColumns(msg.New("field_error.columns_not_a_field",
+				"header", textcheck.Echo(h), "value", textcheck.Echo(cols[h]), "fields", strings.Join(fieldNames[:], ", ")))
 		}
 		if prev, dup := byField[f]; dup {
-			return badColumns(fmt.Sprintf("columns maps both %s and %s to %s; map each field once",
-				textcheck.Echo(prev), textcheck.Echo(h), fieldNames[f]))
+			return badColumns(msg.New("field_error.columns_field_twice",
+				"first", textcheck.Echo(prev), "second", textcheck.Echo(h), "field", fieldNames[f]))
 		}
 		if prev, dup := byHeader[norm]; dup {
-			return badColumns(fmt.Sprintf("columns names the header %s twice (as %s and %s)",
-				textcheck.Echo(h), textcheck.Echo(prev), textcheck.Echo(h)))
+			return badColumns(msg.New("field_error.columns_header_twice",
+				"header", textcheck.Echo(h), "first", textcheck.Echo(prev), "second", textcheck.Echo(h)))
 		}
 		byField[f], byHeader[norm] = h, h
 	}
@@ -76,7 +84,7 @@ func ParseColumns(text string) (map[string]string, error) {
 	}
 	var cols map[string]string
 	if err := json.Unmarshal([]byte(text), &cols); err != nil {
-		return nil, badColumns(`columns must be a JSON object of header to field, e.g. {"联系电话": "phone"}`)
+		return nil, badColumns(msg.New("field_error.columns_not_json"))
 	}
 	if err := CheckColumns(cols); err != nil {
 		return nil, err
@@ -85,8 +93,8 @@ func ParseColumns(text string) (map[string]string, error) {
 }
 
 // badColumns is a columns mapping that cannot be one.
-func badColumns(msg string) *FileProblem {
-	return &FileProblem{Kind: Invalid, Code: "bad_columns", Message: msg, Field: "columns", FieldMessage: msg}
+func badColumns(m msg.Message) *FileProblem {
+	return &FileProblem{Kind: Invalid, Code: "bad_columns", Message: m.English(), Field: "columns", FieldMessage: m}
 }
 
 // mappingOf reads a checked columns mapping for use.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 )
 
@@ -14,7 +15,8 @@ type FileProblem struct {
 	Message string
 	// Field names the form field at fault when it is one of the uploader's choices (mode,
 	// sheet, encoding), with what a valid value is (FieldMessage).
-	Field, FieldMessage string
+	Field        string
+	FieldMessage msg.Message
 }
 
 // ProblemKind sorts file problems into the HTTP answers they get.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -29,7 +30,7 @@ func (u *Uploads) ResubmitFrom(ctx context.Context, from *store.Task, owner stri
 	if from.Type != Type {
 		return jobs.Submission{}, &FileProblem{Kind: Invalid, Code: "not_an_import", Field: "from_task",
 			Message:      fmt.Sprintf("task %s is %s, not an import; re-submit an import task", from.TaskNo, from.Type),
-			FieldMessage: "must be an import task"}
+			FieldMessage: msg.New("field_error.not_an_import")}
 	}
 	var p Params
 	if err := json.Unmarshal(from.Params, &p); err != nil || p.Upload == "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
@@ -173,12 +174,12 @@ func (o *Submit) Set(field, value string) error {
 		o.Encoding = value
 		if _, err := sheet.ParseEncoding(value); err != nil {
 			return &FileProblem{Kind: Invalid, Code: "bad_encoding", Message: err.Error(),
-				Field: "encoding", FieldMessage: "must be utf-8, gb18030 or auto"}
+				Field: "encoding", FieldMessage: textcheck.OneOf("utf-8", "gb18030", "auto")}
 		}
 	case "sheet":
 		o.Sheet = value
-		if msg := textcheck.Problem(value, maxSheetName); msg != "" {
-			return &FileProblem{Kind: Invalid, Code: "bad_sheet", Message: "sheet " + msg, Field: "sheet", FieldMessage: msg}
+		if m, bad := textcheck.Problem(value, maxSheetName); bad {
+			return &FileProblem{Kind: Invalid, Code: "bad_sheet", Message: "sheet " + m.English(), Field: "sheet", FieldMessage: m}
 		}
 	case "lang":
 		o.Lang = value
@@ -196,7 +197,7 @@ func (o *Submit) Set(field, value string) error {
 			o.DryRun = false
 		default:
 			return &FileProblem{Kind: Invalid, Code: "bad_dry_run", Message: "dry_run must be true or false, not " + textcheck.Echo(value),
-				Field: "dry_run", FieldMessage: "must be true or false"}
+				Field: "dry_run", FieldMessage: textcheck.OneOf("true", "false")}
 		}
 	}
 	return nil
@@ -205,7 +206,7 @@ func (o *Submit) Set(field, value string) error {
 func checkMode(mode string) error {
 	if mode != ModeUpsert && mode != ModeInsert && mode != ModeReplace {
 		return &FileProblem{Kind: Invalid, Code: "bad_mode", Message: "mode must be upsert, insert or replace, not " + textcheck.Echo(mode),
-			Field: "mode", FieldMessage: "must be upsert, insert or replace"}
+			Field: "mode", FieldMessage: textcheck.OneOf(ModeUpsert, ModeInsert, ModeReplace)}
 	}
 	return nil
 }
@@ -326,9 +327,9 @@ func (u *Uploads) checkHeader(ctx context.Context, key string, ins sheet.Inspect
 			for i, h := range missing {
 				quoted[i] = textcheck.Echo(h)
 			}
-			msg := fmt.Sprintf("columns names %s, which is not a header of the file; its headers are: %s",
-				strings.Join(quoted, ", "), strings.Join(headersIn(headers), ", "))
-			return &FileProblem{Kind: Invalid, Code: "unknown_column", Message: msg, Field: "columns", FieldMessage: msg}
+			m := msg.New("field_error.columns_unknown_header",
+				"missing", strings.Join(quoted, ", "), "headers", strings.Join(headersIn(headers), ", "))
+			return &FileProblem{Kind: Invalid, Code: "unknown_column", Message: m.English(), Field: "columns", FieldMessage: m}
 		}
 	}
 	if err != nil {

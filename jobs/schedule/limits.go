@@ -1,24 +1,25 @@
 package schedule
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 )
 
-// CheckInterval refuses a spec (already valid: Validate) that fires more often than min, in
-// words that name the minimum.
+// CheckInterval refuses a spec (already valid: Validate) that fires more often than min, with
+// a *SpecError that names the minimum.
 func CheckInterval(spec, timezone string, min time.Duration) error {
 	sched, err := cleanup.ParseSpec(Spec(spec, timezone))
 	if err != nil {
 		return err
 	}
 	if gap := shortestGap(sched, min); gap < min {
-		return fmt.Errorf("cron %q fires every %s at times; a schedule may fire at most once every %s (schedules.min_interval)",
-			spec, gap, min)
+		return &SpecError{Field: "cron", Message: msg.New("field_error.cron_too_often",
+			"value", strconv.Quote(spec), "gap", gap.String(), "min", min.String(), "setting", "schedules.min_interval")}
 	}
 	return nil
 }

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
 	"github.com/taskcenter/taskcenter/store"
@@ -88,16 +90,25 @@ func Spec(spec, timezone string) string {
 	return "CRON_TZ=" + timezone + " " + spec
 }
 
-// Validate checks a cron spec and a time zone a user gave, in words they can act on.
+// SpecError is a schedule's cron spec or time zone refused, in words the user can act on:
+// the field at fault (cron or timezone) and what is wrong with it.
+type SpecError struct {
+	Field   string
+	Message msg.Message
+}
+
+func (e *SpecError) Error() string { return e.Message.English() }
+
+// Validate checks a cron spec and a time zone a user gave; a refusal is a *SpecError.
 func Validate(spec, timezone string) error {
 	if _, err := time.LoadLocation(timezone); err != nil {
-		return fmt.Errorf("timezone %q is not a time zone such as UTC or Asia/Shanghai", timezone)
+		return &SpecError{Field: "timezone", Message: msg.New("field_error.not_a_timezone", "value", strconv.Quote(timezone), "a", "UTC", "b", "Asia/Shanghai")}
 	}
 	if strings.Contains(spec, "TZ=") {
-		return errors.New(`cron must not carry its own time zone; use the timezone field`)
+		return &SpecError{Field: "cron", Message: msg.New("field_error.cron_timezone", "field", "cron", "other", "timezone")}
 	}
 	if _, err := cleanup.ParseSpec(Spec(spec, timezone)); err != nil {
-		return fmt.Errorf(`cron %q is not a cron spec such as "0 9 * * 1" (Mondays 09:00) or "@every 1h"`, spec)
+		return &SpecError{Field: "cron", Message: msg.New("field_error.not_a_cron", "value", strconv.Quote(spec), "every", `"@every 1h"`)}
 	}
 	return nil
 }

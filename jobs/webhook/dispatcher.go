@@ -393,7 +393,7 @@ func describe(err error, timeout time.Duration) string {
 	var ne net.Error
 	switch {
 	case errors.As(err, &na):
-		return "refused: " + na.Reason
+		return "refused: " + na.Reason.English()
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return "no answer within " + timeout.String()
 	}

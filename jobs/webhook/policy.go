@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/allowlist"
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 // Policy decides where webhooks may be sent (SSRF protection). A URL's host must be listed in
@@ -32,16 +34,16 @@ type Policy struct {
 // ErrNotAllowed is wrapped by every refusal of a URL or address.
 var ErrNotAllowed = errors.New("webhook destination not allowed")
 
-// NotAllowedError says why a URL is refused, in words for the user.
-type NotAllowedError struct{ Reason string }
+// NotAllowedError says why a URL is refused, as a message for the user.
+type NotAllowedError struct{ Reason msg.Message }
 
-func (e *NotAllowedError) Error() string { return e.Reason }
+func (e *NotAllowedError) Error() string { return e.Reason.English() }
 
 // Unwrap makes errors.Is(err, ErrNotAllowed) hold.
 func (e *NotAllowedError) Unwrap() error { return ErrNotAllowed }
 
-func notAllowed(format string, args ...any) error {
-	return &NotAllowedError{Reason: fmt.Sprintf(format, args...)}
+func notAllowed(code string, nameValues ...string) error {
+	return &NotAllowedError{Reason: msg.New(code, nameValues...)}
 }
 
 // NewPolicy parses the allowed hosts.
@@ -86,21 +88,21 @@ const MaxURLLength = 2048
 // parse checks a URL's form and returns its lower-cased host.
 func parse(raw string) (*url.URL, string, error) {
 	if len(raw) > MaxURLLength {
-		return nil, "", notAllowed("the URL is longer than %d characters", MaxURLLength)
+		return nil, "", notAllowed("field_error.url_too_long", "max", strconv.Itoa(MaxURLLength))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return nil, "", notAllowed("the URL must be an absolute http:// or https:// URL")
+		return nil, "", notAllowed("field_error.url_not_absolute", "http", "http://", "https", "https://")
 	}
 	if u.User != nil {
-		return nil, "", notAllowed("the URL must not carry a user name or password; the signature authenticates deliveries")
+		return nil, "", notAllowed("field_error.url_user")
 	}
 	if u.Fragment != "" {
-		return nil, "", notAllowed("the URL must not have a #fragment")
+		return nil, "", notAllowed("field_error.url_fragment")
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if host == "" {
-		return nil, "", notAllowed("the URL has no host")
+		return nil, "", notAllowed("field_error.url_no_host")
 	}
 	return u, host, nil
 }
@@ -114,12 +116,12 @@ func (p *Policy) checkHost(raw string) (*url.URL, error) {
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !p.allowed.HasAddr(ip) {
-			return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
+			return nil, notAllowed("field_error.url_host_not_allowed", "host", host, "setting", "webhooks.allowed_hosts")
 		}
 		return u, nil
 	}
 	if !p.allowed.HasName(host) {
-		return nil, notAllowed("%s is not in webhooks.allowed_hosts; ask an admin to add it", host)
+		return nil, notAllowed("field_error.url_host_not_allowed", "host", host, "setting", "webhooks.allowed_hosts")
 	}
 	return u, nil
 }
@@ -139,7 +141,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	defer cancel()
 	addrs, err := p.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return notAllowed("%s does not resolve to an address", host)
+		return notAllowed("field_error.url_no_address", "host", host)
 	}
 	for _, ip := range addrs {
 		if err := p.checkAddr(ip); err != nil {
@@ -152,7 +154,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 // checkAddr refuses internal addresses no address or range entry covers.
 func (p *Policy) checkAddr(ip netip.Addr) error {
 	if internal(ip) && !p.allowed.HasAddr(ip) {
-		return notAllowed("%s is a loopback, private or link-local address; only an address or range in webhooks.allowed_hosts may be one", ip.Unmap())
+		return notAllowed("field_error.url_private", "address", ip.Unmap().String(), "setting", "webhooks.allowed_hosts")
 	}
 	return nil
 }
@@ -162,7 +164,7 @@ func (p *Policy) checkAddr(ip netip.Addr) error {
 func (p *Policy) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return notAllowed("cannot check the address %q", address)
+		return notAllowed("field_error.url_unchecked", "address", strconv.Quote(address))
 	}
 	return p.checkAddr(ap.Addr())
 }

@@ -158,10 +158,26 @@
     var box = el('div', null, el('p', { text: problemText(r), title: p.detail || null }));
     if (p.errors && p.errors.length) {
       var ul = el('ul');
-      p.errors.forEach(function (fe) { ul.appendChild(el('li', { text: fe.field + ': ' + fe.message })); });
+      p.errors.forEach(function (fe) { ul.appendChild(fieldErrorItem(fe)); });
       box.appendChild(ul);
     }
     return box;
+  }
+
+  // fieldErrorItem is one field of a refused request and what is wrong with it (a message,
+  // {code, params}), in the page's language: a filter's field by the form's label for it,
+  // another by the name the API gives it (a value, as the person sent it).
+  function fieldErrorItem(fe) {
+    var field = String(fe.field || ''), filter = field.indexOf('filter.') === 0 ? filterLabels[field.slice(7)] : null;
+    var name = filter ? t(filter) : field;
+    var what = say(fe.code, fe.params, fe.message);
+    var li = values(el('li', { text: say('field_error.at', { field: name, what: what }, name + ': ' + what) }), fe.params);
+    if (!filter && field) {
+      var v = JSON.parse(li.getAttribute('data-values') || '[]');
+      v.push(field);
+      setAttr(li, 'data-values', JSON.stringify(v));
+    }
+    return li;
   }
 
   // ---- words -------------------------------------------------------------------------------
