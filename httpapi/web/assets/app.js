@@ -22,14 +22,13 @@
   // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED";
   // {name:error,problem} tries "error.<value>", then "problem.<value>"),
   // or, when the catalogue has no such entry, shows the param named after the bar
-  // ({code:error|error}) or the value itself. fill returns null when a param is missing.
-  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}/g;
+  // ({code:error|error}) or the value itself; {name:kind*} reads each of a list's items
+  // (separated by spaces) so and joins them with "list.sep". fill returns null when a param
+  // is missing.
+  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(\*)?(?:\|([a-z_0-9]+))?)?\}/g;
   function fill(tmpl, params) {
     var missing = false;
-    var out = tmpl.replace(placeholder, function (ph, name, kind, fb) {
-      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
-      var v = String(params[name]);
-      if (!kind) return v;
+    function read(kind, v) {
       var kinds = kind.split(',');
       for (var i = 0; i < kinds.length; i++) {
         if (!has(kinds[i] + '.' + v)) continue;
@@ -37,6 +36,20 @@
         if (inner === null) missing = true;
         return inner;
       }
+      return null;
+    }
+    var out = tmpl.replace(placeholder, function (ph, name, kind, list, fb) {
+      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
+      var v = String(params[name]);
+      if (!kind) return v;
+      if (list) {
+        return v.split(' ').filter(Boolean).map(function (item) {
+          var r = read(kind, item);
+          return r === null ? item : r;
+        }).join(t('list.sep'));
+      }
+      var r = read(kind, v);
+      if (r !== null || missing) return r;
       if (fb && Object.prototype.hasOwnProperty.call(params, fb)) return String(params[fb]);
       return v;
     });
