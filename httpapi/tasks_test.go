@@ -23,7 +23,7 @@ func (e *apiEnv) imported(owner, filename string) *store.Task {
 		e.t.Fatal(err)
 	}
 	task, _, err := e.st.Create(context.Background(), store.NewTask{TaskNo: jobs.NewTaskNo(), Type: importer.Type, Owner: owner,
-		Queue: "imports", Title: p.Title(), Params: params, MaxRetry: 3, TimeoutSeconds: 60})
+		Queue: "imports", Title: p.TitleMessage().English(), Params: params, MaxRetry: 3, TimeoutSeconds: 60})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ package msg
 var titleEntries = map[string]entry{
 	codeListSep: {", ", "、"},
 
-	"title.export_customers": {"Customers{city_part:title_city}{level_part:title_level}{prefix_part:title_codes}",
-		"客户导出{city_part:title_city}{level_part:title_level}{prefix_part:title_codes}"},
+	"title.export_customers": {"Customers{city_part:title_city}{level_part:title_level}{code_prefix_part:title_codes}",
+		"客户导出{city_part:title_city}{level_part:title_level}{code_prefix_part:title_codes}"},
 	"title_city.first":  {" in {city}", "：{city}"},
 	"title_level.first": {", level {level}", "：{level:level}"},
 	"title_level.next":  {", level {level}", "，{level:level}"},
