@@ -211,7 +211,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created, Webhook: hook})
+	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t, readerLang(w, r)), Duplicate: !created, Webhook: hook})
 	return nil
 }
 
