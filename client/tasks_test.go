@@ -14,6 +14,7 @@ import (
 	"github.com/taskcenter/taskcenter/client"
 	"github.com/taskcenter/taskcenter/httpapi"
 	"github.com/taskcenter/taskcenter/internal/contracttest"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -39,7 +40,7 @@ func checkedServer(t *testing.T, h http.HandlerFunc) *client.Client {
 func view(no string, status store.Status) httpapi.TaskView {
 	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	return taskview.Of(&store.Task{ID: 1, TaskNo: no, Type: "import:customers", Owner: "alice", Queue: "imports", Status: status,
-		Params: json.RawMessage(`{"filename":"budget.xlsx"}`), MaxRetry: 3, CreatedAt: now, UpdatedAt: now}, nil, now)
+		Params: json.RawMessage(`{"filename":"budget.xlsx"}`), MaxRetry: 3, CreatedAt: now, UpdatedAt: now}, nil, now, msg.EN)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

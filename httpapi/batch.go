@@ -83,7 +83,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.
 				out[i].Result, out[i].Problem = "problem", problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 					"this idempotency_key was already used for a submit with different parameters (task "+sr.Task.TaskNo+")")
 			default:
-				v := taskview.Of(sr.Task, nil, time.Now())
+				v := taskview.Of(sr.Task, nil, time.Now(), readerLang(w, r))
 				out[i].Task = &v
 				out[i].Result = "created"
 				if !sr.Created {

@@ -72,13 +72,13 @@ func (s taskRoutes) bulk(w http.ResponseWriter, r *http.Request, p identity.Prin
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	ctx, lang := r.Context(), readerLang(w, r)
 	out := BulkView{Results: make([]BulkResult, len(ids))}
 	for i, id := range ids {
 		res := BulkResult{ID: id, Outcome: BulkDone}
 		t, err := act(ctx, id, p)
 		if err == nil {
-			v := s.view(ctx, t)
+			v := s.view(ctx, t, lang)
 			res.Task = &v
 			out.Results[i] = res
 			continue

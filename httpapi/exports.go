@@ -144,12 +144,15 @@ func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawPar
 		}
 		rawParams = normal
 	}
-	params, defTitle, err := t.Decode(rawParams, who)
+	params, named, err := t.Decode(rawParams, who)
 	if err != nil {
 		return jobs.Submission{}, err
 	}
+	if own := strings.TrimSpace(title); own != "" {
+		named = jobs.Title{Text: own}
+	}
 	return jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
-		Priority: priority, Title: trimmedOr(title, defTitle)}, nil
+		Priority: priority, Title: named.Text, TitleMessage: named.Message}, nil
 }
 
 // titleProblem says what is wrong with a title a client gave, with bad true (false when
@@ -215,7 +218,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t), Duplicate: !created, Webhook: hook})
+	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t, readerLang(w, r)), Duplicate: !created, Webhook: hook})
 	return nil
 }
 

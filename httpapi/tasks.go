@@ -52,10 +52,10 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now, lang := time.Now(), readerLang(w, r)
 	out := ListView{Items: make([]TaskView, len(tasks)), Counts: make(map[store.Status]int64, len(task.AllStatuses))}
 	for i := range tasks {
-		out.Items[i] = taskview.Of(&tasks[i], nil, now)
+		out.Items[i] = taskview.Of(&tasks[i], nil, now, lang)
 	}
 	s.addWaits(r.Context(), tasks, out.Items, now)
 	for _, st := range task.AllStatuses {
@@ -167,7 +167,7 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if archived { // retention moved it to the archive: the same view, marked, with no actions
 		readRuns, readLogs = s.Store.ArchivedRuns, s.Store.ArchivedLogs
 	}
-	v, err := s.detail(ctx, t, archived, readRuns, readLogs)
+	v, err := s.detail(ctx, t, archived, readRuns, readLogs, readerLang(w, r))
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s taskRoutes) getTask(w http.ResponseWriter, r *http.Request, p identity.P
 // field, read through readRuns and readLogs: the live tables' for a task, the archive's for
 // an archived one.
 func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readRuns func(context.Context, int64) ([]store.Run, error),
-	readLogs func(context.Context, int64, int) ([]store.LogEntry, error)) (DetailView, error) {
+	readLogs func(context.Context, int64, int) ([]store.LogEntry, error), lang msg.Lang) (DetailView, error) {
 	runs, err := readRuns(ctx, t.ID)
 	if err != nil {
 		return DetailView{}, err
@@ -192,7 +192,7 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 	if err != nil {
 		return DetailView{}, err
 	}
-	v := DetailView{TaskView: s.view(ctx, t), Attempts: make([]AttemptView, len(runs)), Logs: make([]LogView, len(logs)),
+	v := DetailView{TaskView: s.view(ctx, t, lang), Attempts: make([]AttemptView, len(runs)), Logs: make([]LogView, len(logs)),
 		CancelledBy: s.cancelledBy(ctx, t)}
 	for i, r := range runs {
 		v.Attempts[i] = AttemptView{Attempt: r.Attempt, Trigger: r.Trigger, Worker: r.Worker, Status: r.Status,
@@ -213,16 +213,16 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 	return v, nil
 }
 
-// view renders a task with its live progress from Redis when it is running; when Redis has
-// none (or is down) the database's per-batch copy is shown.
-func (s *Server) view(ctx context.Context, t *store.Task) TaskView {
+// view renders a task for a reader of lang with its live progress from Redis when it is
+// running; when Redis has none (or is down) the database's per-batch copy is shown.
+func (s *Server) view(ctx context.Context, t *store.Task, lang msg.Lang) TaskView {
 	if t.Status == store.StatusRunning {
 		if live, ok, err := s.Board.Get(ctx, t.TaskNo); err == nil && ok {
-			return taskview.Of(t, &live, time.Now())
+			return taskview.Of(t, &live, time.Now(), lang)
 		}
 	}
 	now := time.Now()
-	views := []TaskView{taskview.Of(t, nil, now)}
+	views := []TaskView{taskview.Of(t, nil, now, lang)}
 	s.addWaits(ctx, []store.Task{*t}, views, now)
 	return views[0]
 }
@@ -260,7 +260,7 @@ func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identit
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.view(r.Context(), t))
+	writeJSON(w, http.StatusOK, s.view(r.Context(), t, readerLang(w, r)))
 	return nil
 }
 
@@ -302,7 +302,7 @@ func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t))
+	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t, readerLang(w, r)))
 	return nil
 }
 

@@ -24,7 +24,7 @@ func (e *apiEnv) imported(owner, filename string) *store.Task {
 		e.t.Fatal(err)
 	}
 	task, _, err := e.st.Create(context.Background(), store.NewTask{TaskNo: jobs.NewTaskNo(), Type: importer.Type, Owner: owner,
-		Queue: "imports", Title: p.Title(), Params: params, MaxRetry: 3, TimeoutSeconds: 60})
+		Queue: "imports", Title: p.TitleMessage().English(), Params: params, MaxRetry: 3, TimeoutSeconds: 60})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -218,5 +218,58 @@ func TestTaskExportFilterTakesTheSearch(t *testing.T) {
 	// The field's problem is a message a Chinese reader gets in Chinese.
 	if f := p.Errors[0]; f.Message != "must be at most 200 characters" || msg.Render(msg.ZH, f.Code, f.Params) != "最多 200 个字符" {
 		t.Errorf("the long q's field error: %+v, in Chinese %q", f, msg.Render(msg.ZH, f.Code, f.Params))
+	}
+}
+
+// The title the product gives a task comes with its message, and in the language the request
+// accepts (English by default); a title the submitter wrote is theirs in every language.
+func TestTaskTitlesComeInTheRequestsLanguage(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	rec := e.callJSON("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"city": "Shanghai", "level": "gold"}})
+	var submitted SubmitView
+	if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &submitted) != nil {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.callJSON("POST", "/api/v1/tasks", aliceToken, map[string]any{"type": "export:customers", "title": "Quarterly customers"})
+	var own SubmitView
+	if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &own) != nil {
+		t.Fatalf("submit with a title: %d %s", rec.Code, rec.Body)
+	}
+	product := submitted.Task
+	if m := product.TitleMessage; product.Title != "Customers in Shanghai, level gold" || m == nil || m.Code != "title.export_customers" {
+		t.Fatalf("the submit's answer: title %q, message %+v", product.Title, m)
+	}
+	for _, tc := range []struct {
+		accept        string
+		product, mine string
+	}{
+		{"", "Customers in Shanghai, level gold", "Quarterly customers"},
+		{"zh-CN,zh;q=0.9,en;q=0.8", "客户导出：Shanghai，黄金", "Quarterly customers"},
+	} {
+		var headers []string
+		if tc.accept != "" {
+			headers = []string{"Accept-Language", tc.accept}
+		}
+		rec := e.call("GET", "/api/v1/tasks", aliceToken, nil, headers...)
+		var list ListView
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &list) != nil {
+			t.Fatalf("list: %d %s", rec.Code, rec.Body)
+		}
+		titles := map[string]TaskView{}
+		for _, v := range list.Items {
+			titles[v.ID] = v
+		}
+		if v := titles[product.ID]; v.Title != tc.product || v.TitleMessage == nil {
+			t.Errorf("Accept-Language %q: the product's title %q (message %+v), want %q", tc.accept, v.Title, v.TitleMessage, tc.product)
+		}
+		if v := titles[own.Task.ID]; v.Title != tc.mine || v.TitleMessage != nil {
+			t.Errorf("Accept-Language %q: the submitter's title %q (message %+v), want %q", tc.accept, v.Title, v.TitleMessage, tc.mine)
+		}
+		rec = e.call("GET", "/api/v1/tasks/"+product.ID, aliceToken, nil, headers...)
+		var one DetailView
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &one) != nil || one.Title != tc.product {
+			t.Errorf("Accept-Language %q: the task's title %q, want %q (%d)", tc.accept, one.Title, tc.product, rec.Code)
+		}
 	}
 }

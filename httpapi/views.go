@@ -1,12 +1,21 @@
 package httpapi
 
 import (
-	"github.com/taskcenter/taskcenter/internal/msg"
-
+	"net/http"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
 
 	"github.com/taskcenter/taskcenter/internal/task"
 )
+
+// readerLang is the language the request reads task views in, by its Accept-Language
+// (English by default): a title the product made is rendered in it (title_message carries it
+// for any other). The answer varies with the header.
+func readerLang(w http.ResponseWriter, r *http.Request) msg.Lang {
+	w.Header().Add("Vary", "Accept-Language")
+	return msg.ParseLang(r.Header.Get("Accept-Language"))
+}
 
 // TaskView is a task as the API shows it: the one view of internal/task.
 type TaskView = task.View

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
@@ -59,8 +60,11 @@ type Submission struct {
 	RequestID string
 	// Priority is 1 (runs first) … 9 (runs last); 0 takes the type's default.
 	Priority int
-	// Title names the task in lists (the type's title template, or the submitter's own).
+	// Title names the task in lists, in English (the type's title, or the submitter's own).
 	Title string
+	// TitleMessage is Title as a catalogue message when the type made it (Type.TitleOf,
+	// NewTitle); nil for the submitter's own.
+	TitleMessage *msg.Message
 	// Notify, when set, is a webhook subscription created with the task, in the same
 	// transaction: both exist, or neither.
 	Notify *webhooks.NewSubscription
@@ -144,8 +148,9 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 		}
 		admitted = append(admitted, i)
 		nts = append(nts, store.NewTask{TaskNo: NewTaskNo(), Type: sub.Type, Owner: sub.Owner, Queue: p.Queue, BizKey: sub.BizKey,
-			Priority: cmp.Or(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, Params: sub.Params, RequestID: sub.RequestID,
-			MaxRetry: p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter,
+			Priority: cmp.Or(sub.Priority, p.Priority, PriorityDefault), Title: sub.Title, TitleMessage: sub.TitleMessage, Params: sub.Params,
+			RequestID: sub.RequestID,
+			MaxRetry:  p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter,
 			Notify: sub.Notify})
 	}
 	if len(nts) == 0 {

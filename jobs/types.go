@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 // A task type is one file plus one registration line (README "Adding a task type"): the file
@@ -32,7 +35,8 @@ type Type struct {
 	// from the submit's JSON (unknown fields refused). Its JSON Schema is served to clients.
 	NewParams func() Params
 	// Title is a text/template over the parameters naming a task of this type in lists, e.g.
-	// "Customers of {{.Filter.City}}". Empty: the type's name.
+	// "Customers of {{.Filter.City}}", the same in every language. Empty: the type's name.
+	// Parameters that implement Titled name their task in the catalogue's words instead.
 	Title string
 	// Priority is the default priority, 1 (first) to 9 (last). Default 5.
 	Priority int
@@ -69,6 +73,31 @@ type Params interface {
 	// Prepare checks the parameters for who submits them and fills in what the server
 	// decides (a scope, say). It returns a *BadInputError naming the field at fault.
 	Prepare(who Who) error
+}
+
+// Titled is implemented by the parameters of a type that names its tasks with a catalogue
+// message (internal/msg): the title then reads in each reader's language. The message's
+// English is the title stored as text.
+type Titled interface {
+	TitleMessage() msg.Message
+}
+
+// Title is what a task is called: Text is stored as its title (in English: what the list's
+// search matches, what webhooks and old readers show) and Message, when the product made the
+// title, says it in each reader's language. A submitter's own title has no Message.
+type Title struct {
+	Text    string
+	Message *msg.Message
+}
+
+// NewTitle is the title m says: its English as lists show it (task.TitleText), with m itself
+// unless m is plain text, which is the same in every language.
+func NewTitle(m msg.Message) Title {
+	t := Title{Text: task.TitleText(m.English())}
+	if m.Code != msg.CodePlain {
+		t.Message = &m
+	}
+	return t
 }
 
 // Who submits a task.
@@ -148,42 +177,42 @@ var ErrForbiddenType = errors.New("only an admin may submit this task type")
 
 // Decode reads raw parameters strictly into the type's parameters, prepares them for who, and
 // returns them re-encoded (what the task row stores) with the task's title.
-func (t *Type) Decode(raw json.RawMessage, who Who) (json.RawMessage, string, error) {
+func (t *Type) Decode(raw json.RawMessage, who Who) (json.RawMessage, Title, error) {
 	if !t.MaySubmit(who) {
-		return nil, "", ErrForbiddenType
+		return nil, Title{}, ErrForbiddenType
 	}
 	p := t.NewParams()
 	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(p); err != nil {
-			return nil, "", BadInput("bad_params", "params are not valid for %s: %v", t.Name, err)
+			return nil, Title{}, BadInput("bad_params", "params are not valid for %s: %v", t.Name, err)
 		}
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, "", BadInput("bad_params", "params for %s must be one JSON object", t.Name)
+			return nil, Title{}, BadInput("bad_params", "params for %s must be one JSON object", t.Name)
 		}
 	}
 	if err := p.Prepare(who); err != nil {
-		return nil, "", err
+		return nil, Title{}, err
 	}
 	out, err := json.Marshal(p)
 	if err != nil {
-		return nil, "", fmt.Errorf("encode params of %s: %w", t.Name, err)
+		return nil, Title{}, fmt.Errorf("encode params of %s: %w", t.Name, err)
 	}
 	return out, t.TitleOf(p), nil
 }
 
-// TitleOf renders the type's title for decoded parameters (the type's name if it fails).
-func (t *Type) TitleOf(p any) string {
+// TitleOf is the type's title for decoded parameters: their TitleMessage when they are
+// Titled, else the Title template's text (the type's name if it fails or says nothing).
+func (t *Type) TitleOf(p any) Title {
+	if titled, ok := p.(Titled); ok {
+		return NewTitle(titled.TitleMessage())
+	}
 	var b strings.Builder
 	if err := t.title.Execute(&b, p); err != nil {
-		return t.Name
+		return Title{Text: t.Name}
 	}
-	title := strings.Join(strings.Fields(b.String()), " ")
-	if r := []rune(title); len(r) > 200 {
-		title = string(r[:200])
-	}
-	return cmpString(title, t.Name)
+	return Title{Text: cmpString(task.TitleText(b.String()), t.Name)}
 }
 
 func cmpString(s, def string) string {

@@ -6,7 +6,7 @@ package store
 
 // Column lists of the models, in model order.
 const (
-	taskColumns = `id, task_no, type, title, owner, queue, priority, biz_key, status, params, request_id, progress_current,
+	taskColumns = `id, task_no, type, title, title_code, title_params, owner, queue, priority, biz_key, status, params, request_id, progress_current,
 		progress_total, total_count, success_count, failed_count, checkpoint, attempt, retry_count, max_retry,
 		next_retry_at, heartbeat_at, worker, cancel_requested, error_code, error_message, error_params, result, result_expires_at,
 		timeout_seconds, retry_base_ms, max_runtime_ms, stall_after_ms, enqueued_at, alert_due_at, alerted_at, created_at, started_at,

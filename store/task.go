@@ -35,7 +35,9 @@ type Task struct {
 	ID              int64           `bun:"id,pk,autoincrement"`
 	TaskNo          string          `bun:"task_no"`
 	Type            string          `bun:"type"`
-	Title           string          `bun:"title"`
+	Title           string          `bun:"title"` // in English
+	TitleCode       string          `bun:"title_code,nullzero"`
+	TitleParams     msg.Params      `bun:"title_params,type:jsonb,nullzero"` // title_code's catalogue params
 	Owner           string          `bun:"owner"`
 	Queue           string          `bun:"queue"`
 	Priority        int             `bun:"priority"`
@@ -73,6 +75,15 @@ type Task struct {
 	StartedAt    *time.Time `bun:"started_at"`
 	FinishedAt   *time.Time `bun:"finished_at"`
 	UpdatedAt    time.Time  `bun:"updated_at,nullzero,notnull,default:now()"`
+}
+
+// TitleMessage is the title the product gave the task as a catalogue message, nil when the
+// title is the submitter's own (or was stored before titles were kept as messages).
+func (t *Task) TitleMessage() *msg.Message {
+	if t.TitleCode == "" {
+		return nil
+	}
+	return &msg.Message{Code: t.TitleCode, Params: t.TitleParams}
 }
 
 // Run is one execution attempt of a task.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/pg"
 	"github.com/taskcenter/taskcenter/store/webhooks"
@@ -15,9 +16,12 @@ import (
 
 // NewTask is what a submit knows about a task.
 type NewTask struct {
-	TaskNo         string
-	Type           string
-	Title          string
+	TaskNo string
+	Type   string
+	Title  string // in English
+	// TitleMessage is Title as a catalogue message when the product made it; nil for a
+	// submitter's own title.
+	TitleMessage   *msg.Message
 	Owner          string
 	Queue          string
 	Priority       int
@@ -64,6 +68,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	var (
 		nos, types, owners, queues, keys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		params, requests, titles         = make([]string, n), make([]string, n), make([]string, n)
+		titleCodes, titleParams          = make([]string, n), make([]string, n)
 		priorities, retries, timeouts    = make([]int32, n), make([]int32, n), make([]int32, n)
 		retryBases, runtimes, stalls     = make([]int64, n), make([]int64, n), make([]int64, n)
 		actors, vias, addrs, auditReqs   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -74,6 +79,13 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	for i, nt := range nts {
 		nos[i], types[i], owners[i], queues[i], keys[i] = nt.TaskNo, nt.Type, nt.Owner, nt.Queue, nt.BizKey
 		params[i], requests[i], titles[i] = cmp.Or(string(nt.Params), "{}"), nt.RequestID, nt.Title
+		if m := nt.TitleMessage; m != nil {
+			p, err := json.Marshal(m.Params)
+			if err != nil {
+				return nil, fmt.Errorf("encode the title of task %s: %w", nt.TaskNo, err)
+			}
+			titleCodes[i], titleParams[i] = m.Code, string(p)
+		}
 		priorities[i], retries[i], timeouts[i] = int32(nt.Priority), int32(nt.MaxRetry), int32(nt.TimeoutSeconds)
 		retryBases[i], runtimes[i], stalls[i] = nt.RetryBase.Milliseconds(), nt.MaxRuntime.Milliseconds(), nt.StallAfter.Milliseconds()
 		if ns := nt.Notify; ns != nil {
@@ -91,7 +103,7 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	var rows []Task
 	err := pg.All(ctx, s.db, s.db.DB, &rows, sqlCreateTasks,
 		nos, types, owners, queues, priorities, keys, params, requests, retries, timeouts, titles, actors, vias, addrs, auditReqs,
-		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys)
+		retryBases, runtimes, stalls, subNos, subURLs, subEvents, subSecrets, subBys, titleCodes, titleParams)
 	if err != nil {
 		return nil, fmt.Errorf("create tasks: %w", err)
 	}
@@ -125,25 +137,26 @@ func (s *Tasks) CreateMany(ctx context.Context, nts []NewTask) ([]Created, error
 	return out, nil
 }
 
-// sqlCreateTasks inserts the tasks of the arrays $1 to $23 (see CreateMany), each with its
+// sqlCreateTasks inserts the tasks of the arrays $1 to $25 (see CreateMany), each with its
 // subscription, events row and audit row, and returns the tasks inserted.
 var sqlCreateTasks = `
 		WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
 			                     $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
 			                     $16::bigint[], $17::bigint[], $18::bigint[], $19::text[], $20::text[], $21::text[], $22::text[],
-			                     $23::text[]) WITH ORDINALITY
+			                     $23::text[], $24::text[], $25::text[]) WITH ORDINALITY
 			AS v(task_no, type, owner, queue, priority, biz_key, params, request_id, max_retry, timeout_seconds, title,
 			     actor, via, client_addr, audit_request_id, retry_base_ms, max_runtime_ms, stall_after_ms,
-			     sub_no, sub_url, sub_events, sub_secret, sub_by, ord)
+			     sub_no, sub_url, sub_events, sub_secret, sub_by, title_code, title_params, ord)
 		), t AS (
 			-- A task submitted with its subscription is bound to it from the start (see
 			-- CreateTaskSubscription): its events are left for the dispatcher.
 			INSERT INTO tasks (task_no, type, owner, queue, priority, biz_key, status, params, request_id,
-			                   max_retry, timeout_seconds, enqueued_at, title, retry_base_ms, max_runtime_ms, stall_after_ms,
-			                   webhook_bound)
+			                   max_retry, timeout_seconds, enqueued_at, title, title_code, title_params, retry_base_ms, max_runtime_ms,
+			                   stall_after_ms, webhook_bound)
 			SELECT task_no, type, owner, queue, priority, NULLIF(biz_key, ''), 'PENDING', params::jsonb, NULLIF(request_id, ''),
-			       max_retry, timeout_seconds, now(), title, retry_base_ms, max_runtime_ms, stall_after_ms, sub_url <> ''
+			       max_retry, timeout_seconds, now(), title, NULLIF(title_code, ''), NULLIF(title_params, '')::jsonb, retry_base_ms,
+			       max_runtime_ms, stall_after_ms, sub_url <> ''
 			FROM v ORDER BY ord
 			ON CONFLICT (owner, type, biz_key) WHERE biz_key IS NOT NULL DO NOTHING
 			RETURNING *

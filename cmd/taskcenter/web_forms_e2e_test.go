@@ -45,14 +45,16 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 		return dd.some(([text]) => text === "City: Shanghai") &&
 			dd.some(([text, title]) => / UTC([+-]\d+(:\d\d)?)?$/.test(text) && /Z$/.test(title));
 	})()`, 10*time.Second)
-	// Its title is the API's, on its page, in the window's title and on the list, in either
-	// language: the page has no title rule of its own.
+	// Its title is the API's in the page's language, on its page, in the window's title and
+	// on the list: the page has no title rule of its own.
 	id := eval[string](b, `document.querySelector("#task-no").innerText`)
-	title := api.task(aliceToken, id).Title
-	if title == "" || !strings.Contains(title, "Shanghai") {
-		t.Fatalf("the API's title of %s is %q", id, title)
-	}
 	for _, lang := range []string{"zh", "en"} {
+		var view taskJSON
+		api.do("GET", "/api/v1/tasks/"+id, aliceToken, nil, "Accept-Language", lang).json(t, &view)
+		title := view.Title
+		if title == "" || !strings.Contains(title, "Shanghai") {
+			t.Fatalf("the API's title of %s in %s is %q", id, lang, title)
+		}
 		b.run("the task's page, "+lang, chromedp.Navigate(api.base+"/tasks/"+id+"?lang="+lang))
 		b.wait("the task's page, "+lang, `document.querySelector("#task-no").innerText !== ""`, 10*time.Second)
 		if got := eval[[]string](b, `[document.querySelector("#task-title").innerText, document.title]`); got[0] != title || got[1] != title+" · taskcenter" {

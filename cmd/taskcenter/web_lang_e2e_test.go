@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,8 @@ const untranslatedJS = `(() => {
 // of each status; the import and export forms and their refusals, one naming the field at
 // fault; sign-in and its refusal, sign-out; a task that is not there), reads in the viewer's
 // language alone: no English left on the Chinese page, no Chinese on the English one,
-// outside user data.
+// outside user data. The titles the product gives tasks (an export's filter, a list of
+// statuses, an import's file) are the page's words, so they are read too.
 func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -90,7 +92,7 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	if !held {
 		t.Fatalf("the job of %s is in none of the queues %v", pending.ID, queues)
 	}
-	cancelled := api.submitExport(aliceToken, map[string]any{"type": "tasks"})
+	cancelled := api.submitExport(aliceToken, map[string]any{"type": "tasks", "filter": map[string]any{"status": []string{"FAILED", "TIMEOUT"}}})
 	if res := api.do("POST", "/api/v1/tasks/"+cancelled.ID+"/cancel", aliceToken, nil); res.status != 200 {
 		t.Fatalf("cancel: %d %s", res.status, res.body)
 	}
@@ -117,14 +119,17 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		name, path, ready string
 		act               func() // after it is ready: a person's action that leads to the state checked
 		after             string // and the condition that says the state is there
+		// titles selects the titles the product gave the page's tasks: the walk reads them as
+		// the page's own words (they are not marked as user data).
+		titles string
 	}
 	detail := func(name, id, status string) page {
-		return page{name: "detail " + name, path: "/tasks/" + id,
+		return page{name: "detail " + name, path: "/tasks/" + id, titles: "#task-title",
 			ready: `document.querySelector("#task-status").dataset.status === "` + status + `" && !document.querySelector("#timeline").hidden
 				&& document.querySelector("#timeline li") !== null`}
 	}
 	signedIn := []page{
-		{name: "list", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`},
+		{name: "list", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`, titles: "#tasks a.title"},
 		{name: "list, nothing matches", path: "/?q=nothing-has-this-name", ready: `!!document.querySelector("#empty-reset")`},
 		{name: "list, retry refused", path: "/", ready: `document.querySelectorAll("#tasks tbody tr").length === 7`,
 			act: func() {
@@ -178,6 +183,13 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		if p.act != nil {
 			p.act()
 			b.wait(p.name+" ("+lang+"), after the action", p.after, 30*time.Second)
+		}
+		if p.titles != "" {
+			var checked int
+			checked = evalInto(b, `[...document.querySelectorAll(`+strconv.Quote(p.titles)+`)].filter(e => e.textContent && !e.closest("[data-user]")).length`, checked)
+			if checked == 0 {
+				t.Errorf("%s (%s): no title the product gave is checked (%s is marked as user data, or empty)", p.name, lang, p.titles)
+			}
 		}
 		var words []string
 		words = evalInto(b, untranslatedJS, words)

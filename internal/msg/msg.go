@@ -9,7 +9,9 @@
 // through the catalogue: {status:status} is the entry "status.<value>" (the value itself
 // when there is none), so enum values are put into the reader's language too;
 // {code:error,problem|error} is the entry "error.<code>", else "problem.<code>", else the
-// param error.
+// param error. A param may hold a list, its items separated by spaces: {statuses:status*}
+// reads each item through the catalogue and joins them with the language's separator
+// ("list.sep": "FAILED TIMEOUT" is "Failed, Timed out", "失败、超时").
 package msg
 
 import (
@@ -133,8 +135,11 @@ func Codes() []string {
 	return out
 }
 
-// placeholder is {name}, {name:kind} or {name:kind|fallback}.
-var placeholder = regexp.MustCompile(`\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}`)
+// placeholder is {name}, {name:kind}, {name:kind|fallback} or the list {name:kind*}.
+var placeholder = regexp.MustCompile(`\{([a-z_0-9]+)(?::([a-z_,]+)(\*)?(?:\|([a-z_0-9]+))?)?\}`)
+
+// codeListSep is the entry that joins the items of a list param.
+const codeListSep = "list.sep"
 
 // Render is the template of code in lang with params filled in; a code the catalogue lacks
 // is shown as it is.
@@ -163,17 +168,18 @@ func fill(lang Lang, s string, params Params) string {
 		if g[2] == "" {
 			return v
 		}
-		for kind := range strings.SplitSeq(g[2], ",") {
-			if e, ok := catalogue[kind+"."+v]; ok {
-				t := e.en
-				if lang == ZH {
-					t = e.zh
-				}
-				return fill(lang, t, params)
-			}
-		}
 		if g[3] != "" {
-			if fb, ok := params[g[3]]; ok {
+			items := strings.Fields(v)
+			for i, item := range items {
+				items[i] = read(lang, g[2], item, params)
+			}
+			return strings.Join(items, Render(lang, codeListSep, nil))
+		}
+		if t, ok := entryOf(lang, g[2], v); ok {
+			return fill(lang, t, params)
+		}
+		if g[4] != "" {
+			if fb, ok := params[g[4]]; ok {
 				return fb
 			}
 		}
@@ -181,11 +187,33 @@ func fill(lang Lang, s string, params Params) string {
 	})
 }
 
+// read is the value v read through the first of kinds the catalogue has an entry of, or v.
+func read(lang Lang, kinds, v string, params Params) string {
+	if t, ok := entryOf(lang, kinds, v); ok {
+		return fill(lang, t, params)
+	}
+	return v
+}
+
+// entryOf is the template of "<kind>.<v>" in lang for the first of kinds (comma-separated)
+// the catalogue has it for.
+func entryOf(lang Lang, kinds, v string) (string, bool) {
+	for kind := range strings.SplitSeq(kinds, ",") {
+		if e, ok := catalogue[kind+"."+v]; ok {
+			if lang == ZH {
+				return e.zh, true
+			}
+			return e.en, true
+		}
+	}
+	return "", false
+}
+
 // Names lists the param names a template uses, in order of first use.
 func Names(tmpl string) []string {
 	var out []string
 	for _, g := range placeholder.FindAllStringSubmatch(tmpl, -1) {
-		for _, n := range []string{g[1], g[3]} {
+		for _, n := range []string{g[1], g[4]} {
 			if n != "" && !slices.Contains(out, n) {
 				out = append(out, n)
 			}

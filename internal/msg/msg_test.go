@@ -52,8 +52,9 @@ func TestEveryMessageIsInBothLanguages(t *testing.T) {
 	}
 }
 
-// Messages render with their params, enum values read through the catalogue, and a param a
-// template reads through an entry the catalogue lacks falls back to the named param.
+// Messages render with their params, enum values read through the catalogue (one by one in a
+// list), and a param a template reads through an entry the catalogue lacks falls back to the
+// named param.
 func TestMessagesRenderInEachLanguage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -74,6 +75,10 @@ func TestMessagesRenderInEachLanguage(t *testing.T) {
 		{New("log.cancelled_ending", "then", "exported 3 rows", "then_code", "exported", "rows", "3"),
 			"cancelled as requested; the attempt was ending: exported 3 rows", "已按请求取消；该次尝试当时正在结束：已导出 3 行"},
 		{Plain("counted 5"), "counted 5", "counted 5"},
+		{New("title.export_tasks", "owner", "alice", "owner_part", "first", "statuses", "FAILED TIMEOUT", "statuses_part", "next"),
+			"Tasks of alice FAILED TIMEOUT", "任务列表导出：alice，失败、超时"},
+		{New("title.export_tasks", "owner", "", "owner_part", "", "statuses", "SUCCESS", "statuses_part", "first"),
+			"Tasks SUCCESS", "任务列表导出：成功"},
 	} {
 		if got := tc.m.English(); got != tc.en {
 			t.Errorf("%s in English: %q, want %q", tc.m.Code, got, tc.en)

@@ -2,21 +2,30 @@ package task
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 // View is a task as every surface shows it: the API's JSON, each live event, the page, the
 // CLI, the Go client and webhook payloads. One type, so that no surface can carry a field
 // another one lacks or name it differently.
 type View struct {
-	ID       string          `json:"id"`
-	Type     string          `json:"type"`
-	Title    string          `json:"title"`
-	Owner    string          `json:"owner"`
-	Status   Status          `json:"status"`
-	Queue    string          `json:"queue"`
-	Params   json.RawMessage `json:"params"`
-	Progress Progress        `json:"progress"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	// Title names the task: the product's title in the reader's language (English unless
+	// the surface serves another), or the submitter's own words.
+	Title string `json:"title"`
+	// TitleMessage is the product's title as a catalogue message, to render in the reader's
+	// language; absent on a title the submitter gave (or one stored before titles were kept
+	// as messages).
+	TitleMessage *msg.Message    `json:"title_message,omitempty"`
+	Owner        string          `json:"owner"`
+	Status       Status          `json:"status"`
+	Queue        string          `json:"queue"`
+	Params       json.RawMessage `json:"params"`
+	Progress     Progress        `json:"progress"`
 	// Wait is a waiting task's place in its queue's line (PENDING and RETRY_WAIT only, and only
 	// where the view is served with it: the task and list endpoints).
 	Wait            *Wait       `json:"wait,omitempty"`
@@ -141,4 +150,17 @@ type Links struct {
 	Retry       string `json:"retry,omitempty"`
 	// Undo is offered on an import that can be undone (POST it).
 	Undo string `json:"undo,omitempty"`
+}
+
+// MaxTitle is the most characters a title has.
+const MaxTitle = 200
+
+// TitleText is a title the product made as lists show it: one line, spaces collapsed, at
+// most MaxTitle characters.
+func TitleText(s string) string {
+	title := strings.Join(strings.Fields(s), " ")
+	if r := []rune(title); len(r) > MaxTitle {
+		title = string(r[:MaxTitle])
+	}
+	return title
 }

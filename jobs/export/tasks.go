@@ -97,7 +97,7 @@ func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int)
 	now := time.Now()
 	out := make([][]any, len(tasks))
 	for i := range tasks {
-		v := taskview.Of(&tasks[i], nil, now)
+		v := taskview.Of(&tasks[i], nil, now, s.lang)
 		var why string
 		if v.Error != nil {
 			why = errorText(s.lang, v.Error.Code, v.Error.Params, v.Error.Message)

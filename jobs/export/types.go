@@ -1,10 +1,12 @@
 package export
 
 import (
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
@@ -20,7 +22,6 @@ func CustomersTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 		Name: CustomersType, Description: "Export customers, optionally filtered by city, level or code prefix, to an .xlsx file.",
 		Queue: "exports", Submittable: true, Policy: defaultPolicy,
 		NewParams: func() jobs.Params { return &CustomerParams{} },
-		Title:     `Customers{{with .Filter.City}} in {{.}}{{end}}{{with .Filter.Level}}, level {{.}}{{end}}{{with .Filter.CodePrefix}}, codes {{.}}…{{end}}`,
 		Handler:   NewCustomers(db, fs, cfg),
 	}
 }
@@ -31,9 +32,42 @@ func TasksTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 		Name: TasksType, Description: "Export your task list (an admin: everyone's, or one owner's), filtered like the list API, to an .xlsx file.",
 		Queue: "exports", Submittable: true, Policy: defaultPolicy,
 		NewParams: func() jobs.Params { return &TaskParams{} },
-		Title:     `Tasks{{with .Filter.Owner}} of {{.}}{{end}}{{range .Filter.Statuses}} {{.}}{{end}}`,
 		Handler:   NewTasks(db, fs, cfg),
 	}
+}
+
+// TitleMessage implements jobs.Titled: the filter's city, level and code prefix, when set
+// ("Customers in Shanghai, level gold", "客户导出：Shanghai，黄金").
+func (p *CustomerParams) TitleMessage() msg.Message {
+	f := p.Filter
+	return clauses("title.export_customers", "city", f.City, "level", f.Level, "code_prefix", f.CodePrefix)
+}
+
+// TitleMessage implements jobs.Titled: the filter's owner and statuses, when set ("Tasks of
+// alice FAILED TIMEOUT", "任务列表导出：alice，失败、超时").
+func (p *TaskParams) TitleMessage() msg.Message {
+	statuses := make([]string, len(p.Filter.Statuses))
+	for i, s := range p.Filter.Statuses {
+		statuses[i] = string(s)
+	}
+	return clauses("title.export_tasks", "owner", p.Filter.Owner, "statuses", strings.Join(statuses, " "))
+}
+
+// clauses is the title message code with its optional clauses, given as name, value pairs:
+// each value, its spaces collapsed as a title's are, is the param name, and name_part says
+// whether the title says the clause: "" when the value is empty, "first" for the first one
+// said, "next" for the others.
+func clauses(code string, nameValues ...string) msg.Message {
+	m := msg.Message{Code: code, Params: msg.Params{}}
+	part := "first"
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		name, v := nameValues[i], nameValues[i+1]
+		m.Params[name], m.Params[name+"_part"] = strings.Join(strings.Fields(v), " "), ""
+		if v != "" {
+			m.Params[name+"_part"], part = part, "next"
+		}
+	}
+	return m
 }
 
 // Prepare implements jobs.Params: the filter must be valid.

@@ -833,20 +833,17 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	return res, nil
 }
 
-// Title is the task's title: the file it imports, the mode when it is not the default, and
-// whether it is a dry run.
-func (p *Params) Title() string {
-	title := "Import " + p.Filename
-	switch p.Mode {
-	case ModeInsert:
-		title += " (insert only)"
-	case ModeReplace:
-		title += " (replace)"
+// TitleMessage implements jobs.Titled: the file it imports, the mode when it is not the
+// default, and whether it is a dry run ("Import customers.xlsx (replace) (dry run)").
+func (p *Params) TitleMessage() msg.Message {
+	mode, dry := "", ""
+	if p.Mode == ModeInsert || p.Mode == ModeReplace {
+		mode = p.Mode
 	}
 	if p.DryRun {
-		title += " (dry run)"
+		dry = "dry_run"
 	}
-	return title
+	return msg.New("title.import", "filename", p.Filename, "mode", mode, "dry_run", dry)
 }
 
 // Prepare implements jobs.Params. An import's parameters are set by its upload, never sent
@@ -860,7 +857,6 @@ func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
 		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/imports",
 		NewParams: func() jobs.Params { return &Params{} },
-		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
 		Handler:   New(st, fs, cfg),
 	}

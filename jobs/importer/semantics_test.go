@@ -30,8 +30,9 @@ func (w *world) submitMode(name string, content []byte, mode string, dry bool) *
 	}
 	p := Params{Upload: rel, Format: format, Mode: mode, Filename: name, DryRun: dry}
 	params, _ := json.Marshal(p)
+	title := jobs.NewTitle(p.TitleMessage())
 	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params, Title: p.Title()})
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params, Title: title.Text, TitleMessage: title.Message})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestSubmitReadsDryRunAndReplace(t *testing.T) {
 	}
 	var p Params
 	json.Unmarshal(dry.Params, &p) //nolint:errcheck
-	if dsub.key == rsub.key || dry.ID == real.ID || !p.DryRun || p.Title() != "Import q.csv (replace) (dry run)" {
+	if dsub.key == rsub.key || dry.ID == real.ID || !p.DryRun || p.TitleMessage().English() != "Import q.csv (replace) (dry run)" {
 		t.Fatalf("dry key %q, real key %q, params %s", dsub.key, rsub.key, dry.Params)
 	}
 }

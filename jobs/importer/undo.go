@@ -27,8 +27,10 @@ type UndoParams struct {
 	Filename string `json:"filename"`  // the import's file, for the title
 }
 
-// Title is the undo's title.
-func (p *UndoParams) Title() string { return "Undo import " + p.Filename }
+// TitleMessage implements jobs.Titled: the file of the import it undoes.
+func (p *UndoParams) TitleMessage() msg.Message {
+	return msg.New("title.import_undo", "filename", p.Filename)
+}
 
 // Prepare implements jobs.Params: an undo's parameters are the server's, never a client's.
 func (*UndoParams) Prepare(jobs.Who) error { return nil }
@@ -58,7 +60,9 @@ func UndoSubmission(imp *store.Task, keep time.Duration, now time.Time) (jobs.Su
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	return jobs.Submission{Type: UndoType, Owner: imp.Owner, BizKey: "undo:" + imp.TaskNo, Params: params, Title: up.Title()}, nil
+	title := jobs.NewTitle(up.TitleMessage())
+	return jobs.Submission{Type: UndoType, Owner: imp.Owner, BizKey: "undo:" + imp.TaskNo, Params: params, Title: title.Text,
+		TitleMessage: title.Message}, nil
 }
 
 // CanUndo reports whether an undo of t is offered: t is an import an undo applies to (its
@@ -253,7 +257,6 @@ func UndoTaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
 		Name: UndoType, Description: "Undo a customer import: restore what it changed (POST /api/v1/tasks/{id}/undo).",
 		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/tasks/{id}/undo",
 		NewParams: func() jobs.Params { return &UndoParams{} },
-		Title:     `{{.Title}}`,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
 		Handler:   NewUndoer(st, fs, cfg),
 	}

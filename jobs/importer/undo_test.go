@@ -21,7 +21,8 @@ func (w *world) undo(imp *store.Task) *store.Task {
 		w.t.Fatalf("undo of %s refused: %v", imp.TaskNo, err)
 	}
 	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: sub.Type, Owner: sub.Owner,
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title})
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title,
+		TitleMessage: sub.TitleMessage})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -151,7 +152,8 @@ func TestUndoCancelledMidwayResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: sub.Type, Owner: sub.Owner,
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title})
+		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title,
+		TitleMessage: sub.TitleMessage})
 	if err != nil {
 		t.Fatal(err)
 	}

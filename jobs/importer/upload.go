@@ -292,7 +292,8 @@ func submission(owner string, p Params, ins sheet.Inspection, o Submit) (jobs.Su
 	if err != nil {
 		return jobs.Submission{}, err
 	}
-	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key, Title: p.Title()}, nil
+	title := jobs.NewTitle(p.TitleMessage())
+	return jobs.Submission{Type: Type, Owner: owner, Params: params, BizKey: key, Title: title.Text, TitleMessage: title.Message}, nil
 }
 
 // checkHeader reads the header of a stored upload when the uploader mapped columns: each

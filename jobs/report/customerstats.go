@@ -35,6 +35,11 @@ type CustomerStatsParams struct {
 	Scope store.Scope `json:"scope" jsonschema:"-"` // filled at submit: not a client parameter
 }
 
+// TitleMessage implements jobs.Titled: the days the imports sheet goes back.
+func (p *CustomerStatsParams) TitleMessage() msg.Message {
+	return msg.New("title.customer_stats", "days", strconv.Itoa(p.Days))
+}
+
 // Prepare implements jobs.Params.
 func (p *CustomerStatsParams) Prepare(who jobs.Who) error {
 	if p.Days == 0 {
@@ -55,7 +60,6 @@ func CustomerStatsTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
 		Description: "Customers counted by city and by level, and imports by day, as an .xlsx with one sheet per breakdown.",
 		Queue:       "exports", Submittable: true,
 		NewParams: func() jobs.Params { return &CustomerStatsParams{} },
-		Title:     "Customer statistics (imports over {{.Days}} days)",
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: time.Hour, StallAfter: 10 * time.Minute},
 		Handler:   &customerStats{db: db, files: fs, cfg: cfg},
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -94,13 +95,14 @@ func (r Files) IsExpired(t *store.Task, now time.Time) bool {
 	return r.Expired || (t.ResultExpiresAt != nil && !now.Before(*t.ResultExpiresAt))
 }
 
-// Of renders t as of now; live is the running task's progress from Redis when there is one.
-// Live progress ahead of the row comes with its own counts, so a view never shows progress
-// from one batch beside counts from an older one.
-func Of(t *store.Task, live *task.Live, now time.Time) task.View {
+// Of renders t as of now for a reader of lang; live is the running task's progress from
+// Redis when there is one. Live progress ahead of the row comes with its own counts, so a
+// view never shows progress from one batch beside counts from an older one.
+func Of(t *store.Task, live *task.Live, now time.Time, lang msg.Lang) task.View {
 	self := "/api/v1/tasks/" + t.TaskNo
 	v := task.View{
-		ID: t.TaskNo, Type: t.Type, Title: t.Title, Owner: t.Owner, Status: t.Status, Queue: t.Queue, Params: t.Params,
+		ID: t.TaskNo, Type: t.Type, Title: TitleIn(t, lang), TitleMessage: t.TitleMessage(), Owner: t.Owner, Status: t.Status,
+		Queue: t.Queue, Params: t.Params,
 		Counts:  task.Counts{Total: t.TotalCount, Success: t.SuccessCount, Failed: t.FailedCount},
 		Attempt: t.Attempt, RetryCount: t.RetryCount, MaxRetry: t.MaxRetry, NextRetryAt: UTC(t.NextRetryAt),
 		CancelRequested: t.CancelRequested, CreatedAt: t.CreatedAt.UTC(), StartedAt: UTC(t.StartedAt),
@@ -163,6 +165,15 @@ func Of(t *store.Task, live *task.Live, now time.Time) task.View {
 		v.Params = json.RawMessage(`{}`)
 	}
 	return v
+}
+
+// TitleIn is t's title in lang: the product's title rendered from its message, or the
+// stored text (a submitter's own title; the product's in English, as it was stored).
+func TitleIn(t *store.Task, lang msg.Lang) string {
+	if m := t.TitleMessage(); m != nil && lang != msg.EN {
+		return task.TitleText(m.In(lang))
+	}
+	return t.Title
 }
 
 // UTC is t in UTC, nil for nil.

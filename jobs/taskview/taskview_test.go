@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
@@ -11,13 +12,39 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
+// A title the product made is shown in the reader's language, with its message for readers
+// that render it themselves; in English it is the text stored. A submitter's title is theirs
+// in every language, with no message.
+func TestAViewSaysTheTitleInTheReadersLanguage(t *testing.T) {
+	t.Parallel()
+	said := msg.New("title.import", "filename", "a.xlsx", "mode", "replace", "dry_run", "")
+	product := &store.Task{TaskNo: "tsk_1", Title: "Import a.xlsx (replace)", TitleCode: said.Code, TitleParams: said.Params}
+	own := &store.Task{TaskNo: "tsk_2", Title: "Quarterly upload"}
+	for _, tc := range []struct {
+		task    *store.Task
+		lang    msg.Lang
+		title   string
+		message bool
+	}{
+		{product, msg.EN, "Import a.xlsx (replace)", true},
+		{product, msg.ZH, "导入 a.xlsx（替换）", true},
+		{own, msg.EN, "Quarterly upload", false},
+		{own, msg.ZH, "Quarterly upload", false},
+	} {
+		v := taskview.Of(tc.task, nil, t0, tc.lang)
+		if v.Title != tc.title || (v.TitleMessage != nil) != tc.message {
+			t.Errorf("%s in %s: title %q, message %+v; want %q", tc.task.TaskNo, tc.lang, v.Title, v.TitleMessage, tc.title)
+		}
+	}
+}
+
 func TestAViewOfARunningTaskCarriesItsSpeed(t *testing.T) {
 	t.Parallel()
 	started := t0
 	row := &store.Task{TaskNo: "tsk_1", Status: store.StatusRunning, ProgressCurrent: 400, ProgressTotal: 1000,
 		StartedAt: &started, UpdatedAt: t0.Add(40 * time.Second), CreatedAt: t0}
 	t.Run("from the row: since the start, at zero", func(t *testing.T) {
-		v := taskview.Of(row, nil, t0.Add(time.Minute))
+		v := taskview.Of(row, nil, t0.Add(time.Minute), msg.EN)
 		if v.Progress.RatePerS != 10 || !sameTime(v.Progress.ETA, ptr(t0.Add(100*time.Second))) {
 			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
 		}
@@ -25,7 +52,7 @@ func TestAViewOfARunningTaskCarriesItsSpeed(t *testing.T) {
 	t.Run("from the live board: since its first sample", func(t *testing.T) {
 		live := &task.Live{Progress: task.Progress{Current: 600, Total: 1000, UpdatedAt: t0.Add(50 * time.Second)},
 			First: &task.Sample{Current: 100, At: t0.Add(25 * time.Second)}}
-		v := taskview.Of(row, live, t0.Add(time.Minute))
+		v := taskview.Of(row, live, t0.Add(time.Minute), msg.EN)
 		if v.Progress.RatePerS != 20 || !sameTime(v.Progress.ETA, ptr(t0.Add(70*time.Second))) {
 			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
 		}
@@ -33,7 +60,7 @@ func TestAViewOfARunningTaskCarriesItsSpeed(t *testing.T) {
 	t.Run("a waiting task has no speed", func(t *testing.T) {
 		pending := *row
 		pending.Status, pending.StartedAt = store.StatusPending, nil
-		if v := taskview.Of(&pending, nil, t0); v.Progress.RatePerS != 0 || v.Progress.ETA != nil {
+		if v := taskview.Of(&pending, nil, t0, msg.EN); v.Progress.RatePerS != 0 || v.Progress.ETA != nil {
 			t.Errorf("rate %v eta %v", v.Progress.RatePerS, v.Progress.ETA)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
@@ -67,5 +68,5 @@ type Payload struct {
 // BuildPayload is the store.PayloadFunc of every delivery.
 func BuildPayload(ev store.Event, sequence int64, t *store.Task) (json.RawMessage, error) {
 	return json.Marshal(Payload{ID: EventID(ev.ID), Type: ev.Event, Sequence: sequence, Status: ev.Status, Attempt: ev.Attempt,
-		CreatedAt: ev.CreatedAt.UTC(), Task: taskview.Of(t, nil, time.Now())})
+		CreatedAt: ev.CreatedAt.UTC(), Task: taskview.Of(t, nil, time.Now(), msg.EN)})
 }

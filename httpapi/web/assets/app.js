@@ -22,14 +22,13 @@
   // its params, {name}; {name:kind} reads the value through the catalogue ("status.FAILED";
   // {name:error,problem} tries "error.<value>", then "problem.<value>"),
   // or, when the catalogue has no such entry, shows the param named after the bar
-  // ({code:error|error}) or the value itself. fill returns null when a param is missing.
-  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(?:\|([a-z_0-9]+))?)?\}/g;
+  // ({code:error|error}) or the value itself; {name:kind*} reads each of a list's items
+  // (separated by spaces) so and joins them with "list.sep". fill returns null when a param
+  // is missing.
+  var placeholder = /\{([a-z_0-9]+)(?::([a-z_,]+)(\*)?(?:\|([a-z_0-9]+))?)?\}/g;
   function fill(tmpl, params) {
     var missing = false;
-    var out = tmpl.replace(placeholder, function (ph, name, kind, fb) {
-      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
-      var v = String(params[name]);
-      if (!kind) return v;
+    function read(kind, v) {
       var kinds = kind.split(',');
       for (var i = 0; i < kinds.length; i++) {
         if (!has(kinds[i] + '.' + v)) continue;
@@ -37,6 +36,20 @@
         if (inner === null) missing = true;
         return inner;
       }
+      return null;
+    }
+    var out = tmpl.replace(placeholder, function (ph, name, kind, list, fb) {
+      if (!params || !Object.prototype.hasOwnProperty.call(params, name)) { missing = true; return ph; }
+      var v = String(params[name]);
+      if (!kind) return v;
+      if (list) {
+        return v.split(' ').filter(Boolean).map(function (item) {
+          var r = read(kind, item);
+          return r === null ? item : r;
+        }).join(t('list.sep'));
+      }
+      var r = read(kind, v);
+      if (r !== null || missing) return r;
       if (fb && Object.prototype.hasOwnProperty.call(params, fb)) return String(params[fb]);
       return v;
     });
@@ -63,6 +76,20 @@
       if (s !== null) return s;
     }
     return english || '';
+  }
+  // titleOf is what task v is called in the page's language: the title the product gave it,
+  // from its message, else the submitter's own words as they wrote them.
+  function titleOf(v) {
+    var m = v.title_message;
+    return m ? say(m.code, m.params, v.title) : v.title;
+  }
+  // showTitle writes v's title into e. The submitter's own is user data (data-user); the
+  // product's is the page's words, with the values it names (data-values).
+  function showTitle(e, v) {
+    var m = v.title_message;
+    setText(e, titleOf(v));
+    setAttr(e, 'data-user', m ? null : '');
+    return values(e, m && m.params);
   }
   function $(sel, root) { return (root || document).querySelector(sel); }
   function el(tag, attrs) {
@@ -441,7 +468,7 @@
     function row(v) {
       var r = { view: null };
       r.pick = el('input', { type: 'checkbox', class: 'pick', onchange: function () { pick(v.id, r.pick.checked); } });
-      r.link = el('a', { class: 'title', 'data-user': '' });
+      r.link = el('a', { class: 'title' });
       r.type = document.createTextNode('');
       r.chip = chip(v);
       r.wait = el('span', { class: 'sub wait' });
@@ -469,11 +496,12 @@
       if (!r) r = rows[v.id] = row(v);
       r.view = v;
       setAttr(r.link, 'href', '/tasks/' + encodeURIComponent(v.id));
-      // The title is the API's (the task type's own rule, set at submit): the page shows it
-      // as every other surface does, and the search finds what the page shows.
-      setText(r.link, v.title);
-      setAttr(r.pick, 'aria-label', t('bulk.select', { title: v.title }));
-      values(r.pick, { title: v.title });
+      // The title is the API's (the task type's own message, set at submit), in the page's
+      // language as every other surface says it; the search matches its English and the
+      // values it names (a city, a file).
+      showTitle(r.link, v);
+      setAttr(r.pick, 'aria-label', t('bulk.select', { title: titleOf(v) }));
+      values(r.pick, v.title_message ? v.title_message.params : { title: v.title });
       setText(r.type, typeName(v.type) + ' · ');
       if (r.owner) setText(r.owner, v.owner);
       chip(v, r.chip);
@@ -547,7 +575,8 @@
           what = t(res.outcome === 'not_allowed' ? 'bulk.not_allowed' : 'bulk.error') + ': ' + reason(action, res);
         }
         ul.appendChild(el('li', { 'data-id': res.id, 'data-outcome': res.outcome, title: res.message || null },
-          el('a', { href: '/tasks/' + encodeURIComponent(res.id), 'data-user': '', text: r ? r.view.title : res.id }), ' — ' + what));
+          r ? showTitle(el('a', { href: '/tasks/' + encodeURIComponent(res.id) }), r.view)
+            : el('a', { href: '/tasks/' + encodeURIComponent(res.id), 'data-user': '', text: res.id }), ' — ' + what));
       });
       answerBox.appendChild(ul);
     }
@@ -802,8 +831,9 @@
       view = v;
       show(box, true);
       setText(msg, '');
-      setText($('#task-title'), v.title);
-      if (document.title !== v.title + ' · taskcenter') document.title = v.title + ' · taskcenter';
+      var title = titleOf(v);
+      showTitle($('#task-title'), v);
+      if (document.title !== title + ' · taskcenter') document.title = title + ' · taskcenter';
       chip(v, $('#task-status'));
       setText($('#task-no'), v.id);
       setText($('#task-type'), '· ' + typeName(v.type));
