@@ -42,7 +42,8 @@ func TestTheLanguageComesFromTheFlagThenTheEnvironment(t *testing.T) {
 func langServer(t *testing.T) string {
 	t.Helper()
 	const imported = `{"id":"tsk_IMP","type":"import:customers","status":"SUCCESS","counts":{"total":3,"success":3,"failed":0},` +
-		`"params":{"mode":"replace"},"result":{"summary":{"total":3,"success":3,"inserted":1,"updated":1,"unchanged":1,"removed":2},"dry_run":true},` +
+		`"params":{"mode":"replace"},"result":{"summary":{"total":3,"success":3,"inserted":1,"updated":1,"unchanged":1,"removed":2},"dry_run":true,` +
+		`"first_errors":["row 3, phone: must be 11 digits starting with 1"],"first_error_messages":[{"row":3,"parts":[{"field":"phone","code":"row.phone"}]}]},` +
 		`"links":{"self":"/api/v1/tasks/tsk_IMP","undo":"/api/v1/tasks/tsk_IMP/undo"},` +
 		`"attempts":[{"attempt":1,"trigger":"first","worker":"w1","status":"SUCCESS"}],` +
 		`"logs":[{"at":"2026-12-01T08:00:00Z","attempt":1,"level":"info","message":"imported 3 of 3 rows; 0 failed",` +
@@ -84,7 +85,7 @@ func runTCWith(t *testing.T, vars map[string]string, args ...string) (int, strin
 }
 
 // tc speaks Chinese when asked with --lang zh or by the locale, and its English stays as
-// scripts read it: a status line, an import's summary and split, and a refusal.
+// scripts read it: a status line, an import's summary, split and rejected rows, and a refusal.
 func TestTCSpeaksTheLanguageAskedFor(t *testing.T) {
 	t.Parallel()
 	base := langServer(t)
@@ -105,12 +106,12 @@ func TestTCSpeaksTheLanguageAskedFor(t *testing.T) {
 	}{
 		{"english", vars, nil, []string{
 			"submitted tsk_IMP (import:customers), PENDING",
-			"SUCCESS tsk_IMP import:customers: 3 rows, 3 ok, 0 rejected\n  1 inserted, 1 updated, 1 unchanged, 2 removed\n  dry run: nothing was written\n  undo: tc undo tsk_IMP",
+			"SUCCESS tsk_IMP import:customers: 3 rows, 3 ok, 0 rejected\n  1 inserted, 1 updated, 1 unchanged, 2 removed\n  dry run: nothing was written\n  row 3, phone: must be 11 digits starting with 1\n  undo: tc undo tsk_IMP",
 			"tc: cannot cancel a task that is SUCCESS\n  (409 status_conflict, request req7)",
 		}},
 		{"--lang zh", vars, []string{"--lang", "zh"}, []string{
 			"已提交 tsk_IMP（客户导入），排队中",
-			"成功 tsk_IMP 客户导入：共 3 行，成功 3，拒绝 0\n  新增 1，更新 1，未变 1，删除 2\n  试运行：未写入任何数据\n  撤销：tc undo tsk_IMP",
+			"成功 tsk_IMP 客户导入：共 3 行，成功 3，拒绝 0\n  新增 1，更新 1，未变 1，删除 2\n  试运行：未写入任何数据\n  第 3 行，手机号：必须是以 1 开头的 11 位数字\n  撤销：tc undo tsk_IMP",
 			"tc: 任务当前状态（成功）已不允许取消。\n  （409 status_conflict，请求 req7）",
 		}},
 		{"LANG=zh_CN.UTF-8", withLang, nil, []string{

@@ -494,7 +494,7 @@ func (t *cli) summary(task *client.Task) {
 		if task.Result.NothingRemoved != "" {
 			fmt.Fprintf(t.stdout, "  %s\n", task.Result.NothingRemoved)
 		}
-		for _, e := range task.Result.FirstErrors {
+		for _, e := range t.firstErrors(task.Result) {
 			fmt.Fprintf(t.stdout, "  %s\n", e)
 		}
 	}
@@ -511,6 +511,22 @@ func (t *cli) summary(task *client.Task) {
 
 // say is the catalogue's message code in tc's language.
 func (t *cli) say(code string, nameValues ...string) string { return say(t.lang, code, nameValues...) }
+
+// firstErrors are an import's first rejected rows in tc's language: the server's English
+// words, or in another language each row's message (the English where there is none).
+func (t *cli) firstErrors(r *client.Result) []string {
+	if t.lang == msg.EN {
+		return r.FirstErrors
+	}
+	out := make([]string, len(r.FirstErrors))
+	for i, e := range r.FirstErrors {
+		out[i] = e
+		if i < len(r.FirstErrorMessages) {
+			out[i] = r.FirstErrorMessages[i].In(t.lang)
+		}
+	}
+	return out
+}
 
 // taskError is why a task failed, in tc's language: its code's message with the params the
 // server sent, or the server's English.
@@ -665,7 +681,7 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 			}
 			fmt.Fprintln(w)
 		}
-		for _, e := range r.FirstErrors {
+		for _, e := range t.firstErrors(r) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
