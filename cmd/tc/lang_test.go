@@ -15,25 +15,32 @@ import (
 	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
-func TestTheLanguageComesFromTheFlagThenTheEnvironment(t *testing.T) {
+func TestTheLanguageComesFromTheEnvironmentUnlessTheFlagSays(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		flag string
 		env  map[string]string
 		want msg.Lang
 	}{
-		{"", nil, msg.EN},
-		{"zh", nil, msg.ZH},
-		{"en", map[string]string{"TC_LANG": "zh", "LANG": "zh_CN.UTF-8"}, msg.EN},
-		{"", map[string]string{"LANG": "zh_CN.UTF-8"}, msg.ZH},
-		{"", map[string]string{"LANG": "C.UTF-8"}, msg.EN},
-		{"", map[string]string{"TC_LANG": "en", "LANG": "zh_CN.UTF-8"}, msg.EN},
-		{"", map[string]string{"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}, msg.EN},
-		{"", map[string]string{"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, msg.ZH},
+		{nil, msg.EN},
+		{map[string]string{"LANG": "zh_CN.UTF-8"}, msg.ZH},
+		{map[string]string{"LANG": "C.UTF-8"}, msg.EN},
+		{map[string]string{"TC_LANG": "zh", "LANG": "en_US.UTF-8"}, msg.ZH},
+		{map[string]string{"TC_LANG": "en", "LANG": "zh_CN.UTF-8"}, msg.EN},
+		{map[string]string{"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}, msg.EN},
+		{map[string]string{"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, msg.ZH},
 	} {
-		if got := langOf(tc.flag, func(k string) string { return tc.env[k] }); got != tc.want {
-			t.Errorf("--lang %q with %v: %s, want %s", tc.flag, tc.env, got, tc.want)
+		if got := langOf(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("with %v: %s, want %s", tc.env, got, tc.want)
 		}
+	}
+	zh := map[string]string{"TC_LANG": "zh"}
+	for _, args := range [][]string{{"--lang", "en", "help"}, {"--lang=en", "--help"}} {
+		if _, out, _ := runTCWith(t, zh, args...); !strings.HasPrefix(out, "tc — the taskcenter command line") {
+			t.Errorf("tc %v with TC_LANG=zh: %.40q", args, out)
+		}
+	}
+	if _, out, _ := runTCWith(t, nil, "--lang", "zh", "help"); !strings.HasPrefix(out, "tc — taskcenter 命令行\n\n用法：tc [--url URL]") {
+		t.Errorf("tc --lang zh help: %.60q", out)
 	}
 }
 

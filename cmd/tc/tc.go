@@ -121,7 +121,7 @@ func (e interrupted) Error() string { return "interrupted while following " + e.
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
-	t := &cli{env: e, lang: langOf("", e.getenv)}
+	t := &cli{env: e, lang: langOf(e.getenv)}
 	code, err := t.dispatch(ctx, args)
 	if errors.As(err, new(helpRequested)) {
 		fmt.Fprintln(t.stdout, usage(t.lang))
@@ -891,7 +891,7 @@ func (t *cli) fail(err error) int {
 		fmt.Fprintln(t.stderr, "tc:", t.say("tc.interrupted"))
 		return exitInterrupted
 	default:
-		fmt.Fprintln(t.stderr, "tc:", err)
+		fmt.Fprintln(t.stderr, "tc:", t.say("tc.request_failed", "error", err.Error()))
 		return exitFailed
 	}
 }

@@ -9,12 +9,9 @@ import (
 	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
-// langOf is the language tc speaks: --lang when given, else TC_LANG, else the locale's
+// langOf is the language tc speaks unless --lang says otherwise: TC_LANG, else the locale's
 // (LC_ALL, LC_MESSAGES, LANG: the first one set, as POSIX reads them); English by default.
-func langOf(flag string, getenv func(string) string) msg.Lang {
-	if flag != "" {
-		return msg.ParseLang(flag)
-	}
+func langOf(getenv func(string) string) msg.Lang {
 	for _, name := range []string{"TC_LANG", "LC_ALL", "LC_MESSAGES", "LANG"} {
 		if v := getenv(name); v != "" {
 			return msg.ParseLang(v)

@@ -103,6 +103,7 @@ var cliEntries = map[string]entry{
 	"tc.hint_undo":      {"undo: {command}", "撤销：{command}"},
 	"tc.hint_download":  {"download: {command}", "下载：{command}"},
 	"tc.hint_rejected":  {"rejected rows: {command}", "被拒绝的行：{command}"},
+	"tc.request_failed": {"{error}", "请求失败：{error}"},
 	"tc.try_again_in":   {"try again in {duration}", "请在 {duration} 后重试"},
 	"tc.problem_ref":    {"({status} {code}, request {request})", "（{status} {code}，请求 {request}）"},
 	"tc.wrote":          {"wrote {file} ({size} bytes)", "已写入 {file}（{size} 字节）"},
