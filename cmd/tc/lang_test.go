@@ -33,6 +33,18 @@ func TestTheLanguageComesFromTheEnvironmentUnlessTheFlagSays(t *testing.T) {
 			t.Errorf("with %v: %s, want %s", tc.env, got, tc.want)
 		}
 	}
+	_, out, _ := runTCWith(t, nil, "help")
+	for _, line := range []string{
+		"tc — the taskcenter command line\n\nusage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]\n\n",
+		"  import FILE [--mode upsert|insert|replace] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]\n" +
+			strings.Repeat(" ", 60) + "import customers from .xlsx or .csv\n",
+		"  export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)\n",
+		"Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or CANCELLED (or a failed\n",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("the English help lacks %q:\n%s", line, out)
+		}
+	}
 	zh := map[string]string{"TC_LANG": "zh"}
 	for _, args := range [][]string{{"--lang", "en", "help"}, {"--lang=en", "--help"}} {
 		if _, out, _ := runTCWith(t, zh, args...); !strings.HasPrefix(out, "tc — the taskcenter command line") {
