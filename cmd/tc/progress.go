@@ -8,6 +8,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/taskcenter/taskcenter/client"
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 // progress shows a task's updates while tc waits for it.
@@ -26,13 +27,14 @@ func (quietProgress) done()               {}
 // rows/s and time left (or a waiting task's place in line) in its description.
 type barProgress struct {
 	w        io.Writer
+	lang     msg.Lang
 	bar      *progressbar.ProgressBar
 	max      int64
 	desc     string
 	finished bool
 }
 
-func newBarProgress(w io.Writer) *barProgress { return &barProgress{w: w} }
+func newBarProgress(w io.Writer, lang msg.Lang) *barProgress { return &barProgress{w: w, lang: lang} }
 
 func (b *barProgress) update(t *client.Task) {
 	if b.finished {
@@ -42,7 +44,7 @@ func (b *barProgress) update(t *client.Task) {
 	if b.bar == nil {
 		b.bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(b.w),
-			progressbar.OptionSetDescription(describe(t)),
+			progressbar.OptionSetDescription(describe(b.lang, t)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(false), // the server's ETA is in the description
 			progressbar.OptionSetElapsedTime(true),
@@ -52,13 +54,13 @@ func (b *barProgress) update(t *client.Task) {
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }),
 		)
 		b.max = total
-		b.desc = describe(t)
+		b.desc = describe(b.lang, t)
 	}
 	if total != b.max && t.Progress.Total > 0 {
 		b.bar.ChangeMax64(total)
 		b.max = total
 	}
-	if d := describe(t); d != b.desc {
+	if d := describe(b.lang, t); d != b.desc {
 		b.bar.Describe(d)
 		b.desc = d
 	}
@@ -84,52 +86,46 @@ func (b *barProgress) done() {
 	}
 }
 
-func describe(t *client.Task) string {
+// describe is the bar's words: what the task is doing, with its speed or place in line.
+func describe(lang msg.Lang, t *client.Task) string {
 	switch t.Status {
 	case client.StatusPending:
-		return join("waiting", inLine(t, time.Now()))
+		return listOf(lang, say(lang, "tc.waiting"), inLine(lang, t, time.Now()))
 	case client.StatusRetryWait:
-		return join("retrying soon", inLine(t, time.Now()))
+		return listOf(lang, say(lang, "tc.retrying_soon"), inLine(lang, t, time.Now()))
 	case client.StatusRunning:
 		if t.CancelRequested {
-			return "cancelling"
+			return say(lang, "tc.cancelling")
 		}
-		return join(t.Type, speed(t, time.Now()))
+		return listOf(lang, say(lang, "tc.type", "type", t.Type), speed(lang, t, time.Now()))
 	}
-	return string(t.Status)
-}
-
-func join(a, b string) string {
-	if b == "" {
-		return a
-	}
-	return a + ", " + b
+	return say(lang, "tc.status", "status", string(t.Status))
 }
 
 // speed is a running task's rows/s and time left as the server computed them (the page shows
 // the same figures); "" when the server has none yet.
-func speed(t *client.Task, now time.Time) string {
+func speed(lang msg.Lang, t *client.Task, now time.Time) string {
 	if t.Progress.RatePerS <= 0 {
 		return ""
 	}
-	out := fmt.Sprintf("%.0f rows/s", t.Progress.RatePerS)
-	if t.Progress.ETA != nil {
-		out += fmt.Sprintf(", ETA %s", max(t.Progress.ETA.Sub(now), 0).Round(time.Second))
+	rate := say(lang, "tc.rate", "n", fmt.Sprintf("%.0f", t.Progress.RatePerS))
+	if t.Progress.ETA == nil {
+		return rate
 	}
-	return out
+	return listOf(lang, rate, say(lang, "tc.eta", "t", span(lang, max(t.Progress.ETA.Sub(now), 0).Round(time.Second))))
 }
 
 // inLine is a waiting task's place in its queue and expected start, as the server estimated
 // them: "3rd in line, starts in ~2m0s".
-func inLine(t *client.Task, now time.Time) string {
+func inLine(lang msg.Lang, t *client.Task, now time.Time) string {
 	if t.Wait == nil {
 		return ""
 	}
-	out := ordinal(t.Wait.Position) + " in line"
+	place := say(lang, "tc.in_line", "n", itoa(t.Wait.Position), "nth", ordinal(t.Wait.Position))
 	if t.Wait.ExpectedStart == nil {
-		return out + ", start unknown (no recent work in the queue)"
+		return listOf(lang, place, say(lang, "tc.start_unknown"))
 	}
-	return out + fmt.Sprintf(", starts in ~%s", max(t.Wait.ExpectedStart.Sub(now), 0).Round(time.Second))
+	return listOf(lang, place, say(lang, "tc.starts_in", "t", span(lang, max(t.Wait.ExpectedStart.Sub(now), 0).Round(time.Second))))
 }
 
 // ordinal is n as 1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st.
@@ -152,13 +148,16 @@ func ordinal(n int64) string {
 // move: for logs and CI, where a redrawn bar would be noise.
 type lineProgress struct {
 	w        io.Writer
+	lang     msg.Lang
 	every    time.Duration
 	status   client.Status
 	lastAt   time.Time
 	lastRows int64
 }
 
-func newLineProgress(w io.Writer) *lineProgress { return &lineProgress{w: w, every: 2 * time.Second} }
+func newLineProgress(w io.Writer, lang msg.Lang) *lineProgress {
+	return &lineProgress{w: w, lang: lang, every: 2 * time.Second}
+}
 
 func (l *lineProgress) update(t *client.Task) {
 	now := time.Now()
@@ -166,15 +165,13 @@ func (l *lineProgress) update(t *client.Task) {
 	if !changed && (t.Terminal() || now.Sub(l.lastAt) < l.every || t.Progress.Current == l.lastRows) {
 		return
 	}
-	line := fmt.Sprintf("%s %s", t.ID, t.Status)
+	line := t.ID + " " + say(l.lang, "tc.status", "status", string(t.Status))
 	switch {
 	case t.Status == client.StatusRunning && t.Progress.Total > 0:
-		line += fmt.Sprintf(" %d%% %d/%d rows", t.Progress.Percent, t.Progress.Current, t.Progress.Total)
-		if s := speed(t, now); s != "" {
-			line += ", " + s
-		}
+		line += " " + listOf(l.lang, say(l.lang, "tc.line_rows", "percent", itoa(t.Progress.Percent),
+			"current", itoa(t.Progress.Current), "total", itoa(t.Progress.Total)), speed(l.lang, t, now))
 	case t.Status.Waiting():
-		if w := inLine(t, now); w != "" {
+		if w := inLine(l.lang, t, now); w != "" {
 			line += " " + w
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/client"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 )
 
@@ -30,7 +31,7 @@ func TestLineProgressShowsTheServersFigures(t *testing.T) {
 	eta := now.Add(90 * time.Second)
 	start := now.Add(2 * time.Minute)
 	var out bytes.Buffer
-	l := newLineProgress(&out)
+	l := newLineProgress(&out, msg.EN)
 	l.update(&client.Task{View: task.View{ID: "tsk_1", Status: client.StatusPending,
 		Wait: &task.Wait{Position: 3, Ahead: 2, ExpectedStart: &start}}})
 	l.update(&client.Task{View: task.View{ID: "tsk_1", Status: client.StatusRunning,
@@ -45,10 +46,10 @@ func TestLineProgressShowsTheServersFigures(t *testing.T) {
 	if !strings.HasPrefix(lines[1], "tsk_1 RUNNING 10% 100/1000 rows, 10 rows/s, ETA 1m") {
 		t.Errorf("running line: %q", lines[1])
 	}
-	if got := inLine(&client.Task{View: task.View{Wait: &task.Wait{Position: 1}}}, now); got != "1st in line, start unknown (no recent work in the queue)" {
+	if got := inLine(msg.EN, &client.Task{View: task.View{Wait: &task.Wait{Position: 1}}}, now); got != "1st in line, start unknown (no recent work in the queue)" {
 		t.Errorf("no pace: %q", got)
 	}
-	if got := speed(&client.Task{View: task.View{Progress: task.Progress{Current: 5}}}, now); got != "" {
+	if got := speed(msg.EN, &client.Task{View: task.View{Progress: task.Progress{Current: 5}}}, now); got != "" {
 		t.Errorf("no rate served, yet tc shows %q", got)
 	}
 }

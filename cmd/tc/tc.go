@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/taskcenter/taskcenter/client"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 )
 
@@ -31,38 +32,44 @@ const (
 	exitInterrupted = 130
 )
 
-const usage = `tc — the taskcenter command line
-
-usage: tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
-
-  import FILE [--mode upsert|insert|replace] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]
-                                                            import customers from .xlsx or .csv
-  import --from ID [--column H=FIELD ...] [--mode M] [--sheet S] [--dry-run=false] [--wait]
-                                                            import an earlier import's file again
-  export customers|tasks [--filter k=v ...] [--wait]        export to .xlsx (-o to download when done)
-  submit TYPE --params JSON [--wait]                        submit a task of another type
-  ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]
-                                                            list your tasks, newest first
-  show ID                                                   a task with its attempts and log
-  watch ID                                                  follow a task to its end
-  cancel ID... | retry ID...                                cancel, or run again as a new attempt
-  undo ID [--wait]                                          undo a finished import (restore what it changed)
-  download ID [-o FILE]                                     the result file (-o - for stdout)
-  error-report ID [-o FILE]                                 an import's rejected rows as .xlsx
-
-The server and token come from TASKCENTER_URL (default http://localhost:8080) and
-TASKCENTER_TOKEN, or --url and --token. --json prints the task as JSON for scripts.
-With a terminal, --wait and watch draw a progress bar with the server's rows/s and ETA (a
-waiting task: its place in line and expected start); otherwise they print a line per change. ls --search finds tasks by the start of their id or part of their
-title or file name; --sort is created (newest first), duration (longest first) or failed
-(most rejected rows first), reversed with a leading - (-created: oldest first). cancel and
-retry take several ids and say what happened to each (exit 1 unless every one was done).
-import --dry-run checks everything and writes nothing; --mode replace also removes the
-customers the file does not hold, only when every row was accepted. undo ID starts the undo
-of an import (asked again, the same undo comes back).
-Exit codes: 0 SUCCESS, 2 PARTIAL_SUCCESS, 1 FAILED, TIMEOUT or CANCELLED (or a failed
-request), 3 usage or authentication error, 130 interrupted (Ctrl-C: the task keeps running;
-tc watch ID follows it again).`
+// usage is tc's help in lang: each command's form, what it does, and notes.
+func usage(lang msg.Lang) string {
+	var b strings.Builder
+	b.WriteString(say(lang, "tc.usage_title", "tc", "tc", "product", "taskcenter") + "\n\n")
+	b.WriteString(say(lang, "tc.usage", "synopsis", "tc [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]") + "\n\n")
+	const column = 60 // where what a command does starts
+	for _, c := range []struct{ form, code string }{
+		{"import FILE [--mode upsert|insert|replace] [--sheet S] [--column H=FIELD ...] [--dry-run] [--wait]", "tc.help.import"},
+		{"import --from ID [--column H=FIELD ...] [--mode M] [--sheet S] [--dry-run=false] [--wait]", "tc.help.import_from"},
+		{"export customers|tasks [--filter k=v ...] [--wait]", "tc.help.export"},
+		{"submit TYPE --params JSON [--wait]", "tc.help.submit"},
+		{"ls [--search Q] [--status S,...] [--type T,...] [--sort K] [--limit N]", "tc.help.ls"},
+		{"show ID", "tc.help.show"},
+		{"watch ID", "tc.help.watch"},
+		{"cancel ID... | retry ID...", "tc.help.act"},
+		{"undo ID [--wait]", "tc.help.undo"},
+		{"download ID [-o FILE]", "tc.help.download"},
+		{"error-report ID [-o FILE]", "tc.help.error_report"},
+	} {
+		line := "  " + c.form
+		if len(line) >= column {
+			b.WriteString(line + "\n")
+			line = ""
+		}
+		b.WriteString(pad(line, column) + say(lang, c.code, "o", "-o", "stdout", "-o -") + "\n")
+	}
+	b.WriteString("\n" + msg.Render(lang, "tc.help.notes", msg.Params{
+		"url_env": "TASKCENTER_URL", "default_url": "http://localhost:8080", "token_env": "TASKCENTER_TOKEN",
+		"url_flag": "--url", "token_flag": "--token", "json_flag": "--json", "json": "JSON", "wait_flag": "--wait",
+		"watch": "watch", "ls_search": "ls --search", "sort_flag": "--sort", "created": "created", "duration": "duration",
+		"failed": "failed", "minus": "-", "minus_created": "-created", "cancel": "cancel", "retry": "retry",
+		"dry_run": "import --dry-run", "replace": "--mode replace", "undo": "undo ID",
+		"success": string(client.StatusSuccess), "partial": string(client.StatusPartialSuccess),
+		"failed_s": string(client.StatusFailed), "timeout": string(client.StatusTimeout), "cancelled": string(client.StatusCancelled),
+		"ctrl_c": "Ctrl-C", "watch_cmd": "tc watch ID", "lang_flag": "--lang en|zh", "tc": "tc", "tc_lang": "TC_LANG",
+		"lc_all": "LC_ALL", "lc_messages": "LC_MESSAGES", "lang_env": "LANG", "zh_cn": "zh_CN.UTF-8"}))
+	return b.String()
+}
 
 // env is what the command reads and writes, so tests can run it in-process.
 type env struct {
@@ -77,14 +84,30 @@ type cli struct {
 	env
 	c    *client.Client
 	json bool
+	lang msg.Lang // the language tc speaks to a person (langOf)
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line, said in tc's language when it is printed.
+type usageError struct{ m msg.Message }
 
-func (e usageError) Error() string { return e.msg }
+func (e usageError) Error() string { return e.m.English() }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// usagef is a usageError saying the catalogue's code with params as name, value pairs.
+func usagef(code string, nameValues ...string) error {
+	return usageError{msg.New(code, nameValues...)}
+}
+
+// langFlag is --lang: it sets the language tc speaks, before or after the command.
+type langFlag struct{ lang *msg.Lang }
+
+func (f langFlag) String() string {
+	if f.lang == nil {
+		return ""
+	}
+	return string(*f.lang)
+}
+
+func (f langFlag) Set(v string) error { *f.lang = msg.ParseLang(v); return nil }
 
 // helpRequested is -h or --help after a command: tc prints its usage and exits 0.
 type helpRequested struct{}
@@ -98,10 +121,10 @@ func (e interrupted) Error() string { return "interrupted while following " + e.
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
-	t := &cli{env: e}
+	t := &cli{env: e, lang: langOf(e.getenv)}
 	code, err := t.dispatch(ctx, args)
 	if errors.As(err, new(helpRequested)) {
-		fmt.Fprintln(t.stdout, usage)
+		fmt.Fprintln(t.stdout, usage(t.lang))
 		return exitSuccess
 	}
 	if err != nil {
@@ -116,15 +139,16 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 	base := global.String("url", cmp.Or(t.getenv("TASKCENTER_URL"), "http://localhost:8080"), "server URL")
 	token := global.String("token", t.getenv("TASKCENTER_TOKEN"), "bearer token")
 	global.BoolVar(&t.json, "json", false, "print JSON")
+	global.Var(langFlag{&t.lang}, "lang", "the language tc speaks: en or zh")
 	if err := global.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(t.stdout, usage)
+		fmt.Fprintln(t.stdout, usage(t.lang))
 		return exitSuccess, nil
 	} else if err != nil {
-		return 0, usagef("%v", err)
+		return 0, usagef("tc.flag_error", "error", err.Error())
 	}
 	args = global.Args()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(t.stdout, usage)
+		fmt.Fprintln(t.stdout, usage(t.lang))
 		if len(args) == 0 {
 			return exitUsage, nil
 		}
@@ -134,11 +158,11 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 		return 0, helpRequested{}
 	}
 	if *token == "" {
-		return 0, usagef("no token: set TASKCENTER_TOKEN or pass --token")
+		return 0, usagef("tc.no_token", "env", "TASKCENTER_TOKEN", "flag", "--token")
 	}
 	c, err := client.New(*base, *token, client.WithUserAgent("tc/1"))
 	if err != nil {
-		return 0, usagef("%v", err)
+		return 0, usagef("tc.flag_error", "error", err.Error())
 	}
 	t.c = c
 	cmd, rest := args[0], args[1:]
@@ -162,7 +186,7 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 	case "download", "error-report":
 		return t.downloadCmd(ctx, cmd, rest)
 	}
-	return 0, usagef("unknown command %q; run tc help", cmd)
+	return 0, usagef("tc.unknown_command", "cmd", strconv.Quote(cmd), "help", "tc help")
 }
 
 // flags is a subcommand's flag set, with --json accepted after the command too.
@@ -170,6 +194,7 @@ func (t *cli) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&t.json, "json", t.json, "print JSON")
+	fs.Var(langFlag{&t.lang}, "lang", "the language tc speaks: en or zh")
 	return fs
 }
 
@@ -184,7 +209,7 @@ func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]stri
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			return nil, helpRequested{}
 		} else if err != nil {
-			return nil, usagef("%s: %v", fs.Name(), err)
+			return nil, usagef("tc.flag_error_in", "cmd", fs.Name(), "error", err.Error())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -194,7 +219,7 @@ func parse(fs *flag.FlagSet, args []string, positional int, what string) ([]stri
 		args = args[1:]
 	}
 	if (positional == oneOrMore && len(pos) == 0) || (positional != oneOrMore && len(pos) != positional) {
-		return nil, usagef("usage: tc %s %s", fs.Name(), what)
+		return nil, usagef("tc.usage", "synopsis", "tc "+fs.Name()+" "+what)
 	}
 	return pos, nil
 }
@@ -227,7 +252,7 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	if *mode != "" && *mode != "upsert" && *mode != "insert" && *mode != "replace" {
-		return 0, usagef("--mode must be upsert, insert or replace")
+		return 0, usagef("tc.bad_mode", "flag", "--mode", "upsert", "upsert", "insert", "insert", "replace", "replace")
 	}
 	mapping, err := columnMapping(columns)
 	if err != nil {
@@ -242,7 +267,7 @@ func (t *cli) importCmd(ctx context.Context, args []string) (int, error) {
 		return t.submitted(ctx, sub, *wait)
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
-		return 0, usagef("cannot read %s: %v", pos[0], errors.Unwrap(err))
+		return 0, usagef("tc.cannot_read", "file", pos[0], "error", fmt.Sprint(errors.Unwrap(err)))
 	}
 	imp := client.Import{Mode: *mode, Sheet: *sheet, Columns: mapping, DryRun: dryRun.value != nil && *dryRun.value}
 	sub, err := t.c.SubmitImportFile(ctx, pos[0], imp, opts)
@@ -276,10 +301,10 @@ func columnMapping(flags []string) (map[string]string, error) {
 	for _, f := range flags {
 		header, field, ok := strings.Cut(f, "=")
 		if !ok || strings.TrimSpace(header) == "" || strings.TrimSpace(field) == "" {
-			return nil, usagef("--column %q: write HEADER=FIELD, e.g. --column 联系电话=phone", f)
+			return nil, usagef("tc.bad_column", "flag", "--column", "arg", strconv.Quote(f), "form", "HEADER=FIELD", "example", "--column 联系电话=phone")
 		}
 		if _, dup := out[header]; dup {
-			return nil, usagef("--column names the header %q twice", header)
+			return nil, usagef("tc.column_twice", "flag", "--column", "header", strconv.Quote(header))
 		}
 		out[header] = strings.TrimSpace(field)
 	}
@@ -321,13 +346,13 @@ func (t *cli) exportCmd(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	if pos[0] != "customers" && pos[0] != "tasks" {
-		return 0, usagef("export customers or export tasks, not %q", pos[0])
+		return 0, usagef("tc.bad_export", "customers", "customers", "tasks", "tasks", "what", strconv.Quote(pos[0]))
 	}
 	filter := map[string]any{}
 	for _, f := range filters {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return 0, usagef("--filter takes key=value, not %q", f)
+			return 0, usagef("tc.bad_filter", "flag", "--filter", "form", "key=value", "arg", strconv.Quote(f))
 		}
 		if k == "status" || k == "type" {
 			filter[k] = strings.Split(v, ",")
@@ -359,7 +384,7 @@ func (t *cli) submitCmd(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	if !json.Valid([]byte(*params)) {
-		return 0, usagef("--params is not valid JSON: %s", *params)
+		return 0, usagef("tc.bad_params", "flag", "--params", "json", "JSON", "params", *params)
 	}
 	sub, err := t.c.Submit(ctx, pos[0], json.RawMessage(*params), client.SubmitOptions{IdempotencyKey: *key, NotifyURL: *notify})
 	if err != nil {
@@ -374,18 +399,16 @@ func (t *cli) submitted(ctx context.Context, sub *client.Submitted, wait bool) (
 		if t.json {
 			return exitSuccess, t.printJSON(sub)
 		}
-		verb := "submitted"
-		if sub.Duplicate {
-			verb = "already submitted"
-		}
-		fmt.Fprintf(t.stdout, "%s %s (%s), %s\n", verb, sub.Task.ID, sub.Task.Type, sub.Task.Status)
+		code := map[bool]string{true: "tc.already_submitted", false: "tc.submitted"}[sub.Duplicate]
+		fmt.Fprintln(t.stdout, t.say(code, "id", sub.Task.ID, "type", sub.Task.Type, "status", string(sub.Task.Status)))
 		if sub.Webhook != nil && sub.Webhook.Secret != "" {
-			fmt.Fprintf(t.stdout, "webhook %s secret %s (shown once)\n", sub.Webhook.ID, sub.Webhook.Secret)
+			fmt.Fprintln(t.stdout, t.say("tc.webhook_secret", "id", sub.Webhook.ID, "secret", sub.Webhook.Secret))
 		}
 		return exitSuccess, nil
 	}
 	if !t.json {
-		fmt.Fprintf(t.stderr, "%s %s (%s)\n", map[bool]string{true: "already submitted", false: "submitted"}[sub.Duplicate], sub.Task.ID, sub.Task.Type)
+		code := map[bool]string{true: "tc.already_submitted_wait", false: "tc.submitted_wait"}[sub.Duplicate]
+		fmt.Fprintln(t.stderr, t.say(code, "id", sub.Task.ID, "type", sub.Task.Type))
 	}
 	return t.follow(ctx, sub.Task.ID)
 }
@@ -406,9 +429,9 @@ func (t *cli) follow(ctx context.Context, id string) (int, error) {
 	case t.json:
 		p = quietProgress{}
 	case t.tty:
-		p = newBarProgress(t.stderr)
+		p = newBarProgress(t.stderr, t.lang)
 	default:
-		p = newLineProgress(t.stderr)
+		p = newLineProgress(t.stderr, t.lang)
 	}
 	task, err := t.c.Wait(ctx, id, client.OnUpdate(p.update))
 	p.done()
@@ -442,46 +465,79 @@ func statusCode(status client.Status) int {
 func (t *cli) summary(task *client.Task) {
 	var took string
 	if task.StartedAt != nil && task.FinishedAt != nil {
-		took = " in " + task.FinishedAt.Sub(*task.StartedAt).Round(100*time.Millisecond).String()
+		took = t.say("tc.took", "duration", span(t.lang, task.FinishedAt.Sub(*task.StartedAt).Round(100*time.Millisecond)))
 	}
 	counts := ""
 	if c := task.Counts; c.Total > 0 || c.Success > 0 || c.Failed > 0 {
-		counts = fmt.Sprintf(": %d rows, %d ok, %d rejected", c.Total, c.Success, c.Failed)
+		counts = t.say("tc.summary_counts", "total", itoa(c.Total), "success", itoa(c.Success), "failed", itoa(c.Failed))
 	} else if task.Result != nil && task.Result.Rows > 0 {
-		counts = fmt.Sprintf(": %d rows", task.Result.Rows)
+		counts = t.say("tc.summary_rows", "rows", itoa(task.Result.Rows))
 	}
-	fmt.Fprintf(t.stdout, "%s %s %s%s%s\n", task.Status, task.ID, task.Type, counts, took)
+	fmt.Fprintln(t.stdout, t.say("tc.summary", "status", string(task.Status), "id", task.ID, "type", task.Type, "counts", counts, "took", took))
 	if task.Error != nil && task.Error.Message != "" {
-		fmt.Fprintf(t.stdout, "  error %s: %s\n", task.Error.Code, task.Error.Message)
+		fmt.Fprintf(t.stdout, "  %s\n", t.taskError(task.Error))
 		if hint := mappingHint(task); hint != "" {
-			fmt.Fprintf(t.stdout, "  map the columns: %s\n", hint)
+			fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.map_hint", "command", hint))
 		}
 	}
 	if task.Result != nil {
 		if task.Type == "import:customers" {
 			if s, ok := client.ImportSummaryOf(task); ok {
-				fmt.Fprintf(t.stdout, "  %d inserted, %d updated, %d unchanged, %d removed\n", s.Inserted, s.Updated, s.Unchanged, s.Removed)
+				fmt.Fprintf(t.stdout, "  %s\n", listOf(t.lang, t.say("import_split.inserted", "n", itoa(s.Inserted)),
+					t.say("import_split.updated", "n", itoa(s.Updated)), t.say("import_split.unchanged", "n", itoa(s.Unchanged)),
+					t.say("import_split.removed", "n", itoa(s.Removed))))
 			}
 		}
 		if task.Result.DryRun {
-			fmt.Fprintln(t.stdout, "  dry run: nothing was written")
+			fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.dry_run"))
 		}
 		if task.Result.NothingRemoved != "" {
 			fmt.Fprintf(t.stdout, "  %s\n", task.Result.NothingRemoved)
 		}
-		for _, e := range task.Result.FirstErrors {
+		for _, e := range t.firstErrors(task.Result) {
 			fmt.Fprintf(t.stdout, "  %s\n", e)
 		}
 	}
 	if task.Links.Undo != "" {
-		fmt.Fprintf(t.stdout, "  undo: tc undo %s\n", task.ID)
+		fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.hint_undo", "command", "tc undo "+task.ID))
 	}
 	if task.Links.Result != "" {
-		fmt.Fprintf(t.stdout, "  download: tc download %s\n", task.ID)
+		fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.hint_download", "command", "tc download "+task.ID))
 	}
 	if task.Links.ErrorReport != "" {
-		fmt.Fprintf(t.stdout, "  rejected rows: tc error-report %s\n", task.ID)
+		fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.hint_rejected", "command", "tc error-report "+task.ID))
 	}
+}
+
+// say is the catalogue's message code in tc's language.
+func (t *cli) say(code string, nameValues ...string) string { return say(t.lang, code, nameValues...) }
+
+// firstErrors are an import's first rejected rows in tc's language: the server's English
+// words, or in another language each row's message (the English where there is none).
+func (t *cli) firstErrors(r *client.Result) []string {
+	if t.lang == msg.EN {
+		return r.FirstErrors
+	}
+	out := make([]string, len(r.FirstErrors))
+	for i, e := range r.FirstErrors {
+		out[i] = e
+		if i < len(r.FirstErrorMessages) {
+			out[i] = r.FirstErrorMessages[i].In(t.lang)
+		}
+	}
+	return out
+}
+
+// taskError is why a task failed, in tc's language: its code's message with the params the
+// server sent, or the server's English.
+func (t *cli) taskError(e *client.TaskError) string {
+	params := msg.Params{"code": e.Code, "message": e.Message}
+	for k, v := range e.Params {
+		if _, taken := params[k]; !taken {
+			params[k] = v
+		}
+	}
+	return msg.Render(t.lang, "tc.error", params)
 }
 
 // mappingHint is the command that re-submits an import which failed on headers it does not
@@ -558,13 +614,15 @@ func (t *cli) lsCmd(ctx context.Context, args []string) (int, error) {
 	if t.json {
 		return exitSuccess, t.printJSON(tasks)
 	}
-	fmt.Fprintf(t.stdout, "%-30s  %-16s  %-15s  %8s  %s\n", "ID", "TYPE", "STATUS", "PROGRESS", "CREATED")
+	fmt.Fprintln(t.stdout, pad(t.say("tc.col.id"), 30)+"  "+pad(t.say("tc.col.type"), 16)+"  "+pad(t.say("tc.col.status"), 15)+"  "+
+		pad(t.say("tc.col.progress"), -8)+"  "+t.say("tc.col.created"))
 	for _, task := range tasks {
-		fmt.Fprintf(t.stdout, "%-30s  %-16s  %-15s  %7d%%  %s\n", task.ID, task.Type, task.Status, task.Progress.Percent,
+		fmt.Fprintln(t.stdout, pad(task.ID, 30)+"  "+pad(t.say("tc.type", "type", task.Type), 16)+"  "+
+			pad(t.say("tc.status", "status", string(task.Status)), 15)+"  "+pad(itoa(task.Progress.Percent), -7)+"%  "+
 			task.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	if int64(len(tasks)) < total {
-		fmt.Fprintf(t.stdout, "%d of %d tasks (--limit 0 for all)\n", len(tasks), total)
+		fmt.Fprintln(t.stdout, t.say("tc.ls_more", "shown", itoa(len(tasks)), "total", itoa(total), "all", "--limit 0"))
 	}
 	return exitSuccess, nil
 }
@@ -582,25 +640,26 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 		return exitSuccess, t.printJSON(task)
 	}
 	w := t.stdout
-	fmt.Fprintf(w, "%s  %s  %s\n", task.ID, task.Type, task.Status)
-	fmt.Fprintf(w, "owner %s, queue %s, attempt %d (retries %d of %d)\n", task.Owner, task.Queue, task.Attempt, task.RetryCount, task.MaxRetry)
-	fmt.Fprintf(w, "progress %d/%d (%d%%), rows %d ok %d rejected %d\n", task.Progress.Current, task.Progress.Total, task.Progress.Percent,
-		task.Counts.Total, task.Counts.Success, task.Counts.Failed)
-	if s := speed(task, time.Now()); s != "" && task.Status == client.StatusRunning {
-		fmt.Fprintf(w, "speed %s\n", s)
+	fmt.Fprintf(w, "%s  %s  %s\n", task.ID, t.say("tc.type", "type", task.Type), t.say("tc.status", "status", string(task.Status)))
+	fmt.Fprintln(w, t.say("tc.show_owner", "owner", task.Owner, "queue", task.Queue, "attempt", itoa(task.Attempt),
+		"retries", itoa(task.RetryCount), "max", itoa(task.MaxRetry)))
+	fmt.Fprintln(w, t.say("tc.show_progress", "current", itoa(task.Progress.Current), "total", itoa(task.Progress.Total),
+		"percent", itoa(task.Progress.Percent), "rows", itoa(task.Counts.Total), "success", itoa(task.Counts.Success), "failed", itoa(task.Counts.Failed)))
+	if s := speed(t.lang, task, time.Now()); s != "" && task.Status == client.StatusRunning {
+		fmt.Fprintln(w, t.say("tc.show_speed", "speed", s))
 	}
-	if l := inLine(task, time.Now()); l != "" {
-		fmt.Fprintf(w, "queue %s\n", l)
+	if l := inLine(t.lang, task, time.Now()); l != "" {
+		fmt.Fprintln(w, t.say("tc.show_queue", "where", l))
 	}
-	fmt.Fprintf(w, "created %s", task.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprint(w, t.say("tc.show_created", "at", task.CreatedAt.Local().Format(time.DateTime)))
 	if task.FinishedAt != nil {
-		fmt.Fprintf(w, ", finished %s", task.FinishedAt.Local().Format(time.DateTime))
+		fmt.Fprint(w, t.say("tc.show_finished", "at", task.FinishedAt.Local().Format(time.DateTime)))
 	}
 	fmt.Fprintln(w)
 	if task.Error != nil {
-		fmt.Fprintf(w, "error %s: %s\n", task.Error.Code, task.Error.Message)
+		fmt.Fprintln(w, t.taskError(task.Error))
 		if hint := mappingHint(task); hint != "" {
-			fmt.Fprintf(w, "map the columns: %s\n", hint)
+			fmt.Fprintln(w, t.say("tc.map_hint", "command", hint))
 		}
 	}
 	if r := task.Result; r != nil {
@@ -609,28 +668,39 @@ func (t *cli) showCmd(ctx context.Context, args []string) (int, error) {
 		file := ""
 		switch {
 		case r.Name != "":
-			file = fmt.Sprintf("result %s (%d rows, %d bytes)", r.Name, r.Rows, r.Size)
+			file = t.say("tc.show_result", "name", r.Name, "rows", itoa(r.Rows), "size", itoa(r.Size))
 		case task.Links.ErrorReport != "" || (r.Expired && len(r.FirstErrors) > 0):
-			file = fmt.Sprintf("error report (tc error-report %s)", task.ID)
+			file = t.say("tc.show_report", "command", "tc error-report "+task.ID)
 		}
 		if file != "" {
 			fmt.Fprint(w, file)
 			if r.Expired {
-				fmt.Fprint(w, ", expired")
+				fmt.Fprint(w, t.say("tc.show_expired"))
 			} else if r.ExpiresAt != nil {
-				fmt.Fprintf(w, ", until %s", r.ExpiresAt.Local().Format(time.DateTime))
+				fmt.Fprint(w, t.say("tc.show_until", "at", r.ExpiresAt.Local().Format(time.DateTime)))
 			}
 			fmt.Fprintln(w)
 		}
-		for _, e := range r.FirstErrors {
+		for _, e := range t.firstErrors(r) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
 	for _, a := range task.Attempts {
-		fmt.Fprintf(w, "attempt %d (%s) on %s: %s %s\n", a.Attempt, a.Trigger, a.Worker, a.Status, a.Error)
+		params := msg.Params{"attempt": itoa(a.Attempt), "trigger": a.Trigger, "worker": a.Worker, "status": a.Status,
+			"error": a.Error, "code": a.ErrorCode}
+		for k, v := range a.ErrorParams {
+			if _, taken := params[k]; !taken {
+				params[k] = v
+			}
+		}
+		fmt.Fprintln(w, msg.Render(t.lang, "tc.show_attempt", params))
 	}
 	for _, l := range task.Logs {
-		fmt.Fprintf(w, "  %s %-5s %s\n", l.At.Local().Format("15:04:05.000"), l.Level, l.Message)
+		level := l.Level
+		if msg.Known("tc.log_level." + level) {
+			level = t.say("tc.log_level." + level)
+		}
+		fmt.Fprintf(w, "  %s %s %s\n", l.At.Local().Format("15:04:05.000"), pad(level, 5), sayOr(t.lang, l.Code, l.Params, l.Message))
 	}
 	return exitSuccess, nil
 }
@@ -654,16 +724,16 @@ func (t *cli) actCmd(ctx context.Context, cmd string, args []string) (int, error
 	if t.json {
 		return exitSuccess, t.printJSON(task)
 	}
-	fmt.Fprintf(t.stdout, "%s %s\n", task.ID, taskState(task))
+	fmt.Fprintf(t.stdout, "%s %s\n", task.ID, t.taskState(task))
 	return exitSuccess, nil
 }
 
 // taskState is a task's status in words, saying when a running task was asked to stop.
-func taskState(task *client.Task) string {
+func (t *cli) taskState(task *client.Task) string {
 	if task.CancelRequested && task.Status == client.StatusRunning {
-		return "RUNNING, cancel requested: it stops at its next batch"
+		return t.say("tc.cancel_running", "status", string(task.Status))
 	}
-	return string(task.Status)
+	return t.say("tc.status", "status", string(task.Status))
 }
 
 // actMany cancels or retries several tasks, client.MaxBulk to a request, and says what
@@ -702,11 +772,14 @@ func (t *cli) printResults(cmd string, results []client.BulkResult) {
 	for _, r := range results {
 		switch {
 		case r.Outcome == client.BulkDone && r.Task != nil:
-			fmt.Fprintf(t.stdout, "%s %s\n", r.ID, taskState(r.Task))
+			fmt.Fprintf(t.stdout, "%s %s\n", r.ID, t.taskState(r.Task))
 		case r.Outcome == client.BulkNotFound:
-			fmt.Fprintf(t.stdout, "%s not found\n", r.ID)
+			fmt.Fprintln(t.stdout, t.say("tc.not_found", "id", r.ID))
 		default:
-			fmt.Fprintf(t.stdout, "%s not %s: %s\n", r.ID, map[string]string{"cancel": "cancelled", "retry": "retried"}[cmd], r.Message)
+			// A bulk refusal comes with its code and English words only: the catalogue's
+			// message when it names no param, else the server's words.
+			why := sayOr(t.lang, "problem."+r.Code, msg.Params{"op": cmd}, r.Message)
+			fmt.Fprintln(t.stdout, t.say(map[string]string{"cancel": "tc.not_cancelled", "retry": "tc.not_retried"}[cmd], "id", r.ID, "reason", why))
 		}
 	}
 }
@@ -773,7 +846,7 @@ func (t *cli) download(ctx context.Context, cmd, id, out string) (*downloadResul
 		return nil, err
 	}
 	if !t.json {
-		fmt.Fprintf(t.stdout, "wrote %s (%d bytes)\n", out, d.Size)
+		fmt.Fprintln(t.stdout, t.say("tc.wrote", "file", out, "size", itoa(d.Size)))
 	}
 	return &downloadResult{File: out, Size: d.Size, Resumed: d.Resumed}, nil
 }
@@ -790,35 +863,35 @@ func (t *cli) fail(err error) int {
 	var p *client.Problem
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintln(t.stderr, "tc:", ue.msg)
+		fmt.Fprintln(t.stderr, "tc:", ue.m.In(t.lang))
 		return exitUsage
 	case errors.As(err, &p):
 		if p.Status == http.StatusUnauthorized {
-			fmt.Fprintln(t.stderr, "tc: the server refused the token: check TASKCENTER_TOKEN (or --token)")
+			fmt.Fprintln(t.stderr, "tc:", t.say("tc.token_refused", "env", "TASKCENTER_TOKEN", "flag", "--token"))
 			return exitUsage
 		}
-		fmt.Fprintf(t.stderr, "tc: %s\n", p.Detail)
+		fmt.Fprintf(t.stderr, "tc: %s\n", sayOr(t.lang, "problem."+p.Code, p.Params, p.Detail))
 		for _, f := range p.Errors {
-			fmt.Fprintf(t.stderr, "  %s: %s\n", f.Field, f.Message)
+			fmt.Fprintf(t.stderr, "  %s\n", t.say("row.part", "field", f.Field, "what", f.Message))
 		}
 		if p.RetryAfter > 0 {
-			fmt.Fprintf(t.stderr, "  try again in %s\n", p.RetryAfter)
+			fmt.Fprintf(t.stderr, "  %s\n", t.say("tc.try_again_in", "duration", span(t.lang, p.RetryAfter)))
 		}
-		fmt.Fprintf(t.stderr, "  (%d %s, request %s)\n", p.Status, p.Code, p.RequestID)
+		fmt.Fprintf(t.stderr, "  %s\n", t.say("tc.problem_ref", "status", itoa(p.Status), "code", p.Code, "request", p.RequestID))
 		if p.Status == http.StatusForbidden {
 			return exitUsage
 		}
 		return exitFailed
 	case errors.As(err, new(interrupted)):
 		id := err.(interrupted).id
-		fmt.Fprintf(t.stderr, "tc: stopped following %s; the task keeps running on the server.\n", id)
-		fmt.Fprintf(t.stderr, "  tc watch %s    follow it again\n  tc cancel %s   stop it\n", id, id)
+		fmt.Fprintln(t.stderr, "tc:", t.say("tc.stopped_following", "id", id))
+		fmt.Fprintf(t.stderr, "  %s\n  %s\n", t.say("tc.follow_again", "command", "tc watch "+id), t.say("tc.stop_it", "command", "tc cancel "+id))
 		return exitInterrupted
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(t.stderr, "tc: interrupted")
+		fmt.Fprintln(t.stderr, "tc:", t.say("tc.interrupted"))
 		return exitInterrupted
 	default:
-		fmt.Fprintln(t.stderr, "tc:", err)
+		fmt.Fprintln(t.stderr, "tc:", t.say("tc.request_failed", "error", err.Error()))
 		return exitFailed
 	}
 }

@@ -228,6 +228,14 @@ var coreEntries = map[string]entry{
 	"export.col.created_at":       {"created_at", "创建时间"},
 	"export.col.started_at":       {"started_at", "开始时间"},
 	"export.col.finished_at":      {"finished_at", "结束时间"},
+
+	// ---- what an import did to the customers, one figure at a time (the page and tc join
+	// them, and a dry run's list reads as what it would do)
+	"import_split.inserted":  {"{n} inserted", "新增 {n}"},
+	"import_split.updated":   {"{n} updated", "更新 {n}"},
+	"import_split.unchanged": {"{n} unchanged", "未变 {n}"},
+	"import_split.removed":   {"{n} removed", "删除 {n}"},
+	"import_split.would":     {"would be: {list}", "预计：{list}"},
 }
 
 const (

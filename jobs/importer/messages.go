@@ -192,15 +192,7 @@ func ParseRowError(s string) task.RowMessage {
 
 // renderParts is a row message's parts in lang.
 func renderParts(parts []task.FieldMessage, lang Lang) string {
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		what := msg.Render(lang, p.Code, p.Params)
-		if p.Field != "" {
-			what = msg.Render(lang, "row.part", msg.Params{"field": p.Field, "what": what})
-		}
-		out[i] = what
-	}
-	return strings.Join(out, msg.Render(lang, "row.sep", nil))
+	return task.RowMessage{Parts: parts}.In(lang)
 }
 
 // TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
@@ -217,9 +209,5 @@ func TranslateRowError(s string, lang Lang) string {
 	if lang != LangZH {
 		return s
 	}
-	r := ParseRowError(s)
-	if r.Row == 0 {
-		return renderParts(r.Parts, lang)
-	}
-	return msg.Render(lang, "row.at", msg.Params{"n": strconv.Itoa(r.Row), "what": renderParts(r.Parts, lang)})
+	return ParseRowError(s).In(lang)
 }

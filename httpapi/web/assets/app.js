@@ -354,10 +354,10 @@
   function changesText(v) {
     var s = v.result && v.result.summary;
     if (!s || !terminal(v.status) || v.type !== 'import:customers') return '';
-    var parts = ['inserted', 'updated', 'unchanged'].map(function (k) { return t('changes.' + k, { n: (s[k] || 0).toLocaleString() }); });
-    if ((v.params || {}).mode === 'replace' && !v.result.nothing_removed) parts.push(t('changes.removed', { n: (s.removed || 0).toLocaleString() }));
+    var parts = ['inserted', 'updated', 'unchanged'].map(function (k) { return t('import_split.' + k, { n: (s[k] || 0).toLocaleString() }); });
+    if ((v.params || {}).mode === 'replace' && !v.result.nothing_removed) parts.push(t('import_split.removed', { n: (s.removed || 0).toLocaleString() }));
     var list = parts.join(' · ');
-    return v.result.dry_run ? t('changes.would', { list: list }) : list;
+    return v.result.dry_run ? t('import_split.would', { list: list }) : list;
   }
   function resultText(v) {
     var r = v.result;
