@@ -5,6 +5,7 @@ package jobstest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -62,4 +63,29 @@ func (w *World) Deliver(rt *jobs.Runtime, task *store.Task) *store.Task {
 	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
 	rt.ProcessTask(context.Background(), asynq.NewTask(task.Type, payload)) //nolint:errcheck // the row says how it ended
 	return storetest.Get(w.t, w.Store, task.ID)
+}
+
+// Create stores nt as a new PENDING task, under a fresh task number when it names none, and
+// fails t if it could not.
+func (w *World) Create(t testing.TB, nt store.NewTask) *store.Task {
+	t.Helper()
+	if nt.TaskNo == "" {
+		nt.TaskNo = "tsk_" + rand.Text()
+	}
+	task, _, err := w.Store.Create(context.Background(), nt)
+	if err != nil {
+		t.Fatalf("create a %s task: %v", nt.Type, err)
+	}
+	return task
+}
+
+// Succeed runs one attempt of task on rt, as Deliver does, and decodes the result it stored
+// into result; t fails unless the attempt ended the task SUCCESS.
+func (w *World) Succeed(t testing.TB, rt *jobs.Runtime, task *store.Task, result any) *store.Task {
+	t.Helper()
+	done := w.Deliver(rt, task)
+	if err := json.Unmarshal(done.Result, result); err != nil || done.Status != store.StatusSuccess {
+		t.Fatalf("%s %s: %s (%v)", task.Type, done.Status, done.Result, err)
+	}
+	return done
 }
