@@ -37,6 +37,15 @@ type fixture struct {
 	logger *slog.Logger
 }
 
+// perRound runs n rounds of c and returns what count reads from each round's report.
+func perRound(c *cleanup.Cleaner, n int, count func(cleanup.Report) int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = count(c.Round(context.Background()))
+	}
+	return out
+}
+
 func newFixture(t *testing.T, batch int) *fixture {
 	t.Helper()
 	return newFixtureOn(t, batch, storage.Config{}, time.Hour)
