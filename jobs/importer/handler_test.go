@@ -58,6 +58,17 @@ func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
 // Inspect, so what submit would have refused is refused here too).
 func (w *world) submit(name string, content []byte) *store.Task {
 	w.t.Helper()
+	p := w.upload(name, content)
+	p.Mode = ModeUpsert
+	if ins, err := sheet.Inspect(bytes.NewReader(content), int64(len(content)), sheet.Choice{Format: p.Format}, sheet.Options{IsHeader: isHeader}); err == nil {
+		p.Rows = ins.Rows
+	}
+	return w.createImport(p)
+}
+
+// upload stores the file as an upload and returns the import's params naming it.
+func (w *world) upload(name string, content []byte) Params {
+	w.t.Helper()
 	format, err := sheet.FormatOf(name)
 	if err != nil {
 		w.t.Fatal(err)
@@ -66,17 +77,22 @@ func (w *world) submit(name string, content []byte) *store.Task {
 	if _, err := w.fs.Put(context.Background(), rel, bytes.NewReader(content), int64(len(content)), ""); err != nil {
 		w.t.Fatal(err)
 	}
-	rows := 0
-	if ins, err := sheet.Inspect(bytes.NewReader(content), int64(len(content)), sheet.Choice{Format: format}, sheet.Options{IsHeader: isHeader}); err == nil {
-		rows = ins.Rows
-	}
-	params, _ := json.Marshal(Params{Upload: rel, Format: format, Mode: ModeUpsert, Filename: name, Rows: rows})
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return task
+	return Params{Upload: rel, Format: format, Filename: name}
+}
+
+// createImport creates alice's import task of p, titled as submit titles it.
+func (w *world) createImport(p Params) *store.Task {
+	w.t.Helper()
+	params, _ := json.Marshal(p)
+	return w.create(w.t, jobs.Submission{Type: Type, Owner: "alice", Params: params, Title: p.Title()})
+}
+
+// create creates the task of sub (an import's or an undo's) on the imports queue, as the API
+// would.
+func (w *world) create(t testing.TB, sub jobs.Submission) *store.Task {
+	t.Helper()
+	return w.jw.Create(t, store.NewTask{Type: sub.Type, Owner: sub.Owner, Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600,
+		Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title})
 }
 
 // abs is where the local backend keeps key.
