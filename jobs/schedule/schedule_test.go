@@ -53,8 +53,6 @@ func TestValidateExplainsBadInput(t *testing.T) {
 	}
 }
 
-// A fire whose previous run is still going skips (and says so) instead of piling up runs; a
-// second fire of the same slot never makes a second task.
 // newFirer is a firer over an isolated database and Redis, submitting export:customers.
 func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *storetest.Postgres) {
 	pg := storetest.NewPostgres(t)
@@ -77,6 +75,8 @@ func aliceExports(t *testing.T, st *store.Store, scheduleNo, cron string) *sched
 	return sc
 }
 
+// A fire whose previous run is still going skips (and says so) instead of piling up runs; a
+// second fire of the same slot never makes a second task.
 func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 	t.Parallel()
 	f, st, _ := newFirer(t, config.Schedules{PauseAfterFailures: 5})
