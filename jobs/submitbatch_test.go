@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,7 +23,7 @@ import (
 func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
-	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	defer c.Close()
 
 	const n = 40

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -60,7 +59,7 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 	sched, _ := cleanup.ParseSpec("* * * * *")
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	enq := jobs.NewEnqueuer(client, insp, nil)
 	seen := &reports{}
 	c := cleanup.New(cfg, "test", cleanup.Deps{Store: w.Store, Enqueuer: enq, Files: w.Files, Observer: seen, Logger: logger})

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -50,7 +49,7 @@ func (w *World) Runtime(h jobs.Handler, policy jobs.TypePolicy) *jobs.Runtime {
 	rt := jobs.NewRuntime(jobs.RuntimeConfig{WorkerID: "test", HeartbeatInterval: time.Hour, TakeoverAfter: time.Hour,
 		ProgressInterval: time.Millisecond, Types: map[string]jobs.TypePolicy{h.Type(): policy}},
 		jobs.RuntimeDeps{Store: w.Store, Enqueuer: jobs.NewEnqueuer(client, asynq.NewInspectorFromRedisClient(w.Redis), nil),
-			Board: jobs.NewProgressBoard(w.Redis), Files: w.Files, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Board: jobs.NewProgressBoard(w.Redis), Files: w.Files, Logger: slog.New(slog.DiscardHandler)})
 	rt.Register(h)
 	w.t.Cleanup(rt.Close)
 	return rt

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -58,7 +57,7 @@ func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *sto
 	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	st := store.New(pg.DB)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	sub := jobs.NewSubmitter(st, jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil),
 		map[string]jobs.SubmitPolicy{"export:customers": {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Priority: 5}}, nil, nil, logger, nil)
 	return NewFirer(st, sub, limits, logger), st, pg
