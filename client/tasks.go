@@ -218,15 +218,7 @@ func (c *Client) ResubmitImport(ctx context.Context, r ImportResubmit, opts Subm
 }
 
 // ImportSummary is what an import did (or, dry, would do), from its result.
-type ImportSummary struct {
-	Total     int64 `json:"total"`
-	Success   int64 `json:"success"`
-	Failed    int64 `json:"failed"`
-	Inserted  int64 `json:"inserted"`
-	Updated   int64 `json:"updated"`
-	Unchanged int64 `json:"unchanged"`
-	Removed   int64 `json:"removed"`
-}
+type ImportSummary = task.ImportSummary
 
 // ImportSummaryOf reads a finished import's summary; false when the task has none.
 func ImportSummaryOf(t *Task) (ImportSummary, bool) {
