@@ -2,7 +2,6 @@ package export
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func TestExportDeclaresItsRange(t *testing.T) {
 		t.Fatalf("export of %d rows: %s", customers, done.Result)
 	}
 	// Eight columns; the header and a row per customer.
-	if got, want := xlsxtest.SheetRanges(t, filepath.Join(w.Root, filepath.FromSlash(res.File))), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
+	if got, want := xlsxtest.SheetRanges(t, w.Path(res.File)), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
 		t.Fatalf("declared=used %q, want %q", got, want)
 	}
 }
@@ -60,7 +59,7 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 		task := w.Create(t, store.NewTask{Type: typ, Owner: "bob", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: raw})
 		var res ResultData
 		w.Succeed(t, w.Runtime(h, policy), task, &res)
-		f, err := excelize.OpenFile(filepath.Join(w.Root, filepath.FromSlash(res.File)))
+		f, err := excelize.OpenFile(w.Path(res.File))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -206,7 +206,7 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if res.ErrorReportLang != LangZH || !strings.HasPrefix(res.FirstErrors[0], "row 3, phone: must be") {
 		t.Fatalf("result %+v: first_errors stay canonical, the report is Chinese", res)
 	}
-	rep, err := excelize.OpenFile(w.abs(res.ErrorReport))
+	rep, err := excelize.OpenFile(w.jw.Path(res.ErrorReport))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,14 +28,13 @@ import (
 // Redis database of its own, one delivery at a time: the test drives each attempt with
 // deliver and steps in between batches with Importer.afterCommit.
 type world struct {
-	t    *testing.T
-	jw   *jobstest.World
-	pg   *storetest.Postgres
-	st   *store.Store
-	fs   storage.Store
-	root string // the data dir (the local backend's objects, scratch on both)
-	rt   *jobs.Runtime
-	im   *Importer
+	t  *testing.T
+	jw *jobstest.World
+	pg *storetest.Postgres
+	st *store.Store
+	fs storage.Store
+	rt *jobs.Runtime
+	im *Importer
 }
 
 func newWorld(t *testing.T, cfg Config) *world {
@@ -51,7 +50,7 @@ func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
 	cfg.ReportTTL = time.Hour
 	im := New(jw.Store, jw.Files, cfg)
 	rt := jw.Runtime(im, jobs.TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute})
-	return &world{t: t, jw: jw, pg: jw.PG, st: jw.Store, fs: jw.Files, root: jw.Root, rt: rt, im: im}
+	return &world{t: t, jw: jw, pg: jw.PG, st: jw.Store, fs: jw.Files, rt: rt, im: im}
 }
 
 // submit stores the file as an upload and creates its task, as the API would (params from
@@ -94,9 +93,6 @@ func (w *world) create(t testing.TB, sub jobs.Submission) *store.Task {
 	return w.jw.Create(t, store.NewTask{Type: sub.Type, Owner: sub.Owner, Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600,
 		Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title})
 }
-
-// abs is where the local backend keeps key.
-func (w *world) abs(key string) string { return filepath.Join(w.root, filepath.FromSlash(key)) }
 
 // deliver runs one attempt of the task, as an asynq delivery would, and returns the row after.
 func (w *world) deliver(task *store.Task) *store.Task {
@@ -175,7 +171,7 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 			t.Errorf("takeover: %v", err)
 			return
 		}
-		live = w.abs(reportPath(c.Lease))
+		live = w.jw.Path(reportPath(c.Lease))
 		if err := os.MkdirAll(filepath.Dir(live), 0o750); err != nil {
 			t.Error(err)
 		}
@@ -317,7 +313,7 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}
-	f, err := excelize.OpenFile(w.abs(rel))
+	f, err := excelize.OpenFile(w.jw.Path(rel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ func New(t testing.TB, sc storage.Config) *World {
 	fs, root := testenv.NewFiles(t, sc)
 	return &World{t: t, PG: pg, Redis: rd.Client, Store: store.New(pg.DB), Files: fs, Root: root}
 }
+
+// Path is where the local backend keeps the object key (a task's result file, an upload).
+func (w *World) Path(key string) string { return filepath.Join(w.Root, filepath.FromSlash(key)) }
 
 // Runtime is a runtime of worker "test" running h, whose tasks follow policy. Heartbeats and
 // takeovers are too slow to happen during a test; progress is written at once. It is closed

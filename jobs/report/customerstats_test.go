@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -39,7 +38,7 @@ func TestCustomerStatsSheetsDeclareTheirRange(t *testing.T) {
 	if done := w.Succeed(t, rt, task, &res); res.File == "" {
 		t.Fatalf("report without a file: %s", done.Result)
 	}
-	got := xlsxtest.SheetRanges(t, filepath.Join(w.Root, filepath.FromSlash(res.File)))
+	got := xlsxtest.SheetRanges(t, w.Path(res.File))
 	// By city, by level, imports by day: a header each, then a row per city, level and day.
 	want := []string{"A1:B4=A1:B4", "A1:B5=A1:B5", "A1:E2=A1:E2"}
 	if !slices.Equal(got, want) {
