@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -246,14 +245,8 @@ func TestSessionLimitsThatDidNotArriveAreReported(t *testing.T) {
 // waiting creates a PENDING task of queue at priority.
 func (f *fixture) waiting(queue string, priority int) *store.Task {
 	f.T.Helper()
-	task, created, err := f.S.Create(context.Background(), store.NewTask{
-		TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "alice", Queue: queue, Priority: priority,
-		Params: json.RawMessage(`{}`), MaxRetry: 3, TimeoutSeconds: 60,
-	})
-	if err != nil || !created {
-		f.T.Fatalf("create: created=%v err=%v", created, err)
-	}
-	return task
+	return f.Create(store.NewTask{Type: "import:customers", Owner: "alice", Queue: queue, Priority: priority,
+		Params: json.RawMessage(`{}`), MaxRetry: 3, TimeoutSeconds: 60})
 }
 
 func TestLinesCountTheTasksAWorkerWouldClaimFirst(t *testing.T) {

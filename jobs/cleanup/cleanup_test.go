@@ -2,7 +2,6 @@ package cleanup_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -68,12 +67,8 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 
 func (f *fixture) task(params string) *store.Task {
 	f.T.Helper()
-	t, _, err := f.S.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice",
-		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Params: json.RawMessage(params)})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return t
+	return f.Create(store.NewTask{Type: "export:customers", Owner: "alice", Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600,
+		Params: json.RawMessage(params)})
 }
 
 // file writes a file under the data dir with the given age.
