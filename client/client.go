@@ -137,6 +137,26 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 	return req, nil
 }
 
+// callFor makes a call (see call) whose 2xx answer is a T, and returns it.
+func callFor[T any](ctx context.Context, c *Client, method, path string, q url.Values, in any, headers ...string) (*T, error) {
+	out := new(T)
+	if _, err := c.call(ctx, method, path, q, in, out, headers...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// items makes a GET of path whose answer lists Ts under "items", and returns them.
+func items[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+	out, err := callFor[struct {
+		Items []T `json:"items"`
+	}](ctx, c, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
 // call sends a JSON request (in may be nil) and decodes a 2xx JSON answer into out (may be
 // nil); any other answer is a *Problem.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any, headers ...string) (*http.Response, error) {

@@ -36,11 +36,7 @@ func (c *Client) LogPage(ctx context.Context, id string, opts LogOptions, cursor
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var p LogPage
-	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/logs", q, nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return callFor[LogPage](ctx, c, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id)+"/logs", q, nil)
 }
 
 // DownloadLog writes a task's whole log to w as text, oldest line first under a heading per

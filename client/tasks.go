@@ -164,11 +164,7 @@ func (c *Client) submitJSON(ctx context.Context, path string, body map[string]an
 	if opts.NotifySecret != "" {
 		body["notify_secret"] = opts.NotifySecret
 	}
-	var out Submitted
-	if _, err := c.call(ctx, http.MethodPost, path, nil, body, &out, "Idempotency-Key", opts.IdempotencyKey); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callFor[Submitted](ctx, c, http.MethodPost, path, nil, body, "Idempotency-Key", opts.IdempotencyKey)
 }
 
 // Import is an import's options.
@@ -222,15 +218,7 @@ func (c *Client) ResubmitImport(ctx context.Context, r ImportResubmit, opts Subm
 }
 
 // ImportSummary is what an import did (or, dry, would do), from its result.
-type ImportSummary struct {
-	Total     int64 `json:"total"`
-	Success   int64 `json:"success"`
-	Failed    int64 `json:"failed"`
-	Inserted  int64 `json:"inserted"`
-	Updated   int64 `json:"updated"`
-	Unchanged int64 `json:"unchanged"`
-	Removed   int64 `json:"removed"`
-}
+type ImportSummary = task.ImportSummary
 
 // ImportSummaryOf reads a finished import's summary; false when the task has none.
 func ImportSummaryOf(t *Task) (ImportSummary, bool) {
@@ -312,29 +300,17 @@ var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n"
 
 // Get returns a task with its attempts and recent log.
 func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
-	var t Task
-	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, nil, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return callFor[Task](ctx, c, http.MethodGet, "/api/v1/tasks/"+url.PathEscape(id), nil, nil)
 }
 
 // Cancel cancels a task: a waiting one at once, a running one at its next batch.
 func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
-	var t Task
-	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, nil, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return callFor[Task](ctx, c, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, nil)
 }
 
 // Retry runs a FAILED, TIMEOUT or CANCELLED task again as a new attempt.
 func (c *Client) Retry(ctx context.Context, id string) (*Task, error) {
-	var t Task
-	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/retry", nil, nil, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return callFor[Task](ctx, c, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/retry", nil, nil)
 }
 
 // Undo undoes a finished import: it returns the undo task (of type import:customers-undo),
@@ -342,11 +318,7 @@ func (c *Client) Retry(ctx context.Context, id string) (*Task, error) {
 // undone (an undo, a dry run, an import not finished, or one whose before-image has
 // expired) is a *Problem saying why.
 func (c *Client) Undo(ctx context.Context, id string) (*Submitted, error) {
-	var out Submitted
-	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/undo", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callFor[Submitted](ctx, c, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id)+"/undo", nil, nil)
 }
 
 // BulkResult is what a bulk cancel or retry did to one task.
@@ -386,10 +358,10 @@ func (c *Client) RetryMany(ctx context.Context, ids ...string) ([]BulkResult, er
 }
 
 func (c *Client) bulk(ctx context.Context, action string, ids []string) ([]BulkResult, error) {
-	var out struct {
+	out, err := callFor[struct {
 		Results []BulkResult `json:"results"`
-	}
-	if _, err := c.call(ctx, http.MethodPost, "/api/v1/tasks/"+action, nil, map[string]any{"ids": ids}, &out); err != nil {
+	}](ctx, c, http.MethodPost, "/api/v1/tasks/"+action, nil, map[string]any{"ids": ids})
+	if err != nil {
 		return nil, err
 	}
 	return out.Results, nil
@@ -470,11 +442,7 @@ type Page struct {
 // ListPage returns one page of tasks in the options' order; pass the previous page's
 // NextCursor for the next ("" for the first), with the same options.
 func (c *Client) ListPage(ctx context.Context, opts ListOptions, cursor string) (*Page, error) {
-	var p Page
-	if _, err := c.call(ctx, http.MethodGet, "/api/v1/tasks", opts.query(cursor), nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return callFor[Page](ctx, c, http.MethodGet, "/api/v1/tasks", opts.query(cursor), nil)
 }
 
 // List iterates over every matching task in the options' order, fetching pages as it goes.

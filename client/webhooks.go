@@ -43,22 +43,12 @@ type NewWebhook struct {
 
 // CreateWebhook subscribes a URL. The answer's Secret is the only time it is shown.
 func (c *Client) CreateWebhook(ctx context.Context, w NewWebhook) (*Webhook, error) {
-	var out Webhook
-	if _, err := c.call(ctx, http.MethodPost, "/api/v1/webhooks", nil, w, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callFor[Webhook](ctx, c, http.MethodPost, "/api/v1/webhooks", nil, w)
 }
 
 // Webhooks lists the subscriptions the token may see (an admin: everyone's).
 func (c *Client) Webhooks(ctx context.Context) ([]Webhook, error) {
-	var out struct {
-		Items []Webhook `json:"items"`
-	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/v1/webhooks", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return items[Webhook](ctx, c, "/api/v1/webhooks")
 }
 
 // DeleteWebhook deletes a subscription; nothing more is sent to it.
@@ -91,23 +81,13 @@ type DeliveryAttempt struct {
 
 // Deliveries lists a subscription's latest deliveries, newest first.
 func (c *Client) Deliveries(ctx context.Context, webhookID string) ([]Delivery, error) {
-	var out struct {
-		Items []Delivery `json:"items"`
-	}
-	if _, err := c.call(ctx, http.MethodGet, "/api/v1/webhooks/"+url.PathEscape(webhookID)+"/deliveries", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return items[Delivery](ctx, c, "/api/v1/webhooks/"+url.PathEscape(webhookID)+"/deliveries")
 }
 
 // Redeliver sends a delivery again (same event id and body), at once.
 func (c *Client) Redeliver(ctx context.Context, webhookID, deliveryID string) (*Delivery, error) {
-	var out Delivery
 	path := "/api/v1/webhooks/" + url.PathEscape(webhookID) + "/deliveries/" + url.PathEscape(deliveryID) + "/redeliver"
-	if _, err := c.call(ctx, http.MethodPost, path, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callFor[Delivery](ctx, c, http.MethodPost, path, nil, nil)
 }
 
 // WebhookEvent is the JSON body of a webhook delivery.

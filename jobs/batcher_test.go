@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -20,7 +19,7 @@ func TestCompleterGroupsEndingsAndAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
 	ctx := context.Background()
-	c := NewCompleter(f.st, batch.Config{MaxBatch: 64, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCompleter(f.st, batch.Config{MaxBatch: 64, MaxWait: 5 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	defer c.Close()
 	var leases []store.Lease
 	for range 40 {
@@ -71,7 +70,7 @@ func TestCompleterFlushThatFailsAcknowledgesNobody(t *testing.T) {
 	}
 	defer db.Close()
 	cut := store.New(db)
-	c := NewCompleter(cut, batch.Config{MaxBatch: 16, MaxWait: 5 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCompleter(cut, batch.Config{MaxBatch: 16, MaxWait: 5 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	defer c.Close()
 	var leases []store.Lease
 	for range 6 {

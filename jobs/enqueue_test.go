@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -208,7 +207,7 @@ func TestAWithdrawalAfterARacingRetryLeavesTheRetriedTaskAJob(t *testing.T) {
 	ctx := context.Background()
 	enq := f.enqueuer()
 	sub := NewSubmitter(f.st, enq, map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 0, TimeoutSeconds: 600}},
-		nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		nil, nil, slog.New(slog.DiscardHandler), nil)
 	task := f.task()
 	if err := enq.Enqueue(ctx, task); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -22,7 +21,7 @@ func TestFairShareKeepsOneUserFromStarvingOthers(t *testing.T) {
 	const taskTime = 150 * time.Millisecond
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, MaxRunningPerOwner: 1})
 	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	sub := NewSubmitter(f.st, f.enqueuer(),
 		map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3, TimeoutSeconds: 600, Priority: PriorityDefault, MaxWaitingPerOwner: 100}},
 		nil, nil, logger, nil)

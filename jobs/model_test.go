@@ -40,7 +40,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -132,7 +131,7 @@ func newRMWorld(t *testing.T) *rmWorld {
 	scripts := jobs.NewScriptPipeliner(rd.Client)
 	t.Cleanup(scripts.Stop)
 	insp := asynq.NewInspectorFromRedisClient(rd.Client)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("TASKCENTER_MODEL_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

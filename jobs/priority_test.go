@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	sub := NewSubmitter(f.st, f.enqueuer(), map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3,
 		TimeoutSeconds: 600, Priority: PriorityDefault}}, nil, nil, logger, nil)
 	for range 200 {

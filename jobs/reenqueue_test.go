@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"testing"
@@ -29,7 +28,7 @@ func TestReenqueuerHandsOverWhatASubmitCouldNotOnceRedisAnswers(t *testing.T) {
 	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB, MaxRetries: -1})
 	t.Cleanup(func() { viaProxy.Close() })
 	enq := NewEnqueuer(asynq.NewClientFromRedisClient(viaProxy), asynq.NewInspectorFromRedisClient(viaProxy), nil)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	retry := NewReenqueuer(f.st, enq, time.Hour, logger) // rounds are run by hand below
 	sub := NewSubmitter(f.st, enq, nil, nil, nil, logger, nil).WithReenqueuer(retry)
 
@@ -96,7 +95,7 @@ func TestReenqueuerHandsOverARetryTheRuntimeCouldNotEnqueue(t *testing.T) {
 	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: f.rdb.Options().DB, MaxRetries: -1})
 	t.Cleanup(func() { viaProxy.Close() })
 	enq := NewEnqueuer(asynq.NewClientFromRedisClient(viaProxy), asynq.NewInspectorFromRedisClient(viaProxy), nil)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	retry := NewReenqueuer(f.st, enq, time.Hour, logger) // rounds are run by hand below
 	rt := NewRuntime(RuntimeConfig{WorkerID: "w1", HeartbeatInterval: 50 * time.Millisecond, TakeoverAfter: 300 * time.Millisecond,
 		ProgressInterval: 10 * time.Millisecond, Types: map[string]TypePolicy{"test:work": f.policy}},

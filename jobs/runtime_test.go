@@ -59,7 +59,7 @@ func (f *rtFixture) runtime(h Handler, worker string) *Runtime {
 	rt := NewRuntime(RuntimeConfig{WorkerID: worker, HeartbeatInterval: 50 * time.Millisecond, TakeoverAfter: 300 * time.Millisecond,
 		ProgressInterval: 10 * time.Millisecond, AbandonAfter: 200 * time.Millisecond, Types: map[string]TypePolicy{"test:work": f.policy}},
 		RuntimeDeps{Store: f.st, Enqueuer: f.enqueuer(), Board: NewProgressBoard(f.rdb), Files: f.files,
-			Alerter: f.alerter, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Alerter: f.alerter, Logger: slog.New(slog.DiscardHandler)})
 	rt.Register(h)
 	f.t.Cleanup(rt.Close)
 	return rt
@@ -75,7 +75,7 @@ func (f *rtFixture) enqueuer() *Enqueuer {
 func (f *rtFixture) workers(rt *Runtime, slots int) *Workers {
 	f.t.Helper()
 	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: slots, StrictPriority: true}}, time.Second, 10*time.Millisecond,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		slog.New(slog.DiscardHandler), nil)
 	if err := w.Start(rt, nil); err != nil {
 		f.t.Fatal(err)
 	}

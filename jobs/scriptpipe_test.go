@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -160,5 +162,81 @@ func TestDequeuedLaneRecognisesOnlyTheDequeueScript(t *testing.T) {
 		if lane != tc.lane || ok != (tc.lane != "") {
 			t.Errorf("dequeuedLane(%v) = %q, %v; want %q", tc.keys, lane, ok, tc.lane)
 		}
+	}
+}
+
+// Script calls made together share a pipeline; each caller gets its own reply, a script
+// Redis has not seen yet still runs (NOSCRIPT, then EVAL), and asynq through the pipeliner
+// still tells a duplicate job id apart.
+func TestScriptPipelinerAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	p := NewScriptPipeliner(rd.Client)
+	defer p.Stop()
+	ctx := context.Background()
+	echo := redis.NewScript(`redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]`)
+	var wg sync.WaitGroup
+	errs := make([]error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			want := fmt.Sprintf("v%d", i)
+			got, err := echo.Run(ctx, p, []string{"k:" + want}, want).Text()
+			if err == nil && got != want {
+				err = fmt.Errorf("got %q", got)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if v, _ := rd.Client.Get(ctx, "k:v63").Result(); v != "v63" {
+		t.Fatalf("k:v63 = %q", v)
+	}
+	client := asynq.NewClientFromRedisClient(p)
+	job := asynq.NewTask("test:work", nil)
+	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); !errors.Is(err, asynq.ErrTaskIDConflict) {
+		t.Fatalf("second enqueue of one id: %v; want ErrTaskIDConflict", err)
+	}
+	// A caller whose deadline has passed is answered with the deadline, not held.
+	dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if err := echo.Run(dctx, p, []string{"k:late"}, "x").Err(); err == nil {
+		t.Fatal("a call past its deadline succeeded")
+	}
+}
+
+// A caller answers by its own deadline when the pipeline it joined is held up (Redis gone
+// mid-request): a submit's enqueue keeps its bound however long another caller's script waits.
+func TestScriptPipelinerCallerAnswersByItsDeadline(t *testing.T) {
+	t.Parallel()
+	rd := testenv.NewRedis(t)
+	proxy := testenv.NewProxy(t, rd.Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	defer client.Close()
+	p := NewScriptPipeliner(client)
+	defer p.Stop()
+	ctx := context.Background()
+	stuck := redis.NewScript(`return 'stuck-marker'`)
+	if err := stuck.Load(ctx, client).Err(); err != nil {
+		t.Fatal(err)
+	}
+	held := proxy.Hold([]byte(stuck.Hash()))
+	go stuck.Run(ctx, p, []string{"k"}) //nolint:errcheck // held: answers only when the pipeline's own deadline passes
+	<-held
+	quick := redis.NewScript(`return 1`)
+	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := quick.Run(qctx, p, []string{"k"}).Err()
+	if took := time.Since(start); err == nil || took > time.Second {
+		t.Fatalf("call behind a held pipeline: err %v after %s; want its deadline's error within about 200ms", err, took)
 	}
 }

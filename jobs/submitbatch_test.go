@@ -4,20 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskcenter/taskcenter/internal/batch"
-	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
 )
@@ -29,7 +23,7 @@ import (
 func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
-	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	defer c.Close()
 
 	const n = 40
@@ -155,161 +149,4 @@ func TestWaitingCountsCountOnceForABurst(t *testing.T) {
 	if ok, _ := w.below(ctx, "k", 10, func(context.Context) (int, error) { return 3, nil }); !ok {
 		t.Fatal("refused although a fresh count shows room")
 	}
-}
-
-// Script calls made together share a pipeline; each caller gets its own reply, a script
-// Redis has not seen yet still runs (NOSCRIPT, then EVAL), and asynq through the pipeliner
-// still tells a duplicate job id apart.
-func TestScriptPipelinerAnswersEachCaller(t *testing.T) {
-	t.Parallel()
-	rd := testenv.NewRedis(t)
-	p := NewScriptPipeliner(rd.Client)
-	defer p.Stop()
-	ctx := context.Background()
-	echo := redis.NewScript(`redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]`)
-	var wg sync.WaitGroup
-	errs := make([]error, 64)
-	for i := range 64 {
-		wg.Go(func() {
-			want := fmt.Sprintf("v%d", i)
-			got, err := echo.Run(ctx, p, []string{"k:" + want}, want).Text()
-			if err == nil && got != want {
-				err = fmt.Errorf("got %q", got)
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	if v, _ := rd.Client.Get(ctx, "k:v63").Result(); v != "v63" {
-		t.Fatalf("k:v63 = %q", v)
-	}
-	client := asynq.NewClientFromRedisClient(p)
-	job := asynq.NewTask("test:work", nil)
-	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.EnqueueContext(ctx, job, asynq.TaskID("same"), asynq.Queue("work")); !errors.Is(err, asynq.ErrTaskIDConflict) {
-		t.Fatalf("second enqueue of one id: %v; want ErrTaskIDConflict", err)
-	}
-	// A caller whose deadline has passed is answered with the deadline, not held.
-	dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
-	defer cancel()
-	time.Sleep(time.Millisecond)
-	if err := echo.Run(dctx, p, []string{"k:late"}, "x").Err(); err == nil {
-		t.Fatal("a call past its deadline succeeded")
-	}
-}
-
-// Notices are published in the order they were made, and Close publishes what is queued.
-func TestProgressBoardPublishesInOrderAndFlushesOnClose(t *testing.T) {
-	t.Parallel()
-	rd := testenv.NewRedis(t)
-	ctx := context.Background()
-	ps := rd.Client.Subscribe(ctx, EventsChannel)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	board := NewProgressBoard(rd.Client)
-	// The channel is server-wide (pub/sub ignores the database number): tests running at the
-	// same time publish on it too, so this one's notices carry an owner of its own.
-	owner := "board-test-" + rand.Text()
-	const n = 2000
-	for i := range n {
-		if err := board.Changed(ctx, fmt.Sprintf("tsk_%04d", i), owner); err != nil {
-			t.Fatal(err)
-		}
-	}
-	board.Close()
-	if err := board.Changed(ctx, "tsk_late", owner); err == nil {
-		t.Fatal("a closed board accepted a notice")
-	}
-	msgs := ps.Channel(redis.WithChannelSize(n))
-	for i := 0; i < n; {
-		select {
-		case m := <-msgs:
-			var got Notice
-			if err := json.Unmarshal([]byte(m.Payload), &got); err != nil {
-				t.Fatal(err)
-			}
-			if got.Owner != owner {
-				continue // another test's
-			}
-			if want := fmt.Sprintf("tsk_%04d", i); got.TaskNo != want {
-				t.Fatalf("notice %d is %s", i, got.TaskNo)
-			}
-			i++
-		case <-time.After(5 * time.Second):
-			t.Fatalf("notice %d never arrived", i)
-		}
-	}
-}
-
-// A caller answers by its own deadline when the pipeline it joined is held up (Redis gone
-// mid-request): a submit's enqueue keeps its bound however long another caller's script waits.
-func TestScriptPipelinerCallerAnswersByItsDeadline(t *testing.T) {
-	t.Parallel()
-	rd := testenv.NewRedis(t)
-	proxy := testenv.NewProxy(t, rd.Addr)
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
-	defer client.Close()
-	p := NewScriptPipeliner(client)
-	defer p.Stop()
-	ctx := context.Background()
-	stuck := redis.NewScript(`return 'stuck-marker'`)
-	if err := stuck.Load(ctx, client).Err(); err != nil {
-		t.Fatal(err)
-	}
-	held := proxy.Hold([]byte(stuck.Hash()))
-	go stuck.Run(ctx, p, []string{"k"}) //nolint:errcheck // held: answers only when the pipeline's own deadline passes
-	<-held
-	quick := redis.NewScript(`return 1`)
-	qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err := quick.Run(qctx, p, []string{"k"}).Err()
-	if took := time.Since(start); err == nil || took > time.Second {
-		t.Fatalf("call behind a held pipeline: err %v after %s; want its deadline's error within about 200ms", err, took)
-	}
-}
-
-// With Redis held up mid-publish, notices back up and new ones are dropped at once with an
-// error: a submit or an ending never waits on the live streams' channel.
-func TestProgressBoardDropsNoticesRatherThanWait(t *testing.T) {
-	t.Parallel()
-	rd := testenv.NewRedis(t)
-	proxy := testenv.NewProxy(t, rd.Addr)
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: rd.DB})
-	defer client.Close()
-	board := NewProgressBoard(client)
-	defer board.Close()
-	ctx := context.Background()
-	held := proxy.Hold([]byte(EventsChannel))
-	if err := board.Changed(ctx, "tsk_first", "alice"); err != nil {
-		t.Fatal(err)
-	}
-	<-held
-	start := time.Now()
-	dropped := 0
-	for i := range noticeQueue + 2*noticeBatch {
-		if board.Changed(ctx, fmt.Sprintf("tsk_%d", i), "alice") != nil {
-			dropped++
-		}
-	}
-	if took := time.Since(start); dropped == 0 || took > time.Second {
-		t.Fatalf("%d of %d notices dropped in %s with Redis held; want some dropped, none waited for",
-			dropped, noticeQueue+2*noticeBatch, took)
-	}
-	// Shutting down with Redis still held does not wait for the queued notices.
-	start = time.Now()
-	board.Close()
-	if took := time.Since(start); took > closeWait+time.Second {
-		t.Fatalf("Close with Redis held took %s", took)
-	}
-	proxy.Cut()
 }

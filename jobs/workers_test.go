@@ -3,7 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -53,7 +52,7 @@ func TestWorkersKeepTheirQueuesListedAfterRedisLosesThem(t *testing.T) {
 	f := newRTFixture(t, TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Hour})
 	rt := f.runtime(handlerFunc(func(context.Context, *Run) (Result, error) { return Result{}, nil }), "w1")
 	w := NewWorkers(f.rdb, map[string]QueueConfig{"work": {Concurrency: 1}}, time.Second, 50*time.Millisecond,
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		slog.New(slog.DiscardHandler), nil)
 	w.listEvery = 50 * time.Millisecond
 	if err := w.Start(rt, nil); err != nil {
 		t.Fatal(err)

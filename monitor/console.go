@@ -151,15 +151,9 @@ type Console struct {
 // NewConsole builds the console; it opens its own Redis pools (closed by Close).
 func NewConsole(redisOpt asynq.RedisConnOpt, cfg ConsoleConfig) *Console {
 	def := config.Default().Console
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = def.SessionTTL
-	}
-	if cfg.LoginFailures <= 0 {
-		cfg.LoginFailures = def.LoginFailures
-	}
-	if cfg.LoginWindow <= 0 {
-		cfg.LoginWindow = def.LoginWindow
-	}
+	cfg.SessionTTL = config.Positive(cfg.SessionTTL, def.SessionTTL)
+	cfg.LoginFailures = config.Positive(cfg.LoginFailures, def.LoginFailures)
+	cfg.LoginWindow = config.Positive(cfg.LoginWindow, def.LoginWindow)
 	readOnly := cfg.ReadOnly || cfg.Tasks == nil
 	c := &Console{cfg: cfg, tokens: map[[32]byte]string{}, logger: cfg.Logger, origins: http.NewCrossOriginProtection(),
 		mon: asynqmon.New(asynqmon.Options{RootPath: ConsolePath, RedisConnOpt: redisOpt, ReadOnly: readOnly})}

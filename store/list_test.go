@@ -3,7 +3,6 @@ package store_test
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,14 +18,8 @@ import (
 // listed creates a PENDING task with the given owner, title and params, and returns it.
 func (f *fixture) listed(owner, title, params string) *store.Task {
 	f.T.Helper()
-	task, created, err := f.S.Create(context.Background(), store.NewTask{
-		TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: owner,
-		Queue: "imports", Title: title, Params: json.RawMessage(params), MaxRetry: 3, TimeoutSeconds: 60,
-	})
-	if err != nil || !created {
-		f.T.Fatalf("create: created=%v err=%v", created, err)
-	}
-	return task
+	return f.Create(store.NewTask{Type: "import:customers", Owner: owner, Queue: "imports", Title: title,
+		Params: json.RawMessage(params), MaxRetry: 3, TimeoutSeconds: 60})
 }
 
 // numbers are the task numbers of tasks, in order.

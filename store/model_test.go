@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -103,7 +102,7 @@ func newModelWorld(t *testing.T) *modelWorld {
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil)
 	c := cleanup.New(cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: 5 * time.Second, TakeoverAfter: modelTakeover,
 		BatchSize: 100, UploadTTL: time.Hour, TempTTL: 0, Retention: 1000 * time.Hour},
-		"model", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, TaskAlerter: alerts, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		"model", cleanup.Deps{Store: st, Enqueuer: enq, Files: fs, TaskAlerter: alerts, Logger: slog.New(slog.DiscardHandler)})
 	return &modelWorld{t: t, db: pg.DB, st: st, files: fs, root: root, rdb: rd, cleaner: c, alerts: alerts}
 }
 

@@ -112,12 +112,8 @@ func NewProvider(cfg OIDCConfig) *Provider {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = []string{"RS256", "ES256"}
 	}
-	if cfg.JWKSRefreshInterval <= 0 {
-		cfg.JWKSRefreshInterval = def.JWKSRefreshInterval
-	}
-	if cfg.JWKSMaxAge <= 0 {
-		cfg.JWKSMaxAge = def.JWKSMaxAge
-	}
+	cfg.JWKSRefreshInterval = config.Positive(cfg.JWKSRefreshInterval, def.JWKSRefreshInterval)
+	cfg.JWKSMaxAge = config.Positive(cfg.JWKSMaxAge, def.JWKSMaxAge)
 	if len(cfg.Scopes) == 0 {
 		cfg.Scopes = def.Scopes
 	}

@@ -73,6 +73,15 @@ type Config struct {
 	Schedules Schedules `yaml:"schedules"`
 }
 
+// Positive returns v when it is above zero, else def: what a component uses for a setting it
+// was given as zero (left out) or below zero, def being the setting's default from Default.
+func Positive[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // Default returns the built-in defaults: a working one-box set-up. Each section's defaults
 // come from its default func, next to its type; other packages read them here rather than
 // keep a copy.

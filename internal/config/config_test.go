@@ -171,3 +171,13 @@ func TestExplicitZeroInTheFileIsKept(t *testing.T) {
 		t.Fatalf("explicit zeros must stay zero: %+v", got)
 	}
 }
+
+// A setting given as zero or below takes its default; one above zero stays.
+func TestPositiveTakesTheDefaultForZeroAndBelow(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[time.Duration]time.Duration{-time.Second: time.Minute, 0: time.Minute, time.Second: time.Second} {
+		if got := Positive(v, time.Minute); got != want {
+			t.Errorf("Positive(%s, 1m) = %s, want %s", v, got, want)
+		}
+	}
+}

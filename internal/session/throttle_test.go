@@ -48,29 +48,34 @@ func TestThrottleCountsPerAddressAndPerCredential(t *testing.T) {
 		}
 	})
 
-	t.Run("a credential that failed N times waits, from any address", func(t *testing.T) {
-		for i := range 3 {
-			fail(fmt.Sprint("203.0.113.", i+1), "one-token-tried-everywhere")
-		}
-		if w := blocked("203.0.113.99", "one-token-tried-everywhere"); w == 0 {
-			t.Fatal("the credential from a fresh address is not blocked")
-		}
-		if w := blocked("203.0.113.99", "another-token"); w != 0 {
-			t.Fatalf("another credential from that address: blocked for %d s", w)
-		}
-	})
-
-	t.Run("an IPv6 client counts with its /64", func(t *testing.T) {
-		for i := range 3 {
-			fail(fmt.Sprintf("2001:db8:1:2::%x", i+1), fmt.Sprint("v6-guess-", i))
-		}
-		if w := blocked("2001:db8:1:2:ffff::1", "v6-guess-new"); w == 0 {
-			t.Fatal("another address of the same /64 is not blocked")
-		}
-		if w := blocked("2001:db8:1:3::1", "v6-guess-new"); w != 0 {
-			t.Fatalf("the next /64: blocked for %d s", w)
-		}
-	})
+	// Three refusals, then one client that must wait and one that must not.
+	type client struct{ addr, cred, what string }
+	for _, c := range []struct {
+		name          string
+		refused       func(i int) (addr, cred string)
+		waits, passes client
+	}{
+		{"a credential that failed N times waits, from any address",
+			func(i int) (string, string) { return fmt.Sprint("203.0.113.", i+1), "one-token-tried-everywhere" },
+			client{"203.0.113.99", "one-token-tried-everywhere", "the credential from a fresh address"},
+			client{"203.0.113.99", "another-token", "another credential from that address"}},
+		{"an IPv6 client counts with its /64",
+			func(i int) (string, string) { return fmt.Sprintf("2001:db8:1:2::%x", i+1), fmt.Sprint("v6-guess-", i) },
+			client{"2001:db8:1:2:ffff::1", "v6-guess-new", "another address of the same /64"},
+			client{"2001:db8:1:3::1", "v6-guess-new", "the next /64"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range 3 {
+				fail(c.refused(i))
+			}
+			if w := blocked(c.waits.addr, c.waits.cred); w == 0 {
+				t.Fatalf("%s is not blocked", c.waits.what)
+			}
+			if w := blocked(c.passes.addr, c.passes.cred); w != 0 {
+				t.Fatalf("%s: blocked for %d s", c.passes.what, w)
+			}
+		})
+	}
 
 	t.Run("Redis holds neither the credential nor a plain hash of it", func(t *testing.T) {
 		keys, err := rd.Client.Keys(ctx, "test:throttle:*").Result()

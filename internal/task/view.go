@@ -106,6 +106,19 @@ type ErrorView struct {
 	Details json.RawMessage `json:"details,omitempty"`
 }
 
+// ImportSummary is what an import did (or, dry, would do): the Summary of its result. Success
+// splits into Inserted (new codes), Updated (values changed) and Unchanged (the same values);
+// Removed is the customers a replace removed (or, dry, would remove).
+type ImportSummary struct {
+	Total     int64 `json:"total"`
+	Success   int64 `json:"success"`
+	Failed    int64 `json:"failed"`
+	Inserted  int64 `json:"inserted"`
+	Updated   int64 `json:"updated"`
+	Unchanged int64 `json:"unchanged"`
+	Removed   int64 `json:"removed"`
+}
+
 // ResultView describes a task's result file and summary.
 type ResultView struct {
 	Name        string          `json:"name,omitempty"`

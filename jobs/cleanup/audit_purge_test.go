@@ -2,6 +2,7 @@ package cleanup_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,11 +31,7 @@ func TestRoundPurgesAuditRowsPastTheirRetentionInBatches(t *testing.T) {
 	cfg := f.cfg
 	cfg.AuditRetention = 365 * 24 * time.Hour
 	c := f.cleanerWith(cfg, cleanup.Deps{})
-	var purged []int
-	for range 3 {
-		purged = append(purged, c.Round(ctx).AuditPurged)
-	}
-	if purged[0] != 2 || purged[1] != 1 || purged[2] != 0 {
+	if purged := perRound(c, 3, func(r cleanup.Report) int { return r.AuditPurged }); !slices.Equal(purged, []int{2, 1, 0}) {
 		t.Fatalf("audit rows purged per round = %v, want 2,1,0 (bounded by the batch size)", purged)
 	}
 	if n := f.Count("SELECT count(*) FROM audit_events WHERE target = 'tsk_NEW'"); n != 1 || f.Count("SELECT count(*) FROM audit_events") != 1 {

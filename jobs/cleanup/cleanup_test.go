@@ -2,9 +2,7 @@ package cleanup_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,6 +35,15 @@ type fixture struct {
 	logger *slog.Logger
 }
 
+// perRound runs n rounds of c and returns what count reads from each round's report.
+func perRound(c *cleanup.Cleaner, n int, count func(cleanup.Report) int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = count(c.Round(context.Background()))
+	}
+	return out
+}
+
 func newFixture(t *testing.T, batch int) *fixture {
 	t.Helper()
 	return newFixtureOn(t, batch, storage.Config{}, time.Hour)
@@ -51,7 +58,7 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 	sched, _ := cleanup.ParseSpec("* * * * *")
 	cfg := cleanup.Config{Schedule: sched, Location: time.UTC, OrphanGrace: time.Minute, TakeoverAfter: 30 * time.Second,
 		BatchSize: batch, UploadTTL: ttl, TempTTL: ttl, Retention: 30 * 24 * time.Hour}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	enq := jobs.NewEnqueuer(client, insp, nil)
 	seen := &reports{}
 	c := cleanup.New(cfg, "test", cleanup.Deps{Store: w.Store, Enqueuer: enq, Files: w.Files, Observer: seen, Logger: logger})
@@ -60,12 +67,8 @@ func newFixtureOn(t *testing.T, batch int, sc storage.Config, ttl time.Duration)
 
 func (f *fixture) task(params string) *store.Task {
 	f.T.Helper()
-	t, _, err := f.S.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice",
-		Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Params: json.RawMessage(params)})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	return t
+	return f.Create(store.NewTask{Type: "export:customers", Owner: "alice", Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600,
+		Params: json.RawMessage(params)})
 }
 
 // file writes a file under the data dir with the given age.

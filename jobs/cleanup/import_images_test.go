@@ -2,6 +2,7 @@ package cleanup_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,11 +32,7 @@ func TestRoundDeletesExpiredImportImages(t *testing.T) {
 	cfg := f.cfg
 	cfg.UndoTTL = 7 * 24 * time.Hour
 	c := f.cleanerWith(cfg, cleanup.Deps{})
-	var deleted []int
-	for range 4 {
-		deleted = append(deleted, c.Round(ctx).ImportImages)
-	}
-	if deleted[0] != 3 || deleted[1] != 2 || deleted[2] != 0 || deleted[3] != 0 {
+	if deleted := perRound(c, 4, func(r cleanup.Report) int { return r.ImportImages }); !slices.Equal(deleted, []int{3, 2, 0, 0}) {
 		t.Fatalf("rows deleted per round = %v, want 3 (2 images + 1 code), 2, 0, 0", deleted)
 	}
 	if n := f.Count("SELECT count(*) FROM import_before_images WHERE task_id = ?", recent.ID); n != 3 || f.Count("SELECT count(*) FROM import_before_images") != 3 {

@@ -2,9 +2,11 @@ package cleanup_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/cleanup"
 )
 
 func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
@@ -19,11 +21,7 @@ func TestRoundReenqueuesOrphansIdempotentlyAndBoundedly(t *testing.T) {
 	f.Exec("UPDATE tasks SET enqueued_at = NULL")
 	fresh := f.task(`{}`) // enqueued just now: inside the grace period
 
-	counts := []int{}
-	for range 4 {
-		counts = append(counts, f.cleaner.Round(ctx).Orphans)
-	}
-	if counts[0] != 2 || counts[1] != 2 || counts[2] != 1 || counts[3] != 0 {
+	if counts := perRound(f.cleaner, 4, func(r cleanup.Report) int { return r.Orphans }); !slices.Equal(counts, []int{2, 2, 1, 0}) {
 		t.Fatalf("orphans per round = %v, want 2,2,1,0 (bounded by the batch size)", counts)
 	}
 	info, err := f.insp.GetQueueInfo("exports")

@@ -1,50 +1,111 @@
 package export
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // An export read in several pages declares the range of every row it wrote: a reader that
 // trusts the dimension (openpyxl read-only) sees the whole export, not its first cell.
 func TestExportDeclaresItsRange(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	w := jobstest.New(t, storage.Config{})
 	const customers = 2_500
-	if _, err := w.PG.DB.ExecContext(ctx, `INSERT INTO customers (code, name, phone, email, city, level)
+	storetest.Exec(t, w.PG.DB, `INSERT INTO customers (code, name, phone, email, city, level)
 		SELECT 'C' || i, 'name ' || i, '13800138000', 'c' || i || '@example.com', 'Shanghai', 'gold'
-		FROM generate_series(1, ?) AS i`, customers); err != nil {
-		t.Fatal(err)
-	}
+		FROM generate_series(1, ?) AS i`, customers)
 
 	rt := w.Runtime(NewCustomers(w.PG.DB, w.Files, Config{PageSize: 1000, ResultTTL: time.Hour, MaxRows: 10_000}),
 		jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute})
 
 	params, _ := json.Marshal(CustomerParams{})
-	task, _, err := w.Store.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: CustomersType, Owner: "alice",
-		Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := w.Deliver(rt, task)
+	task := w.Create(t, store.NewTask{Type: CustomersType, Owner: "alice", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
 	var res ResultData
-	if err := json.Unmarshal(done.Result, &res); err != nil || done.Status != store.StatusSuccess || res.Rows != customers {
-		t.Fatalf("export %s: %s (%v)", done.Status, done.Result, err)
+	if done := w.Succeed(t, rt, task, &res); res.Rows != customers {
+		t.Fatalf("export of %d rows: %s", customers, done.Result)
 	}
 	// Eight columns; the header and a row per customer.
-	if got, want := xlsxtest.SheetRanges(t, filepath.Join(w.Root, filepath.FromSlash(res.File))), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
+	if got, want := xlsxtest.SheetRanges(t, w.Path(res.File)), []string{"A1:H2501=A1:H2501"}; !slices.Equal(got, want) {
 		t.Fatalf("declared=used %q, want %q", got, want)
+	}
+}
+
+// An exported file speaks the language it was asked in: its sheet name, headers and the
+// values a person reads (statuses, task types, customer levels) are Chinese for zh, and the
+// column names and raw values programs match for en.
+func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
+	t.Parallel()
+	w := jobstest.New(t, storage.Config{})
+	storetest.Exec(t, w.PG.DB, `INSERT INTO customers (code, name, phone, email, city, level)
+		VALUES ('C1', '甲公司', '13800138000', 'c1@example.com', '上海', 'gold')`)
+	waiting := w.Create(t, store.NewTask{Type: "import:customers", Owner: "alice", Queue: "imports", MaxRetry: 1, TimeoutSeconds: 600,
+		Params: json.RawMessage(`{}`)})
+	cfg := Config{PageSize: 100, ResultTTL: time.Hour, MaxRows: 1000}
+	policy := jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute}
+	export := func(t *testing.T, h jobs.Handler, typ string, params any) [][]string {
+		t.Helper()
+		raw, _ := json.Marshal(params)
+		task := w.Create(t, store.NewTask{Type: typ, Owner: "bob", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: raw})
+		var res ResultData
+		w.Succeed(t, w.Runtime(h, policy), task, &res)
+		f, err := excelize.OpenFile(w.Path(res.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		sheets := f.GetSheetList()
+		rows, err := f.GetRows(sheets[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([][]string{sheets}, rows...)
+	}
+	tasks, customers := NewTasks(w.PG.DB, w.Files, cfg), NewCustomers(w.PG.DB, w.Files, cfg)
+	only := func(rows [][]string, id string) []string {
+		for _, r := range rows {
+			if len(r) > 0 && r[0] == id {
+				return r
+			}
+		}
+		t.Fatalf("no row for %s in %q", id, rows)
+		return nil
+	}
+	for _, tc := range []struct {
+		lang                            string
+		sheet                           string
+		taskHeader, customerHeader      []string
+		status, taskType, customerLevel string
+	}{
+		{"zh", "数据", []string{"任务编号", "类型", "所有者", "状态"}, []string{"客户编号", "客户名称", "手机号"}, "排队中", "客户导入", "黄金"},
+		{"en", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold"},
+		{"", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold"},
+	} {
+		t.Run("lang "+tc.lang, func(t *testing.T) {
+			got := export(t, tasks, TasksType, TaskParams{Scope: store.Scope{Admin: true}, Lang: tc.lang})
+			if got[0][0] != tc.sheet || !slices.Equal(got[1][:4], tc.taskHeader) {
+				t.Fatalf("task export: sheet %q, header %q; want %q, %q", got[0][0], got[1], tc.sheet, tc.taskHeader)
+			}
+			if row := only(got, waiting.TaskNo); row[1] != tc.taskType || row[3] != tc.status {
+				t.Fatalf("task row %q: want type %q, status %q", row, tc.taskType, tc.status)
+			}
+			got = export(t, customers, CustomersType, CustomerParams{Lang: tc.lang})
+			if got[0][0] != tc.sheet || !slices.Equal(got[1][:3], tc.customerHeader) {
+				t.Fatalf("customer export: sheet %q, header %q; want %q, %q", got[0][0], got[1], tc.sheet, tc.customerHeader)
+			}
+			if row := only(got, "C1"); row[5] != tc.customerLevel {
+				t.Fatalf("customer row %q: want level %q", row, tc.customerLevel)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"slices"
@@ -31,12 +30,7 @@ func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jo
 	if err != nil {
 		return nil, jobs2Sub{}, err
 	}
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return task, jobs2Sub{key: sub.BizKey, params: sub.Params}, nil
+	return w.create(w.t, sub), jobs2Sub{key: sub.BizKey, params: sub.Params}, nil
 }
 
 type jobs2Sub struct {
@@ -212,7 +206,7 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if res.ErrorReportLang != LangZH || !strings.HasPrefix(res.FirstErrors[0], "row 3, phone: must be") {
 		t.Fatalf("result %+v: first_errors stay canonical, the report is Chinese", res)
 	}
-	rep, err := excelize.OpenFile(w.abs(res.ErrorReport))
+	rep, err := excelize.OpenFile(w.jw.Path(res.ErrorReport))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,14 +28,13 @@ import (
 // Redis database of its own, one delivery at a time: the test drives each attempt with
 // deliver and steps in between batches with Importer.afterCommit.
 type world struct {
-	t    *testing.T
-	jw   *jobstest.World
-	pg   *storetest.Postgres
-	st   *store.Store
-	fs   storage.Store
-	root string // the data dir (the local backend's objects, scratch on both)
-	rt   *jobs.Runtime
-	im   *Importer
+	t  *testing.T
+	jw *jobstest.World
+	pg *storetest.Postgres
+	st *store.Store
+	fs storage.Store
+	rt *jobs.Runtime
+	im *Importer
 }
 
 func newWorld(t *testing.T, cfg Config) *world {
@@ -51,12 +50,23 @@ func newWorldOn(t *testing.T, cfg Config, sc storage.Config) *world {
 	cfg.ReportTTL = time.Hour
 	im := New(jw.Store, jw.Files, cfg)
 	rt := jw.Runtime(im, jobs.TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute})
-	return &world{t: t, jw: jw, pg: jw.PG, st: jw.Store, fs: jw.Files, root: jw.Root, rt: rt, im: im}
+	return &world{t: t, jw: jw, pg: jw.PG, st: jw.Store, fs: jw.Files, rt: rt, im: im}
 }
 
 // submit stores the file as an upload and creates its task, as the API would (params from
 // Inspect, so what submit would have refused is refused here too).
 func (w *world) submit(name string, content []byte) *store.Task {
+	w.t.Helper()
+	p := w.upload(name, content)
+	p.Mode = ModeUpsert
+	if ins, err := sheet.Inspect(bytes.NewReader(content), int64(len(content)), sheet.Choice{Format: p.Format}, sheet.Options{IsHeader: isHeader}); err == nil {
+		p.Rows = ins.Rows
+	}
+	return w.createImport(p)
+}
+
+// upload stores the file as an upload and returns the import's params naming it.
+func (w *world) upload(name string, content []byte) Params {
 	w.t.Helper()
 	format, err := sheet.FormatOf(name)
 	if err != nil {
@@ -66,21 +76,24 @@ func (w *world) submit(name string, content []byte) *store.Task {
 	if _, err := w.fs.Put(context.Background(), rel, bytes.NewReader(content), int64(len(content)), ""); err != nil {
 		w.t.Fatal(err)
 	}
-	rows := 0
-	if ins, err := sheet.Inspect(bytes.NewReader(content), int64(len(content)), sheet.Choice{Format: format}, sheet.Options{IsHeader: isHeader}); err == nil {
-		rows = ins.Rows
-	}
-	params, _ := json.Marshal(Params{Upload: rel, Format: format, Mode: ModeUpsert, Filename: name, Rows: rows})
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return task
+	return Params{Upload: rel, Format: format, Filename: name}
 }
 
-// abs is where the local backend keeps key.
-func (w *world) abs(key string) string { return filepath.Join(w.root, filepath.FromSlash(key)) }
+// createImport creates alice's import task of p, titled as submit titles it.
+func (w *world) createImport(p Params) *store.Task {
+	w.t.Helper()
+	params, _ := json.Marshal(p)
+	title := jobs.NewTitle(p.TitleMessage())
+	return w.create(w.t, jobs.Submission{Type: Type, Owner: "alice", Params: params, Title: title.Text, TitleMessage: title.Message})
+}
+
+// create creates the task of sub (an import's or an undo's) on the imports queue, as the API
+// would.
+func (w *world) create(t testing.TB, sub jobs.Submission) *store.Task {
+	t.Helper()
+	return w.jw.Create(t, store.NewTask{Type: sub.Type, Owner: sub.Owner, Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600,
+		Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title, TitleMessage: sub.TitleMessage})
+}
 
 // deliver runs one attempt of the task, as an asynq delivery would, and returns the row after.
 func (w *world) deliver(task *store.Task) *store.Task {
@@ -159,7 +172,7 @@ func TestSupersededAttemptLeavesTheLiveReportAlone(t *testing.T) {
 			t.Errorf("takeover: %v", err)
 			return
 		}
-		live = w.abs(reportPath(c.Lease))
+		live = w.jw.Path(reportPath(c.Lease))
 		if err := os.MkdirAll(filepath.Dir(live), 0o750); err != nil {
 			t.Error(err)
 		}
@@ -301,7 +314,7 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}
-	f, err := excelize.OpenFile(w.abs(rel))
+	f, err := excelize.OpenFile(w.jw.Path(rel))
 	if err != nil {
 		t.Fatal(err)
 	}

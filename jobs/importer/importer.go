@@ -142,18 +142,8 @@ type batch struct {
 	last      int // the last row number read
 }
 
-// Summary is the outcome an import reports. Success splits into Inserted (new codes), Updated
-// (values changed) and Unchanged (the same values); Removed is the customers a replace
-// removed (or, dry, would remove).
-type Summary struct {
-	Total     int64 `json:"total"`
-	Success   int64 `json:"success"`
-	Failed    int64 `json:"failed"`
-	Inserted  int64 `json:"inserted"`
-	Updated   int64 `json:"updated"`
-	Unchanged int64 `json:"unchanged"`
-	Removed   int64 `json:"removed"`
-}
+// Summary is the outcome an import reports: the one type the API and the Go client read.
+type Summary = task.ImportSummary
 
 // ResultData is the task result of an import.
 type ResultData struct {

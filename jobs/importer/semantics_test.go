@@ -1,10 +1,8 @@
 package importer
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/taskcenter/taskcenter/internal/sheet"
-	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -20,23 +17,9 @@ import (
 // submitMode stores the file as an upload and creates its import task in mode, dry or not.
 func (w *world) submitMode(name string, content []byte, mode string, dry bool) *store.Task {
 	w.t.Helper()
-	format, err := sheet.FormatOf(name)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	rel := storage.Uploads + "/" + rand.Text() + "." + string(format)
-	if _, err := w.fs.Put(context.Background(), rel, bytes.NewReader(content), int64(len(content)), ""); err != nil {
-		w.t.Fatal(err)
-	}
-	p := Params{Upload: rel, Format: format, Mode: mode, Filename: name, DryRun: dry}
-	params, _ := json.Marshal(p)
-	title := jobs.NewTitle(p.TitleMessage())
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: params, Title: title.Text, TitleMessage: title.Message})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return task
+	p := w.upload(name, content)
+	p.Mode, p.DryRun = mode, dry
+	return w.createImport(p)
 }
 
 // result is a finished import's result.

@@ -3,7 +3,6 @@ package importer
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -91,12 +90,7 @@ func TestSubmitCountsABoundedPrefix(t *testing.T) {
 			if p.Rows < c.rows/2 || p.Rows > 2*c.rows {
 				t.Fatalf("submit estimated %d rows, the file has %d", p.Rows, c.rows)
 			}
-			task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: Type, Owner: "alice",
-				Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := w.deliver(task)
+			got := w.deliver(w.create(t, sub))
 			n := w.count("SELECT count(*) FROM customers")
 			says := got.ErrorMessage + string(got.Result)
 			if got.Status != c.status || n != c.customers || !strings.Contains(says, c.says) || got.RetryCount != 0 {

@@ -2,7 +2,6 @@ package importer
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,12 +19,7 @@ func (w *world) undo(imp *store.Task) *store.Task {
 	if err != nil {
 		w.t.Fatalf("undo of %s refused: %v", imp.TaskNo, err)
 	}
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: sub.Type, Owner: sub.Owner,
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title,
-		TitleMessage: sub.TitleMessage})
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	task := w.create(w.t, sub)
 	rt := w.jw.Runtime(NewUndoer(w.st, w.fs, Config{BatchSize: 2, ReportTTL: time.Hour}), jobs.TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Minute})
 	return w.jw.Deliver(rt, task)
 }
@@ -151,12 +145,7 @@ func TestUndoCancelledMidwayResumesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, _, err := w.st.Create(context.Background(), store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: sub.Type, Owner: sub.Owner,
-		Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600, Params: sub.Params, BizKey: sub.BizKey, Title: sub.Title,
-		TitleMessage: sub.TitleMessage})
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := w.create(t, sub)
 	u := NewUndoer(w.st, w.fs, Config{BatchSize: 2, ReportTTL: time.Hour})
 	u.afterCommit = func(ctx context.Context, run *jobs.Run, n int) {
 		if n == 1 {

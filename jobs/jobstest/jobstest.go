@@ -5,9 +5,10 @@ package jobstest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
-	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ func New(t testing.TB, sc storage.Config) *World {
 	return &World{t: t, PG: pg, Redis: rd.Client, Store: store.New(pg.DB), Files: fs, Root: root}
 }
 
+// Path is where the local backend keeps the object key (a task's result file, an upload).
+func (w *World) Path(key string) string { return filepath.Join(w.Root, filepath.FromSlash(key)) }
+
 // Runtime is a runtime of worker "test" running h, whose tasks follow policy. Heartbeats and
 // takeovers are too slow to happen during a test; progress is written at once. It is closed
 // when the test ends.
@@ -49,7 +53,7 @@ func (w *World) Runtime(h jobs.Handler, policy jobs.TypePolicy) *jobs.Runtime {
 	rt := jobs.NewRuntime(jobs.RuntimeConfig{WorkerID: "test", HeartbeatInterval: time.Hour, TakeoverAfter: time.Hour,
 		ProgressInterval: time.Millisecond, Types: map[string]jobs.TypePolicy{h.Type(): policy}},
 		jobs.RuntimeDeps{Store: w.Store, Enqueuer: jobs.NewEnqueuer(client, asynq.NewInspectorFromRedisClient(w.Redis), nil),
-			Board: jobs.NewProgressBoard(w.Redis), Files: w.Files, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Board: jobs.NewProgressBoard(w.Redis), Files: w.Files, Logger: slog.New(slog.DiscardHandler)})
 	rt.Register(h)
 	w.t.Cleanup(rt.Close)
 	return rt
@@ -62,4 +66,29 @@ func (w *World) Deliver(rt *jobs.Runtime, task *store.Task) *store.Task {
 	payload, _ := json.Marshal(map[string]any{"task_id": task.ID, "task_no": task.TaskNo, "attempt": task.Attempt})
 	rt.ProcessTask(context.Background(), asynq.NewTask(task.Type, payload)) //nolint:errcheck // the row says how it ended
 	return storetest.Get(w.t, w.Store, task.ID)
+}
+
+// Create stores nt as a new PENDING task, under a fresh task number when it names none, and
+// fails t if it could not.
+func (w *World) Create(t testing.TB, nt store.NewTask) *store.Task {
+	t.Helper()
+	if nt.TaskNo == "" {
+		nt.TaskNo = "tsk_" + rand.Text()
+	}
+	task, _, err := w.Store.Create(context.Background(), nt)
+	if err != nil {
+		t.Fatalf("create a %s task: %v", nt.Type, err)
+	}
+	return task
+}
+
+// Succeed runs one attempt of task on rt, as Deliver does, and decodes the result it stored
+// into result; t fails unless the attempt ended the task SUCCESS.
+func (w *World) Succeed(t testing.TB, rt *jobs.Runtime, task *store.Task, result any) *store.Task {
+	t.Helper()
+	done := w.Deliver(rt, task)
+	if err := json.Unmarshal(done.Result, result); err != nil || done.Status != store.StatusSuccess {
+		t.Fatalf("%s %s: %s (%v)", task.Type, done.Status, done.Result, err)
+	}
+	return done
 }

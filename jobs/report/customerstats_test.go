@@ -1,10 +1,7 @@
 package report
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,44 +11,34 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
 // Each sheet of the report declares the range of its cells: a reader that trusts the
 // dimension (openpyxl read-only) sees every breakdown whole.
 func TestCustomerStatsSheetsDeclareTheirRange(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	w := jobstest.New(t, storage.Config{})
 
 	// Four cities, three levels; two imports today.
-	if _, err := w.PG.DB.ExecContext(ctx, `INSERT INTO customers (code, name, phone, city, level)
+	storetest.Exec(t, w.PG.DB, `INSERT INTO customers (code, name, phone, city, level)
 		SELECT 'C' || i, 'n', '13800138000', (ARRAY['Shanghai','Beijing','Shenzhen','Hangzhou'])[1 + i % 4],
 			(ARRAY['gold','silver','normal'])[1 + i % 3]
-		FROM generate_series(1, 24) AS i`); err != nil {
-		t.Fatal(err)
-	}
+		FROM generate_series(1, 24) AS i`)
 	for range 2 {
-		if _, _, err := w.Store.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "import:customers", Owner: "alice",
-			Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600}); err != nil {
-			t.Fatal(err)
-		}
+		w.Create(t, store.NewTask{Type: "import:customers", Owner: "alice", Queue: "imports", MaxRetry: 3, TimeoutSeconds: 600})
 	}
 
 	typ := CustomerStatsTaskType(w.PG.DB, w.Files, Config{ResultTTL: time.Hour})
 	rt := w.Runtime(typ.Handler, jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute})
 
 	params, _ := json.Marshal(CustomerStatsParams{Days: 30, Scope: store.Scope{Owner: "alice"}})
-	task, _, err := w.Store.Create(ctx, store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: CustomerStatsType, Owner: "alice",
-		Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := w.Deliver(rt, task)
+	task := w.Create(t, store.NewTask{Type: CustomerStatsType, Owner: "alice", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
 	var res ResultData
-	if err := json.Unmarshal(done.Result, &res); err != nil || done.Status != store.StatusSuccess || res.File == "" {
-		t.Fatalf("report %s: %s (%v)", done.Status, done.Result, err)
+	if done := w.Succeed(t, rt, task, &res); res.File == "" {
+		t.Fatalf("report without a file: %s", done.Result)
 	}
-	got := xlsxtest.SheetRanges(t, filepath.Join(w.Root, filepath.FromSlash(res.File)))
+	got := xlsxtest.SheetRanges(t, w.Path(res.File))
 	// By city, by level, imports by day: a header each, then a row per city, level and day.
 	want := []string{"A1:B4=A1:B4", "A1:B5=A1:B5", "A1:E2=A1:E2"}
 	if !slices.Equal(got, want) {

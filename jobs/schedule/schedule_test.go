@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -53,14 +52,12 @@ func TestValidateExplainsBadInput(t *testing.T) {
 	}
 }
 
-// A fire whose previous run is still going skips (and says so) instead of piling up runs; a
-// second fire of the same slot never makes a second task.
 // newFirer is a firer over an isolated database and Redis, submitting export:customers.
 func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *storetest.Postgres) {
 	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
 	st := store.New(pg.DB)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	sub := jobs.NewSubmitter(st, jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil),
 		map[string]jobs.SubmitPolicy{"export:customers": {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Priority: 5}}, nil, nil, logger, nil)
 	return NewFirer(st, sub, limits, logger), st, pg
@@ -77,6 +74,8 @@ func aliceExports(t *testing.T, st *store.Store, scheduleNo, cron string) *sched
 	return sc
 }
 
+// A fire whose previous run is still going skips (and says so) instead of piling up runs; a
+// second fire of the same slot never makes a second task.
 func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 	t.Parallel()
 	f, st, _ := newFirer(t, config.Schedules{PauseAfterFailures: 5})

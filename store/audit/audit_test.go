@@ -8,7 +8,7 @@ import (
 )
 
 // The rows the store's own statements write with a change (submit, cancel, retry, a token's
-// creation and revocation) are tested where those statements live: store's audit_test.go and
+// creation and revocation) are tested where those statements live: store's records_test.go and
 // store/tokens.
 
 // The column list the statements name is exactly the model's columns, in model order.

@@ -40,10 +40,18 @@ func New(t *testing.T) *Fixture {
 // Task creates a PENDING task owned by alice.
 func (f *Fixture) Task() *store.Task {
 	f.T.Helper()
-	task, created, err := f.S.Create(context.Background(), store.NewTask{
-		TaskNo: "tsk_" + rand.Text(), Type: "export:customers", Owner: "alice", Queue: "exports",
-		MaxRetry: 3, TimeoutSeconds: 1800, Params: json.RawMessage(`{"a":1}`),
-	})
+	return f.Create(store.NewTask{Type: "export:customers", Owner: "alice", Queue: "exports",
+		MaxRetry: 3, TimeoutSeconds: 1800, Params: json.RawMessage(`{"a":1}`)})
+}
+
+// Create creates nt as a new PENDING task, under a fresh task number when it names none, and
+// fails the test unless it was created.
+func (f *Fixture) Create(nt store.NewTask) *store.Task {
+	f.T.Helper()
+	if nt.TaskNo == "" {
+		nt.TaskNo = "tsk_" + rand.Text()
+	}
+	task, created, err := f.S.Create(context.Background(), nt)
 	if err != nil || !created {
 		f.T.Fatalf("create: created=%v err=%v", created, err)
 	}

@@ -74,6 +74,18 @@ func (f *fixture) succeed(task *store.Task) {
 	f.endSucceeded(f.Claim(task, "w1"))
 }
 
+// succeededWithDeliveries subscribes alice to the terminal events, runs n of her tasks to
+// SUCCESS and fans their events out: n deliveries of the subscription it returns.
+func (f *fixture) succeededWithDeliveries(n int) *webhooks.Subscription {
+	f.T.Helper()
+	sub := f.subscribe("alice", terminalEvents...)
+	for range n {
+		f.succeed(f.Task())
+	}
+	f.fanOutAll()
+	return sub
+}
+
 // endSucceeded ends the running attempt l with SUCCESS.
 func (f *fixture) endSucceeded(l store.Lease) {
 	f.T.Helper()
@@ -258,11 +270,7 @@ func TestDeliveryClaimFencesAndCapsPerSubscription(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	sub := f.subscribe("alice", terminalEvents...)
-	for range 5 {
-		f.succeed(f.Task())
-	}
-	f.fanOutAll()
+	sub := f.succeededWithDeliveries(5)
 
 	got, err := f.S.ClaimDeliveries(ctx, 10, 2, time.Minute)
 	if err != nil {
@@ -351,11 +359,7 @@ func TestPruneDeliveriesKeepsUnfinishedOnes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	sub := f.subscribe("alice", terminalEvents...)
-	for range 3 {
-		f.succeed(f.Task())
-	}
-	f.fanOutAll()
+	sub := f.succeededWithDeliveries(3)
 	f.Exec("UPDATE webhook_deliveries SET updated_at = now() - interval '8 days'")
 	f.Exec("UPDATE webhook_deliveries SET state = 'delivered' WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 2)")
 	n, err := f.S.PruneDeliveries(ctx, 7*24*time.Hour, 100)
