@@ -244,10 +244,7 @@ type pipelineRun struct {
 
 // endToEnd submits n no-op tasks over HTTP and times the first submit to the last SUCCESS.
 func (b *bench) endToEnd(ctx context.Context, n int, env []string, batched bool) (pipelineRun, error) {
-	if err := b.flushRedis(); err != nil {
-		return pipelineRun{}, err
-	}
-	if _, err := b.db.ExecContext(ctx, "TRUNCATE tasks CASCADE"); err != nil {
+	if err := b.emptyQueueAnd(ctx, "tasks"); err != nil {
 		return pipelineRun{}, err
 	}
 	svc, err := b.startService(env...)
@@ -508,10 +505,7 @@ func rawAsynq(args []string, stdout io.Writer) error {
 // drainRate submits n no-op tasks (in batches) to an API-only process, then starts a
 // worker-only process and measures how fast it drains them: the worker side alone.
 func (b *bench) drainRate(ctx context.Context, n int, env []string) (pipelineRun, error) {
-	if err := b.flushRedis(); err != nil {
-		return pipelineRun{}, err
-	}
-	if _, err := b.db.ExecContext(ctx, "TRUNCATE tasks CASCADE"); err != nil {
+	if err := b.emptyQueueAnd(ctx, "tasks"); err != nil {
 		return pipelineRun{}, err
 	}
 	api, err := b.startRoles("api", env...)
