@@ -140,8 +140,7 @@ func TestHostileRequestsOverTheWire(t *testing.T) {
 
 func TestHTTPHygieneOverTheWire(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	e, p := startEnv(t, nil, "api")
 	for _, c := range []struct{ method, path, allow string }{
 		{"PUT", "/api/v1/tasks/tsk_X", "GET, HEAD"},
 		{"DELETE", "/api/v1/tasks/tsk_X", "GET, HEAD"},
@@ -214,8 +213,7 @@ func trickle(t *testing.T, base, path, token string, every time.Duration, deadli
 // off, and a user holds at most four at once.
 func TestSlowUploadsAreCutOffWithDefaultLimits(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	e, p := startEnv(t, nil, "api")
 	var held []<-chan int
 	for range 4 {
 		held = append(held, trickle(t, p.base, "/api/v1/imports", aliceToken, 200*time.Millisecond, 40*time.Second))
@@ -257,8 +255,7 @@ func TestSlowUploadsAreCutOffWithDefaultLimits(t *testing.T) {
 // the server serves the next request as usual.
 func TestOversizedHeadersAnswer431OnEveryAddress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	_, p := startEnv(t, nil, "all")
 	for name, base := range map[string]string{"api": p.base, "metrics": p.metricsBase(t)} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

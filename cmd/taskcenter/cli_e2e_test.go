@@ -71,8 +71,7 @@ var taskNoPattern = regexp.MustCompile(`tsk_[A-Z0-9]+`)
 
 func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "customers.xlsx"), excelizeMessy(t), 0o644); err != nil {
 		t.Fatal(err)
@@ -153,8 +152,7 @@ func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 
 func TestCLIUsageAndAuthErrorsExitThree(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	_, p := startEnv(t, nil, "api")
 	dir := t.TempDir()
 	r := p.tc(dir, "not-a-valid-token-at-all", "ls")
 	if r.code != 3 || !strings.Contains(r.stderr, "refused the token") {
@@ -190,8 +188,7 @@ func xlsxRows(t *testing.T, path string) [][]string {
 // to each.
 func TestCLIFindsAndActsOnSeveralTasks(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api") // no worker: the tasks wait until tc acts on them
+	_, p := startEnv(t, nil, "api") // no worker: the tasks wait until tc acts on them
 	dir := t.TempDir()
 	csv := func(i int) []byte { return fmt.Appendf(nil, "code,name,phone\nG%03d,name,13900139%03d\n", i, i) }
 	march := p.submitImport(aliceToken, "march-customers.csv", csv(1), nil).ID
@@ -220,8 +217,7 @@ func TestCLIFindsAndActsOnSeveralTasks(t *testing.T) {
 // refused with a message saying what to do instead.
 func TestCLIDryRunReplaceAndUndo(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	e.seedCustomers(5)
 	dir := t.TempDir()
 	file := "code,name,phone,email,city,level\n" +

@@ -125,8 +125,7 @@ func TestImportMessyFilesFromSeveralProducers(t *testing.T) {
 	for name, content := range files {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, nil)
-			p := e.start("all")
+			e, p := startEnv(t, nil, "all")
 			final := p.importMessy(name, content(t))
 			if s := final.Result.Summary; s == nil || s.Total != 15 || s.Success != 8 || s.Failed != 7 {
 				t.Fatalf("summary = %+v", final.Result.Summary)
@@ -216,8 +215,7 @@ func TestImportInsertModeRejectsExistingCodes(t *testing.T) {
 func TestConcurrentIdenticalImportsMakeOneTaskAndOneFile(t *testing.T) {
 	t.Parallel()
 	// One user's 50 uploads at once: raise the per-user upload cap, which this test is not about.
-	e := newEnv(t, map[string]string{"TASKCENTER_IMPORT_MAX_CONCURRENT_UPLOADS": "64"})
-	p := e.start("api")
+	e, p := startEnv(t, map[string]string{"TASKCENTER_IMPORT_MAX_CONCURRENT_UPLOADS": "64"}, "api")
 	content := excelizeMessy(t)
 	const n = 50
 	var (
@@ -531,8 +529,7 @@ func TestImportCancelStopsBetweenBatchesAndRetryResumes(t *testing.T) {
 // LibreOffice saves import with the same counts and messages as the UTF-8 .xlsx.
 func TestLegacyFormatsImportLikeTheXLSX(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	var want map[int]string
 	for _, name := range []string{"messy-libreoffice.xlsx", "messy-gbk.csv", "messy-libreoffice.xls"} {
 		final := p.importMessy(name, sheettest.Fixture(t, name))
@@ -567,8 +564,7 @@ func TestLegacyFormatsImportLikeTheXLSX(t *testing.T) {
 // report in English.
 func TestChineseTemplateRoundTrip(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	_, p := startEnv(t, nil, "all")
 	res := p.do("GET", "/api/v1/imports/template?lang=zh&format=xlsx", aliceToken, nil)
 	if res.status != 200 || !strings.Contains(res.header.Get("Content-Disposition"), "customers-template-zh.xlsx") {
 		t.Fatalf("template: %d %v", res.status, res.header)

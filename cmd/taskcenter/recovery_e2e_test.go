@@ -41,8 +41,7 @@ func (e *env) redisThroughProxy() *testenv.Proxy {
 
 func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fastCleanup)
-	a := e.start("scheduler,worker")
+	e, a := startEnv(t, fastCleanup, "scheduler,worker")
 	b := e.start("scheduler,worker")
 	testenv.Eventually(t, 30*time.Second, "five cleanup rounds", func() bool {
 		return e.count("SELECT count(*) FROM cleanup_rounds WHERE finished_at IS NOT NULL") >= 5

@@ -20,8 +20,7 @@ import (
 func TestWebPageExplainsAMessyImport(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	final := p.importMessy("messy.xlsx", excelizeMessy(t))
 	// A later attempt's 120 lines: more than the page's first read, so the first attempt's
 	// lines are behind "Load earlier lines".
@@ -76,8 +75,7 @@ func TestWebPageExplainsAMessyImport(t *testing.T) {
 func TestTheMappingFormImportsTheUploadedFileAgain(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	b.signIn(p.base, aliceToken)
 
 	file := filepath.Join(t.TempDir(), "members.csv")
@@ -134,8 +132,7 @@ func TestTheMappingFormImportsTheUploadedFileAgain(t *testing.T) {
 func TestWebDryRunReplaceAndUndo(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	e.seedCustomers(5) // C000001…C000005
 	// Every column of every customer, id included: an undo brings a removed customer back
 	// with its id, so "as before" is the whole table.
