@@ -67,8 +67,7 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	e.seedCustomers(12000)
 	api := e.start("api,scheduler")
 	doomed := e.startBinary("worker")
-	task := api.submitExport(aliceToken, map[string]any{"type": "customers"})
-	api.waitUnderWay(aliceToken, task.ID)
+	task := api.exportUnderWay()
 	doomed.signal(syscall.SIGKILL, 10*time.Second)
 
 	e.start("worker")
@@ -96,8 +95,7 @@ func TestSIGTERMDuringALongTaskHandsItBackAndExitsZero(t *testing.T) {
 	e.seedCustomers(16000)
 	w := e.startBinary("all")
 	p := &proc{t: t, client: checkedClient(t), base: w.base}
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	p.waitUnderWay(aliceToken, task.ID)
+	task := p.exportUnderWay()
 	began := time.Now()
 	if err := w.signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM: %v (want status 0)", err)
@@ -174,8 +172,7 @@ func TestPostgresOutageAnswers503AndTheTaskFinishes(t *testing.T) {
 		t.Skipf("test Postgres is not at 127.0.0.1:5432 (%s)", e.pg.URL)
 	}
 	p := e.start("all")
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	p.waitUnderWay(aliceToken, task.ID)
+	task := p.exportUnderWay()
 
 	pgProxy.Cut()
 	if res := p.do("GET", "/readyz", "", nil); res.status != http.StatusServiceUnavailable || !strings.Contains(string(res.body), `"postgres":"unavailable"`) {
