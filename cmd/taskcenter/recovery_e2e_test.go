@@ -30,13 +30,16 @@ func merge(maps ...map[string]string) map[string]string {
 	return out
 }
 
-// redisThroughProxy sends the Redis traffic of the processes e starts from now on through a
-// proxy, so the test can cut Redis off and restore it.
-func (e *env) redisThroughProxy() *testenv.Proxy {
+// startThenCutRedis starts a process with these roles whose Redis traffic goes through a
+// proxy, and once it is up cuts Redis off; the test restores the proxy when Redis is to
+// answer again. Processes e starts later go through the same proxy.
+func (e *env) startThenCutRedis(roles string) (*proc, *testenv.Proxy) {
 	e.t.Helper()
 	proxy := testenv.NewProxy(e.t, e.redis.Addr)
 	e.vars["TASKCENTER_REDIS_ADDR"] = proxy.Addr()
-	return proxy
+	p := e.start(roles)
+	proxy.Cut()
+	return p, proxy
 }
 
 func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
@@ -213,10 +216,8 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastCleanup)
 	e.seedCustomers(100)
-	redisProxy := e.redisThroughProxy()
-	p := e.start("all")
+	p, redisProxy := e.startThenCutRedis("all")
 
-	redisProxy.Cut()
 	began := time.Now()
 	res := p.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"})
 	t.Logf("submit with Redis down answered %d in %s", res.status, time.Since(began))
@@ -253,10 +254,8 @@ func TestTasksSubmittedDuringARedisOutageAreEnqueuedWhenItAnswers(t *testing.T) 
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.seedCustomers(50)
-	redisProxy := e.redisThroughProxy()
-	p := e.start("api,worker")
+	p, redisProxy := e.startThenCutRedis("api,worker")
 
-	redisProxy.Cut()
 	var ids []string
 	for range 3 {
 		ids = append(ids, p.submitExport(aliceToken, map[string]any{"type": "customers"}).ID)
