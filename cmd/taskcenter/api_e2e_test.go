@@ -53,8 +53,7 @@ type ListViewJSON struct {
 
 func TestAuthAndBadRequestsGetActionableProblems(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	_, p := startEnv(t, nil, "api")
 	cases := []struct {
 		name, method, path, token string
 		body                      any
@@ -94,8 +93,7 @@ func TestAuthAndBadRequestsGetActionableProblems(t *testing.T) {
 
 func TestBacklogOverLimitAnswers429AndLeavesNoTask(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_QUEUES_EXPORTS_BACKLOG_LIMIT": "3"})
-	p := e.start("api") // no workers: the backlog only grows
+	e, p := startEnv(t, map[string]string{"TASKCENTER_QUEUES_EXPORTS_BACKLOG_LIMIT": "3"}, "api") // no workers: the backlog only grows
 	for range 3 {
 		p.submitExport(aliceToken, map[string]any{"type": "customers"})
 	}
@@ -112,8 +110,7 @@ func TestBacklogOverLimitAnswers429AndLeavesNoTask(t *testing.T) {
 
 func TestIdempotencyKeyReturnsTheFirstTask(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	e, p := startEnv(t, nil, "api")
 	body := map[string]any{"type": "customers", "filter": map[string]any{"city": "Shanghai"}}
 	first := p.submitExport(aliceToken, body, "Idempotency-Key", "report-2026-11")
 
@@ -156,8 +153,7 @@ func TestIdempotencyKeyReturnsTheFirstTask(t *testing.T) {
 
 func TestTaskExportIsScopedToTheSubmitter(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	_, p := startEnv(t, nil, "all")
 	a1 := p.submitExport(aliceToken, map[string]any{"type": "customers"})
 	b1 := p.submitExport(bobToken, map[string]any{"type": "customers"})
 	p.waitStatus(aliceToken, a1.ID, 30*time.Second, "SUCCESS")
@@ -195,8 +191,7 @@ func TestTaskExportIsScopedToTheSubmitter(t *testing.T) {
 
 func TestListFiltersAndPaginates(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	_, p := startEnv(t, nil, "api")
 	var ids []string
 	for range 7 {
 		ids = append(ids, p.submitExport(aliceToken, map[string]any{"type": "customers"}).ID)
@@ -237,8 +232,7 @@ func TestListFiltersAndPaginates(t *testing.T) {
 
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	_, p := startEnv(t, nil, "api")
 	if res := p.do("GET", "/healthz", "", nil); res.status != 200 {
 		t.Fatalf("healthz %d", res.status)
 	}

@@ -75,8 +75,7 @@ func (p *proc) auditTrail(token, query string) []string {
 
 func TestBearerJWTsFromTheCompanyIdP(t *testing.T) {
 	idp := newCompanyIdP(t)
-	e := newEnv(t, idp.vars())
-	api := e.start("api")
+	_, api := startEnv(t, idp.vars(), "api")
 	kp := idp.Key()
 	alice := idp.jwt(t, kp, "alice")
 
@@ -210,8 +209,7 @@ func TestSignInWithTheCompanyIdPInChromium(t *testing.T) {
 	idp := companyIdP{testenv.NewIdPAt(t, "127.0.0.2")}
 	const password = "alice-at-the-company"
 	idp.RequireSignIn(password, &mockoidc.MockUser{Subject: "id-alice", PreferredUsername: "alice", Email: "alice@example.com", Groups: []string{"staff"}})
-	e := newEnv(t, idp.vars())
-	api := e.start("api") // no worker: the export waits, so it can be cancelled at once
+	_, api := startEnv(t, idp.vars(), "api") // no worker: the export waits, so it can be cancelled at once
 	base := api.base
 	if strings.Contains(base, "127.0.0.2") || !strings.Contains(idp.Issuer(), "127.0.0.2") {
 		t.Fatalf("the service (%s) and the provider (%s) must be two sites", base, idp.Issuer())

@@ -35,6 +35,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
@@ -190,28 +191,19 @@ func (e *env) mustTask(no string) chaosTask {
 	return tasks[0]
 }
 
-// chaosRun is an attempt (task_runs row).
-type chaosRun struct {
-	Attempt    int        `bun:"attempt"`
-	Trigger    string     `bun:"trigger"`
-	Worker     string     `bun:"worker"`
-	Status     string     `bun:"status"`
-	StartedAt  time.Time  `bun:"started_at"`
-	FinishedAt *time.Time `bun:"finished_at"`
-}
-
-// mustRuns reads the task's attempts, retrying through a Postgres restart for up to a minute.
-func (e *env) mustRuns(taskID int64) []chaosRun {
+// mustRuns reads the task's attempts (the columns the suite reads), retrying through a
+// Postgres restart for up to a minute.
+func (e *env) mustRuns(taskID int64) []store.Run {
 	e.t.Helper()
-	return throughRestart(e.t, "read runs", func() ([]chaosRun, error) {
-		var runs []chaosRun
+	return throughRestart(e.t, "read runs", func() ([]store.Run, error) {
+		var runs []store.Run
 		err := e.pg.DB.NewRaw("SELECT attempt, trigger, worker, status, started_at, finished_at FROM task_runs WHERE task_id = ? ORDER BY attempt", taskID).
 			Scan(context.Background(), &runs)
 		return runs, err
 	})
 }
 
-func describeRuns(runs []chaosRun) string {
+func describeRuns(runs []store.Run) string {
 	parts := make([]string, len(runs))
 	for i, r := range runs {
 		parts[i] = fmt.Sprintf("%s→%s", r.Trigger, r.Status)

@@ -71,8 +71,7 @@ var taskNoPattern = regexp.MustCompile(`tsk_[A-Z0-9]+`)
 
 func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "customers.xlsx"), excelizeMessy(t), 0o644); err != nil {
 		t.Fatal(err)
@@ -153,8 +152,7 @@ func TestCLIImportWaitErrorReportAndDownload(t *testing.T) {
 
 func TestCLIUsageAndAuthErrorsExitThree(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api")
+	_, p := startEnv(t, nil, "api")
 	dir := t.TempDir()
 	r := p.tc(dir, "not-a-valid-token-at-all", "ls")
 	if r.code != 3 || !strings.Contains(r.stderr, "refused the token") {
@@ -190,8 +188,7 @@ func xlsxRows(t *testing.T, path string) [][]string {
 // to each.
 func TestCLIFindsAndActsOnSeveralTasks(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("api") // no worker: the tasks wait until tc acts on them
+	_, p := startEnv(t, nil, "api") // no worker: the tasks wait until tc acts on them
 	dir := t.TempDir()
 	csv := func(i int) []byte { return fmt.Appendf(nil, "code,name,phone\nG%03d,name,13900139%03d\n", i, i) }
 	march := p.submitImport(aliceToken, "march-customers.csv", csv(1), nil).ID
@@ -212,5 +209,47 @@ func TestCLIFindsAndActsOnSeveralTasks(t *testing.T) {
 	}
 	if got := p.task(aliceToken, april).Status; got != "CANCELLED" {
 		t.Fatalf("april's import is %s", got)
+	}
+}
+
+// Through the real process and tc: a dry run of a replace says what it would do and writes
+// nothing, the replace does it, the undo puts every customer back, and an undo of the undo is
+// refused with a message saying what to do instead.
+func TestCLIDryRunReplaceAndUndo(t *testing.T) {
+	t.Parallel()
+	e, p := startEnv(t, nil, "all")
+	e.seedCustomers(5)
+	dir := t.TempDir()
+	file := "code,name,phone,email,city,level\n" +
+		"C000001,Renamed,13800000001,c1@example.com,Shanghai,gold\n" + // updated
+		"C000002,Customer 2,13800000002,c2@example.com,Shanghai,gold\n" + // unchanged
+		"N000001,New,13900000001,,Hangzhou,silver\n" // inserted; C000003..5 are not in the file
+	if err := os.WriteFile(filepath.Join(dir, "list.csv"), []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const split = "1 inserted, 1 updated, 1 unchanged, 3 removed"
+
+	r := p.tc(dir, aliceToken, "import", "list.csv", "--mode", "replace", "--dry-run", "--wait")
+	if r.code != 0 || !strings.Contains(r.stdout, split) || !strings.Contains(r.stdout, "dry run: nothing was written") ||
+		e.count("SELECT count(*) FROM customers") != 5 || e.count("SELECT count(*) FROM customers WHERE name = 'Renamed'") != 0 {
+		t.Fatalf("dry run: exit %d %q; %d customers", r.code, r.stdout, e.count("SELECT count(*) FROM customers"))
+	}
+
+	r = p.tc(dir, aliceToken, "import", "list.csv", "--mode", "replace", "--wait")
+	id := taskNoPattern.FindString(r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, split) || !strings.Contains(r.stdout, "tc undo "+id) || e.count("SELECT count(*) FROM customers") != 3 {
+		t.Fatalf("replace: exit %d %q; %d customers", r.code, r.stdout, e.count("SELECT count(*) FROM customers"))
+	}
+
+	r = p.tc(dir, aliceToken, "undo", id, "--wait")
+	undo := taskNoPattern.FindString(r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "import:customers-undo") || e.count("SELECT count(*) FROM customers") != 5 ||
+		e.count("SELECT count(*) FROM customers WHERE name LIKE 'Customer %'") != 5 {
+		t.Fatalf("undo: exit %d %q; customers %d", r.code, r.stdout, e.count("SELECT count(*) FROM customers"))
+	}
+
+	r = p.tc(dir, aliceToken, "undo", undo)
+	if r.code == 0 || !strings.Contains(r.stderr, "an undo cannot be undone; import the file again") {
+		t.Fatalf("undo of the undo: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -20,8 +20,7 @@ import (
 func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"})
-	api := e.start("api") // no worker yet: the export's job waits in its queue
+	e, api := startEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"}, "api") // no worker yet: the export's job waits in its queue
 	var sub struct{ Task taskJSON }
 	api.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}).json(t, &sub)
 	base, err := url.Parse(api.base)

@@ -17,8 +17,7 @@ import (
 func TestAnIdentityProviderOutageIsReportedAsItsOwn(t *testing.T) {
 	t.Parallel()
 	idp := newCompanyIdP(t)
-	e := newEnv(t, idp.vars())
-	api := e.start("api")
+	_, api := startEnv(t, idp.vars(), "api")
 	issuer := idp.Issuer()
 	if err := idp.Shutdown(); err != nil {
 		t.Fatal(err)

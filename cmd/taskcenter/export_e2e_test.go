@@ -118,13 +118,9 @@ func TestExportCustomersEndToEnd(t *testing.T) {
 
 func TestExportRetriesATransientFaultThenSucceeds(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_EXPORT_PAGE_SIZE": "20"})
-	e.seedCustomers(20000)
-	p := e.start("all")
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
+	e, p, task := exportingCustomers(t, 20000)
 
 	// Kill the export's database connection mid-export.
-	p.waitUnderWay(aliceToken, task.ID)
 	killed := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE application_name = ? AND xact_start IS NOT NULL AND pid <> pg_backend_pid() AND query ILIKE '%customers%') k`, e.pg.Schema)
 	if killed == 0 {
@@ -232,11 +228,7 @@ func TestCancelPendingTaskNeverRuns(t *testing.T) {
 
 func TestCancelRunningStopsAtNextPageAndIsNotRetried(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_EXPORT_PAGE_SIZE": "20"})
-	e.seedCustomers(30000)
-	p := e.start("all")
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	p.waitUnderWay(aliceToken, task.ID)
+	e, p, task := exportingCustomers(t, 30000)
 	res := p.do("POST", "/api/v1/tasks/"+task.ID+"/cancel", aliceToken, nil)
 	var got taskJSON
 	res.json(t, &got)

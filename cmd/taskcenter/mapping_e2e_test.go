@@ -87,8 +87,7 @@ func submitted(t *testing.T, res response) (int, string) {
 
 func TestImportColumnMapping(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 
 	// A file whose headers the import does not know fails, naming them and the fields
 	// missing, with the fields a mapping form offers.

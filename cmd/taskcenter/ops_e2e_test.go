@@ -51,8 +51,7 @@ func TestMetricsConsoleAndLogsDuringAnImport(t *testing.T) {
 	t.Parallel()
 	// Without a per-owner running cap, so the claim goes through the grouped writer measured
 	// below (a capped claim counts the owner's running tasks in a statement of its own).
-	e := newEnv(t, map[string]string{"TASKCENTER_QUEUES_IMPORTS_MAX_RUNNING_PER_OWNER": "0"})
-	p := e.start("all")
+	_, p := startEnv(t, map[string]string{"TASKCENTER_QUEUES_IMPORTS_MAX_RUNNING_PER_OWNER": "0"}, "all")
 	before := scrape(t, p, `taskcenter_rows_total{result="success",type="import:customers"}`)
 	task := p.submitImport(aliceToken, "messy.xlsx", excelizeMessy(t), map[string]string{})
 	p.waitStatus(aliceToken, task.ID, 3*time.Minute, "PARTIAL_SUCCESS")

@@ -13,8 +13,7 @@ import (
 // only) and counted in /api/v1/stats.
 func TestArchivedTaskIsFoundByIDAndCountedInStats(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fastCleanup)
-	p := e.start("all")
+	e, p := startEnv(t, fastCleanup, "all")
 	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
 	p.waitStatus(aliceToken, task.ID, 3*time.Minute, "SUCCESS")
 	e.exec("UPDATE tasks SET finished_at = now() - interval '31 days', started_at = now() - interval '31 days' - interval '3 seconds' WHERE task_no = ?", task.ID)
@@ -62,8 +61,7 @@ func TestArchivedTaskIsFoundByIDAndCountedInStats(t *testing.T) {
 // cannot see it.
 func TestSchedulesThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s", "TASKCENTER_SCHEDULES_MAX_PER_OWNER": "2"})
-	p := e.start("all")
+	_, p := startEnv(t, map[string]string{"TASKCENTER_CLEANUP_SCHEDULE_SYNC": "1s", "TASKCENTER_SCHEDULES_MAX_PER_OWNER": "2"}, "all")
 	for _, bad := range []map[string]any{
 		{"type": "export:customers", "cron": "every tuesday", "params": map[string]any{}},
 		{"type": "export:customers", "cron": "0 9 * * 1", "timezone": "Mars/Olympus"},

@@ -30,19 +30,21 @@ func merge(maps ...map[string]string) map[string]string {
 	return out
 }
 
-// redisThroughProxy sends the Redis traffic of the processes e starts from now on through a
-// proxy, so the test can cut Redis off and restore it.
-func (e *env) redisThroughProxy() *testenv.Proxy {
+// startThenCutRedis starts a process with these roles whose Redis traffic goes through a
+// proxy, and once it is up cuts Redis off; the test restores the proxy when Redis is to
+// answer again. Processes e starts later go through the same proxy.
+func (e *env) startThenCutRedis(roles string) (*proc, *testenv.Proxy) {
 	e.t.Helper()
 	proxy := testenv.NewProxy(e.t, e.redis.Addr)
 	e.vars["TASKCENTER_REDIS_ADDR"] = proxy.Addr()
-	return proxy
+	p := e.start(roles)
+	proxy.Cut()
+	return p, proxy
 }
 
 func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fastCleanup)
-	a := e.start("scheduler,worker")
+	e, a := startEnv(t, fastCleanup, "scheduler,worker")
 	b := e.start("scheduler,worker")
 	testenv.Eventually(t, 30*time.Second, "five cleanup rounds", func() bool {
 		return e.count("SELECT count(*) FROM cleanup_rounds WHERE finished_at IS NOT NULL") >= 5
@@ -68,8 +70,7 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	e.seedCustomers(12000)
 	api := e.start("api,scheduler")
 	doomed := e.startBinary("worker")
-	task := api.submitExport(aliceToken, map[string]any{"type": "customers"})
-	api.waitUnderWay(aliceToken, task.ID)
+	task := api.exportUnderWay()
 	doomed.signal(syscall.SIGKILL, 10*time.Second)
 
 	e.start("worker")
@@ -97,8 +98,7 @@ func TestSIGTERMDuringALongTaskHandsItBackAndExitsZero(t *testing.T) {
 	e.seedCustomers(16000)
 	w := e.startBinary("all")
 	p := &proc{t: t, client: checkedClient(t), base: w.base}
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	p.waitUnderWay(aliceToken, task.ID)
+	task := p.exportUnderWay()
 	began := time.Now()
 	if err := w.signal(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM: %v (want status 0)", err)
@@ -175,8 +175,7 @@ func TestPostgresOutageAnswers503AndTheTaskFinishes(t *testing.T) {
 		t.Skipf("test Postgres is not at 127.0.0.1:5432 (%s)", e.pg.URL)
 	}
 	p := e.start("all")
-	task := p.submitExport(aliceToken, map[string]any{"type": "customers"})
-	p.waitUnderWay(aliceToken, task.ID)
+	task := p.exportUnderWay()
 
 	pgProxy.Cut()
 	if res := p.do("GET", "/readyz", "", nil); res.status != http.StatusServiceUnavailable || !strings.Contains(string(res.body), `"postgres":"unavailable"`) {
@@ -217,10 +216,8 @@ func TestRedisOutageStillAcceptsSubmitsAndRunsThemAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fastCleanup)
 	e.seedCustomers(100)
-	redisProxy := e.redisThroughProxy()
-	p := e.start("all")
+	p, redisProxy := e.startThenCutRedis("all")
 
-	redisProxy.Cut()
 	began := time.Now()
 	res := p.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"})
 	t.Logf("submit with Redis down answered %d in %s", res.status, time.Since(began))
@@ -257,10 +254,8 @@ func TestTasksSubmittedDuringARedisOutageAreEnqueuedWhenItAnswers(t *testing.T) 
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.seedCustomers(50)
-	redisProxy := e.redisThroughProxy()
-	p := e.start("api,worker")
+	p, redisProxy := e.startThenCutRedis("api,worker")
 
-	redisProxy.Cut()
 	var ids []string
 	for range 3 {
 		ids = append(ids, p.submitExport(aliceToken, map[string]any{"type": "customers"}).ID)

@@ -115,8 +115,7 @@ func TestATypeFromATestFileRunsThroughTheGenericEndpoint(t *testing.T) {
 // created, duplicate (a replayed idempotency_key), or the problem that refused it.
 func TestBatchSubmitAnswersEachTask(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	var tasks []map[string]any
 	for i := range 50 {
 		tasks = append(tasks, map[string]any{"type": "export:customers", "params": map[string]any{"filter": map[string]any{}},

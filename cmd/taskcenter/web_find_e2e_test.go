@@ -29,8 +29,7 @@ const findJS = `(() => {
 func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	api := e.start("api") // no worker: every task waits until the person acts on it
+	_, api := startEnv(t, nil, "api") // no worker: every task waits until the person acts on it
 	base := api.base
 
 	// 19 exports, the first one cancelled, then three imports (the newest).

@@ -14,8 +14,7 @@ import (
 func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	api := e.start("api") // no worker: the exports wait, so they can be counted
+	e, api := startEnv(t, nil, "api") // no worker: the exports wait, so they can be counted
 	b.signIn(api.base, aliceToken)
 	b.wait("an empty list that offers the first step", `!!document.querySelector("#list-msg #empty-import") && !!document.querySelector("#list-msg #empty-export")`, 10*time.Second)
 	b.run("the export form", chromedp.Navigate(api.base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))

@@ -21,8 +21,7 @@ const waitJS = `(() => {
 func TestWebPageShowsAWaitingTasksPlaceInLine(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	api := e.start("api") // no worker: every task waits
+	e, api := startEnv(t, nil, "api") // no worker: every task waits
 	base := api.base
 	var ids []string
 	for range 3 {

@@ -236,8 +236,7 @@ func verifyWithShellSnippet(t *testing.T, secret, sig string, body []byte) {
 // reason; so is a notify_url at submit, and no task is created for it.
 func TestWebhookDisallowedHostIsRefusedAtSubscriptionTime(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED": "false"})
-	p := e.start("api")
+	e, p := startEnv(t, map[string]string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED": "false"}, "api")
 	for _, url := range []string{"http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data/", "http://hooks.example.com/x", "http://127.0.0.1:9/x"} {
 		res := p.do("POST", "/api/v1/webhooks", aliceToken, map[string]any{"url": url})
 		if res.status != http.StatusUnprocessableEntity || !strings.Contains(string(res.body), `"code":"webhook_url_not_allowed"`) {

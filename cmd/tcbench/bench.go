@@ -103,6 +103,16 @@ func (b *bench) flushRedis() error {
 	return c.FlushDB(b.ctx).Err()
 }
 
+// emptyQueueAnd starts a measurement from an empty queue and empty tables: it flushes the
+// bench's Redis database and truncates (CASCADE) the tables, named as TRUNCATE names them.
+func (b *bench) emptyQueueAnd(ctx context.Context, tables string) error {
+	if err := b.flushRedis(); err != nil {
+		return err
+	}
+	_, err := b.db.ExecContext(ctx, "TRUNCATE "+tables+" CASCADE")
+	return err
+}
+
 func (b *bench) close() {
 	if b.db != nil {
 		b.db.Close()
@@ -307,3 +317,26 @@ func (b *bench) child(mode string, args ...string) (map[string]float64, float64,
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// writeOnce writes a generated input file through a 1 MiB buffer, unless path already holds
+// one: the files are large and the same from run to run, so a data dir kept between runs
+// skips writing them again.
+func writeOnce(path string, write func(w *bufio.Writer) error) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := write(w); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

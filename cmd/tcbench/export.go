@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/xuri/excelize/v2"
 )
 
 // benchExport: export N customers through the service (submit → SUCCESS) beside excelize's
@@ -20,10 +14,7 @@ func benchExport(ctx context.Context, b *bench) (Figure, error) {
 	n := b.exportRows
 	// A run that began with the submit benchmark leaves its tasks waiting, over the queue's
 	// backlog limit: start from an empty queue, as the other benchmarks do.
-	if err := b.flushRedis(); err != nil {
-		return Figure{}, err
-	}
-	if _, err := b.db.ExecContext(ctx, "TRUNCATE customers; TRUNCATE tasks CASCADE"); err != nil {
+	if err := b.emptyQueueAnd(ctx, "customers, tasks"); err != nil {
 		return Figure{}, err
 	}
 	if _, err := b.db.ExecContext(ctx, `
@@ -122,64 +113,4 @@ func seconds(xs []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(parts, " ")
-}
-
-// rawWrite is the baseline: excelize's StreamWriter writing n rows shaped like the customer
-// export to a temp file, nothing else.
-func rawWrite(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("raw-write", flag.ContinueOnError)
-	rows := fs.Int("rows", 100_000, "rows to write")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp("", "raw-write-*.xlsx")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	start := time.Now()
-	f := excelize.NewFile()
-	sw, err := f.NewStreamWriter("Sheet1")
-	if err != nil {
-		return err
-	}
-	header := []any{"code", "name", "phone", "email", "city", "level", "created_at", "updated_at"}
-	if err := sw.SetRow("A1", header); err != nil {
-		return err
-	}
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= *rows; i++ {
-		ts := base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
-		row := []any{fmt.Sprintf("C%07d", i), fmt.Sprintf("Customer %d", i), fmt.Sprintf("138%08d", i),
-			fmt.Sprintf("c%d@example.com", i), "Shanghai", "gold", ts, ts}
-		cell, _ := excelize.CoordinatesToCellName(1, i+1)
-		if err := sw.SetRow(cell, row); err != nil {
-			return err
-		}
-	}
-	if err := sw.Flush(); err != nil {
-		return err
-	}
-	if _, err := f.WriteTo(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	tmp.Close()
-	f.Close()
-	return json.NewEncoder(stdout).Encode(map[string]float64{"seconds": time.Since(start).Seconds(), "peak_rss_mb": vmHWM(os.Getpid()),
-		"cpu_seconds": float64(procCPU(os.Getpid())) / 100})
-}
-
-func runRaw(ctx context.Context, mode string, args []string, stdout io.Writer) error {
-	switch mode {
-	case "raw-write":
-		return rawWrite(args, stdout)
-	case "raw-ceiling":
-		return rawCeiling(ctx, args, stdout)
-	case "raw-asynq":
-		return rawAsynq(args, stdout)
-	}
-	return fmt.Errorf("unknown raw mode %s", mode)
 }

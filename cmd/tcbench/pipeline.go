@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,10 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hibiken/asynq"
-
-	"github.com/taskcenter/taskcenter/internal/config"
 )
 
 // benchClient is an HTTP client for many concurrent keep-alive requests.
@@ -244,10 +239,7 @@ type pipelineRun struct {
 
 // endToEnd submits n no-op tasks over HTTP and times the first submit to the last SUCCESS.
 func (b *bench) endToEnd(ctx context.Context, n int, env []string, batched bool) (pipelineRun, error) {
-	if err := b.flushRedis(); err != nil {
-		return pipelineRun{}, err
-	}
-	if _, err := b.db.ExecContext(ctx, "TRUNCATE tasks CASCADE"); err != nil {
+	if err := b.emptyQueueAnd(ctx, "tasks"); err != nil {
 		return pipelineRun{}, err
 	}
 	svc, err := b.startService(env...)
@@ -426,92 +418,10 @@ func procCPU(pid int) int64 {
 	return ut + st
 }
 
-// rawAsynq is the baseline, run as asynq's users run it: a client enqueues n no-op jobs from
-// 16 goroutines; then a server with the given concurrency drains them on the same Redis. It
-// reports both rates; the processed rate is the baseline.
-func rawAsynq(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("raw-asynq", flag.ContinueOnError)
-	n := fs.Int("n", 20000, "jobs")
-	concurrency := fs.Int("concurrency", 32, "server concurrency")
-	addr := fs.String("redis", config.Default().Redis.Addr, "redis address")
-	db := fs.Int("db", 15, "redis database")
-	pgURL := fs.String("pg", "", "with a database url: each job claims and ends its row there (the lease floor, leasefloor.go)")
-	floorKind := fs.String("floor", floorLean, "with -pg: lean (a six-column row), runs (and a run row per attempt) or model (taskcenter's own tables, migrated)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	opt := asynq.RedisClientOpt{Addr: *addr, DB: *db}
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs atomic.Int64
-	)
-	start := time.Now()
-	for range 16 {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(*n); i = next.Add(1) {
-				if _, err := client.Enqueue(asynq.NewTask("noop", []byte(`{}`)), asynq.Queue("bare"), asynq.TaskID(fmt.Sprint("noop-", i))); err != nil {
-					errs.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	enqueued := time.Since(start)
-	if errs.Load() > 0 {
-		return fmt.Errorf("%d enqueues failed", errs.Load())
-	}
-	var floor *leaseFloor
-	if *pgURL != "" {
-		f, closeFloor, err := openLeaseFloor(context.Background(), *pgURL, *n, *floorKind)
-		if err != nil {
-			return err
-		}
-		defer closeFloor()
-		floor = f
-	}
-	var processed atomic.Int64
-	done := make(chan struct{})
-	srv := asynq.NewServer(opt, asynq.Config{Concurrency: *concurrency, Queues: map[string]int{"bare": 1}, LogLevel: asynq.WarnLevel})
-	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(ctx context.Context, _ *asynq.Task) error {
-		if floor != nil {
-			if err := floor.run(ctx); err != nil {
-				return err
-			}
-		}
-		if processed.Add(1) == int64(*n) {
-			close(done)
-		}
-		return nil
-	})
-	cpu0 := sampleCPU(os.Getpid())
-	drainStart := time.Now()
-	if err := srv.Start(mux); err != nil {
-		return err
-	}
-	defer srv.Shutdown()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Minute):
-		return fmt.Errorf("only %d of %d jobs processed", processed.Load(), *n)
-	}
-	drained := time.Since(drainStart)
-	cpu := sampleCPU(os.Getpid()).since(cpu0, *n)
-	return json.NewEncoder(stdout).Encode(map[string]float64{"enqueue_per_second": float64(*n) / enqueued.Seconds(),
-		"processed_per_second": float64(*n) / drained.Seconds(), "peak_rss_mb": vmHWM(os.Getpid()),
-		"cpu_ms_per_task_process": cpu.taskcenter, "cpu_ms_per_task_postgres": cpu.postgres, "cpu_ms_per_task_redis": cpu.redis})
-}
-
 // drainRate submits n no-op tasks (in batches) to an API-only process, then starts a
 // worker-only process and measures how fast it drains them: the worker side alone.
 func (b *bench) drainRate(ctx context.Context, n int, env []string) (pipelineRun, error) {
-	if err := b.flushRedis(); err != nil {
-		return pipelineRun{}, err
-	}
-	if _, err := b.db.ExecContext(ctx, "TRUNCATE tasks CASCADE"); err != nil {
+	if err := b.emptyQueueAnd(ctx, "tasks"); err != nil {
 		return pipelineRun{}, err
 	}
 	api, err := b.startRoles("api", env...)

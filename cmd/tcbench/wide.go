@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/zip"
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -62,50 +63,39 @@ func benchWideImport(rows, cells int) func(ctx context.Context, b *bench) (Figur
 // writeWideFile writes a workbook of rows data rows under a header naming the six customer
 // columns, every row cells wide: six valid values, then shared strings.
 func writeWideFile(path string, rows, cells int) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	zw := zip.NewWriter(f)
-	put := func(name, body string) {
-		if err == nil {
-			var w interface{ Write([]byte) (int, error) }
-			if w, err = zw.Create(name); err == nil {
-				_, err = w.Write([]byte(body))
+	return writeOnce(path, func(bw *bufio.Writer) error {
+		zw := zip.NewWriter(bw)
+		var err error
+		put := func(name, body string) {
+			if err == nil {
+				var w interface{ Write([]byte) (int, error) }
+				if w, err = zw.Create(name); err == nil {
+					_, err = w.Write([]byte(body))
+				}
 			}
 		}
-	}
-	put("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`)
-	put("xl/workbook.xml", `<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`)
-	put("xl/_rels/workbook.xml.rels", `<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>`+
-		`<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`)
-	put("xl/sharedStrings.xml", `<sst><si><t>filler</t></si><si><t>a &amp; b</t></si></sst>`)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	w, err := zw.Create("xl/worksheets/sheet1.xml")
-	if err != nil {
-		f.Close()
-		return err
-	}
-	inline := func(s string) string { return `<c t="inlineStr"><is><t>` + s + `</t></is></c>` }
-	filler := strings.Repeat(`<c t="s"><v>0</v></c><c t="s"><v>1</v></c>`, (cells-6)/2)
-	fmt.Fprint(w, `<worksheet><sheetData><row>`+inline("code")+inline("name")+inline("phone")+inline("email")+inline("city")+inline("level")+`</row>`)
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(w, `<row>%s%s<c><v>%d</v></c>%s%s%s%s</row>`, inline(fmt.Sprintf("W%07d", i)), inline(fmt.Sprintf("wide %d", i)), 13000000000+i,
-			inline(fmt.Sprintf("w%d@example.com", i)), inline("上海"), inline("gold"), filler)
-	}
-	if _, err := fmt.Fprint(w, `</sheetData></worksheet>`); err != nil {
-		f.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		put("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`)
+		put("xl/workbook.xml", `<workbook xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`)
+		put("xl/_rels/workbook.xml.rels", `<Relationships><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>`+
+			`<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`)
+		put("xl/sharedStrings.xml", `<sst><si><t>filler</t></si><si><t>a &amp; b</t></si></sst>`)
+		if err != nil {
+			return err
+		}
+		w, err := zw.Create("xl/worksheets/sheet1.xml")
+		if err != nil {
+			return err
+		}
+		inline := func(s string) string { return `<c t="inlineStr"><is><t>` + s + `</t></is></c>` }
+		filler := strings.Repeat(`<c t="s"><v>0</v></c><c t="s"><v>1</v></c>`, (cells-6)/2)
+		fmt.Fprint(w, `<worksheet><sheetData><row>`+inline("code")+inline("name")+inline("phone")+inline("email")+inline("city")+inline("level")+`</row>`)
+		for i := 1; i <= rows; i++ {
+			fmt.Fprintf(w, `<row>%s%s<c><v>%d</v></c>%s%s%s%s</row>`, inline(fmt.Sprintf("W%07d", i)), inline(fmt.Sprintf("wide %d", i)), 13000000000+i,
+				inline(fmt.Sprintf("w%d@example.com", i)), inline("上海"), inline("gold"), filler)
+		}
+		if _, err := fmt.Fprint(w, `</sheetData></worksheet>`); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 }

@@ -13,6 +13,117 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// A messy import's page explains itself: the rejected rows counted by field above the first
+// rejected rows, with the fields' names in the page's language; the log grouped under a
+// heading per attempt, its newest lines first, earlier ones on "Load earlier lines"; and
+// the whole log downloads as text.
+func TestWebPageExplainsAMessyImport(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	e, p := startEnv(t, nil, "all")
+	final := p.importMessy("messy.xlsx", excelizeMessy(t))
+	// A later attempt's 120 lines: more than the page's first read, so the first attempt's
+	// lines are behind "Load earlier lines".
+	e.exec(`INSERT INTO task_logs (task_id, attempt, level, message)
+		SELECT id, 2, 'info', 'later line ' || n FROM tasks, generate_series(1, 120) n WHERE task_no = ?`, final.ID)
+
+	b.signIn(p.base, aliceToken)
+	b.run("open the import", chromedp.Navigate(p.base+"/tasks/"+final.ID))
+	b.wait("the breakdown", `document.querySelectorAll("#rejected-fields li").length === 5 && !document.querySelector("#rejected-breakdown").hidden`, 15*time.Second)
+	fields := eval[string](b, `Array.from(document.querySelectorAll("#rejected-fields li")).map(li => li.innerText.replace(/\s+/g, " ")).join(" · ")`)
+	if fields != "code 2 · name 2 · email 1 · level 1 · phone 1" {
+		t.Fatalf("rejected rows by field: %q", fields)
+	}
+	if above := eval[bool](b, `!!(document.querySelector("#rejected-breakdown").compareDocumentPosition(document.querySelector("#rejected-rows")) & Node.DOCUMENT_POSITION_FOLLOWING)`); !above {
+		t.Fatal("the breakdown is not above the first rejected rows")
+	}
+
+	b.wait("the newest lines, one attempt", `document.querySelectorAll("#log-groups li").length === 100 && !document.querySelector("#log-earlier").hidden`, 10*time.Second)
+	if heads := eval[string](b, `Array.from(document.querySelectorAll("#log-groups h3")).map(h => h.innerText).join("|")`); heads != "Attempt 2" {
+		t.Fatalf("headings before loading earlier lines: %q", heads)
+	}
+	b.click("load earlier lines", "#log-earlier")
+	b.wait("every line, two attempts", `document.querySelectorAll("#log-groups h3").length === 2 && document.querySelector("#log-earlier").hidden`, 10*time.Second)
+	heads := eval[string](b, `Array.from(document.querySelectorAll("#log-groups h3")).map(h => h.innerText).join("|")`)
+	first := eval[string](b, `document.querySelector("#log-groups ol").innerText`)
+	last := eval[string](b, `Array.from(document.querySelectorAll("#log-groups li")).pop().innerText`)
+	if heads != "Attempt 1|Attempt 2" || first == "" || !strings.HasSuffix(last, "later line 120") {
+		t.Fatalf("grouped log: headings %q, first attempt %q, last line %q", heads, first, last)
+	}
+
+	// The whole log, as text.
+	b.click("download the log", "#log-download")
+	path := b.download("-log.txt", map[string]bool{})
+	text, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(text), "# log of task "+final.ID+"\n\n== attempt 1 ==\n") ||
+		!strings.Contains(string(text), "\n== attempt 2 ==\n") || !strings.HasSuffix(string(text), " later line 120\n") {
+		t.Fatalf("downloaded log (%v):\n%s", err, text)
+	}
+
+	// In Chinese the fields are named as the template names them.
+	b.click("switch to Chinese", "#lang-switch")
+	b.wait("the Chinese breakdown", `document.querySelectorAll("#rejected-fields li").length === 5 && document.querySelector("#rejected-breakdown h2").innerText === "按字段统计的被拒绝行"`, 15*time.Second)
+	if zh := eval[string](b, `document.querySelector("#rejected-fields li").innerText.replace(/\s+/g, " ")`); zh != "客户编号 2" {
+		t.Fatalf("the first field in Chinese: %q", zh)
+	}
+	b.checkNoErrorsBut(nil)
+}
+
+// A file whose headers the import does not know fails, and its page asks which column is
+// which: the choice imports the stored file again (no upload) with the mapping. A dry run's
+// page offers to run it for real, the same way.
+func TestTheMappingFormImportsTheUploadedFileAgain(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	e, p := startEnv(t, nil, "all")
+	b.signIn(p.base, aliceToken)
+
+	file := filepath.Join(t.TempDir(), "members.csv")
+	if err := os.WriteFile(file, memberCSV(memberHeaders, "W1", "W2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.run("open the import page", chromedp.Navigate(p.base+"/new/import"), chromedp.WaitVisible(chromedp.CSS("#file")))
+	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}))
+	b.click("upload it", "#import-submit")
+	b.wait("the task's page to show the failure and the mapping form", `location.pathname.startsWith("/tasks/") &&
+		document.querySelector("#task-status").dataset.status === "FAILED" && !document.querySelector("#mapping").hidden &&
+		["code", "name", "phone"].every(f => !!document.querySelector("#map-" + f)) && !document.querySelector("#map-email")`, 30*time.Second)
+	var failedID string
+	failedID = evalInto(b, `location.pathname.slice("/tasks/".length)`, failedID)
+	var options []string
+	options = evalInto(b, `[...document.querySelectorAll("#map-phone option")].map(o => o.value)`, options)
+	if len(options) != len(memberHeaders)+1 || options[3] != "联系电话" {
+		t.Fatalf("the phone select offers %q, want a blank choice and the file's headers", options)
+	}
+	b.run("map the columns", chromedp.SetValue(chromedp.CSS("#map-code"), "会员号"), chromedp.SetValue(chromedp.CSS("#map-name"), "姓名"),
+		chromedp.SetValue(chromedp.CSS("#map-phone"), "联系电话"))
+	b.click("import with the mapping", "#mapping-submit")
+	b.wait("the new task to succeed", `location.pathname.startsWith("/tasks/") && location.pathname !== "/tasks/`+failedID+`" &&
+		document.querySelector("#task-status").dataset.status === "SUCCESS"`, 30*time.Second)
+	if n := e.count("SELECT count(*) FROM customers WHERE code IN ('W1', 'W2') AND phone <> ''"); n != 2 {
+		t.Fatalf("the mapped import wrote %d customers, want 2", n)
+	}
+	// The second task imported the first one's stored upload: one file, no second upload.
+	if n := e.count(`SELECT count(DISTINCT params->>'upload') FROM tasks WHERE owner = 'alice'`); n != 1 {
+		t.Fatalf("the two tasks read %d uploads, want the one", n)
+	}
+	if n := e.count(`SELECT count(*) FROM tasks WHERE owner = 'alice' AND params->'columns'->>'联系电话' = 'phone'`); n != 1 {
+		t.Fatalf("%d tasks carry the mapping, want 1", n)
+	}
+
+	// A dry run's page offers to run it for real: the same upload, dry_run off.
+	dry := p.submitImport(aliceToken, "members.csv", memberCSV(memberHeaders, "W3"), map[string]string{"dry_run": "true"})
+	p.waitStatus(aliceToken, dry.ID, 30*time.Second, "SUCCESS")
+	b.run("open the dry run", chromedp.Navigate(p.base+"/tasks/"+dry.ID))
+	b.wait("the offer to run it for real", `!!document.querySelector("#run-for-real")`, 15*time.Second)
+	b.click("run it for real", "#run-for-real")
+	b.wait("the real run", `location.pathname !== "/tasks/`+dry.ID+`" && location.pathname.startsWith("/tasks/") &&
+		document.querySelector("#task-status").dataset.status === "SUCCESS"`, 30*time.Second)
+	if n := e.count(`SELECT count(*) FROM tasks WHERE owner = 'alice' AND params->>'dry_run' IS NULL AND params->>'upload' = (SELECT params->>'upload' FROM tasks WHERE task_no = ?)`, dry.ID); n != 1 {
+		t.Fatalf("%d real runs of the dry run's upload, want 1", n)
+	}
+}
+
 // A dry run, a replace and its undo, as a person does them on the page: the import form with
 // "Dry run" ticked and mode replace says what the replace would do and that nothing was
 // written; "Run it for real" does it (the customers not in the file are gone); "Undo this
@@ -21,8 +132,7 @@ import (
 func TestWebDryRunReplaceAndUndo(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	e := newEnv(t, nil)
-	p := e.start("all")
+	e, p := startEnv(t, nil, "all")
 	e.seedCustomers(5) // C000001…C000005
 	// Every column of every customer, id included: an undo brings a removed customer back
 	// with its id, so "as before" is the whole table.
