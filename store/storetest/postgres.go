@@ -86,7 +86,7 @@ func copyTemplate(ctx context.Context, t testing.TB, admin *bun.DB, name string)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
 		return nil, fmt.Errorf("create database from %s: %w", tmpl, noCreateDB(err))
 	}
-	t.Cleanup(func() { dropAfter(t, "DATABASE "+name+" WITH (FORCE)") })
+	t.Cleanup(func() { dropDatabase(t, name) })
 	u := withSearchPath(onDatabase(testenv.DatabaseURL(), name), name)
 	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
 	if err != nil {
@@ -195,6 +195,35 @@ func dropAfter(t testing.TB, what string) {
 	defer cancel()
 	if _, err := a.ExecContext(ctx, "DROP "+what); err != nil {
 		t.Logf("storetest: drop %s: %v", what, err)
+	}
+}
+
+// dropDatabase drops the test's database at its end. DROP DATABASE … WITH (FORCE) would
+// refuse while autovacuum works in it (a role that is not a superuser may not end that
+// process), so the test's own connections are ended first and a plain DROP, which stops
+// autovacuum and waits a few seconds for backends to leave, is tried a few times.
+func dropDatabase(t testing.TB, name string) {
+	a, err := store.Open(testenv.DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
+	if err != nil {
+		return
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		_, err = a.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = ? AND usename = current_user AND pid <> pg_backend_pid()`, name)
+		if err == nil {
+			if _, err = a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err == nil {
+				return
+			}
+		}
+		var pe *pgconn.PgError
+		if attempt == 5 || !errors.As(err, &pe) || pe.Code != "55006" { // object_in_use
+			t.Logf("storetest: drop database %s: %v", name, err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
