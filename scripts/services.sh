@@ -173,8 +173,25 @@ ALTER ROLE $role LOGIN PASSWORD $pass;
 SELECT format('CREATE DATABASE %I OWNER %I', $(sql_literal "$pg_db"), $(sql_literal "$pg_user"))
 WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = $(sql_literal "$pg_db")) \gexec
 SQL
-  # Tests create one schema per test: the owner needs CREATE on the database (owners have it).
+  # Tests copy a migrated template database per test (store/storetest): the role creates
+  # databases. Without that right each test gets a schema of the database, migrated one by one.
+  as_pg "$(pg_bindir)/psql" -X -q -v ON_ERROR_STOP=1 "$@" -d postgres -c "ALTER ROLE $role CREATEDB" >/dev/null
   as_pg "$(pg_bindir)/psql" -X -q -v ON_ERROR_STOP=1 "$@" -d postgres -c "GRANT ALL ON DATABASE $db TO $role" >/dev/null
+}
+
+# pg_may_create_db: whether our role may create databases.
+pg_may_create_db() {
+  [[ $(PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" \
+    -c 'SELECT rolcreatedb FROM pg_roles WHERE rolname = current_user' 2>/dev/null) == t ]]
+}
+
+# pg_own_socket prints the socket directory of the private cluster this script started, when
+# it runs.
+pg_own_socket() {
+  [[ -e $pg_root ]] || return 1
+  local sock; sock=$(readlink -f "$pg_root")/run
+  if [[ ${#sock} -gt 90 ]]; then sock=/tmp/taskcenter-pg-$pg_port; fi
+  [[ -S $sock/.s.PGSQL.$pg_port ]] && echo "$sock"
 }
 
 # pg_data_path prints where the cluster's files live. They live under the data dir; when the
@@ -201,7 +218,13 @@ pg_data_path() {
 pg_up() {
   command -v psql >/dev/null || apt_install postgresql-client
   if tcp_open "$pg_host" "$pg_port"; then
-    if pg_login; then log "postgres: reachable at $pg_host:$pg_port, reusing it"; return; fi
+    if pg_login; then
+      log "postgres: reachable at $pg_host:$pg_port, reusing it"
+      # A cluster this script started before the role was given CREATEDB gets it now.
+      local own
+      if ! pg_may_create_db && own=$(pg_own_socket); then pg_bootstrap -h "$own" -p "$pg_port" -U postgres; fi
+      return
+    fi
     # A server runs there but our role or database is missing. If it is this machine's own
     # Debian cluster, bootstrap through its peer-authenticated socket.
     if [[ $(id -u) == 0 ]] && id postgres >/dev/null 2>&1 && [[ -d /var/run/postgresql ]] &&

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"embed"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -20,6 +21,10 @@ import (
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
+
+// Migrations is the set of SQL files Migrate applies, under migrations/: test support keys a
+// migrated template database by their contents.
+func Migrations() fs.FS { return migrationFiles }
 
 // OpenOptions tunes the connection pool.
 type OpenOptions struct {

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -17,6 +20,15 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// These tests spend most of their time waiting on what they watch (processes, Chromium,
+	// servers, a task's next status), not computing: at go test's default, as many at once
+	// as there are CPUs, the CPUs sat half idle. Twice as many, unless -parallel says.
+	flag.Parse()
+	parallel := false
+	flag.Visit(func(f *flag.Flag) { parallel = parallel || f.Name == "test.parallel" })
+	if !parallel {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0))) //nolint:errcheck // a valid number
+	}
 	dir, err := os.MkdirTemp("", "taskcenter-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

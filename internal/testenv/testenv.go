@@ -1,6 +1,6 @@
 // Package testenv gives each test its own Redis logical database on the real servers `make
 // test` starts, so tests run in parallel without seeing each other, and says where those
-// servers are. A test's own Postgres schema is store/storetest's NewPostgres: it needs the
+// servers are. A test's own Postgres database is store/storetest's NewPostgres: it needs the
 // store's migrations, and testenv stays below the packages whose tests it serves.
 package testenv
 
@@ -19,7 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 )
 
-// DatabaseURL is the server tests create their schemas on.
+// DatabaseURL is the server tests create their databases (or schemas) on.
 func DatabaseURL() string {
 	if u := os.Getenv("TASKCENTER_DATABASE_URL"); u != "" {
 		return u

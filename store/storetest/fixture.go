@@ -1,8 +1,8 @@
-// Package storetest is test support for code over the store: each test's own Postgres schema
-// with every migration applied (NewPostgres); the fixture shared by the tests of package store,
-// of its subpackages tested through the whole store (store/webhooks) and of the cleanup: a
-// fresh database, the store over it, and the few steps those tests take on it; and the same
-// steps (Get, Exec, Count) for tests that keep their own world over the database.
+// Package storetest is test support for code over the store: each test's own Postgres
+// database with every migration applied (NewPostgres); the fixture shared by the tests of
+// package store, of its subpackages tested through the whole store (store/webhooks) and of the
+// cleanup: a fresh database, the store over it, and the few steps those tests take on it; and
+// the same steps (Get, Exec, Count) for tests that keep their own world over the database.
 //
 // It sits beside store rather than in internal/testenv because opening and migrating a
 // database needs store: internal/testenv stays below every package whose tests it serves.
