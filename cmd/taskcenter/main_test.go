@@ -9,9 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
