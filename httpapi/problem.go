@@ -21,20 +21,34 @@ import (
 // The table of error kinds to HTTP answers. Anything not listed is a 500 whose body says
 // nothing about the cause: the cause goes to the log with the request id.
 func toProblem(err error) *problem.Problem {
+	var p *problem.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	if p := refusalProblem(err); p != nil {
+		return p
+	}
+	if p := importProblem(err); p != nil {
+		return p
+	}
+	if p := outageProblem(err); p != nil {
+		return p
+	}
+	return problem.Say(http.StatusInternalServerError, "internal", nil)
+}
+
+// refusalProblem answers what the request asked that the rules refuse: a bad filter, a body
+// too slow, a schedule too many, a task not there or in the wrong status, bad input, a
+// full queue. Nil when err is none of these.
+func refusalProblem(err error) *problem.Problem {
 	var (
-		p        *problem.Problem
 		filter   *export.FilterError
 		slow     *request.SlowBodyError
 		conflict *store.ConflictError
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
-		file     *importer.FileProblem
-		header   *importer.HeaderError
-		undo     *importer.UndoRefused
 	)
 	switch {
-	case errors.As(err, &p):
-		return p
 	case errors.As(err, &filter):
 		p := problem.New(http.StatusUnprocessableEntity, "bad_filter", "the filter is not valid: "+filter.Error())
 		for _, f := range filter.Fields {
@@ -63,6 +77,21 @@ func toProblem(err error) *problem.Problem {
 		}
 		p.WithRetryAfter(int(max(busy.RetryAfter.Seconds(), 1)))
 		return p
+	case errors.Is(err, jobs.ErrUnknownType):
+		return problem.New(http.StatusUnprocessableEntity, "unknown_type", err.Error())
+	}
+	return nil
+}
+
+// importProblem answers an import's refusals: a file that cannot be imported (its kind
+// picks the status), and an undo that may not run. Nil when err is neither.
+func importProblem(err error) *problem.Problem {
+	var (
+		file   *importer.FileProblem
+		header *importer.HeaderError
+		undo   *importer.UndoRefused
+	)
+	switch {
 	case errors.As(err, &file):
 		status := map[importer.ProblemKind]int{importer.Unsupported: http.StatusUnsupportedMediaType,
 			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge,
@@ -80,31 +109,32 @@ func toProblem(err error) *problem.Problem {
 			return problem.New(http.StatusGone, undo.Code, undo.Message)
 		}
 		return problem.New(http.StatusConflict, undo.Code, undo.Message)
-	case errors.Is(err, jobs.ErrUnknownType):
-		return problem.New(http.StatusUnprocessableEntity, "unknown_type", err.Error())
-	// A 503 names the part that failed. The other parts' sentinels come first: Postgres's
-	// test takes any network error or deadline for its own.
+	}
+	return nil
+}
+
+// outageProblem answers a dependency that failed with a 503 naming it. The other parts'
+// sentinels come first: Postgres's test takes any network error or deadline for its own.
+// Nil when err is no outage.
+func outageProblem(err error) *problem.Problem {
+	var p *problem.Problem
+	switch {
 	case errors.Is(err, auth.ErrProviderUnavailable):
-		p := problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
+		p = problem.New(http.StatusServiceUnavailable, "identity_provider_unavailable",
 			"the identity provider cannot be reached to check the token; try again shortly")
 		p.WithRetryAfter(10)
-		return p
 	case errors.Is(err, storage.ErrUnavailable):
-		p := problem.New(http.StatusServiceUnavailable, "object_store_unavailable",
+		p = problem.New(http.StatusServiceUnavailable, "object_store_unavailable",
 			"the file store (S3) cannot be reached; try again shortly")
 		p.WithRetryAfter(5)
-		return p
 	case pg.IsTimeout(err):
-		p := problem.Say(http.StatusServiceUnavailable, "database_timeout", nil)
+		p = problem.Say(http.StatusServiceUnavailable, "database_timeout", nil)
 		p.WithRetryAfter(2)
-		return p
 	case pg.IsUnavailable(err):
-		p := problem.Say(http.StatusServiceUnavailable, "database_unavailable", nil)
+		p = problem.Say(http.StatusServiceUnavailable, "database_unavailable", nil)
 		p.WithRetryAfter(5)
-		return p
-	default:
-		return problem.Say(http.StatusInternalServerError, "internal", nil)
 	}
+	return p
 }
 
 // outageOf names the dependency whose outage err is, by the error's type (the same order as
