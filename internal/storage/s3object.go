@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/minio/minio-go/v7"
@@ -64,11 +67,36 @@ func (o *s3Object) get(start, end int64) (io.ReadCloser, error) {
 			return nil, err
 		}
 	}
-	body, _, _, err := o.s.core.GetObject(o.ctx, o.s.bucket, o.key, opts)
+	body, oi, h, err := o.s.core.GetObject(o.ctx, o.s.bucket, o.key, opts)
 	if err != nil {
 		return nil, o.s.s3Err("read", o.key, err)
 	}
+	if total := servedSize(oi, h); total >= 0 && total != o.size {
+		// The ETag matched, yet the object served is another size: the server checked the
+		// precondition and opened the object apart (Versity's posix backend does), and an
+		// overwrite came between. It is another version, whatever its ETag said.
+		body.Close()
+		return nil, fmt.Errorf("storage: read %s: %w (%d bytes now, %d when opened)", o.key, ErrChanged, total, o.size)
+	}
 	return body, nil
+}
+
+// servedSize is the size of the whole object a GET answered from: the total of its
+// Content-Range, or its length when it served the whole object; -1 when it does not say.
+func servedSize(oi minio.ObjectInfo, h http.Header) int64 {
+	cr := h.Get("Content-Range")
+	if cr == "" {
+		return oi.Size
+	}
+	_, total, ok := strings.Cut(cr, "/")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	if err != nil {
+		return -1 // "*": unknown
+	}
+	return n
 }
 
 func (o *s3Object) Read(p []byte) (int, error) {
