@@ -202,6 +202,19 @@ func (t *Type) Decode(raw json.RawMessage, who Who) (json.RawMessage, Title, err
 	return out, t.TitleOf(p), nil
 }
 
+// TitleOfStored is the type's title for parameters a task or a schedule already stored
+// (Decode's output, read back as written): a schedule's runs are titled as a submit of the
+// same parameters is. The type's name when they no longer decode.
+func (t *Type) TitleOfStored(raw json.RawMessage) Title {
+	p := t.NewParams()
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, p); err != nil {
+			return Title{Text: t.Name}
+		}
+	}
+	return t.TitleOf(p)
+}
+
 // TitleOf is the type's title for decoded parameters: their TitleMessage when they are
 // Titled, else the Title template's text (the type's name if it fails or says nothing).
 func (t *Type) TitleOf(p any) Title {

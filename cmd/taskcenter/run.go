@@ -581,7 +581,7 @@ func (p *process) startWorkers() error {
 		Observer: p.metrics, Alerter: p.alerter, TaskAlerter: p.alerter, Board: p.board, Logger: p.logger})
 	p.sweepScratch(cleaner)
 	workers := jobs.NewWorkers(p.scripts, concurrency, cfg.Worker.ShutdownTimeout, cfg.Worker.PollInterval, p.logger, p.redisDep)
-	firer := schedule.NewFirer(p.st, p.submitter, cfg.Schedules, p.logger)
+	firer := schedule.NewFirer(p.st, p.submitter, p.types, cfg.Schedules, p.logger)
 	if err := workers.Start(rt, map[string]asynq.Handler{cleanup.Type: cleaner, schedule.FireType: firer}); err != nil {
 		return err
 	}

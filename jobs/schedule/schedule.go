@@ -117,13 +117,15 @@ func Validate(spec, timezone string) error {
 type Firer struct {
 	store     *store.Store
 	submitter *jobs.Submitter
+	types     *jobs.Registry // titles the runs
 	limits    config.Schedules
 	logger    *slog.Logger
 }
 
 // NewFirer returns the fire handler; limits.PauseAfterFailures pauses a failing schedule.
-func NewFirer(st *store.Store, sub *jobs.Submitter, limits config.Schedules, logger *slog.Logger) *Firer {
-	return &Firer{store: st, submitter: sub, limits: limits, logger: logger.With("component", "schedules")}
+// Its runs are titled by their type in types, as a submit titles them.
+func NewFirer(st *store.Store, sub *jobs.Submitter, types *jobs.Registry, limits config.Schedules, logger *slog.Logger) *Firer {
+	return &Firer{store: st, submitter: sub, types: types, limits: limits, logger: logger.With("component", "schedules")}
 }
 
 // ProcessTask implements asynq.Handler.
@@ -184,8 +186,13 @@ func (f *Firer) Fire(ctx context.Context, sc *schedules.Schedule, slot time.Time
 			return "", err
 		}
 	}
-	task, created, err := f.submitter.Submit(ctx, jobs.Submission{Type: sc.Type, Owner: sc.Owner, Params: sc.Params,
-		Priority: sc.Priority, BizKey: fmt.Sprintf("schedule:%s:%d", sc.ScheduleNo, slot.Unix())})
+	sub := jobs.Submission{Type: sc.Type, Owner: sc.Owner, Params: sc.Params,
+		Priority: sc.Priority, BizKey: fmt.Sprintf("schedule:%s:%d", sc.ScheduleNo, slot.Unix())}
+	if t, ok := f.types.Lookup(sc.Type); ok {
+		title := t.TitleOfStored(sc.Params)
+		sub.Title, sub.TitleMessage = title.Text, title.Message
+	}
+	task, created, err := f.submitter.Submit(ctx, sub)
 	var busy *jobs.BusyError
 	switch {
 	case errors.As(err, &busy):

@@ -17,6 +17,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/cleanup"
+	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/schedules"
 	"github.com/taskcenter/taskcenter/store/storetest"
@@ -60,7 +61,9 @@ func newFirer(t *testing.T, limits config.Schedules) (*Firer, *store.Store, *sto
 	logger := slog.New(slog.DiscardHandler)
 	sub := jobs.NewSubmitter(st, jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rd.Client), asynq.NewInspectorFromRedisClient(rd.Client), nil),
 		map[string]jobs.SubmitPolicy{"export:customers": {Queue: "exports", MaxRetry: 3, TimeoutSeconds: 600, Priority: 5}}, nil, nil, logger, nil)
-	return NewFirer(st, sub, limits, logger), st, pg
+	types := jobs.NewRegistry()
+	types.Register(export.CustomersTaskType(pg.DB, nil, export.Config{}))
+	return NewFirer(st, sub, types, limits, logger), st, pg
 }
 
 // aliceExports creates alice's schedule of customer exports firing on cron (in UTC).
@@ -95,6 +98,15 @@ func TestFireSkipsWhileThePreviousRunIsGoing(t *testing.T) {
 	}
 	if n, _ := st.Waiting(ctx, "exports", 10); n != 1 {
 		t.Fatalf("%d tasks waiting, want 1", n)
+	}
+	// The run is titled as a submit of the same type titles it, in each language.
+	sc, _ = st.GetScheduleByID(ctx, sc.ID)
+	run, err := st.Get(ctx, sc.LastTaskNo, store.Scope{Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := run.TitleMessage(); run.Title != "Customers" || m == nil || m.Code != "title.export_customers" {
+		t.Errorf("the run is titled %q (%v), want the export's own title", run.Title, m)
 	}
 	fires, _ := st.ScheduleFires(ctx, sc.ID, 10)
 	if len(fires) != 2 {
