@@ -83,6 +83,11 @@ func langServer(t *testing.T) string {
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprint(w, `{"status":409,"code":"status_conflict","detail":"cannot cancel a task that is SUCCESS",`+
 				`"params":{"op":"cancel","status":"SUCCESS"},"request_id":"req7"}`)
+		case r.URL.Path == "/api/v1/exports":
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, `{"status":422,"code":"bad_filter","detail":"the filter is not valid: city: must be at most 64 characters",`+
+				`"errors":[{"field":"filter.city","message":"must be at most 64 characters","code":"field_error.too_long","params":{"max":"64"}}],"request_id":"req8"}`)
 		case r.URL.Path == "/api/v1/tasks":
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"items":[{"id":"tsk_IMP","type":"import:customers","status":"SUCCESS","created_at":"2026-12-01T08:00:00Z"}],"total":3}`)
@@ -127,20 +132,23 @@ func TestTCSpeaksTheLanguageAskedFor(t *testing.T) {
 			"submitted tsk_IMP (import:customers), PENDING",
 			"SUCCESS tsk_IMP import:customers: 3 rows, 3 ok, 0 rejected\n  1 inserted, 1 updated, 1 unchanged, 2 removed\n  dry run: nothing was written\n  row 3, phone: must be 11 digits starting with 1\n  undo: tc undo tsk_IMP",
 			"tc: cannot cancel a task that is SUCCESS\n  (409 status_conflict, request req7)",
+			"tc: the filter is not valid: city: must be at most 64 characters\n  filter.city: must be at most 64 characters\n",
 		}},
 		{"--lang zh", vars, []string{"--lang", "zh"}, []string{
 			"已提交 tsk_IMP（客户导入），排队中",
 			"成功 tsk_IMP 客户导入：共 3 行，成功 3，拒绝 0\n  新增 1，更新 1，未变 1，删除 2\n  试运行：未写入任何数据\n  第 3 行，手机号：必须是以 1 开头的 11 位数字\n  撤销：tc undo tsk_IMP",
 			"tc: 任务当前状态（成功）已不允许取消。\n  （409 status_conflict，请求 req7）",
+			"tc: 筛选条件无效。\n  filter.city：最多 64 个字符\n",
 		}},
 		{"LANG=zh_CN.UTF-8", withLang, nil, []string{
 			"已提交 tsk_IMP（客户导入），排队中",
 			"成功 tsk_IMP 客户导入：共 3 行，成功 3，拒绝 0\n  新增 1，更新 1，未变 1，删除 2",
 			"tc: 任务当前状态（成功）已不允许取消。",
+			"filter.city：最多 64 个字符",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for i, args := range [][]string{{"import", file}, {"watch", "tsk_IMP"}, {"cancel", "tsk_IMP"}} {
+			for i, args := range [][]string{{"import", file}, {"watch", "tsk_IMP"}, {"cancel", "tsk_IMP"}, {"export", "customers", "--filter", "city=" + strings.Repeat("x", 65)}} {
 				_, out, errOut := runTCWith(t, tc.vars, append(tc.lang, args...)...)
 				if !strings.Contains(out+errOut, tc.says[i]) {
 					t.Errorf("tc %v says\n%s%s\nnot\n%s", args, out, errOut, tc.says[i])
@@ -161,11 +169,12 @@ func TestChineseLeavesNoEnglishWord(t *testing.T) {
 	if err := os.WriteFile(file, []byte("code,name,phone\nA1,a,13800000001\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data := regexp.MustCompile(`^tc:|tsk_[A-Za-z0-9]+|\btc [a-z-]+ \S+|--[a-z-]+|status_conflict|req7|\bw1\b`)
+	data := regexp.MustCompile(`^tc:|tsk_[A-Za-z0-9]+|\btc [a-z-]+ \S+|--[a-z-]+|status_conflict|bad_filter|filter\.city|req[78]|\bw1\b`)
 	word := regexp.MustCompile(`[A-Za-z]+`)
 	said := 0
 	for _, args := range [][]string{
 		{"import", file}, {"watch", "tsk_IMP"}, {"show", "tsk_IMP"}, {"cancel", "tsk_IMP"}, {"ls", "--limit", "1"},
+		{"export", "customers", "--filter", "city=" + strings.Repeat("x", 65)},
 	} {
 		_, out, errOut := runTCWith(t, vars, args...)
 		for line := range strings.Lines(out + errOut) {

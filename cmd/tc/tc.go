@@ -872,7 +872,7 @@ func (t *cli) fail(err error) int {
 		}
 		fmt.Fprintf(t.stderr, "tc: %s\n", sayOr(t.lang, "problem."+p.Code, p.Params, p.Detail))
 		for _, f := range p.Errors {
-			fmt.Fprintf(t.stderr, "  %s\n", t.say("row.part", "field", f.Field, "what", f.Message))
+			fmt.Fprintf(t.stderr, "  %s\n", t.say("field_error.at", "field", f.Field, "what", sayOr(t.lang, f.Code, f.Params, f.Message)))
 		}
 		if p.RetryAfter > 0 {
 			fmt.Fprintf(t.stderr, "  %s\n", t.say("tc.try_again_in", "duration", span(t.lang, p.RetryAfter)))
