@@ -326,9 +326,11 @@ type BulkResult struct {
 	ID string `json:"id"`
 	// Outcome is BulkDone, BulkNotAllowed, BulkNotFound or BulkError.
 	Outcome string `json:"outcome"`
-	// Code and Message are the problem the single action would have answered (not done only).
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Code, Params and Message are the problem the single action would have answered (not
+	// done only): its code, the values its message names, and its English.
+	Code    string            `json:"code,omitempty"`
+	Params  map[string]string `json:"params,omitempty"`
+	Message string            `json:"message,omitempty"`
 	// Task is the task as the action left it (done only).
 	Task *Task `json:"task,omitempty"`
 }

@@ -37,9 +37,12 @@ type BulkResult struct {
 	ID string `json:"id"`
 	// Outcome is BulkDone, BulkNotAllowed, BulkNotFound or BulkError.
 	Outcome string `json:"outcome"`
-	// Code and Message are the problem the single route would have answered (not done only).
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Code, Params and Message are the problem the single route would have answered (not
+	// done only): its code (problem.<code> in the catalogue), the values it names, and its
+	// English.
+	Code    string     `json:"code,omitempty"`
+	Params  msg.Params `json:"params,omitempty"`
+	Message string     `json:"message,omitempty"`
 	// Task is the task as the action left it (done only).
 	Task *TaskView `json:"task,omitempty"`
 }
@@ -94,7 +97,7 @@ func (s taskRoutes) bulk(w http.ResponseWriter, r *http.Request, p identity.Prin
 			res.Outcome = BulkError
 			s.logFailure(r, err, pr)
 		}
-		res.Code, res.Message = pr.Code, pr.Detail
+		res.Code, res.Params, res.Message = pr.Code, pr.Params, pr.Detail
 		out.Results[i] = res
 		s.id.Record(ctx, s.auditEvent(r, action, id, p, pr.Status, pr))
 		audit.FromContext(ctx).Add(1) // the request's own row is this one

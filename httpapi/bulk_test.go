@@ -85,7 +85,7 @@ func TestBulkCancelAndRetryAnswerEachTask(t *testing.T) {
 	if r := results[4]; r.Task == nil || r.Task.Status != store.StatusRunning || !r.Task.CancelRequested {
 		t.Fatalf("a running task's result: %+v", r)
 	}
-	if r := results[1]; r.Task != nil || r.Message != "cannot cancel a task that is SUCCESS" {
+	if r := results[1]; r.Task != nil || r.Message != "cannot cancel a task that is SUCCESS" || r.Params["op"] != "cancel" || r.Params["status"] != "SUCCESS" {
 		t.Fatalf("a finished task's result: %+v", r)
 	}
 	if got, err := e.st.Get(ctx, bobs.TaskNo, store.Scope{Admin: true}); err != nil || got.Status != store.StatusPending {
