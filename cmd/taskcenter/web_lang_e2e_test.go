@@ -107,7 +107,8 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	partial := api.submitImport(aliceToken, "messy.xlsx", messy, map[string]string{"lang": "en"})
+	// A replace: with rows rejected it removes nothing, and its page says why.
+	partial := api.submitImport(aliceToken, "messy.xlsx", messy, map[string]string{"lang": "en", "mode": "replace"})
 	failed := api.submitImport(aliceToken, "wrong-header.csv", []byte("foo,bar\n1,2\n"), map[string]string{"lang": "en"})
 	e.start("worker")
 	done := api.submitExport(aliceToken, map[string]any{"type": "customers"})
@@ -140,7 +141,11 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		detail("CANCELLED", cancelled.ID, "CANCELLED"),
 		detail("TIMEOUT", timedOut.ID, "TIMEOUT"),
 		detail("RETRY_WAIT", retryWait.ID, "RETRY_WAIT"),
-		detail("PARTIAL_SUCCESS", partial.ID, "PARTIAL_SUCCESS"),
+		func() page {
+			p := detail("PARTIAL_SUCCESS", partial.ID, "PARTIAL_SUCCESS")
+			p.ready += ` && !!document.querySelector("#task-facts dd[data-fact=removed]")`
+			return p
+		}(),
 		detail("FAILED", failed.ID, "FAILED"),
 		detail("SUCCESS", done.ID, "SUCCESS"),
 		{name: "detail, not found", path: "/tasks/tsk_NOSUCHTASK", ready: `document.querySelector("#detail-msg").dataset.state === "not-found"`},

@@ -491,8 +491,12 @@ func (t *cli) summary(task *client.Task) {
 		if task.Result.DryRun {
 			fmt.Fprintf(t.stdout, "  %s\n", t.say("tc.dry_run"))
 		}
-		if task.Result.NothingRemoved != "" {
-			fmt.Fprintf(t.stdout, "  %s\n", task.Result.NothingRemoved)
+		if r := task.Result; r.NothingRemoved != "" {
+			why := r.NothingRemoved
+			if m := r.NothingRemovedMessage; m != nil {
+				why = sayOr(t.lang, m.Code, m.Params, why)
+			}
+			fmt.Fprintf(t.stdout, "  %s\n", why)
 		}
 		for _, e := range t.firstErrors(task.Result) {
 			fmt.Fprintf(t.stdout, "  %s\n", e)

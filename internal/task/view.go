@@ -132,8 +132,10 @@ type ResultView struct {
 	FirstErrors []string `json:"first_errors,omitempty"`
 	// DryRun is set on a dry run's result: nothing was written.
 	DryRun bool `json:"dry_run,omitempty"`
-	// NothingRemoved says why a replace import removed no customer.
-	NothingRemoved string `json:"nothing_removed,omitempty"`
+	// NothingRemoved says why a replace import removed no customer, in English, and
+	// NothingRemovedMessage as a catalogue message.
+	NothingRemoved        string       `json:"nothing_removed,omitempty"`
+	NothingRemovedMessage *msg.Message `json:"nothing_removed_message,omitempty"`
 	// FirstErrorMessages are FirstErrors as catalogue messages, in the same order, for a
 	// reader in another language.
 	FirstErrorMessages []RowMessage `json:"first_error_messages,omitempty"`

@@ -162,8 +162,9 @@ type ResultData struct {
 	// Undoes is set on an undo's result: the import it undid.
 	Undoes string `json:"undoes,omitempty"`
 	// NothingRemoved says why a replace removed no customer ("nothing removed: 12 rows were
-	// rejected").
-	NothingRemoved string `json:"nothing_removed,omitempty"`
+	// rejected"), and NothingRemovedMessage says it as a catalogue message.
+	NothingRemoved        string       `json:"nothing_removed,omitempty"`
+	NothingRemovedMessage *msg.Message `json:"nothing_removed_message,omitempty"`
 }
 
 // Run implements jobs.Handler.
@@ -303,17 +304,18 @@ func (im *Importer) cancelledAtTheEnd(ctx context.Context, run *jobs.Run, p *Par
 }
 
 // mayRemove decides whether a replace removes the customers its file does not hold: only
-// when every row was accepted and the whole file was read. Otherwise it says why not.
-func mayRemove(total, failed int64, cutShort bool) (removes bool, removal, why string) {
+// when every row was accepted and the whole file was read. Otherwise removal says why not
+// (the catalogue's nothing_removed.<removal>).
+func mayRemove(total, failed int64, cutShort bool) (removes bool, removal string) {
 	switch {
 	case total == 0:
-		return false, "no_rows", "nothing removed: the file has no rows"
+		return false, "no_rows"
 	case failed > 0:
-		return false, "rejected", fmt.Sprintf("nothing removed: %d rows were rejected", failed)
+		return false, "rejected"
 	case cutShort:
-		return false, "cut", "nothing removed: the file was not read to its end"
+		return false, "cut"
 	}
-	return true, "removed", ""
+	return true, "removed"
 }
 
 // lastStep runs an import's own last step once its rows are written (see hasLastStep), in
@@ -341,7 +343,7 @@ func (im *Importer) lastStep(ctx context.Context, run *jobs.Run, p *Params, cp *
 		if err != nil {
 			return store.Batch{}, err
 		}
-		remove, _, _ := mayRemove(total, failed, cutShort)
+		remove, _ := mayRemove(total, failed, cutShort)
 		switch {
 		case p.Mode != ModeReplace || !remove:
 			err = customers.ForgetCodes(ctx, tx, run.Task.ID)
@@ -768,7 +770,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	var rl *errRowLimit
 	cutShort := errors.As(readErr, &rl)
 	status, code := task.Outcome(counts, cutShort)
-	removes, removal, why := mayRemove(counts.Total, counts.Failed, cutShort)
+	removes, removal := mayRemove(counts.Total, counts.Failed, cutShort)
 	// The rows read are the file's one row total: progress ends there, not at the sheet's
 	// last row number (blank rows are not rows).
 	said := msg.Params{"success": itoa(counts.Success), "total": itoa(counts.Total), "failed": itoa(counts.Failed),
@@ -790,14 +792,15 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 		}
 	}
 	if p.Mode == ModeReplace {
-		said["removal"] = removal
-		if !removes && p.DryRun {
-			why = strings.Replace(why, "nothing removed", "nothing would be removed", 1)
+		if p.DryRun {
+			removal = "dry_" + removal
 		}
-		data.NothingRemoved = why
-	}
-	if p.DryRun && said["removal"] != "" {
-		said["removal"] = "dry_" + said["removal"]
+		said["removal"] = removal
+		if !removes {
+			code := "nothing_removed." + removal // rejected, cut or no_rows; dry_ on a dry run
+			why := msg.New(code, "failed", itoa(counts.Failed))
+			data.NothingRemoved, data.NothingRemovedMessage = why.English(), &why
+		}
 	}
 	if cutShort {
 		data.NotImported = rl.Error()

@@ -309,6 +309,10 @@ func TestDryRunWritesNothingAndForetellsTheRealRun(t *testing.T) {
 			dres.DryRun, dres.ErrorReport, dres.ErrorReportName, rres.ErrorReport, rres.ErrorReportName = false, "", "", "", ""
 			if mode == ModeReplace {
 				dres.NothingRemoved = strings.Replace(dres.NothingRemoved, "would be removed", "removed", 1)
+				if m := dres.NothingRemovedMessage; m == nil || m.Code != "nothing_removed.dry_rejected" {
+					t.Fatalf("the dry run says why nothing would be removed as %+v", m)
+				}
+				dres.NothingRemovedMessage.Code = "nothing_removed.rejected"
 			}
 			dj, _ := json.Marshal(dres)
 			rj, _ := json.Marshal(rres)

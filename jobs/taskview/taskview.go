@@ -32,6 +32,9 @@ type Files struct {
 	ErrorDetails   json.RawMessage `json:"error_details"`
 	DryRun         bool            `json:"dry_run"`
 	NothingRemoved string          `json:"nothing_removed"`
+	// NothingRemovedMessage is NothingRemoved as a catalogue message (results written
+	// before it was kept have none).
+	NothingRemovedMessage *msg.Message `json:"nothing_removed_message"`
 }
 
 // detailsOnly reports whether the result holds nothing but error details.
@@ -143,7 +146,7 @@ func Of(t *store.Task, live *task.Live, now time.Time, lang msg.Lang) task.View 
 	if ok && !r.detailsOnly() {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
 			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors),
-			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved, FirstErrorMessages: firstErrorMessages(r.FirstErrors)}
+			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved, NothingRemovedMessage: r.NothingRemovedMessage, FirstErrorMessages: firstErrorMessages(r.FirstErrors)}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"

@@ -207,6 +207,13 @@
     return li;
   }
 
+  // nothingRemoved says why a replace removed no customer, in the page's language (the
+  // server's English for a result kept before it was a message).
+  function nothingRemoved(r) {
+    var m = r.nothing_removed_message;
+    return m ? say(m.code, m.params, r.nothing_removed) : r.nothing_removed;
+  }
+
   // ---- words -------------------------------------------------------------------------------
   function statusName(s) { return has('status.' + s) ? t('status.' + s) : s; }
   function typeName(s) { return has('type.' + s) ? t('type.' + s) : s; }
@@ -801,7 +808,7 @@
         ['dry_run', t('detail.dry_run'), v.result && v.result.dry_run ? t('detail.dry_run_note') : ''],
         ['result', t('detail.result'), resultText(v), v.result && v.result.expires_at ? utc(v.result.expires_at) : ''],
         ['changes', t('detail.changes'), changesText(v)],
-        ['removed', t('detail.removed'), v.result && v.result.nothing_removed],
+        ['removed', t('detail.removed'), v.result && nothingRemoved(v.result)],
         ['counts', t('detail.counts'), v],
         ['created', t('detail.created'), when(v.created_at), utc(v.created_at)],
         ['started', t('detail.started'), when(v.started_at), utc(v.started_at)],
@@ -813,7 +820,7 @@
           if (pair) { drop(pair.dt); drop(pair.dd); delete facts[key]; }
           return;
         }
-        if (!pair) pair = facts[key] = { dt: el('dt'), dd: key === 'counts' ? el('dd', null, counts(v)) : el('dd') };
+        if (!pair) pair = facts[key] = { dt: el('dt'), dd: el('dd', { 'data-fact': key }, key === 'counts' ? counts(v) : null) };
         setText(pair.dt, f[1]);
         if (key === 'counts') counts(v, pair.dd.firstChild); else setText(pair.dd, value);
         if (key === 'owner' || key === 'file') setAttr(pair.dd, 'data-user', '');
