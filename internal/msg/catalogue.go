@@ -236,6 +236,7 @@ var coreEntries = map[string]entry{
 	"export.col.created_at":       {"created_at", "创建时间"},
 	"export.col.started_at":       {"started_at", "开始时间"},
 	"export.col.finished_at":      {"finished_at", "结束时间"},
+	"export.col.title":            {"title", "标题"},
 
 	// ---- what an import did to the customers, one figure at a time (the page and tc join
 	// them, and a dry run's list reads as what it would do)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
 	"github.com/taskcenter/taskcenter/jobs"
@@ -49,8 +50,9 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 	w := jobstest.New(t, storage.Config{})
 	storetest.Exec(t, w.PG.DB, `INSERT INTO customers (code, name, phone, email, city, level)
 		VALUES ('C1', '甲公司', '13800138000', 'c1@example.com', '上海', 'gold')`)
+	title := msg.New("title.import", "filename", "客户.xlsx", "mode", "", "dry_run", "")
 	waiting := w.Create(t, store.NewTask{Type: "import:customers", Owner: "alice", Queue: "imports", MaxRetry: 1, TimeoutSeconds: 600,
-		Params: json.RawMessage(`{}`)})
+		Params: json.RawMessage(`{}`), Title: title.English(), TitleMessage: &title})
 	cfg := Config{PageSize: 100, ResultTTL: time.Hour, MaxRows: 1000}
 	policy := jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute}
 	export := func(t *testing.T, h jobs.Handler, typ string, params any) [][]string {
@@ -86,10 +88,11 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 		sheet                           string
 		taskHeader, customerHeader      []string
 		status, taskType, customerLevel string
+		titleHeader, title              string
 	}{
-		{"zh", "数据", []string{"任务编号", "类型", "所有者", "状态"}, []string{"客户编号", "客户名称", "手机号"}, "排队中", "客户导入", "黄金"},
-		{"en", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold"},
-		{"", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold"},
+		{"zh", "数据", []string{"任务编号", "类型", "所有者", "状态"}, []string{"客户编号", "客户名称", "手机号"}, "排队中", "客户导入", "黄金", "标题", "导入 客户.xlsx"},
+		{"en", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold", "title", "Import 客户.xlsx"},
+		{"", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold", "title", "Import 客户.xlsx"},
 	} {
 		t.Run("lang "+tc.lang, func(t *testing.T) {
 			got := export(t, tasks, TasksType, TaskParams{Scope: store.Scope{Admin: true}, Lang: tc.lang})
@@ -98,6 +101,11 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 			}
 			if row := only(got, waiting.TaskNo); row[1] != tc.taskType || row[3] != tc.status {
 				t.Fatalf("task row %q: want type %q, status %q", row, tc.taskType, tc.status)
+			}
+			// The title is the last column (positions programs read stay where they were), in
+			// the file's language.
+			if header, row := got[1], only(got, waiting.TaskNo); header[len(header)-1] != tc.titleHeader || len(row) != len(header) || row[len(row)-1] != tc.title {
+				t.Fatalf("task export: header %q, row %q; want the title %q under %q", header, row, tc.title, tc.titleHeader)
 			}
 			got = export(t, customers, CustomersType, CustomerParams{Lang: tc.lang})
 			if got[0][0] != tc.sheet || !slices.Equal(got[1][:3], tc.customerHeader) {

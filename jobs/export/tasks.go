@@ -74,7 +74,7 @@ func (s taskSource) language() msg.Lang { return s.lang }
 
 func (s taskSource) header() []string {
 	return headers(s.lang, "task_no", "type", "owner", "status", "progress_current", "progress_total", "total", "success", "failed",
-		"attempts", "error", "created_at", "started_at", "finished_at")
+		"attempts", "error", "created_at", "started_at", "finished_at", "title")
 }
 
 func (s taskSource) filter() store.ListFilter {
@@ -104,7 +104,7 @@ func (s taskSource) page(ctx context.Context, tx bun.Tx, after int64, limit int)
 		}
 		out[i] = []any{v.ID, enum(s.lang, "type", v.Type), v.Owner, enum(s.lang, "status", string(v.Status)), v.Progress.Current,
 			v.Progress.Total, v.Counts.Total, v.Counts.Success, v.Counts.Failed, v.Attempt, why, timeCell(&v.CreatedAt),
-			timeCell(v.StartedAt), timeCell(v.FinishedAt)}
+			timeCell(v.StartedAt), timeCell(v.FinishedAt), v.Title}
 	}
 	return out, tasks[len(tasks)-1].ID, nil
 }
