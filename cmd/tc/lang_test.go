@@ -51,8 +51,10 @@ func TestTheLanguageComesFromTheEnvironmentUnlessTheFlagSays(t *testing.T) {
 			t.Errorf("tc %v with TC_LANG=zh: %.40q", args, out)
 		}
 	}
-	if _, out, _ := runTCWith(t, nil, "--lang", "zh", "help"); !strings.HasPrefix(out, "tc — taskcenter 命令行\n\n用法：tc [--url URL]") {
-		t.Errorf("tc --lang zh help: %.60q", out)
+	for _, args := range [][]string{{"--lang", "zh", "help"}, {"import", "--help", "--lang", "zh"}, {"ls", "--lang=zh", "-h"}} {
+		if _, out, _ := runTCWith(t, nil, args...); !strings.HasPrefix(out, "tc — taskcenter 命令行\n\n用法：tc [--url URL]") {
+			t.Errorf("tc %v: %.60q", args, out)
+		}
 	}
 }
 

@@ -155,6 +155,14 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 		return exitSuccess, nil
 	}
 	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+		// The command's flags are not parsed, but its --lang still says the help's language.
+		for i, a := range args[1:] {
+			if v, ok := strings.CutPrefix(a, "--lang="); ok {
+				t.lang = msg.ParseLang(v)
+			} else if a == "--lang" && i+2 < len(args) {
+				t.lang = msg.ParseLang(args[i+2])
+			}
+		}
 		return 0, helpRequested{}
 	}
 	if *token == "" {
