@@ -11,9 +11,10 @@
 // and the console's view of a web sign-in (ConsoleAdmin, ConsoleSignInURL, ConsoleSignOut;
 // monitor's WebSignIn).
 //
-// The REST API (httpapi), the web page (httpapi/web) and the live event streams
-// (httpapi/live) depend on identity; it depends on none of them, only on httpapi/request and
-// httpapi/problem below it (httpapi's package comment draws the rooms).
+// The REST API (httpapi), the web page (httpapi/web), the live event streams
+// (httpapi/live) and the webhooks and schedules (httpapi/automation) depend on identity; it
+// depends on none of them, only on httpapi/request and httpapi/problem below it (httpapi's
+// package comment draws the rooms).
 package identity
 
 import (
