@@ -151,7 +151,7 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"Schedule.fires", item("Schedule", "fires"), automation.FireView{}},
 		{"Stats.items", item("Stats", "items"), store.StatsRow{}},
 		{"APIToken", named("APIToken"), identity.TokenView{}},
-		{"AuditEvent", named("AuditEvent"), AuditView{}},
+		{"AuditEvent", named("AuditEvent"), identity.AuditView{}},
 		{"Webhook", named("Webhook"), automation.WebhookView{}},
 		{"Delivery", named("Delivery"), automation.DeliveryView{}},
 		{"Delivery.attempts", item("Delivery", "attempts"), automation.DeliveryAttemptView{}},

@@ -12,7 +12,8 @@
 //	 ├─→ httpapi/automation what acts without a person: webhook subscriptions and their
 //	 │                      deliveries, a submit's notify_url, users' schedules
 //	 ├─→ httpapi/identity   who is calling (Principal), cookie sessions, CSRF, API tokens,
-//	 │                      the audit trail's writer, the console's view of a web sign-in
+//	 │                      the audit trail's writer and listing, the console's view of a
+//	 │                      web sign-in
 //	 ├─→ httpapi/request    reading a request: the body's pace, strict JSON, parameters
 //	 └─→ httpapi/problem    problem+json answers, field errors, the request id
 //
@@ -151,7 +152,7 @@ type Mount struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	id         *identity.Service   // who is calling, sessions, the audit trail's writer
+	id         *identity.Service   // who is calling, sessions, the audit trail
 	automation *automation.Service // webhooks, a submit's notify_url, schedules
 	uploads    *uploadSlots
 	hub        *live.Hub // live event streams; nil without Redis
@@ -246,11 +247,11 @@ func apiRoutes() []route {
 		// Streams are long: like uploads they run without the query timeout (httpapi/live).
 		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
 		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
-		// API tokens are httpapi/identity's, which checks them too.
+		// API tokens and the audit trail are httpapi/identity's, which checks the tokens too.
 		{"POST /api/v1/tokens", identityRoute((*identity.Service).CreateToken), false},
 		{"GET /api/v1/tokens", identityRoute((*identity.Service).ListTokens), false},
 		{"DELETE /api/v1/tokens/{id}", identityRoute((*identity.Service).RevokeToken), false},
-		{"GET /api/v1/audit", routeOf(auditRoutes.listAudit), false},
+		{"GET /api/v1/audit", identityRoute((*identity.Service).ListAudit), false},
 	}
 }
 
@@ -262,7 +263,8 @@ func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request,
 	}
 }
 
-// identityRoute adapts a handler of httpapi/identity (the API tokens') to the route table.
+// identityRoute adapts a handler of httpapi/identity (the API tokens', the audit trail's) to
+// the route table.
 func identityRoute(h func(*identity.Service, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 		return h(s.id, w, r, p)
