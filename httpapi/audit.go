@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +28,8 @@ import (
 // whose statement does not write its own row (schedules, webhooks) — is written here once the
 // answer is known. So each such request leaves exactly one row, and a refused one only the
 // refusal; a bulk cancel or retry leaves one per task it names, as if each had been its own
-// request (bulk.go). Each row also goes to the log (auth.audit.log).
+// request (bulk.go). Each row also goes to the log (auth.audit.log). Admins read the trail
+// through httpapi/identity (ListAudit).
 
 // routeScope is the scope a route needs: reading needs tasks:read, anything else
 // tasks:write, and the admin routes admin.
@@ -160,64 +159,6 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// AuditView is one row of the audit trail.
-type AuditView struct {
-	ID         int64     `json:"id"`
-	At         time.Time `json:"at"`
-	Actor      string    `json:"actor"`
-	Via        string    `json:"via"`
-	Action     string    `json:"action"`
-	Target     string    `json:"target,omitempty"`
-	Outcome    string    `json:"outcome"`
-	Status     int       `json:"status,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
-	ClientAddr string    `json:"client_addr"`
-	RequestID  string    `json:"request_id,omitempty"`
-	// Count is the attempts the row stands for: 1, or a counted refusal's (audit.Event.Count).
-	Count int64 `json:"count"`
-}
-
-// listAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
-// (admins): the trail, newest first.
-func (s auditRoutes) listAudit(w http.ResponseWriter, r *http.Request, _ identity.Principal) error {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")
-	}
-	var errs []problem.FieldError
-	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
-	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
-		if m, bad := textcheck.Problem(v, config.MaxOwner); bad { // the longest: an actor, an owner name
-			errs = append(errs, problem.Field(name, m))
-		}
-	}
-	if f.Outcome != "" && f.Outcome != audit.Success && f.Outcome != audit.Denied && f.Outcome != audit.Refused && f.Outcome != audit.Error {
-		errs = append(errs, problem.Field("outcome", textcheck.OneOf(audit.Success, audit.Denied, audit.Refused, audit.Error)))
-	}
-	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
-	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
-	if len(errs) > 0 {
-		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
-	}
-	rows, next, err := s.Store.ListAudit(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Items      []AuditView `json:"items"`
-		NextCursor string      `json:"next_cursor,omitempty"`
-	}{Items: make([]AuditView, len(rows))}
-	for i, e := range rows {
-		out.Items[i] = AuditView{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Via: e.Via, Action: e.Action, Target: e.Target, Outcome: e.Outcome,
-			Status: e.Status, Detail: e.Detail, ClientAddr: e.ClientAddr, RequestID: e.RequestID, Count: e.Count}
-	}
-	if next > 0 {
-		out.NextCursor = strconv.FormatInt(next, 10)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
 // ActorView says who did something to a task, and when ("cancelled by alice at …").
 type ActorView struct {
 	Actor string    `json:"actor"`
@@ -248,6 +189,3 @@ func locationTarget(loc string) string {
 	}
 	return path.Base(loc)
 }
-
-// auditRoutes are the handler of /api/v1/audit.
-type auditRoutes struct{ *Server }

@@ -30,13 +30,13 @@ func (e *apiEnv) createToken(as string, body map[string]any) identity.TokenView 
 }
 
 // auditRows lists the audit trail as the admin sees it.
-func (e *apiEnv) auditRows(query string) []AuditView {
+func (e *apiEnv) auditRows(query string) []identity.AuditView {
 	e.t.Helper()
 	rec := e.call("GET", "/api/v1/audit?limit=200&"+query, adminToken, nil)
 	if rec.Code != http.StatusOK {
 		e.t.Fatalf("audit: %d %s", rec.Code, rec.Body)
 	}
-	var out struct{ Items []AuditView }
+	var out struct{ Items []identity.AuditView }
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
@@ -146,14 +147,14 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"BulkResult", named("BulkResult"), BulkView{}},
 		{"BulkResult.results", item("BulkResult", "results"), BulkResult{}},
 		{"TypeList.items", item("TypeList", "items"), TypeView{}},
-		{"Schedule", named("Schedule"), ScheduleView{}},
-		{"Schedule.fires", item("Schedule", "fires"), FireView{}},
+		{"Schedule", named("Schedule"), automation.ScheduleView{}},
+		{"Schedule.fires", item("Schedule", "fires"), automation.FireView{}},
 		{"Stats.items", item("Stats", "items"), store.StatsRow{}},
 		{"APIToken", named("APIToken"), identity.TokenView{}},
-		{"AuditEvent", named("AuditEvent"), AuditView{}},
-		{"Webhook", named("Webhook"), WebhookView{}},
-		{"Delivery", named("Delivery"), DeliveryView{}},
-		{"Delivery.attempts", item("Delivery", "attempts"), DeliveryAttemptView{}},
+		{"AuditEvent", named("AuditEvent"), identity.AuditView{}},
+		{"Webhook", named("Webhook"), automation.WebhookView{}},
+		{"Delivery", named("Delivery"), automation.DeliveryView{}},
+		{"Delivery.attempts", item("Delivery", "attempts"), automation.DeliveryAttemptView{}},
 		{"WebhookEvent", named("WebhookEvent"), webhook.Payload{}},
 		{"StreamEvent", named("StreamEvent"), live.StreamView{}},
 		{"StreamEvent.event", named("StreamEvent").Properties["event"].Value, live.EventView{}},

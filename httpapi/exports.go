@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -37,7 +37,7 @@ type SubmitView struct {
 	Task      TaskView `json:"task"`
 	Duplicate bool     `json:"duplicate"`
 	// Webhook is the subscription a notify_url made; its secret is shown only here.
-	Webhook *WebhookView `json:"webhook,omitempty"`
+	Webhook *automation.WebhookView `json:"webhook,omitempty"`
 }
 
 // submitExport answers POST /api/v1/exports. With an Idempotency-Key header, repeating the
@@ -78,7 +78,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, taskType, params, 0, "", notifyOf(req.NotifyURL, req.NotifySecret))
+	return s.submitType(w, r, p, taskType, params, 0, "", automation.NotifyOf(req.NotifyURL, req.NotifySecret))
 }
 
 // submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
@@ -95,13 +95,13 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyOf(req.NotifyURL, req.NotifySecret))
+	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, automation.NotifyOf(req.NotifyURL, req.NotifySecret))
 }
 
 // submitType submits a task of a registered type: its parameters decoded strictly and
 // prepared for the caller by the type itself, so this file holds no per-type code.
 func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.Principal, typeName string, rawParams json.RawMessage,
-	priority int, title string, notify *notifyRequest) error {
+	priority int, title string, notify *automation.Notify) error {
 	key, err := request.IdempotencyKey(r)
 	if err != nil {
 		return err
@@ -127,8 +127,8 @@ func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawPar
 		return jobs.Submission{}, problem.New(http.StatusForbidden, "forbidden_type", fmt.Sprintf("only an admin may submit %s tasks", t.Name))
 	}
 	var errs []problem.FieldError
-	if priority != 0 && (priority < jobs.PriorityHighest || priority > jobs.PriorityLowest) {
-		errs = append(errs, problem.Field("priority", priorityRange()))
+	if m, bad := jobs.PriorityProblem(priority); bad {
+		errs = append(errs, problem.Field("priority", m))
 	}
 	if m, bad := titleProblem(title); bad {
 		errs = append(errs, problem.Field("title", m))
@@ -167,11 +167,6 @@ func titleProblem(title string) (m msg.Message, bad bool) {
 	return msg.Message{}, false
 }
 
-// priorityRange says which priorities a task or a schedule may have.
-func priorityRange() msg.Message {
-	return msg.New("field_error.priority", "first", strconv.Itoa(jobs.PriorityHighest), "last", strconv.Itoa(jobs.PriorityLowest))
-}
-
 // trimmedOr is s without surrounding space, or def when nothing is left.
 func trimmedOr(s, def string) string {
 	if strings.TrimSpace(s) == "" {
@@ -192,11 +187,11 @@ func idempotencyBizKey(key string) string {
 // task that does something else. With a notify_url the task gets a webhook subscription,
 // committed with it (the URL is checked first, so a refused one leaves no task behind, and a
 // subscription that cannot be written takes the task with it).
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission, notify *notifyRequest) error {
-	if err := notify.check(r.Context(), s); err != nil {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission, notify *automation.Notify) error {
+	if err := notify.Check(r.Context(), s.automation); err != nil {
 		return err
 	}
-	sub.Notify = notify.subscription(sub.Owner)
+	sub.Notify = notify.Subscription(sub.Owner)
 	res, err := s.Submitter.SubmitMany(r.Context(), []jobs.Submission{sub})
 	if err != nil {
 		return err
@@ -213,7 +208,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submiss
 		}
 		status = http.StatusOK
 	}
-	hook, err := notify.bind(r.Context(), s, t, res[0].Subscription, sub.Owner)
+	hook, err := notify.Bind(r.Context(), s.automation, t, res[0].Subscription, sub.Owner)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -76,15 +77,15 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity
 	// handler keeps the notification fields and answers in HTTP. The checks read the stored
 	// upload (ranged reads on s3): the request's time, not a query's.
 	var (
-		notify notifyRequest
-		hook   *notifyRequest
+		notify automation.Notify
+		hook   *automation.Notify
 	)
 	sub, err := s.Uploads.SubmitForm(r.Context(), p.User, importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")},
 		multipartForm{mr}, limit, importer.Others{
 			Values: map[string]*string{"notify_url": &notify.URL, "notify_secret": &notify.Secret},
 			Done: func() error {
-				hook = notifyOf(notify.URL, notify.Secret)
-				return hook.check(r.Context(), s)
+				hook = automation.NotifyOf(notify.URL, notify.Secret)
+				return hook.Check(r.Context(), s.automation)
 			},
 		})
 	if fe := (*importer.FormError)(nil); errors.As(err, &fe) {
@@ -148,7 +149,7 @@ func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identi
 	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
 	defer cancel()
 	sub.RequestID = problem.RequestID(r.Context())
-	return s.submit(w, r.WithContext(ctx), sub, notifyOf(body.NotifyURL, body.NotifySecret))
+	return s.submit(w, r.WithContext(ctx), sub, automation.NotifyOf(body.NotifyURL, body.NotifySecret))
 }
 
 // multipartForm is a multipart body as the import reads it: one field at a time, with the

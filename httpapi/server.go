@@ -9,14 +9,17 @@
 //	 │                      error table, the OpenAPI document, the middleware, the wiring
 //	 ├─→ httpapi/web        the end-user page at / and its sign-in (token, identity provider)
 //	 ├─→ httpapi/live       live task events: the hub and the SSE streams it feeds
+//	 ├─→ httpapi/automation what acts without a person: webhook subscriptions and their
+//	 │                      deliveries, a submit's notify_url, users' schedules
 //	 ├─→ httpapi/identity   who is calling (Principal), cookie sessions, CSRF, API tokens,
-//	 │                      the audit trail's writer, the console's view of a web sign-in
+//	 │                      the audit trail's writer and listing, the console's view of a
+//	 │                      web sign-in
 //	 ├─→ httpapi/request    reading a request: the body's pace, strict JSON, parameters
 //	 └─→ httpapi/problem    problem+json answers, field errors, the request id
 //
-// web and live use identity, request and problem; identity uses request and problem;
-// request uses problem. New builds the rooms from Deps; cmd/taskcenter hands the identity
-// service (Server.Identity) to the console and the profiling endpoints.
+// web, live and automation use identity, request and problem; identity uses request and
+// problem; request uses problem. New builds the rooms from Deps; cmd/taskcenter hands the
+// identity service (Server.Identity) to the console and the profiling endpoints.
 package httpapi
 
 import (
@@ -31,6 +34,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/live"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
@@ -49,7 +53,7 @@ import (
 // Deps are the API's collaborators.
 type Deps struct {
 	// Types are the task types this deployment knows: the generic submit, GET /api/v1/types
-	// and the schedules read them (no per-type code in this package).
+	// and the schedules (httpapi/automation) read them (no per-type code in this package).
 	Types *jobs.Registry
 	// Uploads is the import's submit side (where uploads go, their checks, their key).
 	Uploads   *importer.Uploads
@@ -82,7 +86,7 @@ type Deps struct {
 	ObjectStore      jobs.Dependency
 	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
 	// allows none.
-	Webhooks URLChecker
+	Webhooks automation.URLChecker
 	// Redis, when set, carries the live event streams (one subscription per process) and the
 	// web page's sessions. Without it both are off and the API answers polls only.
 	Redis redis.UniversalClient
@@ -148,10 +152,11 @@ type Mount struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	id      *identity.Service // who is calling, sessions, the audit trail's writer
-	uploads *uploadSlots
-	hub     *live.Hub // live event streams; nil without Redis
-	web     *web.App  // the web page; nil when off
+	id         *identity.Service   // who is calling, sessions, the audit trail
+	automation *automation.Service // webhooks, a submit's notify_url, schedules
+	uploads    *uploadSlots
+	hub        *live.Hub // live event streams; nil without Redis
+	web        *web.App  // the web page; nil when off
 }
 
 // New returns the API server.
@@ -159,9 +164,6 @@ func New(d Deps) *Server {
 	def := config.Default()
 	if d.QueryTimeout <= 0 {
 		d.QueryTimeout = def.Database.QueryTimeout
-	}
-	if d.Schedules == (config.Schedules{}) {
-		d.Schedules = def.Schedules
 	}
 	if d.Import.MaxConcurrentUploads <= 0 {
 		d.Import.MaxConcurrentUploads = def.Import.MaxConcurrentUploads
@@ -176,6 +178,7 @@ func New(d Deps) *Server {
 		AuditLog: d.Auth.AuditLog, Logger: d.Logger, QueryTimeout: d.QueryTimeout, TokenDefaultTTL: d.Auth.TokenDefaultTTL, TokenMaxTTL: d.Auth.TokenMaxTTL,
 		Sessions: sessions, SessionTTL: d.Web.SessionTTL, SessionKey: d.Web.SessionKey,
 		BearerThrottle: identity.BearerThrottle{Redis: d.Redis, Failures: d.Auth.Throttle.Failures, Window: d.Auth.Throttle.Window}})
+	s.automation = automation.New(automation.Config{Store: d.Store, Types: d.Types, Submitter: d.Submitter, Schedules: d.Schedules, Webhooks: d.Webhooks})
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, d.Store, d.Events, d.Logger)
 		if !d.Web.Disabled {
@@ -218,12 +221,12 @@ func apiRoutes() []route {
 		{"GET /api/v1/types", routeOf(typeRoutes.listTypes), false},
 		{"GET /api/v1/messages", (*Server).listMessages, false},
 		{"POST /api/v1/tasks:batch", (*Server).submitBatch, false},
-		{"POST /api/v1/schedules", routeOf(scheduleRoutes.createSchedule), false},
-		{"GET /api/v1/schedules", routeOf(scheduleRoutes.listSchedules), false},
-		{"GET /api/v1/schedules/{id}", routeOf(scheduleRoutes.getSchedule), false},
-		{"POST /api/v1/schedules/{id}/pause", routeOf(scheduleRoutes.pauseSchedule), false},
-		{"POST /api/v1/schedules/{id}/resume", routeOf(scheduleRoutes.resumeSchedule), false},
-		{"DELETE /api/v1/schedules/{id}", routeOf(scheduleRoutes.deleteSchedule), false},
+		{"POST /api/v1/schedules", automationRoute((*automation.Service).CreateSchedule), false},
+		{"GET /api/v1/schedules", automationRoute((*automation.Service).ListSchedules), false},
+		{"GET /api/v1/schedules/{id}", automationRoute((*automation.Service).GetSchedule), false},
+		{"POST /api/v1/schedules/{id}/pause", automationRoute((*automation.Service).PauseSchedule), false},
+		{"POST /api/v1/schedules/{id}/resume", automationRoute((*automation.Service).ResumeSchedule), false},
+		{"DELETE /api/v1/schedules/{id}", automationRoute((*automation.Service).DeleteSchedule), false},
 		{"GET /api/v1/stats", routeOf(statsRoutes.stats), false},
 		{"GET /api/v1/tasks/{id}", routeOf(taskRoutes.getTask), false},
 		{"POST /api/v1/tasks/{id}/cancel", routeOf(taskRoutes.cancelTask), false},
@@ -235,35 +238,44 @@ func apiRoutes() []route {
 		{"GET /api/v1/tasks/{id}/error-report", (*Server).downloadErrorReport, false},
 		{"GET /api/v1/tasks/{id}/logs", routeOf(taskRoutes.listLogs), false},
 		{"GET /api/v1/tasks/{id}/logs.txt", routeOf(taskRoutes.downloadLog), false},
-		{"POST /api/v1/webhooks", routeOf(webhookRoutes.createWebhook), false},
-		{"GET /api/v1/webhooks", routeOf(webhookRoutes.listWebhooks), false},
-		{"GET /api/v1/webhooks/{id}", routeOf(webhookRoutes.getWebhook), false},
-		{"DELETE /api/v1/webhooks/{id}", routeOf(webhookRoutes.deleteWebhook), false},
-		{"GET /api/v1/webhooks/{id}/deliveries", routeOf(webhookRoutes.listDeliveries), false},
-		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", routeOf(webhookRoutes.redeliver), false},
+		{"POST /api/v1/webhooks", automationRoute((*automation.Service).CreateWebhook), false},
+		{"GET /api/v1/webhooks", automationRoute((*automation.Service).ListWebhooks), false},
+		{"GET /api/v1/webhooks/{id}", automationRoute((*automation.Service).GetWebhook), false},
+		{"DELETE /api/v1/webhooks/{id}", automationRoute((*automation.Service).DeleteWebhook), false},
+		{"GET /api/v1/webhooks/{id}/deliveries", automationRoute((*automation.Service).ListDeliveries), false},
+		{"POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", automationRoute((*automation.Service).Redeliver), false},
 		// Streams are long: like uploads they run without the query timeout (httpapi/live).
 		{"GET /api/v1/tasks/{id}/events", routeOf(eventRoutes.taskEvents), true},
 		{"GET /api/v1/events", routeOf(eventRoutes.scopeEvents), true},
-		// API tokens are httpapi/identity's, which checks them too.
+		// API tokens and the audit trail are httpapi/identity's, which checks the tokens too.
 		{"POST /api/v1/tokens", identityRoute((*identity.Service).CreateToken), false},
 		{"GET /api/v1/tokens", identityRoute((*identity.Service).ListTokens), false},
 		{"DELETE /api/v1/tokens/{id}", identityRoute((*identity.Service).RevokeToken), false},
-		{"GET /api/v1/audit", routeOf(auditRoutes.listAudit), false},
+		{"GET /api/v1/audit", identityRoute((*identity.Service).ListAudit), false},
 	}
 }
 
 // routeOf adapts a handler of a resource's small type over the server (taskRoutes,
-// eventRoutes, webhookRoutes, scheduleRoutes, …) to the route table.
+// eventRoutes, …) to the route table.
 func routeOf[T ~struct{ *Server }](h func(T, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 		return h(T{s}, w, r, p)
 	}
 }
 
-// identityRoute adapts a handler of httpapi/identity (the API tokens') to the route table.
+// identityRoute adapts a handler of httpapi/identity (the API tokens', the audit trail's) to
+// the route table.
 func identityRoute(h func(*identity.Service, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
 	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 		return h(s.id, w, r, p)
+	}
+}
+
+// automationRoute adapts a handler of httpapi/automation (webhooks, schedules) to the route
+// table.
+func automationRoute(h func(*automation.Service, http.ResponseWriter, *http.Request, identity.Principal) error) func(*Server, http.ResponseWriter, *http.Request, identity.Principal) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+		return h(s.automation, w, r, p)
 	}
 }
 

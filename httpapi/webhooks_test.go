@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
@@ -44,7 +45,7 @@ func TestWebhookSubscriptionLifecycle(t *testing.T) {
 	if res.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", res.Code, res.Body)
 	}
-	created := decodeAs[WebhookView](t, res.Body.Bytes())
+	created := decodeAs[automation.WebhookView](t, res.Body.Bytes())
 	if !strings.HasPrefix(created.Secret, "whsec_") || len(created.Events) != 5 || created.Owner != "alice" {
 		t.Fatalf("created %+v", created)
 	}
@@ -54,7 +55,7 @@ func TestWebhookSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("get: %d %s", res.Code, res.Body)
 	}
 	res = e.call("GET", "/api/v1/webhooks", aliceToken, nil)
-	if list := decodeAs[struct{ Items []WebhookView }](t, res.Body.Bytes()); len(list.Items) != 1 || list.Items[0].Secret != "" {
+	if list := decodeAs[struct{ Items []automation.WebhookView }](t, res.Body.Bytes()); len(list.Items) != 1 || list.Items[0].Secret != "" {
 		t.Fatalf("list: %s", res.Body)
 	}
 	// Another user neither sees nor deletes it; an admin does both.
@@ -72,7 +73,7 @@ func TestWebhookSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("bob subscribes for alice: %d", res.Code)
 	}
 	if res := e.call("POST", "/api/v1/webhooks", adminToken, strings.NewReader(`{"url":"http://127.0.0.1:9/h","owner":"bob","events":["task.started","task.failed"],"secret":"my-own-secret-0123"}`)); res.Code != http.StatusCreated ||
-		decodeAs[WebhookView](t, res.Body.Bytes()).Secret != "my-own-secret-0123" {
+		decodeAs[automation.WebhookView](t, res.Body.Bytes()).Secret != "my-own-secret-0123" {
 		t.Fatalf("admin subscribes for bob: %d %s", res.Code, res.Body)
 	}
 	if res := e.call("DELETE", "/api/v1/webhooks/"+created.ID, adminToken, nil); res.Code != http.StatusNoContent {
@@ -155,7 +156,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 	e := newAPI(t, withWebhooks("127.0.0.1"))
 	ctx := context.Background()
 	res := e.call("POST", "/api/v1/webhooks", aliceToken, strings.NewReader(`{"url":"http://127.0.0.1:9/hook","events":["task.submitted"]}`))
-	hook := decodeAs[WebhookView](t, res.Body.Bytes())
+	hook := decodeAs[automation.WebhookView](t, res.Body.Bytes())
 	if res := e.call("POST", "/api/v1/tasks", aliceToken, strings.NewReader(`{"type":"bench:noop"}`)); res.Code != http.StatusAccepted {
 		t.Fatalf("submit: %d %s", res.Code, res.Body)
 	}
@@ -170,7 +171,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.call("GET", "/api/v1/webhooks/"+hook.ID+"/deliveries", aliceToken, nil)
-	list := decodeAs[struct{ Items []DeliveryView }](t, res.Body.Bytes())
+	list := decodeAs[struct{ Items []automation.DeliveryView }](t, res.Body.Bytes())
 	if len(list.Items) != 1 {
 		t.Fatalf("deliveries: %s", res.Body)
 	}
@@ -183,7 +184,7 @@ func TestDeliveriesAndRedeliver(t *testing.T) {
 		t.Fatalf("bob redelivers: %d", res.Code)
 	}
 	res = e.call("POST", "/api/v1/webhooks/"+hook.ID+"/deliveries/"+d.ID+"/redeliver", aliceToken, nil)
-	if res.Code != http.StatusAccepted || decodeAs[DeliveryView](t, res.Body.Bytes()).State != webhooks.DeliveryPending {
+	if res.Code != http.StatusAccepted || decodeAs[automation.DeliveryView](t, res.Body.Bytes()).State != webhooks.DeliveryPending {
 		t.Fatalf("redeliver: %d %s", res.Code, res.Body)
 	}
 	if res := e.call("POST", "/api/v1/webhooks/"+hook.ID+"/deliveries/dlv_nope/redeliver", aliceToken, nil); res.Code != http.StatusNotFound ||

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
 )
@@ -53,6 +54,15 @@ const (
 	PriorityDefault = 5
 	PriorityLowest  = 9
 )
+
+// PriorityProblem says what is wrong with a priority a client asked for (0 asks for the
+// type's default), with bad true (false when nothing is): a submit's and a schedule's.
+func PriorityProblem(priority int) (m msg.Message, bad bool) {
+	if priority == 0 || (priority >= PriorityHighest && priority <= PriorityLowest) {
+		return msg.Message{}, false
+	}
+	return msg.New("field_error.priority", "first", strconv.Itoa(PriorityHighest), "last", strconv.Itoa(PriorityLowest)), true
+}
 
 // Lane is the asynq queue a task waits in (see Lanes).
 func Lane(t *store.Task) string {

@@ -49,3 +49,21 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 		t.Fatalf("the high-priority task started at position %d of %v", pos, order)
 	}
 }
+
+// A client may ask for no priority (the type's default) or one from 1 to 9; anything else
+// is refused with the range, in the catalogue's words.
+func TestPriorityProblemNamesTheRange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		priority int
+		bad      bool
+	}{{0, false}, {PriorityHighest, false}, {PriorityDefault, false}, {PriorityLowest, false}, {-1, true}, {PriorityLowest + 1, true}, {12, true}} {
+		m, bad := PriorityProblem(tc.priority)
+		if bad != tc.bad {
+			t.Errorf("priority %d: bad %v, want %v", tc.priority, bad, tc.bad)
+		}
+		if want := "must be from 1 (runs first) to 9 (runs last)"; bad && m.English() != want {
+			t.Errorf("priority %d: %q, want %q", tc.priority, m.English(), want)
+		}
+	}
+}

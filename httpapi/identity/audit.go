@@ -4,9 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/taskcenter/taskcenter/httpapi/problem"
+	"github.com/taskcenter/taskcenter/httpapi/request"
+	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/store/audit"
 )
 
@@ -16,7 +21,7 @@ import (
 // counted (Count): one row per client address, minute and kind, so a flood of junk is a row
 // a minute; a refusal of somebody (a missing scope, a cross-site change) has a row of its
 // own. Each row also goes to the log when auth.audit.log is set (a counted row once per
-// write, with the attempts it added).
+// write, with the attempts it added). Admins read the trail at GET /api/v1/audit (ListAudit).
 
 // ClientAddr is where a request comes from: the connection's peer, or, when the peer is one
 // of the trusted proxies (auth.trusted_header.proxies), the client they name
@@ -130,4 +135,62 @@ func (s *Service) LogAudit(ctx context.Context, e audit.Event, rows int64) {
 		attrs = append(attrs, slog.Int64("count", e.Count))
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+}
+
+// AuditView is one row of the audit trail.
+type AuditView struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	Actor      string    `json:"actor"`
+	Via        string    `json:"via"`
+	Action     string    `json:"action"`
+	Target     string    `json:"target,omitempty"`
+	Outcome    string    `json:"outcome"`
+	Status     int       `json:"status,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	ClientAddr string    `json:"client_addr"`
+	RequestID  string    `json:"request_id,omitempty"`
+	// Count is the attempts the row stands for: 1, or a counted refusal's (audit.Event.Count).
+	Count int64 `json:"count"`
+}
+
+// ListAudit answers GET /api/v1/audit?actor=&action=&target=&outcome=&from=&to=&limit=&cursor=
+// (admins): the trail, newest first.
+func (s *Service) ListAudit(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return problem.BadRequest("invalid_query", "the query string is not valid URL encoding")
+	}
+	var errs []problem.FieldError
+	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Target: q.Get("target"), Outcome: q.Get("outcome")}
+	for name, v := range map[string]string{"actor": f.Actor, "action": f.Action, "target": f.Target, "outcome": f.Outcome} {
+		if m, bad := textcheck.Problem(v, config.MaxOwner); bad { // the longest: an actor, an owner name
+			errs = append(errs, problem.Field(name, m))
+		}
+	}
+	if f.Outcome != "" && f.Outcome != audit.Success && f.Outcome != audit.Denied && f.Outcome != audit.Refused && f.Outcome != audit.Error {
+		errs = append(errs, problem.Field("outcome", textcheck.OneOf(audit.Success, audit.Denied, audit.Refused, audit.Error)))
+	}
+	errs = append(errs, request.QueryTimes(q, map[string]**time.Time{"from": &f.From, "to": &f.To})...)
+	errs = append(errs, request.QueryPage(q, &f.Limit, &f.Before)...)
+	if len(errs) > 0 {
+		return problem.Invalid("invalid_query", "the query has invalid parameters", errs...)
+	}
+	rows, next, err := s.cfg.Store.ListAudit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Items      []AuditView `json:"items"`
+		NextCursor string      `json:"next_cursor,omitempty"`
+	}{Items: make([]AuditView, len(rows))}
+	for i, e := range rows {
+		out.Items[i] = AuditView{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Via: e.Via, Action: e.Action, Target: e.Target, Outcome: e.Outcome,
+			Status: e.Status, Detail: e.Detail, ClientAddr: e.ClientAddr, RequestID: e.RequestID, Count: e.Count}
+	}
+	if next > 0 {
+		out.NextCursor = strconv.FormatInt(next, 10)
+	}
+	request.WriteJSON(w, http.StatusOK, out)
+	return nil
 }

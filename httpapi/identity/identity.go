@@ -7,13 +7,15 @@
 // handlers, which httpapi routes here) and what the ways in share: the cookie sessions
 // (opened, read and ended here; the sign-in pages that open them are httpapi/web's), the
 // refusal of cross-site state changes made with a cookie or through the gateway (origin and
-// CSRF token), the audit trail's writer (the sign-ins here, the API's answers for httpapi),
-// and the console's view of a web sign-in (ConsoleAdmin, ConsoleSignInURL, ConsoleSignOut;
+// CSRF token), the audit trail's writer (the sign-ins here, the API's answers for httpapi)
+// and its listing (audit.go: GET /api/v1/audit, which httpapi routes here), and the
+// console's view of a web sign-in (ConsoleAdmin, ConsoleSignInURL, ConsoleSignOut;
 // monitor's WebSignIn).
 //
-// The REST API (httpapi), the web page (httpapi/web) and the live event streams
-// (httpapi/live) depend on identity; it depends on none of them, only on httpapi/request and
-// httpapi/problem below it (httpapi's package comment draws the rooms).
+// The REST API (httpapi), the web page (httpapi/web), the live event streams
+// (httpapi/live) and the webhooks and schedules (httpapi/automation) depend on identity; it
+// depends on none of them, only on httpapi/request and httpapi/problem below it (httpapi's
+// package comment draws the rooms).
 package identity
 
 import (

@@ -3,9 +3,9 @@
 // the request id each answer and audit row quotes.
 //
 // It is the bottom room of httpapi: the REST API (httpapi), the identity room
-// (httpapi/identity), the web page (httpapi/web), request reading (httpapi/request) and the
-// live event streams (httpapi/live) all build their refusals here, and it imports none of
-// them. Which error kinds become which problem is decided by one table in httpapi.
+// (httpapi/identity), the web page (httpapi/web), request reading (httpapi/request), the
+// live event streams (httpapi/live) and the webhooks and schedules (httpapi/automation) all
+// build their refusals here, and it imports none of them. Which error kinds become which problem is decided by one table in httpapi.
 package problem
 
 import (

@@ -3,8 +3,8 @@
 // strictly (DecodeJSON), and path and query parameters (TaskID, QueryTimes, QueryPage).
 //
 // It sits just above httpapi/problem: the REST API (httpapi), httpapi/identity (the API
-// tokens' routes), the web page (httpapi/web) and the live event streams (httpapi/live) use
-// it; it imports none of them.
+// tokens' routes), the web page (httpapi/web), the live event streams (httpapi/live) and
+// the webhooks and schedules (httpapi/automation) use it; it imports none of them.
 package request
 
 import (

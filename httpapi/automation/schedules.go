@@ -1,4 +1,4 @@
-package httpapi
+package automation
 
 import (
 	"crypto/rand"
@@ -52,9 +52,9 @@ func scheduleView(sc *schedules.Schedule) ScheduleView {
 		LastOutcome: sc.LastOutcome, CreatedAt: sc.CreatedAt.UTC()}
 }
 
-// createSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
+// CreateSchedule answers POST /api/v1/schedules {type, params, cron, timezone, priority?}:
 // the params are checked now, exactly as a submit of the type would check them.
-func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+func (s *Service) CreateSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req struct {
 		Type     string          `json:"type"`
 		Params   json.RawMessage `json:"params"`
@@ -93,8 +93,8 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 	} else if err := schedule.CheckInterval(req.Cron, req.Timezone, min); err != nil {
 		errs = append(errs, specProblem(err))
 	}
-	if req.Priority != 0 && (req.Priority < jobs.PriorityHighest || req.Priority > jobs.PriorityLowest) {
-		errs = append(errs, problem.Field("priority", priorityRange()))
+	if m, bad := jobs.PriorityProblem(req.Priority); bad {
+		errs = append(errs, problem.Field("priority", m))
 	}
 	if len(errs) > 0 {
 		return problem.New(http.StatusUnprocessableEntity, "invalid_schedule", "the schedule has invalid fields").WithErrors(errs...)
@@ -117,13 +117,13 @@ func (s scheduleRoutes) createSchedule(w http.ResponseWriter, r *http.Request, p
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/schedules/"+sc.ScheduleNo)
-	writeJSON(w, http.StatusCreated, scheduleView(sc))
+	request.WriteJSON(w, http.StatusCreated, scheduleView(sc))
 	return nil
 }
 
 // minInterval is the shortest gap between fires the schedule may have: the deployment's
 // schedules.min_interval, or what an admin asked for instead.
-func (s scheduleRoutes) minInterval(asked string, who jobs.Who) (time.Duration, *problem.FieldError) {
+func (s *Service) minInterval(asked string, who jobs.Who) (time.Duration, *problem.FieldError) {
 	if asked == "" {
 		return s.Schedules.MinInterval, nil
 	}
@@ -148,8 +148,8 @@ func specProblem(err error) problem.FieldError {
 	return problem.Field("cron", msg.Plain(err.Error()))
 }
 
-// listSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
-func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// ListSchedules answers GET /api/v1/schedules[?owner=] (an admin sees everyone's).
+func (s *Service) ListSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner, err := identity.OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_schedules"))
 	if err != nil {
 		return err
@@ -162,8 +162,8 @@ func (s scheduleRoutes) listSchedules(w http.ResponseWriter, r *http.Request, p 
 	return nil
 }
 
-// getSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
-func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// GetSchedule answers GET /api/v1/schedules/{id}: the schedule and its latest fires.
+func (s *Service) GetSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sc, err := s.scheduleOf(r, p)
 	if err != nil {
 		return err
@@ -176,20 +176,20 @@ func (s scheduleRoutes) getSchedule(w http.ResponseWriter, r *http.Request, p id
 	for _, f := range fires {
 		v.Fires = append(v.Fires, FireView{Slot: f.Slot.UTC(), Task: f.TaskNo, Outcome: f.Outcome})
 	}
-	writeJSON(w, http.StatusOK, v)
+	request.WriteJSON(w, http.StatusOK, v)
 	return nil
 }
 
-// pauseSchedule and resumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
-func (s scheduleRoutes) pauseSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// PauseSchedule and ResumeSchedule answer POST /api/v1/schedules/{id}/pause and /resume.
+func (s *Service) PauseSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, true)
 }
 
-func (s scheduleRoutes) resumeSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+func (s *Service) ResumeSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	return s.setPaused(w, r, p, false)
 }
 
-func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p identity.Principal, paused bool) error {
+func (s *Service) setPaused(w http.ResponseWriter, r *http.Request, p identity.Principal, paused bool) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -198,12 +198,12 @@ func (s scheduleRoutes) setPaused(w http.ResponseWriter, r *http.Request, p iden
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, scheduleView(sc))
+	request.WriteJSON(w, http.StatusOK, scheduleView(sc))
 	return nil
 }
 
-// deleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
-func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// DeleteSchedule answers DELETE /api/v1/schedules/{id}: it never fires again.
+func (s *Service) DeleteSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	id, err := scheduleID(r)
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (s scheduleRoutes) deleteSchedule(w http.ResponseWriter, r *http.Request, p
 	return nil
 }
 
-func (s scheduleRoutes) scheduleOf(r *http.Request, p identity.Principal) (*schedules.Schedule, error) {
+func (s *Service) scheduleOf(r *http.Request, p identity.Principal) (*schedules.Schedule, error) {
 	id, err := scheduleID(r)
 	if err != nil {
 		return nil, err
@@ -230,6 +230,3 @@ func scheduleID(r *http.Request) (string, error) {
 	}
 	return id, nil
 }
-
-// scheduleRoutes are the handlers of /api/v1/schedules (a small type over the server, one per resource).
-type scheduleRoutes struct{ *Server }

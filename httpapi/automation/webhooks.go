@@ -1,4 +1,4 @@
-package httpapi
+package automation
 
 import (
 	"context"
@@ -33,11 +33,6 @@ import (
 //	POST   /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver send one again
 //
 // and the notify_url a submit may carry: a subscription bound to the new task.
-
-// URLChecker decides whether webhooks may be sent to a URL (jobs/webhook's Policy).
-type URLChecker interface {
-	CheckURL(ctx context.Context, url string) error
-}
 
 // WebhookView is a subscription as the API shows it.
 type WebhookView struct {
@@ -88,7 +83,9 @@ type webhookRequest struct {
 	Owner  string   `json:"owner"`
 }
 
-func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// CreateWebhook answers POST /api/v1/webhooks {url, events?, secret?, owner?}: 201 and the
+// subscription, with its secret shown this once.
+func (s *Service) CreateWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	var req webhookRequest
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
@@ -121,7 +118,7 @@ func (s webhookRoutes) createWebhook(w http.ResponseWriter, r *http.Request, p i
 	v := webhookView(sub, "")
 	v.Secret = secret
 	w.Header().Set("Location", "/api/v1/webhooks/"+sub.SubNo)
-	writeJSON(w, http.StatusCreated, v)
+	request.WriteJSON(w, http.StatusCreated, v)
 	return nil
 }
 
@@ -148,7 +145,7 @@ func webhookEvents(events []string) ([]string, error) {
 }
 
 // checkWebhookURL refuses a URL the policy does not allow, saying why.
-func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
+func (s *Service) checkWebhookURL(ctx context.Context, field, url string) error {
 	if url == "" {
 		m := msg.New("row.required")
 		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+m.English()).WithErrors(problem.Field(field, m))
@@ -191,7 +188,7 @@ func webhookView(sub *webhooks.Subscription, taskNo string) WebhookView {
 }
 
 // subscription resolves the {id} path parameter to a subscription the caller may see.
-func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*webhooks.Subscription, error) {
+func (s *Service) subscription(r *http.Request, p identity.Principal) (*webhooks.Subscription, error) {
 	id := r.PathValue("id")
 	if m, bad := textcheck.Problem(id, request.MaxID); bad {
 		return nil, problem.Invalid("invalid_id", "the webhook id in the path is not valid: it "+m.English(), problem.Field("id", m))
@@ -203,7 +200,7 @@ func (s webhookRoutes) subscription(r *http.Request, p identity.Principal) (*web
 	return sub, err
 }
 
-func (s webhookRoutes) taskNoOf(ctx context.Context, sub *webhooks.Subscription) string {
+func (s *Service) taskNoOf(ctx context.Context, sub *webhooks.Subscription) string {
 	if sub.TaskID == nil {
 		return ""
 	}
@@ -213,7 +210,8 @@ func (s webhookRoutes) taskNoOf(ctx context.Context, sub *webhooks.Subscription)
 	return ""
 }
 
-func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// ListWebhooks answers GET /api/v1/webhooks[?owner=] (an admin sees everyone's).
+func (s *Service) ListWebhooks(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	owner, err := identity.OwnerQuery(r.URL.Query(), p, msg.New("field_error.others_webhooks"))
 	if err != nil {
 		return err
@@ -226,16 +224,18 @@ func (s webhookRoutes) listWebhooks(w http.ResponseWriter, r *http.Request, p id
 	return nil
 }
 
-func (s webhookRoutes) getWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// GetWebhook answers GET /api/v1/webhooks/{id}: one subscription, without its secret.
+func (s *Service) GetWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, webhookView(sub, s.taskNoOf(r.Context(), sub)))
+	request.WriteJSON(w, http.StatusOK, webhookView(sub, s.taskNoOf(r.Context(), sub)))
 	return nil
 }
 
-func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// DeleteWebhook answers DELETE /api/v1/webhooks/{id}: nothing more is sent to the URL.
+func (s *Service) DeleteWebhook(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -247,7 +247,9 @@ func (s webhookRoutes) deleteWebhook(w http.ResponseWriter, r *http.Request, p i
 	return nil
 }
 
-func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// ListDeliveries answers GET /api/v1/webhooks/{id}/deliveries[?state=&limit=&cursor=]: the
+// deliveries with their attempts, newest first.
+func (s *Service) ListDeliveries(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -287,7 +289,7 @@ func (s webhookRoutes) listDeliveries(w http.ResponseWriter, r *http.Request, p 
 	if len(ds) == f.Limit {
 		out.NextCursor = strconv.FormatInt(ds[len(ds)-1].ID, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	request.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -307,7 +309,9 @@ func deliveryView(d *webhooks.Delivery, attempts []webhooks.DeliveryAttempt) Del
 	return v
 }
 
-func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+// Redeliver answers POST /api/v1/webhooks/{id}/deliveries/{delivery}/redeliver: 202 and the
+// delivery, queued again at once.
+func (s *Service) Redeliver(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	sub, err := s.subscription(r, p)
 	if err != nil {
 		return err
@@ -327,20 +331,20 @@ func (s webhookRoutes) redeliver(w http.ResponseWriter, r *http.Request, p ident
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, deliveryView(d, attempts[d.ID]))
+	request.WriteJSON(w, http.StatusAccepted, deliveryView(d, attempts[d.ID]))
 	return nil
 }
 
-// notifyRequest is a submit's notify_url (and optional notify_secret).
-type notifyRequest struct {
+// Notify is a submit's notify_url (and optional notify_secret).
+type Notify struct {
 	URL     string
 	Secret  string
 	checked bool
 }
 
-// check validates a submit's notification before the task is created, so a refused URL
+// Check validates a submit's notification before the task is created, so a refused URL
 // leaves no task behind.
-func (n *notifyRequest) check(ctx context.Context, s *Server) error {
+func (n *Notify) Check(ctx context.Context, s *Service) error {
 	if n == nil || n.checked {
 		return nil
 	}
@@ -352,19 +356,19 @@ func (n *notifyRequest) check(ctx context.Context, s *Server) error {
 	return err
 }
 
-// subscription is the subscription a new task is submitted with: the URL, told of the
+// Subscription is the subscription a new task is submitted with: the URL, told of the
 // task's endings.
-func (n *notifyRequest) subscription(by string) *webhooks.NewSubscription {
+func (n *Notify) Subscription(by string) *webhooks.NewSubscription {
 	if n == nil {
 		return nil
 	}
 	return &webhooks.NewSubscription{URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}
 }
 
-// bind answers the subscription of a submit: the one committed with a new task (made), or,
+// Bind answers the subscription of a submit: the one committed with a new task (made), or,
 // for a resubmit that returned an existing task, that task's subscription for the URL (the
 // existing one without its secret, or a new one).
-func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made *webhooks.Subscription, by string) (*WebhookView, error) {
+func (n *Notify) Bind(ctx context.Context, s *Service, t *store.Task, made *webhooks.Subscription, by string) (*WebhookView, error) {
 	if n == nil {
 		return nil, nil
 	}
@@ -373,7 +377,7 @@ func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made
 		v.Secret = n.Secret
 		return &v, nil
 	}
-	ns := n.subscription(by)
+	ns := n.Subscription(by)
 	ns.Owner = t.Owner
 	sub, created, err := s.Store.CreateTaskSubscription(context.WithoutCancel(ctx), t.ID, *ns, webhook.BuildPayload)
 	if err != nil {
@@ -386,13 +390,10 @@ func (n *notifyRequest) bind(ctx context.Context, s *Server, t *store.Task, made
 	return &v, nil
 }
 
-// notifyOf makes the notification of a submit body's fields (nil when there is none).
-func notifyOf(url, secret string) *notifyRequest {
+// NotifyOf makes the notification of a submit body's fields (nil when there is none).
+func NotifyOf(url, secret string) *Notify {
 	if url == "" && secret == "" {
 		return nil
 	}
-	return &notifyRequest{URL: url, Secret: secret}
+	return &Notify{URL: url, Secret: secret}
 }
-
-// webhookRoutes are the handlers of /api/v1/webhooks: subscriptions and their deliveries (a small type over the server, one per resource).
-type webhookRoutes struct{ *Server }

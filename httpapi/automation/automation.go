@@ -1,0 +1,52 @@
+// Package automation serves the API's resources that act without a person at the keyboard:
+// webhook subscriptions and their deliveries (webhooks.go), which tell a URL of a task's
+// events, and users' schedules (schedules.go), which submit a task on a cron spec. It also
+// holds the notify_url a submit may carry (Notify): a subscription bound to the new task,
+// which the REST API's submits (exports, imports, the generic submit) check and bind here.
+//
+// Its handlers have the REST API's shape, func(w, r, Principal) error: httpapi routes them,
+// checks their scopes and writes their audit rows, and turns the errors they return into
+// problems (a *problem.Problem passes through unchanged). It depends on httpapi/identity,
+// httpapi/request and httpapi/problem below it, never on httpapi (httpapi's package comment
+// draws the rooms).
+package automation
+
+import (
+	"context"
+
+	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store"
+)
+
+// Config is what the webhook and schedule handlers need.
+type Config struct {
+	Store *store.Store
+	// Types are the task types this deployment knows: a schedule may name a submittable one.
+	Types *jobs.Registry
+	// Submitter says which types this deployment has enabled.
+	Submitter *jobs.Submitter
+	// Schedules bounds users' schedules (how often, how many). Zero: the config defaults.
+	Schedules config.Schedules
+	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
+	// allows none.
+	Webhooks URLChecker
+}
+
+// URLChecker decides whether webhooks may be sent to a URL (jobs/webhook's Policy).
+type URLChecker interface {
+	CheckURL(ctx context.Context, url string) error
+}
+
+// Service holds the handlers of /api/v1/webhooks and /api/v1/schedules.
+type Service struct {
+	Config
+}
+
+// New returns the handlers over c.
+func New(c Config) *Service {
+	if c.Schedules == (config.Schedules{}) {
+		c.Schedules = config.Default().Schedules
+	}
+	return &Service{Config: c}
+}
