@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/stats"
 	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
@@ -363,19 +364,19 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	}
 
 	day := time.Now().UTC().Truncate(24 * time.Hour)
-	stats, err := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
+	counted, err := f.S.Stats(ctx, stats.Filter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byStatus := map[string]store.StatsRow{}
-	for _, r := range stats {
+	byStatus := map[string]stats.Row{}
+	for _, r := range counted {
 		byStatus[r.Status] = r
 	}
 	if s := byStatus["SUCCESS"]; s.Tasks != 2 || s.RowsSuccess != 9 || s.P99Seconds != 60 {
 		t.Fatalf("SUCCESS stats (one archived, one live %s) = %+v", live.TaskNo, s)
 	}
 	if byStatus["FAILED"].Tasks != 1 {
-		t.Fatalf("stats = %+v", stats)
+		t.Fatalf("stats = %+v", counted)
 	}
 	// Archive again (idempotent: nothing left), purge, stats stay.
 	if n, _ := f.S.ArchiveTasks(ctx, []int64{done.ID}); n != 0 {
@@ -385,7 +386,7 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	if n, err := f.S.PurgeArchive(ctx, 365*24*time.Hour, 100); err != nil || n != 2 {
 		t.Fatalf("purged %d: %v", n, err)
 	}
-	after, _ := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
+	after, _ := f.S.Stats(ctx, stats.Filter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
 	if len(after) != 1 || after[0].Tasks != 3 {
 		t.Fatalf("stats after purge = %+v", after)
 	}
