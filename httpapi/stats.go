@@ -10,7 +10,7 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/stats"
 )
 
 // stats answers GET /api/v1/stats?from=&to=&group_by=day,type,status,owner: finished tasks,
@@ -19,7 +19,7 @@ import (
 func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
 	q := r.URL.Query()
 	now := time.Now().UTC()
-	f := store.StatsFilter{From: now.AddDate(0, 0, -30).Truncate(24 * time.Hour), To: now.Add(24 * time.Hour).Truncate(24 * time.Hour)}
+	f := stats.Filter{From: now.AddDate(0, 0, -30).Truncate(24 * time.Hour), To: now.Add(24 * time.Hour).Truncate(24 * time.Hour)}
 	var errs []problem.FieldError
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
 		v := q.Get(name)
@@ -46,8 +46,8 @@ func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Pr
 		errs = append(errs, problem.Field("to", msg.New("field_error.span_days", "days", "400")))
 	}
 	for _, g := range textcheck.SplitList(q["group_by"]) {
-		if !slices.Contains(store.StatsDimensions, g) {
-			errs = append(errs, problem.Field("group_by", msg.New("field_error.some_of", "choices", strings.Join(store.StatsDimensions, ", "))))
+		if !slices.Contains(stats.Dimensions, g) {
+			errs = append(errs, problem.Field("group_by", msg.New("field_error.some_of", "choices", strings.Join(stats.Dimensions, ", "))))
 			break
 		}
 		f.GroupBy = append(f.GroupBy, g)
@@ -60,12 +60,12 @@ func (s statsRoutes) stats(w http.ResponseWriter, r *http.Request, p identity.Pr
 		return err
 	}
 	if rows == nil {
-		rows = []store.StatsRow{}
+		rows = []stats.Row{}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		From  time.Time        `json:"from"`
-		To    time.Time        `json:"to"`
-		Items []store.StatsRow `json:"items"`
+		From  time.Time   `json:"from"`
+		To    time.Time   `json:"to"`
+		Items []stats.Row `json:"items"`
 	}{f.From, f.To, rows})
 	return nil
 }

@@ -11,10 +11,9 @@ const (
 		next_retry_at, heartbeat_at, worker, cancel_requested, error_code, error_message, error_params, result, result_expires_at,
 		timeout_seconds, retry_base_ms, max_runtime_ms, stall_after_ms, enqueued_at, alert_due_at, alerted_at, created_at, started_at,
 		finished_at, updated_at`
-	runColumns     = `id, task_id, attempt, trigger, worker, status, error, error_code, error_params, started_at, finished_at`
-	logColumns     = `id, task_id, attempt, level, message, code, params, created_at`
-	itemColumns    = `id, task_id, row_no, field, message, raw, created_at`
-	roundColumns   = `slot, worker, started_at, finished_at, report`
-	eventColumns   = `id, task_id, task_no, owner, task_type, event, status, attempt, actor, created_at`
-	terminalStates = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED')`
+	runColumns   = `id, task_id, attempt, trigger, worker, status, error, error_code, error_params, started_at, finished_at`
+	logColumns   = `id, task_id, attempt, level, message, code, params, created_at`
+	itemColumns  = `id, task_id, row_no, field, message, raw, created_at`
+	roundColumns = `slot, worker, started_at, finished_at, report`
+	eventColumns = `id, task_id, task_no, owner, task_type, event, status, attempt, actor, created_at`
 )

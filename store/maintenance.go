@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -204,7 +205,7 @@ const (
 		  AND result_expires_at < now()
 		ORDER BY result_expires_at LIMIT $1`
 	sqlPastRetention = `SELECT ` + taskColumns + ` FROM tasks
-		WHERE status IN ` + terminalStates + ` AND finished_at < now() - make_interval(secs => $1)
+		WHERE status IN ` + task.TerminalSQL + ` AND finished_at < now() - make_interval(secs => $1)
 		ORDER BY finished_at LIMIT $2`
 	sqlLiveUploads = `
 		SELECT params ->> 'upload' FROM tasks WHERE status IN ('PENDING', 'RETRY_WAIT') AND params ->> 'upload' = ANY($1::text[])

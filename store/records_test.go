@@ -18,6 +18,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/stats"
 	"github.com/taskcenter/taskcenter/store/storetest"
 )
 
@@ -363,19 +364,19 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	}
 
 	day := time.Now().UTC().Truncate(24 * time.Hour)
-	stats, err := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
+	counted, err := f.S.Stats(ctx, stats.Filter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}, store.Scope{Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byStatus := map[string]store.StatsRow{}
-	for _, r := range stats {
+	byStatus := map[string]stats.Row{}
+	for _, r := range counted {
 		byStatus[r.Status] = r
 	}
 	if s := byStatus["SUCCESS"]; s.Tasks != 2 || s.RowsSuccess != 9 || s.P99Seconds != 60 {
 		t.Fatalf("SUCCESS stats (one archived, one live %s) = %+v", live.TaskNo, s)
 	}
 	if byStatus["FAILED"].Tasks != 1 {
-		t.Fatalf("stats = %+v", stats)
+		t.Fatalf("stats = %+v", counted)
 	}
 	// Archive again (idempotent: nothing left), purge, stats stay.
 	if n, _ := f.S.ArchiveTasks(ctx, []int64{done.ID}); n != 0 {
@@ -385,47 +386,8 @@ func TestArchivedTaskIsFoundAndCounted(t *testing.T) {
 	if n, err := f.S.PurgeArchive(ctx, 365*24*time.Hour, 100); err != nil || n != 2 {
 		t.Fatalf("purged %d: %v", n, err)
 	}
-	after, _ := f.S.Stats(ctx, store.StatsFilter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
+	after, _ := f.S.Stats(ctx, stats.Filter{From: day, To: day.Add(24 * time.Hour)}, store.Scope{Admin: true})
 	if len(after) != 1 || after[0].Tasks != 3 {
 		t.Fatalf("stats after purge = %+v", after)
-	}
-}
-
-func TestASavedMappingIsTheOwnersForItsHeaderSet(t *testing.T) {
-	t.Parallel()
-	f := storetest.New(t)
-	ctx := context.Background()
-	if err := f.S.SaveMapping(ctx, "alice", "k1", map[string]string{"联系电话": "phone"}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := f.S.FindMapping(ctx, "alice", "k1")
-	if err != nil || got == nil || got.Columns["联系电话"] != "phone" || got.SavedAt.IsZero() {
-		t.Fatalf("alice's mapping: %+v, %v", got, err)
-	}
-	for _, c := range []struct{ owner, key string }{{"bob", "k1"}, {"alice", "k2"}} {
-		if m, err := f.S.FindMapping(ctx, c.owner, c.key); err != nil || m != nil {
-			t.Errorf("%s/%s: %+v, %v, want none", c.owner, c.key, m, err)
-		}
-	}
-	if err := f.S.SaveMapping(ctx, "alice", "k1", map[string]string{"电话": "phone"}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := f.S.FindMapping(ctx, "alice", "k1"); got == nil || got.Columns["电话"] != "phone" || len(got.Columns) != 1 {
-		t.Fatalf("the mapping saved again: %+v, want it replaced", got)
-	}
-}
-
-func TestTouchUploadSaysWhetherTheUploadIsKept(t *testing.T) {
-	t.Parallel()
-	f := storetest.New(t)
-	ctx := context.Background()
-	if err := f.S.RecordUpload(ctx, "uploads/a.csv", "a", 1); err != nil {
-		t.Fatal(err)
-	}
-	if kept, err := f.S.TouchUpload(ctx, "uploads/a.csv"); err != nil || !kept {
-		t.Fatalf("a recorded upload: %v %v", kept, err)
-	}
-	if kept, err := f.S.TouchUpload(ctx, "uploads/swept.csv"); err != nil || kept {
-		t.Fatalf("an upload without a record: %v %v", kept, err)
 	}
 }

@@ -18,14 +18,15 @@
 //   - Maintenance: the cleanup's reads and bookkeeping (maintenance.go).
 //   - Outbox: the task_events outbox (events.go), and its fan-out into webhook deliveries
 //     (fanout.go), which reads the task rows to build each body.
-//   - Uploads: accepted uploads and their sweep (uploads.go).
-//   - Mappings: the column mappings owners saved for their imports (mappings.go).
-//   - Archive: the archive and the stats (archive.go).
+//   - Archive: the archive, and the daily aggregates it folds finished tasks into (archive.go).
 //
 // In subpackages, each with its statements, its model and its tests:
 //   - store/webhooks: the webhook subscriptions and their deliveries (*webhooks.Webhooks).
 //   - store/schedules: users' recurring tasks and their fires (*schedules.Schedules).
 //   - store/tokens: the API tokens (*tokens.Tokens).
+//   - store/uploads: accepted uploads and their sweep (*uploads.Uploads).
+//   - store/mappings: the column mappings owners saved for their imports (*mappings.Mappings).
+//   - store/stats: the statistics of finished tasks, live and archived (*stats.Aggregates).
 //   - store/audit: the audit trail (*audit.Trail), and the audit.Origin a request's context
 //     carries, with which the transitions write their audit row in the same statement.
 //   - store/customers: the customers table, which is not embedded: the import writes it and
@@ -41,8 +42,11 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/store/audit"
+	"github.com/taskcenter/taskcenter/store/mappings"
 	"github.com/taskcenter/taskcenter/store/schedules"
+	"github.com/taskcenter/taskcenter/store/stats"
 	"github.com/taskcenter/taskcenter/store/tokens"
+	"github.com/taskcenter/taskcenter/store/uploads"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -59,9 +63,10 @@ type Store struct {
 	*schedules.Schedules
 	*tokens.Tokens
 	*audit.Trail
-	*Uploads
-	*Mappings
+	*uploads.Uploads
+	*mappings.Mappings
 	*Archive
+	*stats.Aggregates
 }
 
 // New returns a Store over db.
@@ -69,7 +74,8 @@ func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
-		Trail: audit.New(db), Uploads: &Uploads{db: db}, Mappings: &Mappings{db: db}, Archive: &Archive{db: db},
+		Trail: audit.New(db), Uploads: uploads.New(db), Mappings: mappings.New(db), Archive: &Archive{db: db},
+		Aggregates: stats.New(db),
 	}
 }
 
@@ -93,12 +99,9 @@ type Maintenance struct{ db *bun.DB }
 // out into the deliveries of the webhook subscriptions that want them (fanout.go).
 type Outbox struct{ db *bun.DB }
 
-// Uploads records accepted uploads and sweeps the unused ones (uploads.go).
-type Uploads struct{ db *bun.DB }
-
-// Mappings keeps the column mappings owners saved for their files' header sets (mappings.go).
-type Mappings struct{ db *bun.DB }
-
-// Archive moves finished tasks out of the live tables, reads them back, and aggregates the
-// stats (archive.go).
+// Archive moves finished tasks out of the live tables, into the archive tables and the daily
+// aggregates that store/stats reads, and reads them back (archive.go).
 type Archive struct{ db *bun.DB }
+
+// StatsRow is one group of finished tasks in the statistics; it lives in store/stats.
+type StatsRow = stats.Row

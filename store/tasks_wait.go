@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
@@ -33,7 +34,7 @@ const laneRank = `CASE WHEN %[1]s.attempt > 0 THEN 0 WHEN %[1]s.priority BETWEEN
 var linesQuery = `
 	WITH waiting AS (SELECT * FROM tasks WHERE id = ANY($1::bigint[]) AND status IN ('PENDING', 'RETRY_WAIT')),
 	finished AS (SELECT f.queue, count(*) AS n FROM tasks f
-	     WHERE f.queue IN (SELECT queue FROM waiting) AND f.status IN ` + terminalStates + ` AND f.started_at IS NOT NULL
+	     WHERE f.queue IN (SELECT queue FROM waiting) AND f.status IN ` + task.TerminalSQL + ` AND f.started_at IS NOT NULL
 	       AND f.finished_at > now() - make_interval(secs => $3)
 	     GROUP BY f.queue)
 	SELECT t.id,

@@ -36,6 +36,11 @@ func (s Status) Terminal() bool {
 	return false
 }
 
+// TerminalSQL is the Terminal statuses as a SQL list, for `status IN ` + TerminalSQL: the
+// statements that pick finished tasks (retention, the archive, the stats, the wait estimate)
+// pick exactly those.
+const TerminalSQL = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED')`
+
 // Waiting reports whether s is runnable once due.
 func (s Status) Waiting() bool { return s == StatusPending || s == StatusRetryWait }
 

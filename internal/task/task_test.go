@@ -1,6 +1,9 @@
 package task
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestOutcomeFollowsTheCounts(t *testing.T) {
 	t.Parallel()
@@ -60,6 +63,19 @@ func TestEveryStatusHasOneEventName(t *testing.T) {
 	}
 	if EventName(StatusRunning, true) != EventCancelRequested || EventName(StatusCancelled, true) != EventCancelled {
 		t.Fatal("a cancel requested of a running task is task.cancel_requested; an ended one keeps its name")
+	}
+}
+
+func TestTerminalSQLListsTheTerminalStatuses(t *testing.T) {
+	t.Parallel()
+	var want []string
+	for _, st := range AllStatuses {
+		if st.Terminal() {
+			want = append(want, "'"+string(st)+"'")
+		}
+	}
+	if got := "(" + strings.Join(want, ", ") + ")"; TerminalSQL != got {
+		t.Fatalf("TerminalSQL = %s, want %s", TerminalSQL, got)
 	}
 }
 

@@ -6,9 +6,9 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 )
 
-// uploads deletes uploaded files whose record (store.RecordUpload, touched by every accepted
-// upload of the same content) is older than UploadTTL and that no waiting or running task
-// needs; then, for files from before records existed, any unrecorded upload past its age.
+// uploads deletes uploaded files whose record (store/uploads' RecordUpload, touched by every
+// accepted upload of the same content) is older than UploadTTL and that no waiting or running
+// task needs; then, for files from before records existed, any unrecorded upload past its age.
 func (c *Cleaner) uploads(ctx context.Context) (int, error) {
 	n, err := c.store.SweepUploads(ctx, c.cfg.UploadTTL, c.cfg.BatchSize, func(key string) error { return c.files.Delete(ctx, key) })
 	if err != nil {

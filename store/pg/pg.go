@@ -1,9 +1,9 @@
 // Package pg is what package store and its subpackages (store/audit, store/customers,
-// store/schedules, store/tokens, store/webhooks) share about talking to Postgres: the
-// statement runner (One, All, Exec, and Prune for the retention deletes), the WHERE builder
-// (Conditions), the classification of errors (IsUnavailable, IsTimeout, IsNoRows), a few
-// column helpers, and Scope, the visibility every listing binds. It imports none of them, so
-// each can import it.
+// store/mappings, store/schedules, store/stats, store/tokens, store/uploads, store/webhooks)
+// share about talking to Postgres: the statement runner (One, All, Exec, and Prune for the
+// retention deletes), the WHERE builder (Conditions), the classification of errors
+// (IsUnavailable, IsTimeout, IsNoRows), a few column helpers, and Scope, the visibility every
+// listing binds. It imports none of them, so each can import it.
 //
 // Every statement of the store is written in Postgres' own $n form and sent with its values
 // as bound parameters: a value can never change the text of a query, whatever bytes it holds

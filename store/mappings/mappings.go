@@ -1,4 +1,8 @@
-package store
+// Package mappings keeps the column mappings owners saved for their imports (the
+// column_mappings table), one per owner and header set, so the next file with the same
+// headers is read the same way. Package store embeds *Mappings in its Store, so callers write
+// st.FindMapping(...).
+package mappings
 
 import (
 	"context"
@@ -6,8 +10,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/taskcenter/taskcenter/store/pg"
 )
+
+// Mappings keeps the column mappings owners saved for their files' header sets.
+type Mappings struct{ db *bun.DB }
+
+// New returns the saved column mappings over db.
+func New(db *bun.DB) *Mappings { return &Mappings{db: db} }
 
 // SavedMapping is a column mapping an owner saved for a header set.
 type SavedMapping struct {

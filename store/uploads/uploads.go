@@ -1,4 +1,8 @@
-package store
+// Package uploads keeps the record of accepted uploads (the uploads table): each accepted
+// file is kept for the upload TTL from its last use, and the cleanup sweeps the ones no
+// waiting or running task needs. Package store embeds *Uploads in its Store, so callers write
+// st.RecordUpload(...).
+package uploads
 
 import (
 	"context"
@@ -9,6 +13,12 @@ import (
 
 	"github.com/taskcenter/taskcenter/store/pg"
 )
+
+// Uploads records accepted uploads and sweeps the unused ones.
+type Uploads struct{ db *bun.DB }
+
+// New returns the upload records over db.
+func New(db *bun.DB) *Uploads { return &Uploads{db: db} }
 
 // RecordUpload records that an upload was accepted (or accepted again: the same content
 // re-uploaded), which keeps its file for the upload TTL from now.
