@@ -19,7 +19,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
-	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/stats"
 )
 
 // contract is the served OpenAPI document, loaded once for every test of the package.
@@ -149,7 +149,7 @@ func TestSchemasMatchTheTypesTheServerEncodes(t *testing.T) {
 		{"TypeList.items", item("TypeList", "items"), TypeView{}},
 		{"Schedule", named("Schedule"), automation.ScheduleView{}},
 		{"Schedule.fires", item("Schedule", "fires"), automation.FireView{}},
-		{"Stats.items", item("Stats", "items"), store.StatsRow{}},
+		{"Stats.items", item("Stats", "items"), stats.Row{}},
 		{"APIToken", named("APIToken"), identity.TokenView{}},
 		{"AuditEvent", named("AuditEvent"), identity.AuditView{}},
 		{"Webhook", named("Webhook"), automation.WebhookView{}},

@@ -102,6 +102,3 @@ type Outbox struct{ db *bun.DB }
 // Archive moves finished tasks out of the live tables, into the archive tables and the daily
 // aggregates that store/stats reads, and reads them back (archive.go).
 type Archive struct{ db *bun.DB }
-
-// StatsRow is one group of finished tasks in the statistics; it lives in store/stats.
-type StatsRow = stats.Row

@@ -46,7 +46,7 @@ CREATE INDEX task_items_archive_task ON task_items_archive (task_id, row_no);
 --bun:split
 
 -- Daily aggregates of finished tasks, kept for good. Durations (first start to end) are a
--- histogram over fixed bounds (store.DurationBuckets), so days merge and percentiles can be
+-- histogram over fixed bounds (stats.DurationBuckets), so days merge and percentiles can be
 -- read from any range.
 CREATE TABLE task_stats_daily (
     day          date    NOT NULL,
