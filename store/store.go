@@ -24,8 +24,8 @@
 //   - store/webhooks: the webhook subscriptions and their deliveries (*webhooks.Webhooks).
 //   - store/schedules: users' recurring tasks and their fires (*schedules.Schedules).
 //   - store/tokens: the API tokens (*tokens.Tokens).
-//   - store/uploads: accepted uploads and their sweep (*uploads.Uploads).
-//   - store/mappings: the column mappings owners saved for their imports (*mappings.Mappings).
+//   - store/uploads: accepted uploads and their sweep, and the column mappings owners saved
+//     for their files' header sets (*uploads.Uploads).
 //   - store/stats: the statistics of finished tasks, live and archived (*stats.Aggregates).
 //   - store/audit: the audit trail (*audit.Trail), and the audit.Origin a request's context
 //     carries, with which the transitions write their audit row in the same statement.
@@ -42,7 +42,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/store/audit"
-	"github.com/taskcenter/taskcenter/store/mappings"
 	"github.com/taskcenter/taskcenter/store/schedules"
 	"github.com/taskcenter/taskcenter/store/stats"
 	"github.com/taskcenter/taskcenter/store/tokens"
@@ -64,7 +63,6 @@ type Store struct {
 	*tokens.Tokens
 	*audit.Trail
 	*uploads.Uploads
-	*mappings.Mappings
 	*Archive
 	*stats.Aggregates
 }
@@ -74,7 +72,7 @@ func New(db *bun.DB) *Store {
 	return &Store{
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
-		Trail: audit.New(db), Uploads: uploads.New(db), Mappings: mappings.New(db), Archive: &Archive{db: db},
+		Trail: audit.New(db), Uploads: uploads.New(db), Archive: &Archive{db: db},
 		Aggregates: stats.New(db),
 	}
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/customers"
-	"github.com/taskcenter/taskcenter/store/mappings"
+	"github.com/taskcenter/taskcenter/store/uploads"
 )
 
 // Type is the task type of the customer import.
@@ -262,7 +262,7 @@ func (im *Importer) begin(ctx context.Context, run *jobs.Run, p Params) (*opened
 		return nil, jobs.Result{}, err
 	}
 	in.src = src
-	in.cols, err = readHeader(src, &in.cp, p.Columns, func(cells []string) (*mappings.SavedMapping, error) {
+	in.cols, err = readHeader(src, &in.cp, p.Columns, func(cells []string) (*uploads.SavedMapping, error) {
 		// Keyed as applyMapping saves it: by the header as the checkpoint keeps it.
 		return im.store.FindMapping(ctx, run.Task.Owner, HeaderKey(rawCells(cells)))
 	})
@@ -479,7 +479,7 @@ func isRowLimit(err error) bool {
 
 // savedLookup returns the owner's saved mapping for a header row's header set, nil when
 // there is none.
-type savedLookup func(cells []string) (*mappings.SavedMapping, error)
+type savedLookup func(cells []string) (*uploads.SavedMapping, error)
 
 // readHeader finds the header row (or re-reads it on resume) and maps its columns: with the
 // explicit mapping when there is one, else by the aliases, else (when they do not make a

@@ -1,5 +1,5 @@
 // Package pg is what package store and its subpackages (store/audit, store/customers,
-// store/mappings, store/schedules, store/stats, store/tokens, store/uploads, store/webhooks)
+// store/schedules, store/stats, store/tokens, store/uploads, store/webhooks)
 // share about talking to Postgres: the statement runner (One, All, Exec, and Prune for the
 // retention deletes), the WHERE builder (Conditions), the classification of errors
 // (IsUnavailable, IsTimeout, IsNoRows), a few column helpers, and Scope, the visibility every

@@ -1,7 +1,9 @@
-// Package uploads keeps the record of accepted uploads (the uploads table): each accepted
-// file is kept for the upload TTL from its last use, and the cleanup sweeps the ones no
-// waiting or running task needs. Package store embeds *Uploads in its Store, so callers write
-// st.RecordUpload(...).
+// Package uploads keeps what the import's submit side records about files: the accepted
+// uploads (the uploads table: each accepted file is kept for the upload TTL from its last
+// use, and the cleanup sweeps the ones no waiting or running task needs), and the column
+// mappings owners saved for them (the column_mappings table: one per owner and header set,
+// so the next file with the same headers is read the same way; mappings.go). Package store
+// embeds *Uploads in its Store, so callers write st.RecordUpload(...), st.FindMapping(...).
 package uploads
 
 import (
@@ -14,7 +16,8 @@ import (
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
-// Uploads records accepted uploads and sweeps the unused ones.
+// Uploads records accepted uploads and sweeps the unused ones, and keeps the column mappings
+// saved for their header sets.
 type Uploads struct{ db *bun.DB }
 
 // New returns the upload records over db.

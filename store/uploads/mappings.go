@@ -1,8 +1,4 @@
-// Package mappings keeps the column mappings owners saved for their imports (the
-// column_mappings table), one per owner and header set, so the next file with the same
-// headers is read the same way. Package store embeds *Mappings in its Store, so callers write
-// st.FindMapping(...).
-package mappings
+package uploads
 
 import (
 	"context"
@@ -10,16 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/taskcenter/taskcenter/store/pg"
 )
-
-// Mappings keeps the column mappings owners saved for their files' header sets.
-type Mappings struct{ db *bun.DB }
-
-// New returns the saved column mappings over db.
-func New(db *bun.DB) *Mappings { return &Mappings{db: db} }
 
 // SavedMapping is a column mapping an owner saved for a header set.
 type SavedMapping struct {
@@ -30,7 +18,7 @@ type SavedMapping struct {
 
 // SaveMapping keeps columns as owner's mapping for the header set headerKey, replacing the one
 // saved before.
-func (s *Mappings) SaveMapping(ctx context.Context, owner, headerKey string, columns map[string]string) error {
+func (s *Uploads) SaveMapping(ctx context.Context, owner, headerKey string, columns map[string]string) error {
 	doc, err := json.Marshal(columns)
 	if err != nil {
 		return fmt.Errorf("save column mapping: %w", err)
@@ -44,7 +32,7 @@ func (s *Mappings) SaveMapping(ctx context.Context, owner, headerKey string, col
 }
 
 // FindMapping returns owner's saved mapping for the header set headerKey; nil when there is none.
-func (s *Mappings) FindMapping(ctx context.Context, owner, headerKey string) (*SavedMapping, error) {
+func (s *Uploads) FindMapping(ctx context.Context, owner, headerKey string) (*SavedMapping, error) {
 	var row struct {
 		Columns   json.RawMessage `bun:"columns"`
 		UpdatedAt time.Time       `bun:"updated_at"`
