@@ -134,3 +134,8 @@ func (s *Archive) ArchivedLogs(ctx context.Context, taskID int64, n int) ([]LogE
 	slices.Reverse(logs)
 	return logs, err
 }
+
+// Stats aggregates finished tasks, archived and live (store/stats).
+func (s *Archive) Stats(ctx context.Context, f stats.Filter, scope Scope) ([]stats.Row, error) {
+	return stats.Read(ctx, s.db, f, scope)
+}

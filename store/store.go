@@ -26,7 +26,7 @@
 //   - store/tokens: the API tokens (*tokens.Tokens).
 //   - store/uploads: accepted uploads and their sweep, and the column mappings owners saved
 //     for their files' header sets (*uploads.Uploads).
-//   - store/stats: the statistics of finished tasks, live and archived (*stats.Aggregates).
+//   - store/stats: the statistics of finished tasks, live and archived (read by Archive.Stats).
 //   - store/audit: the audit trail (*audit.Trail), and the audit.Origin a request's context
 //     carries, with which the transitions write their audit row in the same statement.
 //   - store/customers: the customers table, which is not embedded: the import writes it and
@@ -43,7 +43,6 @@ import (
 
 	"github.com/taskcenter/taskcenter/store/audit"
 	"github.com/taskcenter/taskcenter/store/schedules"
-	"github.com/taskcenter/taskcenter/store/stats"
 	"github.com/taskcenter/taskcenter/store/tokens"
 	"github.com/taskcenter/taskcenter/store/uploads"
 	"github.com/taskcenter/taskcenter/store/webhooks"
@@ -64,7 +63,6 @@ type Store struct {
 	*audit.Trail
 	*uploads.Uploads
 	*Archive
-	*stats.Aggregates
 }
 
 // New returns a Store over db.
@@ -73,7 +71,6 @@ func New(db *bun.DB) *Store {
 		Tasks: &Tasks{db: db}, Attempts: &Attempts{db: db}, Alerts: &Alerts{db: db}, Maintenance: &Maintenance{db: db},
 		Outbox: &Outbox{db: db}, Webhooks: webhooks.New(db), Schedules: schedules.New(db), Tokens: tokens.New(db),
 		Trail: audit.New(db), Uploads: uploads.New(db), Archive: &Archive{db: db},
-		Aggregates: stats.New(db),
 	}
 }
 

@@ -2,8 +2,8 @@
 // duration percentiles by day, type, status and owner, over the live tasks and the daily
 // aggregates (task_stats_daily) the archive keeps of the tasks it moved. It owns the duration
 // histogram those aggregates hold: the archive folds tasks in with BucketCase and
-// HistogramAgg, and Stats reads the percentiles back. Package store embeds *Aggregates in its
-// Store, so callers write st.Stats(...).
+// HistogramAgg, and Read reads the percentiles back. Package store's Store.Stats reads them
+// over its pool.
 package stats
 
 import (
@@ -19,12 +19,6 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/pg"
 )
-
-// Aggregates reads the statistics of finished tasks, live and archived.
-type Aggregates struct{ db *bun.DB }
-
-// New returns the statistics over db.
-func New(db *bun.DB) *Aggregates { return &Aggregates{db: db} }
 
 // DurationBuckets are the upper bounds, in seconds, of the duration histogram kept per day;
 // the last bucket holds everything longer.
@@ -73,13 +67,13 @@ type Row struct {
 	P99Seconds  float64 `json:"duration_p99_seconds"`
 }
 
-// Dimensions are the dimensions Stats groups by.
+// Dimensions are the dimensions Read groups by.
 var Dimensions = []string{"day", "type", "status", "owner"}
 
-// Stats aggregates finished tasks, archived and live, by day (UTC), type, status and owner.
+// Read aggregates finished tasks, archived and live, by day (UTC), type, status and owner.
 // A user sees their own tasks; an admin everyone's. Durations are read from the histogram
 // (DurationBuckets): a percentile is its bucket's upper bound.
-func (s *Aggregates) Stats(ctx context.Context, f Filter, scope pg.Scope) ([]Row, error) {
+func Read(ctx context.Context, db *bun.DB, f Filter, scope pg.Scope) ([]Row, error) {
 	for _, g := range f.GroupBy {
 		if !slices.Contains(Dimensions, g) {
 			return nil, fmt.Errorf("stats: unknown dimension %q", g)
@@ -96,7 +90,7 @@ func (s *Aggregates) Stats(ctx context.Context, f Filter, scope pg.Scope) ([]Row
 		RowsFailed  int64     `bun:"rows_failed"`
 		Durations   []int64   `bun:"durations,array"`
 	}
-	err := pg.All(ctx, s.db, s.db.DB, &raw, `
+	err := pg.All(ctx, db, db.DB, &raw, `
 		SELECT day, type, status, owner, tasks, rows_total, rows_success, rows_failed, durations FROM task_stats_daily
 		WHERE day >= ($1::timestamptz AT TIME ZONE 'UTC')::date AND day < ($2::timestamptz AT TIME ZONE 'UTC')::date
 		  AND ($3 OR owner = $4)

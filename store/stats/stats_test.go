@@ -17,7 +17,6 @@ import (
 func TestStatsGroupTheDailyAggregatesAndReadPercentilesFromTheHistogram(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewPostgres(t).DB
-	agg := stats.New(db)
 	ctx := context.Background()
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	hist := func(counts map[int]int64) []int64 {
@@ -43,7 +42,7 @@ func TestStatsGroupTheDailyAggregatesAndReadPercentilesFromTheHistogram(t *testi
 	}
 	f := stats.Filter{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"status"}}
 
-	rows, err := agg.Stats(ctx, f, pg.Scope{Owner: "alice"})
+	rows, err := stats.Read(ctx, db, f, pg.Scope{Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func TestStatsGroupTheDailyAggregatesAndReadPercentilesFromTheHistogram(t *testi
 		t.Fatalf("alice's stats by status = %+v, want %+v", rows, want)
 	}
 
-	rows, err = agg.Stats(ctx, stats.Filter{From: f.From, To: f.To, GroupBy: []string{"owner"}}, pg.Scope{Admin: true})
+	rows, err = stats.Read(ctx, db, stats.Filter{From: f.From, To: f.To, GroupBy: []string{"owner"}}, pg.Scope{Admin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func TestStatsGroupTheDailyAggregatesAndReadPercentilesFromTheHistogram(t *testi
 		t.Fatalf("everyone's stats by owner = %+v", rows)
 	}
 
-	if _, err := agg.Stats(ctx, stats.Filter{From: f.From, To: f.To, GroupBy: []string{"colour"}}, pg.Scope{Admin: true}); err == nil {
+	if _, err := stats.Read(ctx, db, stats.Filter{From: f.From, To: f.To, GroupBy: []string{"colour"}}, pg.Scope{Admin: true}); err == nil {
 		t.Fatal("grouped by an unknown dimension")
 	}
 }
