@@ -170,7 +170,7 @@ func migratedSchema(ctx context.Context, t testing.TB, admin *bun.DB, name strin
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
 		return nil, fmt.Errorf("create schema: %w", err)
 	}
-	t.Cleanup(func() { dropAfter(t, "SCHEMA "+name+" CASCADE") })
+	t.Cleanup(func() { dropSchema(t, name) })
 	u := withSearchPath(testenv.DatabaseURL(), name)
 	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
 	if err != nil {
@@ -183,9 +183,9 @@ func migratedSchema(ctx context.Context, t testing.TB, admin *bun.DB, name strin
 	return &Postgres{URL: u, Schema: name, DB: db}, nil
 }
 
-// dropAfter drops what (a DATABASE or SCHEMA clause) at the end of the test, on a connection
-// of its own to the configured database.
-func dropAfter(t testing.TB, what string) {
+// onAdminConnection runs fn at the end of a test on a connection of its own to the
+// configured database, within 30 s; nothing runs when it cannot connect.
+func onAdminConnection(fn func(ctx context.Context, a *bun.DB)) {
 	a, err := store.Open(testenv.DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
 	if err != nil {
 		return
@@ -193,9 +193,16 @@ func dropAfter(t testing.TB, what string) {
 	defer a.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := a.ExecContext(ctx, "DROP "+what); err != nil {
-		t.Logf("storetest: drop %s: %v", what, err)
-	}
+	fn(ctx, a)
+}
+
+// dropSchema drops the test's schema at its end.
+func dropSchema(t testing.TB, name string) {
+	onAdminConnection(func(ctx context.Context, a *bun.DB) {
+		if _, err := a.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+			t.Logf("storetest: drop schema %s: %v", name, err)
+		}
+	})
 }
 
 // dropDatabase drops the test's database at its end. DROP DATABASE … WITH (FORCE) would
@@ -203,28 +210,23 @@ func dropAfter(t testing.TB, what string) {
 // process), so the test's own connections are ended first and a plain DROP, which stops
 // autovacuum and waits a few seconds for backends to leave, is tried a few times.
 func dropDatabase(t testing.TB, name string) {
-	a, err := store.Open(testenv.DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
-	if err != nil {
-		return
-	}
-	defer a.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for attempt := 1; ; attempt++ {
-		_, err = a.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = ? AND usename = current_user AND pid <> pg_backend_pid()`, name)
-		if err == nil {
-			if _, err = a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err == nil {
+	onAdminConnection(func(ctx context.Context, a *bun.DB) {
+		for attempt := 1; ; attempt++ {
+			_, err := a.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = ? AND usename = current_user AND pid <> pg_backend_pid()`, name)
+			if err == nil {
+				if _, err = a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err == nil {
+					return
+				}
+			}
+			var pe *pgconn.PgError
+			if attempt == 5 || !errors.As(err, &pe) || pe.Code != "55006" { // object_in_use
+				t.Logf("storetest: drop database %s: %v", name, err)
 				return
 			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		var pe *pgconn.PgError
-		if attempt == 5 || !errors.As(err, &pe) || pe.Code != "55006" { // object_in_use
-			t.Logf("storetest: drop database %s: %v", name, err)
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	})
 }
 
 // migrationsDigest is a digest of the migration files' names and contents.
