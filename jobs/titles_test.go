@@ -32,7 +32,27 @@ func TestProductTitlesReadInEachLanguage(t *testing.T) {
 		}
 	}
 	customers := old(`Customers{{with .Filter.City}} in {{.}}{{end}}{{with .Filter.Level}}, level {{.}}{{end}}{{with .Filter.CodePrefix}}, codes {{.}}…{{end}}`)
-	tasks := old(`Tasks{{with .Filter.Owner}} of {{.}}{{end}}{{range .Filter.Statuses}} {{.}}{{end}}`)
+	// A task-list export's statuses read as its filter, in words: "Tasks FAILED" beside its own
+	// chip ("Succeeded") read as a contradiction.
+	tasks := func(p any) string {
+		f := p.(*export.TaskParams).Filter
+		title := "Tasks"
+		if f.Owner != "" {
+			title += " of " + f.Owner
+		}
+		if len(f.Statuses) > 0 {
+			names := make([]string, len(f.Statuses))
+			for i, s := range f.Statuses {
+				names[i] = msg.Text(msg.EN, "status."+string(s))
+			}
+			if f.Owner != "" {
+				title += ", status " + strings.Join(names, ", ")
+			} else {
+				title += " with status " + strings.Join(names, ", ")
+			}
+		}
+		return title
+	}
 	stats := old(`Customer statistics (imports over {{.Days}} days)`)
 	imported := func(p any) string {
 		ip := p.(*importer.Params)
@@ -70,9 +90,9 @@ func TestProductTitlesReadInEachLanguage(t *testing.T) {
 		{&export.CustomerParams{Filter: export.CustomerFilter{City: "  New   York "}}, customers, "客户导出：New York", []string{"New", "York"}},
 		{&export.TaskParams{}, tasks, "任务列表导出", nil},
 		{&export.TaskParams{Filter: export.TaskFilter{Owner: "alice"}}, tasks, "任务列表导出：alice", []string{"alice"}},
-		{&export.TaskParams{Filter: export.TaskFilter{Statuses: []store.Status{store.StatusFailed}}}, tasks, "任务列表导出：失败", nil},
+		{&export.TaskParams{Filter: export.TaskFilter{Statuses: []store.Status{store.StatusFailed}}}, tasks, "任务列表导出：状态为失败", nil},
 		{&export.TaskParams{Filter: export.TaskFilter{Owner: "bob", Statuses: []store.Status{store.StatusFailed, store.StatusTimeout, store.StatusFailed}}},
-			tasks, "任务列表导出：bob，失败、超时、失败", []string{"bob"}},
+			tasks, "任务列表导出：bob，状态为失败、超时、失败", []string{"bob"}},
 		{&report.CustomerStatsParams{Days: 30}, stats, "客户统计报表（近 30 天的导入）", nil},
 		{&report.CustomerStatsParams{Days: 7}, stats, "客户统计报表（近 7 天的导入）", nil},
 		{&importer.Params{Filename: "customers.xlsx", Mode: importer.ModeUpsert}, imported, "导入 customers.xlsx", []string{"customers.xlsx"}},

@@ -146,7 +146,13 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 			p.ready += ` && !!document.querySelector("#task-facts dd[data-fact=removed]")`
 			return p
 		}(),
-		detail("FAILED", failed.ID, "FAILED"),
+		func() page {
+			// Refused for its header: no retry (the same file would fail again), the form for
+			// a corrected file instead.
+			p := detail("FAILED", failed.ID, "FAILED")
+			p.ready += ` && !!document.querySelector("#upload-corrected") && !document.querySelector("#retry")`
+			return p
+		}(),
 		detail("SUCCESS", done.ID, "SUCCESS"),
 		{name: "detail, not found", path: "/tasks/tsk_NOSUCHTASK", ready: `document.querySelector("#detail-msg").dataset.state === "not-found"`},
 		{name: "import", path: "/new/import", ready: `!!document.querySelector("#import-form")`},

@@ -18,8 +18,8 @@ var titleEntries = map[string]entry{
 
 	"title.export_tasks":        {"Tasks{owner_part:title_owner}{statuses_part:title_statuses}", "任务列表导出{owner_part:title_owner}{statuses_part:title_statuses}"},
 	"title_owner.first":         {" of {owner}", "：{owner}"},
-	"title_statuses.first":      {" {statuses}", "：{statuses:status*}"},
-	"title_statuses.next":       {" {statuses}", "，{statuses:status*}"},
+	"title_statuses.first":      {" with status {statuses:status*}", "：状态为{statuses:status*}"},
+	"title_statuses.next":       {", status {statuses:status*}", "，状态为{statuses:status*}"},
 	"title.customer_stats":      {"Customer statistics (imports over {days} days)", "客户统计报表（近 {days} 天的导入）"},
 	"title.import":              {"Import {filename}{mode:title_import_mode}{dry_run:title_import_dry}", "导入 {filename}{mode:title_import_mode}{dry_run:title_import_dry}"},
 	"title_import_mode.insert":  {" (insert only)", "（{mode:mode}）"},

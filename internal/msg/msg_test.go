@@ -76,9 +76,9 @@ func TestMessagesRenderInEachLanguage(t *testing.T) {
 			"cancelled as requested; the attempt was ending: exported 3 rows", "已按请求取消；该次尝试当时正在结束：已导出 3 行"},
 		{Plain("counted 5"), "counted 5", "counted 5"},
 		{New("title.export_tasks", "owner", "alice", "owner_part", "first", "statuses", "FAILED TIMEOUT", "statuses_part", "next"),
-			"Tasks of alice FAILED TIMEOUT", "任务列表导出：alice，失败、超时"},
+			"Tasks of alice, status Failed, Timed out", "任务列表导出：alice，状态为失败、超时"},
 		{New("title.export_tasks", "owner", "", "owner_part", "", "statuses", "SUCCESS", "statuses_part", "first"),
-			"Tasks SUCCESS", "任务列表导出：成功"},
+			"Tasks with status Succeeded", "任务列表导出：状态为成功"},
 	} {
 		if got := tc.m.English(); got != tc.en {
 			t.Errorf("%s in English: %q, want %q", tc.m.Code, got, tc.en)

@@ -61,11 +61,13 @@ func (s Status) Valid() bool { return slices.Contains(AllStatuses, s) }
 // refuse them again.
 const CodeAllRowsRejected = "all_rows_rejected"
 
-// CanRetry reports whether the retry API takes a task in status with errorCode: a failed,
-// timed-out or cancelled task, except one whose every row was rejected (the same input would
-// fail the same way; the user fixes the file and uploads it anew).
+// CanRetry reports whether the retry API takes a task in status with errorCode: only when a
+// retry can change the outcome — a timed-out or cancelled task, or one that failed on faults
+// (CauseFault). A task that failed on its input (bad parameters, a file with missing
+// columns, every row rejected) would fail the same way: the user fixes the input and
+// submits it anew.
 func CanRetry(status Status, errorCode string) bool {
-	return status.Retryable() && errorCode != CodeAllRowsRejected
+	return status.Retryable() && CauseOf(status, errorCode) != CauseBadInput
 }
 
 // CodeRetriesExhausted is the error of a task whose attempts met faults (a dependency down,

@@ -31,13 +31,20 @@ func TestOutcomeFollowsTheCounts(t *testing.T) {
 	}
 }
 
-func TestATaskWhoseEveryRowWasRejectedIsNotOfferedARetry(t *testing.T) {
+func TestOnlyATaskARetryCanChangeIsOfferedOne(t *testing.T) {
 	t.Parallel()
-	if CanRetry(StatusFailed, CodeAllRowsRejected) {
-		t.Fatal("an all-rejected import may be retried; the same file would be rejected again")
+	// Failed on its input: the same input would fail the same way.
+	for _, code := range []string{CodeAllRowsRejected, "missing_columns", "no_rows", "bad_params", ""} {
+		if CanRetry(StatusFailed, code) {
+			t.Fatalf("a task that failed with %q may be retried; the same input would fail again", code)
+		}
 	}
-	for _, st := range []Status{StatusFailed, StatusTimeout, StatusCancelled} {
-		if !CanRetry(st, "transient") {
+	// Failed on faults, timed out, cancelled: a retry can change the outcome.
+	if !CanRetry(StatusFailed, CodeRetriesExhausted) {
+		t.Fatal("a task whose retries ran out on faults cannot be retried")
+	}
+	for _, st := range []Status{StatusTimeout, StatusCancelled} {
+		if !CanRetry(st, "timeout") || !CanRetry(st, "") {
 			t.Fatalf("%s cannot be retried", st)
 		}
 	}

@@ -44,7 +44,8 @@ func (p *CustomerParams) TitleMessage() msg.Message {
 }
 
 // TitleMessage implements jobs.Titled: the filter's owner and statuses, when set ("Tasks of
-// alice FAILED TIMEOUT", "任务列表导出：alice，失败、超时").
+// alice, status Failed, Timed out", "任务列表导出：alice，状态为失败、超时"). The statuses read
+// as a filter, in words, so the title never reads as the export's own status beside its chip.
 func (p *TaskParams) TitleMessage() msg.Message {
 	statuses := make([]string, len(p.Filter.Statuses))
 	for i, s := range p.Filter.Statuses {

@@ -1073,6 +1073,14 @@
         a.id = 'error-report';
         return a;
       } },
+      // An import refused for its input is not offered a retry (the same file would fail the
+      // same way): it is offered the form for a corrected file, beside its error report.
+      { id: 'upload-corrected', offered: function (v, l) {
+        return v.type === 'import:customers' && !l.retry && (v.status === 'FAILED' || v.status === 'PARTIAL_SUCCESS') &&
+          !((v.result && v.result.dry_run) || (v.params && v.params.dry_run));
+      }, make: function () {
+        return el('a', { class: 'button primary', id: 'upload-corrected', href: '/new/import', text: t('action.upload_corrected') });
+      } },
       { id: 'run-for-real', offered: function (v) {
         var dry = (v.result && v.result.dry_run) || (v.params && v.params.dry_run);
         return v.type === 'import:customers' && !!dry && (v.status === 'SUCCESS' || v.status === 'PARTIAL_SUCCESS');
