@@ -1,14 +1,11 @@
 package main
 
 import (
-	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
@@ -23,41 +20,8 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	e, api := startEnv(t, map[string]string{"TASKCENTER_CONSOLE_READ_ONLY": "true"}, "api") // no worker yet: the export's job waits in its queue
 	var sub struct{ Task taskJSON }
 	api.do("POST", "/api/v1/exports", aliceToken, map[string]any{"type": "customers"}).json(t, &sub)
-	base, err := url.Parse(api.base)
-	if err != nil {
-		t.Fatal(err)
-	}
 
-	var mu sync.Mutex
-	var requests, failed []string
-	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("watch the network: %v", err)
-	}
-	sent := chromedp.Events(b.ctx, network.RequestWillBeSent)
-	failures := chromedp.Events(b.ctx, network.LoadingFailed)
-	go func() {
-		for ev, err := range sent {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			requests = append(requests, ev.Request.URL)
-			mu.Unlock()
-		}
-	}()
-	go func() {
-		for ev, err := range failures {
-			if err != nil {
-				return
-			}
-			if ev.Canceled { // a poll cut short by the next navigation
-				continue
-			}
-			mu.Lock()
-			failed = append(failed, ev.ErrorText+" "+string(ev.Type))
-			mu.Unlock()
-		}
-	}()
+	net := b.watchNetwork()
 
 	// The console's sign-in wears the page's look and speaks its languages.
 	b.run("the console's sign-in", chromedp.Navigate(api.base+"/monitor/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
@@ -98,6 +62,7 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	e.start("worker")
 	var queues []string
 	testenv.Eventually(t, 20*time.Second, "the worker to list its lanes", func() bool {
+		var err error
 		queues, err = e.inspector().Queues()
 		return err == nil && slices.Contains(queues, "exports.resume")
 	})
@@ -107,16 +72,12 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 		}
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	requests, failed := net.seen()
 	if len(requests) < len(pages) {
 		t.Fatalf("saw %d requests: the network was not watched", len(requests))
 	}
-	for _, r := range requests {
-		u, err := url.Parse(r)
-		if err != nil || (u.Scheme != "data" && u.Host != base.Host) {
-			t.Errorf("a request left the machine: %s", r)
-		}
+	for _, r := range leaving(requests, api.base) {
+		t.Errorf("a request left the machine: %s", r)
 	}
 	for _, f := range failed {
 		t.Errorf("a request failed: %s", f)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -464,4 +466,80 @@ func (b *browserSession) watchConsole(ctx context.Context, prefix string) {
 			}
 		}
 	}()
+}
+
+// problemCount is how many problems the browser has reported so far.
+func (b *browserSession) problemCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.problems)
+}
+
+// problemsSince are the problems reported after the first n.
+func (b *browserSession) problemsSince(n int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.problems[n:])
+}
+
+// netWatch holds what the tab requested and what failed to load, since watchNetwork.
+type netWatch struct {
+	mu               sync.Mutex
+	requests, failed []string
+}
+
+// watchNetwork records every URL the tab requests and every load that fails (a poll cut
+// short by the next navigation is not a failure).
+func (b *browserSession) watchNetwork() *netWatch {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.t.Fatalf("watch the network: %v", err)
+	}
+	n := &netWatch{}
+	sent := chromedp.Events(b.ctx, network.RequestWillBeSent)
+	failures := chromedp.Events(b.ctx, network.LoadingFailed)
+	go func() {
+		for ev, err := range sent {
+			if err != nil {
+				return
+			}
+			n.mu.Lock()
+			n.requests = append(n.requests, ev.Request.URL)
+			n.mu.Unlock()
+		}
+	}()
+	go func() {
+		for ev, err := range failures {
+			if err != nil {
+				return
+			}
+			if ev.Canceled {
+				continue
+			}
+			n.mu.Lock()
+			n.failed = append(n.failed, ev.ErrorText+" "+string(ev.Type))
+			n.mu.Unlock()
+		}
+	}()
+	return n
+}
+
+// seen returns copies of the requests and failed loads recorded so far.
+func (n *netWatch) seen() (requests, failed []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.requests), slices.Clone(n.failed)
+}
+
+// leaving are the requests of urls that go to another host than base's (data: URLs stay).
+func leaving(urls []string, base string) []string {
+	b, _ := url.Parse(base)
+	var out []string
+	for _, r := range urls {
+		u, err := url.Parse(r)
+		if err != nil || (u.Scheme != "data" && u.Scheme != "blob" && u.Host != b.Host) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -123,6 +123,9 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		// titles selects the titles the product gave the page's tasks: the walk reads them as
 		// the page's own words (they are not marked as user data).
 		titles string
+		// refused is the HTTP status the page's request is meant to be refused with: the
+		// browser logs it as a console error, the one the page expects.
+		refused string
 	}
 	detail := func(name, id, status string) page {
 		return page{name: "detail " + name, path: "/tasks/" + id, titles: "#task-title",
@@ -154,11 +157,11 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 			return p
 		}(),
 		detail("SUCCESS", done.ID, "SUCCESS"),
-		{name: "detail, not found", path: "/tasks/tsk_NOSUCHTASK", ready: `document.querySelector("#detail-msg").dataset.state === "not-found"`},
+		{name: "detail, not found", path: "/tasks/tsk_NOSUCHTASK", refused: "404", ready: `document.querySelector("#detail-msg").dataset.state === "not-found"`},
 		{name: "import", path: "/new/import", ready: `!!document.querySelector("#import-form")`},
 		{name: "import, no file", path: "/new/import", ready: `!!document.querySelector("#import-form")`,
 			act: func() { b.click("upload nothing", "#import-submit") }, after: `document.querySelector("#answer").innerText !== ""`},
-		{name: "import, refused", path: "/new/import", ready: `!!document.querySelector("#import-form")`,
+		{name: "import, refused", path: "/new/import", refused: "415", ready: `!!document.querySelector("#import-form")`,
 			act: func() {
 				notSheet := filepath.Join(t.TempDir(), "notes.xlsx")
 				os.WriteFile(notSheet, []byte("these are notes, not a spreadsheet"), 0o644) //nolint:errcheck,gosec
@@ -167,7 +170,7 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 			}, after: `(document.querySelector("#answer").dataset.status || "").startsWith("4")`},
 		{name: "export", path: "/new/export", ready: `!!document.querySelector("#export-form")`},
 		// A refusal that names a field and says what is wrong with it (errors[]).
-		{name: "export, field refused", path: "/new/export", ready: `!!document.querySelector("#export-form")`,
+		{name: "export, field refused", path: "/new/export", refused: "422", ready: `!!document.querySelector("#export-form")`,
 			act: func() {
 				b.click("export the task list", `#export-form input[name=type][value=tasks]`)
 				b.run("ask for tasks created from a day after the last one", chromedp.SetValue(chromedp.CSS(`#export-form input[name=created_from]`), "2026-12-02"),
@@ -178,7 +181,7 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	}
 	signedOut := []page{
 		{name: "sign-in", path: "/login", ready: `!!document.querySelector("#token")`},
-		{name: "sign-in, refused", path: "/login", ready: `!!document.querySelector("#token")`,
+		{name: "sign-in, refused", path: "/login", refused: "401", ready: `!!document.querySelector("#token")`,
 			act: func() {
 				b.run("sign in with a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-a-token\r"))
 			},
@@ -186,9 +189,14 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		{name: "list, empty (bob)", path: "/", ready: `!!document.querySelector("#empty-import")`},
 	}
 
+	// Per page and language: untranslated strings, console errors (and uncaught exceptions),
+	// requests leaving this machine and loads that failed — each wanted 0.
 	total := 0
-	var report []string
+	report := []string{fmt.Sprintf("  %-26s %-4s %12s %14s %16s %12s", "page", "lang", "untranslated", "console errors", "requests leaving", "failed loads")}
+	net := b.watchNetwork()
 	scan := func(lang string, p page) {
+		requestsBefore, failedBefore := net.seen()
+		problemsBefore := b.problemCount()
 		b.run("open "+p.name, chromedp.Navigate(base+p.path))
 		b.wait(p.name+" ("+lang+")", `document.documentElement.lang.startsWith("`+lang+`") && (`+p.ready+`)`, 30*time.Second)
 		if p.act != nil {
@@ -204,10 +212,27 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		}
 		var words []string
 		words = evalInto(b, untranslatedJS, words)
-		report = append(report, fmt.Sprintf("  %-26s %s  %d", p.name, lang, len(words)))
-		total += len(words)
+		requests, failed := net.seen()
+		away := leaving(requests[len(requestsBefore):], base)
+		failed = failed[len(failedBefore):]
+		var problems int
+		for _, pr := range b.problemsSince(problemsBefore) {
+			if p.refused != "" && strings.Contains(pr, "status of "+p.refused+" ") {
+				continue // the refusal the page is meant to meet
+			}
+			problems++
+			t.Errorf("%s (%s): the browser reported %s", p.name, lang, pr)
+		}
+		report = append(report, fmt.Sprintf("  %-26s %-4s %12d %14d %16d %12d", p.name, lang, len(words), problems, len(away), len(failed)))
+		total += len(words) + problems + len(away) + len(failed)
 		for _, w := range words {
 			t.Errorf("%s (%s): untranslated %s", p.name, lang, w)
+		}
+		for _, r := range away {
+			t.Errorf("%s (%s): a request left the machine: %s", p.name, lang, r)
+		}
+		for _, f := range failed {
+			t.Errorf("%s (%s): a load failed: %s", p.name, lang, f)
 		}
 	}
 	for _, lang := range []string{"en", "zh"} {
@@ -230,5 +255,5 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		b.click("sign bob out", "#signout")
 		b.wait("signed out", `location.pathname === "/login"`, 10*time.Second)
 	}
-	fmt.Printf("untranslated strings per page and language (want 0):\n%s\n  total %d\n", strings.Join(report, "\n"), total)
+	fmt.Printf("every page in each language (want 0 everywhere):\n%s\n  total %d\n", strings.Join(report, "\n"), total)
 }
