@@ -28,8 +28,10 @@ test: services
 	  $(GO) vet $(PKGS); vet=$$?; \
 	  wait $$lint; st=$$?; cat data/contract-lint.log; \
 	  [ $$vet -eq 0 ] && [ $$st -eq 0 ] || { echo "make test: go vet or the contract lint failed" >&2; exit 1; }
-	@rm -rf data/contract-bodies
-	TASKCENTER_CONTRACT_RECORD=$(CURDIR)/data/contract-bodies $(GO) test -race -count=1 -timeout 20m -p $(TESTPKGS) $(PKGS)
+	@rm -rf data/contract-bodies data/test-reports
+	TASKCENTER_CONTRACT_RECORD=$(CURDIR)/data/contract-bodies TASKCENTER_TEST_REPORTS=$(CURDIR)/data/test-reports \
+	  $(GO) test -race -count=1 -timeout 20m -p $(TESTPKGS) $(PKGS)
+	@cat data/test-reports/*.txt 2>/dev/null || true
 	@scripts/contract.sh client data/contract-bodies
 	@scripts/fuzz.sh 3s
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -39,14 +40,21 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 		{"/monitor/redis", "Redis"},
 		{"/monitor/tasks/not-a-job", ""},
 	}
+	lines := []string{fmt.Sprintf("  %-26s %14s %16s %12s", "page", "console errors", "requests leaving", "failed loads")}
 	for i, pg := range pages {
 		path, shows := pg[0], pg[1]
+		requestsBefore, failedBefore := net.seen()
+		problemsBefore := b.problemCount()
 		if i > 0 { // as a person would: a fresh load of the address
 			b.run("open "+path, chromedp.Evaluate[chromedp.Void](`location.assign("`+path+`")`))
 		}
 		b.wait(path+" rendered", `location.pathname === "`+path+`" && document.readyState === "complete" && document.querySelector("#root") &&
 			document.querySelector("#root").innerText.includes("`+shows+`")`, 20*time.Second)
+		requests, failed := net.seen()
+		lines = append(lines, fmt.Sprintf("  %-26s %14d %16d %12d", path, b.problemCount()-problemsBefore,
+			len(leaving(requests[len(requestsBefore):], api.base)), len(failed)-len(failedBefore)))
 	}
+	testReport(t, "console", "the console's pages (want 0 everywhere; each is also checked below):\n"+strings.Join(lines, "\n")+"\n")
 	b.screenshot("console")
 
 	// From the page's task to its job in the console, for an admin signed in on the page.

@@ -381,7 +381,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		b.wait("the sign-in page", `location.origin === "`+base+`" && location.pathname === "/login"`, 10*time.Second)
 	}
 
-	fmt.Printf("axe-core violations by impact, per page, language and width (and the focus rings checked):\n  %s\n", strings.Join(c.lines, "\n  "))
+	testReport(t, "accessibility", fmt.Sprintf("axe-core violations by impact, per page, language and width (and the focus rings checked):\n  %s\n", strings.Join(c.lines, "\n  ")))
 	if len(c.severe) > 0 {
 		t.Errorf("serious or critical accessibility violations:\n  %s", strings.Join(c.severe, "\n  "))
 	}

@@ -441,7 +441,7 @@ func TestWebPageInChromium(t *testing.T) {
 	b.checkNoErrorsBut(func(p string) bool {
 		return strings.Contains(p, "/api/v1/tasks/"+importID) && strings.Contains(p, "404")
 	})
-	fmt.Printf("web page screenshots:\n  list (1080p):  %s\n  list (phone):  %s\n  detail:        %s\n  detail (中文): %s\n", listShot, phoneShot, detailShot, zhShot)
+	testReport(t, "screenshots", fmt.Sprintf("web page screenshots:\n  list (1080p):  %s\n  list (phone):  %s\n  detail:        %s\n  detail (中文): %s\n", listShot, phoneShot, detailShot, zhShot))
 }
 
 // evalInto is eval with the type of an existing variable.
@@ -542,4 +542,22 @@ func leaving(urls []string, base string) []string {
 		}
 	}
 	return out
+}
+
+// testReport prints what a browser test measured (its figures per page, its screenshots) and,
+// when TASKCENTER_TEST_REPORTS names a directory, also writes it there as name.txt:
+// `make test` prints those files after the suite, since go test shows a passing package's
+// output only with -v.
+func testReport(t *testing.T, name, text string) {
+	t.Helper()
+	fmt.Print(text)
+	if dir := os.Getenv("TASKCENTER_TEST_REPORTS"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Errorf("test report %s: %v", name, err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".txt"), []byte(text), 0o644); err != nil { //nolint:gosec // a report for people
+			t.Errorf("test report %s: %v", name, err)
+		}
+	}
 }

@@ -192,7 +192,7 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 	// Per page and language: untranslated strings, console errors (and uncaught exceptions),
 	// requests leaving this machine and loads that failed — each wanted 0.
 	total := 0
-	report := []string{fmt.Sprintf("  %-26s %-4s %12s %14s %16s %12s", "page", "lang", "untranslated", "console errors", "requests leaving", "failed loads")}
+	lines := []string{fmt.Sprintf("  %-26s %-4s %12s %14s %16s %12s", "page", "lang", "untranslated", "console errors", "requests leaving", "failed loads")}
 	net := b.watchNetwork()
 	scan := func(lang string, p page) {
 		requestsBefore, failedBefore := net.seen()
@@ -223,7 +223,7 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 			problems++
 			t.Errorf("%s (%s): the browser reported %s", p.name, lang, pr)
 		}
-		report = append(report, fmt.Sprintf("  %-26s %-4s %12d %14d %16d %12d", p.name, lang, len(words), problems, len(away), len(failed)))
+		lines = append(lines, fmt.Sprintf("  %-26s %-4s %12d %14d %16d %12d", p.name, lang, len(words), problems, len(away), len(failed)))
 		total += len(words) + problems + len(away) + len(failed)
 		for _, w := range words {
 			t.Errorf("%s (%s): untranslated %s", p.name, lang, w)
@@ -255,5 +255,5 @@ func TestEveryPageSpeaksTheViewersLanguage(t *testing.T) {
 		b.click("sign bob out", "#signout")
 		b.wait("signed out", `location.pathname === "/login"`, 10*time.Second)
 	}
-	fmt.Printf("every page in each language (want 0 everywhere):\n%s\n  total %d\n", strings.Join(report, "\n"), total)
+	testReport(t, "languages", fmt.Sprintf("every page in each language (want 0 everywhere):\n%s\n  total %d\n", strings.Join(lines, "\n"), total))
 }
