@@ -21,7 +21,6 @@ import (
 	"github.com/taskcenter/taskcenter/httpapi/request"
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
-	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs/importer"
@@ -165,7 +164,7 @@ func (f multipartForm) NextField() (string, string, io.Reader, error) {
 }
 
 func tooLarge(limit int64) *problem.Problem {
-	return problem.New(http.StatusRequestEntityTooLarge, "too_large", "the file is larger than the "+sheettype.LimitWords(limit)+" limit")
+	return importProblem(importer.TooLargeProblem(limit))
 }
 
 func uploadError(err error, limit int64) error {

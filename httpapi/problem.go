@@ -97,6 +97,7 @@ func importProblem(err error) *problem.Problem {
 			importer.Invalid: http.StatusUnprocessableEntity, importer.TooLarge: http.StatusRequestEntityTooLarge,
 			importer.BadForm: http.StatusBadRequest, importer.Gone: http.StatusGone}[file.Kind]
 		p := problem.New(status, file.Code, file.Message)
+		p.Params = file.Params
 		if file.Field != "" {
 			p.Errors = []problem.FieldError{problem.Field(file.Field, file.FieldMessage)}
 		}

@@ -18,7 +18,7 @@ func TestEveryMessageIsInBothLanguages(t *testing.T) {
 	keep := map[string]bool{"CSV": true, "UTF": true, "xlsx": true, "csv": true, "Webhook": true, "Idempotency": true,
 		"Key": true, "Authorization": true, "Bearer": true, "token": true, "utf": true, "gb": true, "auto": true,
 		"normal": true, "silver": true, "gold": true, "platinum": true, "diamond": true, "phone": true,
-		"JSON": true, "RFC": true, "NUL": true}
+		"JSON": true, "RFC": true, "NUL": true, "MB": true, "KB": true}
 	word := regexp.MustCompile(`[A-Za-z]+`)
 	if len(Codes()) < 100 {
 		t.Fatalf("only %d messages", len(Codes()))

@@ -13,6 +13,9 @@ type FileProblem struct {
 	Kind    ProblemKind
 	Code    string
 	Message string
+	// Params are the values the message (problem.<Code> in the catalogue) names, when it
+	// names any.
+	Params msg.Params
 	// Field names the form field at fault when it is one of the uploader's choices (mode,
 	// sheet, encoding), with what a valid value is (FieldMessage).
 	Field        string

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/msg"
 )
 
 func TestHeaderMapping(t *testing.T) {
@@ -141,5 +142,25 @@ func TestRejectedRowCopyIsBounded(t *testing.T) {
 	small := []string{"C1", "n", "13800138000"}
 	if got := rawCells(small); &got[0] != &small[0] {
 		t.Fatal("a small row was copied")
+	}
+}
+
+// A file over the upload limit is told the limit in the unit it was set in, in each
+// language: never "the 0 MB limit" for a limit that is not a whole MiB.
+func TestTheUploadLimitIsSaidInTheUnitItWasSetIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		limit  int64
+		en, zh string
+	}{
+		{2 << 20, "The file is larger than the 2 MB upload limit.", "文件超过了 2 MB 的上传大小限制。"},
+		{1_500_000, "The file is larger than the 1,500,000 bytes upload limit.", "文件超过了 1,500,000 字节 的上传大小限制。"},
+		{512 << 10, "The file is larger than the 512 KB upload limit.", "文件超过了 512 KB 的上传大小限制。"},
+	} {
+		p := TooLargeProblem(tc.limit)
+		m := msg.Message{Code: "problem." + p.Code, Params: p.Params}
+		if en, zh := m.English(), m.In(msg.ZH); en != tc.en || zh != tc.zh {
+			t.Errorf("limit %d: %q / %q, want %q / %q", tc.limit, en, zh, tc.en, tc.zh)
+		}
 	}
 }

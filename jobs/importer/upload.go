@@ -92,7 +92,7 @@ func (u *Uploads) receive(ctx context.Context, filename string, body io.Reader, 
 	if _, err := u.files.Put(ctx, key, in, -1, ""); err != nil {
 		switch {
 		case in.over:
-			return nil, problem(TooLarge, "too_large", "the file is larger than the %s limit", sheettype.LimitWords(maxBytes))
+			return nil, TooLargeProblem(maxBytes)
 		case in.err != nil:
 			return nil, &FormError{in.err} // the body's own error (too large for the request, too slow, cut)
 		}
@@ -370,4 +370,13 @@ func (u *Uploads) inspect(ctx context.Context, key string, c sheet.Choice, cols 
 		return sheet.Inspection{}, err
 	}
 	return ins, nil
+}
+
+// TooLargeProblem refuses a file over the upload limit of maxBytes, stated in the unit it was
+// set in ("the 1,500,000 bytes limit", never "the 1 MB limit" for a limit that is not one).
+func TooLargeProblem(maxBytes int64) *FileProblem {
+	number, unit := sheettype.LimitParts(maxBytes)
+	p := problem(TooLarge, "too_large", "the file is larger than the %s %s limit", number, unit)
+	p.Params = msg.Params{"limit": number, "unit": unit}
+	return p
 }

@@ -49,13 +49,20 @@ func Clip(s string, n int) string {
 // number of MiB, "512 KB" for a whole number of KiB, else the bytes ("1,500,000 bytes"):
 // never rounded down to a limit that was not set ("the 0 MB limit").
 func LimitWords(n int64) string {
+	number, unit := LimitParts(n)
+	return number + " " + unit
+}
+
+// LimitParts is LimitWords as its number and its unit ("MB", "KB" or "bytes"), for a message
+// that says the unit in the reader's language.
+func LimitParts(n int64) (number, unit string) {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
-		return Thousands(n>>20) + " MB"
+		return Thousands(n >> 20), "MB"
 	case n >= 1<<10 && n%(1<<10) == 0:
-		return Thousands(n>>10) + " KB"
+		return Thousands(n >> 10), "KB"
 	}
-	return Thousands(n) + " bytes"
+	return Thousands(n), "bytes"
 }
 
 // SizeWords is a measured byte count for people, rounded down: "8 MB", "1024 MB".
