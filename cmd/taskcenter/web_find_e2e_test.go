@@ -73,6 +73,14 @@ func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	b.click("reset the search", `#filters button[type="reset"]`)
 	b.wait("every task again", findJS+`__tab("") === "22" && __rows().startsWith("`+q2+`,`+q1+`,")`, 10*time.Second)
 
+	// --- search by title, by task id and by the console's job id -------------------------
+	for _, s := range []struct{ q, finds string }{{"Import q2", q2}, {exports[5], exports[5]}, {exports[5] + "-a0", exports[5]}} {
+		b.run("search "+s.q, chromedp.SendKeys(chromedp.CSS("#q"), s.q))
+		b.wait("only "+s.finds, findJS+`__rows() === "`+s.finds+`" && __range() === "1–1 of 1"`, 10*time.Second)
+		b.click("reset the search", `#filters button[type="reset"]`)
+		b.wait("every task again", findJS+`__tab("") === "22"`, 10*time.Second)
+	}
+
 	// --- select two, cancel them ----------------------------------------------------------
 	b.click("tick q1", `#tasks tr[data-id="`+q1+`"] .pick`)
 	b.click("tick q2", `#tasks tr[data-id="`+q2+`"] .pick`)
