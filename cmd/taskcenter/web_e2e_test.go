@@ -356,6 +356,9 @@ func TestWebPageInChromium(t *testing.T) {
 	b.click("export the customers of 上海", "#export-submit")
 	b.wait("the export to finish", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "SUCCESS"
 		&& !!document.querySelector("#download")`, 60*time.Second)
+	// The result says its size, its rows and until when it may be downloaded.
+	b.wait("the result's facts", `(() => { const r = document.querySelector('#task-facts dd[data-fact="result"]');
+		return !!r && /\d+(\.\d)? (B|KB|MB)/.test(r.innerText) && /[\d,]+ rows/.test(r.innerText) && r.innerText.includes("download until") && /Z$/.test(r.title); })()`, 10*time.Second)
 	b.click("download the result", "#download")
 	isXLSX(t, b.download(".xlsx", seen))
 
@@ -372,11 +375,17 @@ func TestWebPageInChromium(t *testing.T) {
 	b.run("open the export page", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
 	b.click("export every customer", "#export-submit")
 	b.wait("the long export to run", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "RUNNING" && !!document.querySelector("#cancel")`, 60*time.Second)
+	// While it runs the page says its rate and when it should be done (the API's figures).
+	b.wait("its rate and ETA", `(() => { const s = document.querySelector('#task-facts dd[data-fact="speed"]');
+		return !!s && /[\d,]+ rows\/s/.test(s.innerText) && s.innerText.includes("done in"); })()`, 30*time.Second)
 	b.click("cancel it", "#cancel")
+	b.wait("the cancel acknowledged", `document.querySelector("#action-msg").innerText.startsWith("Cancel requested") || document.querySelector("#task-status").dataset.status === "CANCELLED"`, 30*time.Second)
 	// After the cancelled event the page reads the task again and says who cancelled it,
 	// above the buttons; a person clicks Retry once the page shows that.
+	// The "cancel requested" message belongs to the RUNNING status it was said in: gone once
+	// the task is CANCELLED.
 	b.wait("CANCELLED, live, and by whom", `document.querySelector("#task-status").innerText === "Cancelled" && !!document.querySelector("#retry")
-		&& document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice")`, 60*time.Second)
+		&& document.querySelector("#task-cancelled-by").innerText.startsWith("Cancelled by alice") && document.querySelector("#action-msg").innerText === ""`, 60*time.Second)
 	b.click("retry it", "#retry")
 	b.wait("the retry to run and finish", `document.querySelector("#task-status").dataset.status === "SUCCESS"`, 120*time.Second)
 	var attempts int
