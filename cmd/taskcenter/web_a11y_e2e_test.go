@@ -117,6 +117,11 @@ func (f axeFindings) counts() string {
 		counts = append(counts, fmt.Sprintf("%s %d", impact, len(f.byImpact[impact])))
 	}
 	line := strings.Join(counts, " · ") + fmt.Sprintf("  (%d rules passed, %d to review)", f.passed, len(f.review))
+	for _, impact := range axeImpacts[2:] { // the milder ones are named, to look at
+		for _, v := range f.byImpact[impact] {
+			line += "\n      " + impact + ": " + v.ID
+		}
+	}
 	for _, r := range f.review {
 		line += "\n      to review: " + r
 	}
@@ -296,6 +301,11 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		t.Fatalf("stop the worker: %v", err)
 	}
 	running := api.submitExport(aliceToken, map[string]any{"type": "customers"})
+	waiting := api.submitExport(aliceToken, map[string]any{"type": "customers", "filter": map[string]any{"level": "gold"}})
+	cancelled := api.submitExport(aliceToken, map[string]any{"type": "tasks", "filter": map[string]any{"status": []string{"FAILED"}}})
+	if res := api.do("POST", "/api/v1/tasks/"+cancelled.ID+"/cancel", aliceToken, nil); res.status != 200 {
+		t.Fatalf("cancel: %d %s", res.status, res.body)
+	}
 	e.exec(`UPDATE tasks SET status = 'RUNNING', attempt = 1, worker = 'worker-a11y', started_at = now() - interval '1 minute',
 		heartbeat_at = now(), progress_current = 40, progress_total = 100 WHERE task_no = ?`, running.ID)
 
@@ -326,12 +336,15 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		return a11yPage{name, "/tasks/" + id, `document.querySelector("#task-status").dataset.status === "` + status + `" && document.querySelector("#task-facts dd")`}
 	}
 	alices := []a11yPage{
-		{"list", "/", `document.querySelectorAll("#tasks tbody tr").length === 4 && document.querySelector("#range").innerText !== ""`},
+		{"list", "/", `document.querySelectorAll("#tasks tbody tr").length === 6 && document.querySelector("#range").innerText !== ""`},
+		detail("task waiting", waiting.ID, "PENDING"),
 		detail("task running", running.ID, "RUNNING"),
+		detail("task cancelled", cancelled.ID, "CANCELLED"),
 		detail("task succeeded", succeeded.ID, "SUCCESS"),
 		{"task partly succeeded", "/tasks/" + partial.ID, `document.querySelector("#task-status").dataset.status === "PARTIAL_SUCCESS" &&
 			document.querySelectorAll("#rejected-rows li").length > 0 && document.querySelectorAll("#timeline li").length > 0 && document.querySelectorAll("#log-groups li").length > 0`},
 		detail("task failed", failed.ID, "FAILED"),
+		{"task not found", "/tasks/tsk_NOSUCHTASK", `document.querySelector("#detail-msg").dataset.state === "not-found"`},
 		{"import form", "/new/import", `!!document.querySelector("#file")`},
 		{"export form", "/new/export", `!!document.querySelector("#export-form")`},
 	}
@@ -361,7 +374,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 	// An admin's list: everyone's tasks, the owner column and filter, the console links.
 	b.signIn(base, adminToken)
 	for _, lang := range []string{"en", "zh"} {
-		c.visit(base, lang, a11yPage{"list, admin", "/", `document.querySelectorAll("#tasks tbody tr").length === 4 && !!document.querySelector("#console-link")`})
+		c.visit(base, lang, a11yPage{"list, admin", "/", `document.querySelectorAll("#tasks tbody tr").length === 6 && !!document.querySelector("#console-link")`})
 	}
 	b.click("sign out", "#signout")
 	b.wait("the sign-in page", `location.pathname === "/login"`, 10*time.Second)
@@ -386,8 +399,10 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		t.Errorf("serious or critical accessibility violations:\n  %s", strings.Join(c.severe, "\n  "))
 	}
 	unexpected := b.errorsBut(func(p string) bool {
-		// Expected: the refusal of the file that is no spreadsheet, as it should be.
-		return strings.Contains(p, "415") && strings.HasSuffix(p, "/api/v1/imports")
+		// Expected: the refusal of the file that is no spreadsheet, and the task that is not
+		// there, as they should be.
+		return strings.Contains(p, "415") && strings.HasSuffix(p, "/api/v1/imports") ||
+			strings.Contains(p, "404") && strings.HasSuffix(p, "/api/v1/tasks/tsk_NOSUCHTASK")
 	})
 	if len(unexpected) > 0 {
 		t.Errorf("the browser reported errors:\n%s", strings.Join(unexpected, "\n"))

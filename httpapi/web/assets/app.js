@@ -788,6 +788,7 @@
 
     function notFound() {
       box.hidden = true;
+      $('#not-found-title').hidden = false;
       ['#rejected', '#attempts', '#logs'].forEach(function (s) { $(s).hidden = true; });
       msg.textContent = t('detail.not_found');
       values(msg, { id: id || '' }); // the id asked for, in the window's title
