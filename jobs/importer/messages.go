@@ -60,8 +60,11 @@ func defMessage(code string) *message {
 	return m
 }
 
-// params are args by the message's param names.
+// params are args by the message's param names (nil without args).
 func (m *message) params(args []string) msg.Params {
+	if len(args) == 0 {
+		return nil
+	}
 	p := make(msg.Params, len(args))
 	for i, a := range args {
 		if i < len(m.names) {
@@ -73,6 +76,11 @@ func (m *message) params(args []string) msg.Params {
 
 // text is the canonical (English) text of the message with args, in the order of its params.
 func (m *message) text(args ...string) string { return msg.Render(msg.EN, m.code, m.params(args)) }
+
+// of is the message with args said of field: one part of a rejected row.
+func (m *message) of(field string, args ...string) task.FieldMessage {
+	return task.FieldMessage{Field: field, Code: m.code, Params: m.params(args)}
+}
 
 // in is the message with args in lang.
 func (m *message) in(lang Lang, args ...string) string {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/internal/config"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 func TestHeaderMapping(t *testing.T) {
@@ -130,7 +131,7 @@ func TestRejectedRowCopyIsBounded(t *testing.T) {
 	for i := range wide {
 		wide[i] = strings.Repeat("x", 1000)
 	}
-	it := item(5, "name", "name: …", wide)
+	it := item(5, []task.FieldMessage{msgTooLong.of("name", "100", "1000")}, wide)
 	var cells []string
 	if err := json.Unmarshal(it.Raw, &cells); err != nil {
 		t.Fatal(err)

@@ -183,7 +183,8 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 				if raw == nil {
 					raw = []string{c.Code}
 				}
-				items[i] = store.Item{TaskID: run.Task.ID, Row: c.Row, Field: "code", Message: "code: " + why.text(c.Code), Raw: rawJSON(raw)}
+				items[i] = item(c.Row, []task.FieldMessage{why.of("code", c.Code)}, raw)
+				items[i].TaskID = run.Task.ID
 			}
 			if err := store.InsertItems(ctx, tx, items); err != nil {
 				return store.Batch{}, err
