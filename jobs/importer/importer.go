@@ -152,7 +152,9 @@ type ResultData struct {
 	ErrorReport     string   `json:"error_report,omitempty"`      // data-dir path
 	ErrorReportName string   `json:"error_report_name,omitempty"` // download name
 	FirstErrors     []string `json:"first_errors,omitempty"`      // "row 128, phone: must be …", always English (see messages.go)
-	ErrorReportLang Lang     `json:"error_report_lang,omitempty"` // the language the stored report is in
+	// FirstErrorMessages are FirstErrors as catalogue messages, in the same order.
+	FirstErrorMessages []task.RowMessage `json:"first_error_messages,omitempty"`
+	ErrorReportLang    Lang              `json:"error_report_lang,omitempty"` // the language the stored report is in
 	// NotImported says which rows were left out when the sheet turned out, while it was
 	// being imported, to hold more rows than the limit (PARTIAL_SUCCESS).
 	NotImported string `json:"not_imported,omitempty"`
@@ -822,7 +824,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	data.ErrorReport = rel
 	data.ErrorReportName = "errors-" + run.Lease.TaskNo + ".xlsx"
 	data.ErrorReportLang = lang
-	data.FirstErrors = first
+	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
 	expires := time.Now().Add(im.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires
 	res.Files = []string{rel}

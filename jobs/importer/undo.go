@@ -244,7 +244,8 @@ func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang, data.FirstErrors = rel, "conflicts-"+run.Lease.TaskNo+".xlsx", LangEN, first
+	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang = rel, "conflicts-"+run.Lease.TaskNo+".xlsx", LangEN
+	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
 	expires := time.Now().Add(u.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires
 	res.Files = []string{rel}
