@@ -33,6 +33,7 @@ func TestTypesNameWhatTheDocumentDescribes(t *testing.T) {
 		{"TaskDetail.logs", items(schema("TaskDetail"), "logs"), client.LogLine{}},
 		{"TaskDetail.cancelled_by", schema("TaskDetail").Properties["cancelled_by"].Value, client.CancelledBy{}},
 		{"TaskDetail.rejected_breakdown", items(schema("TaskDetail"), "rejected_breakdown"), client.FieldCount{}},
+		{"TaskDetail.rejected_breakdown.reasons", items(items(schema("TaskDetail"), "rejected_breakdown"), "reasons"), client.ReasonCount{}},
 		{"LogPage", schema("LogPage"), client.LogPage{}},
 		{"LogPage.items", items(schema("LogPage"), "items"), client.LogLine{}},
 		{"SubmitResponse", schema("SubmitResponse"), client.Submitted{}},

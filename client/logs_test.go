@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestTheLogPagesBackAndDownloads(t *testing.T) {
 		switch r.URL.Path {
 		case "/api/v1/tasks/tsk_A":
 			writeJSON(w, httpapi.DetailView{TaskView: view("tsk_A", "PARTIAL_SUCCESS"), Attempts: []httpapi.AttemptView{}, Logs: []httpapi.LogView{},
-				RejectedBreakdown: []httpapi.FieldCountView{{Field: "phone", Count: 414}, {Field: "email", Count: 206}}})
+				RejectedBreakdown: []httpapi.FieldCountView{{Field: "phone", Count: 414, Reasons: []httpapi.ReasonCountView{{Code: "row.phone", Count: 400},
+					{Code: "row.required", Count: 14}}}, {Field: "email", Count: 206, Reasons: []httpapi.ReasonCountView{}}}})
 		case "/api/v1/tasks/tsk_A/logs":
 			queries = append(queries, r.URL.RawQuery)
 			p := httpapi.LogPageView{Items: []httpapi.LogView{{At: at, Attempt: 2, Level: "info", Message: "imported"}}, NextCursor: "bG9nOjU"}
@@ -43,7 +45,9 @@ func TestTheLogPagesBackAndDownloads(t *testing.T) {
 	})
 	ctx := t.Context()
 	task, err := c.Get(ctx, "tsk_A")
-	if err != nil || !slices.Equal(task.RejectedBreakdown, []client.FieldCount{{Field: "phone", Count: 414}, {Field: "email", Count: 206}}) {
+	want := []client.FieldCount{{Field: "phone", Count: 414, Reasons: []client.ReasonCount{{Code: "row.phone", Count: 400}, {Code: "row.required", Count: 14}}},
+		{Field: "email", Count: 206, Reasons: []client.ReasonCount{}}}
+	if err != nil || !reflect.DeepEqual(task.RejectedBreakdown, want) {
 		t.Fatalf("breakdown %+v, %v", task, err)
 	}
 	first, err := c.LogPage(ctx, "tsk_A", client.LogOptions{Attempt: 2, Limit: 50}, "")

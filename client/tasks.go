@@ -47,8 +47,8 @@ type Task struct {
 	Archived bool `json:"archived,omitempty"`
 	// CancelledBy is who cancelled the task (or asked to) and when (Get only).
 	CancelledBy *CancelledBy `json:"cancelled_by,omitempty"`
-	// RejectedBreakdown counts an import's rejected rows by the field at fault, most first
-	// (Get only; empty when no row was rejected).
+	// RejectedBreakdown counts an import's rejected rows by the field at fault and, under
+	// each field, by reason, most first (Get only; empty when no row was rejected).
 	RejectedBreakdown []FieldCount `json:"rejected_breakdown,omitempty"`
 }
 
@@ -57,6 +57,18 @@ type Task struct {
 type FieldCount struct {
 	Field string `json:"field"`
 	Count int64  `json:"count"`
+	// Reasons count the field's rows by reason, most first.
+	Reasons []ReasonCount `json:"reasons,omitempty"`
+}
+
+// ReasonCount is how many rejected rows one field was at fault in for one reason: a row
+// message's catalogue code, with its params when every row of the group has the same. A
+// message that names values, without its params, reads as the catalogue's "reason.<name>"
+// ("row.duplicate": "reason.duplicate").
+type ReasonCount struct {
+	Code   string            `json:"code"`
+	Params map[string]string `json:"params,omitempty"`
+	Count  int64             `json:"count"`
 }
 
 // CancelledBy is who cancelled a task and when, from the audit trail.

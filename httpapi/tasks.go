@@ -210,7 +210,11 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 			return DetailView{}, err
 		}
 		for _, c := range counts {
-			v.RejectedBreakdown = append(v.RejectedBreakdown, FieldCountView{Field: c.Field, Count: c.Count})
+			fc := FieldCountView{Field: c.Field, Count: c.Count, Reasons: make([]ReasonCountView, len(c.Reasons))}
+			for i, r := range c.Reasons {
+				fc.Reasons[i] = ReasonCountView{Code: r.Code, Params: r.Params, Count: r.Count}
+			}
+			v.RejectedBreakdown = append(v.RejectedBreakdown, fc)
 		}
 	}
 	return v, nil
@@ -438,10 +442,22 @@ type LogPageView struct {
 	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
-// FieldCountView is how many rejected rows one field was at fault in.
+// FieldCountView is how many rejected rows one field was at fault in, and why.
 type FieldCountView struct {
 	Field string `json:"field"`
 	Count int64  `json:"count"`
+	// Reasons count the field's rows by reason, most first; rows stored before their
+	// reasons were kept count in Count only.
+	Reasons []ReasonCountView `json:"reasons"`
+}
+
+// ReasonCountView is how many rejected rows one field was at fault in for one reason: a row
+// message's catalogue code ("row.phone"), with its params when every row of the group has
+// the same.
+type ReasonCountView struct {
+	Code   string     `json:"code"`
+	Params msg.Params `json:"params,omitempty"`
+	Count  int64      `json:"count"`
 }
 
 // Log page sizes: the default, and the most one page may ask for.

@@ -37,8 +37,8 @@ type DetailView struct {
 	Archived bool          `json:"archived,omitempty"`
 	Attempts []AttemptView `json:"attempts"`
 	Logs     []LogView     `json:"logs"`
-	// RejectedBreakdown counts the rejected rows by the field at fault, most first (an import
-	// that rejected rows; absent otherwise).
+	// RejectedBreakdown counts the rejected rows by the field at fault and, under each field,
+	// by reason, most first (an import that rejected rows; absent otherwise).
 	RejectedBreakdown []FieldCountView `json:"rejected_breakdown,omitempty"`
 	// CancelledBy is who cancelled the task (or asked to) and when, from the audit trail.
 	CancelledBy *ActorView `json:"cancelled_by,omitempty"`

@@ -13,7 +13,7 @@ const (
 		finished_at, updated_at`
 	runColumns   = `id, task_id, attempt, trigger, worker, status, error, error_code, error_params, started_at, finished_at`
 	logColumns   = `id, task_id, attempt, level, message, code, params, created_at`
-	itemColumns  = `id, task_id, row_no, field, message, raw, created_at`
+	itemColumns  = `id, task_id, row_no, field, message, messages, raw, created_at`
 	roundColumns = `slot, worker, started_at, finished_at, report`
 	eventColumns = `id, task_id, task_no, owner, task_type, event, status, attempt, actor, created_at`
 )

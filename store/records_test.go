@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/task"
@@ -259,15 +262,66 @@ func TestRejectedRowsAreCountedByField(t *testing.T) {
 	f.Exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, 2, 'name', 'x')", other.ID)
 	want := []store.FieldCount{{Field: "phone", Count: 3}, {Field: "email", Count: 2}, {Field: "level", Count: 2}, {Field: "name", Count: 1}}
 	got, err := f.S.RejectedByField(ctx, task.ID, false)
-	if err != nil || !slices.Equal(got, want) {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("breakdown %+v, %v; want %+v", got, err, want)
 	}
 	f.Exec("INSERT INTO task_items_archive (id, task_id, row_no, field, message, raw, created_at) SELECT id, task_id, row_no, field, message, raw, created_at FROM task_items WHERE task_id = ?", task.ID)
-	if got, err := f.S.RejectedByField(ctx, task.ID, true); err != nil || !slices.Equal(got, want) {
+	if got, err := f.S.RejectedByField(ctx, task.ID, true); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("archived breakdown %+v, %v", got, err)
 	}
 	if got, err := f.S.RejectedByField(ctx, other.ID+1000, false); err != nil || len(got) != 0 {
 		t.Fatalf("a task without rejected rows: %+v, %v", got, err)
+	}
+}
+
+// Under each field the breakdown counts the rows by reason, the code of the field's message,
+// most first: a reason keeps its params when its rows share them and drops them when they
+// differ. A row stored without messages (before they were kept) counts under its fields
+// with no reason. The messages are stored as written and read back with the rows, and the
+// archive's copy counts the same.
+func TestRejectedRowsAreCountedByFieldAndReason(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tk := f.Task()
+	part := func(field, code string, params msg.Params) task.FieldMessage {
+		return task.FieldMessage{Field: field, Code: code, Params: params}
+	}
+	items := []store.Item{
+		{Row: 2, Messages: []task.FieldMessage{part("phone", "row.phone", nil)}},
+		{Row: 3, Messages: []task.FieldMessage{part("phone", "row.phone", nil), part("email", "row.email", nil)}},
+		{Row: 4, Messages: []task.FieldMessage{part("phone", "row.required", nil)}},
+		{Row: 5, Messages: []task.FieldMessage{part("name", "row.too_long", msg.Params{"max": "100", "n": "120"})}},
+		{Row: 6, Messages: []task.FieldMessage{part("code", "row.duplicate", msg.Params{"value": "K1", "row": "2"})}},
+		{Row: 7, Messages: []task.FieldMessage{part("code", "row.duplicate", msg.Params{"value": "K2", "row": "3"})}},
+		{Row: 8, Field: "phone,email", Message: "phone: must be 11 digits starting with 1; email: is not a valid email address"},
+	}
+	for i := range items {
+		items[i].TaskID = tk.ID
+		for _, p := range items[i].Messages {
+			items[i].Field = strings.Trim(items[i].Field+","+p.Field, ",")
+		}
+	}
+	if err := f.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return store.InsertItems(ctx, tx, items) }); err != nil {
+		t.Fatal(err)
+	}
+	want := []store.FieldCount{
+		{Field: "phone", Count: 4, Reasons: []store.ReasonCount{{Code: "row.phone", Count: 2}, {Code: "row.required", Count: 1}}},
+		{Field: "code", Count: 2, Reasons: []store.ReasonCount{{Code: "row.duplicate", Count: 2}}},
+		{Field: "email", Count: 2, Reasons: []store.ReasonCount{{Code: "row.email", Count: 1}}},
+		{Field: "name", Count: 1, Reasons: []store.ReasonCount{{Code: "row.too_long", Params: msg.Params{"max": "100", "n": "120"}, Count: 1}}},
+	}
+	got, err := f.S.RejectedByField(ctx, tk.ID, false)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("breakdown\n%+v, %v; want\n%+v", got, err, want)
+	}
+	read, err := f.S.Items(ctx, tk.ID, 0, 10)
+	if err != nil || len(read) != len(items) || !reflect.DeepEqual(read[1].Messages, items[1].Messages) || read[6].Messages != nil {
+		t.Fatalf("rows read back (%v): %+v", err, read)
+	}
+	f.Exec("INSERT INTO task_items_archive (id, task_id, row_no, field, message, messages, raw, created_at) SELECT id, task_id, row_no, field, message, messages, raw, created_at FROM task_items WHERE task_id = ?", tk.ID)
+	if got, err := f.S.RejectedByField(ctx, tk.ID, true); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("archived breakdown %+v, %v", got, err)
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// A messy import's page explains itself: the rejected rows counted by field above the first
-// rejected rows, with the fields' names in the page's language; the log grouped under a
-// heading per attempt, its newest lines first, earlier ones on "Load earlier lines"; and
-// the whole log downloads as text.
+// A messy import's page explains itself: the rejected rows counted by field and reason above
+// the first rejected rows, with the fields' names and the reasons in the page's language;
+// the log grouped under a heading per attempt, its newest lines first, earlier ones on
+// "Load earlier lines"; and the whole log downloads as text.
 func TestWebPageExplainsAMessyImport(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
@@ -29,10 +29,20 @@ func TestWebPageExplainsAMessyImport(t *testing.T) {
 
 	b.signIn(p.base, aliceToken)
 	b.run("open the import", chromedp.Navigate(p.base+"/tasks/"+final.ID))
-	b.wait("the breakdown", `document.querySelectorAll("#rejected-fields li").length === 5 && !document.querySelector("#rejected-breakdown").hidden`, 15*time.Second)
-	fields := eval[string](b, `Array.from(document.querySelectorAll("#rejected-fields li")).map(li => li.innerText.replace(/\s+/g, " ")).join(" · ")`)
+	b.wait("the breakdown", `document.querySelectorAll("#rejected-fields > li").length === 5 && !document.querySelector("#rejected-breakdown").hidden`, 15*time.Second)
+	fields := eval[string](b, `Array.from(document.querySelectorAll("#rejected-fields > li")).map(li => li.querySelector(".field").innerText + " " + li.querySelector(".n").innerText).join(" · ")`)
 	if fields != "code 2 · name 2 · email 1 · level 1 · phone 1" {
 		t.Fatalf("rejected rows by field: %q", fields)
+	}
+	// Under each field, its rows by reason: the row messages, with the values a reason's one
+	// row names.
+	reasons := `Array.from(document.querySelectorAll("#rejected-fields > li")).map(li => li.querySelector(".field").innerText + " " +
+		li.querySelector(".n").innerText + li.querySelector(".colon").innerText +
+		Array.from(li.querySelectorAll(".reasons li")).map(r => r.innerText.replace(/\s+/g, " ")).join(" · ")).join(" | ")`
+	if got := eval[string](b, reasons); got != "code 2: must be 1 to 32 letters, digits, '-' or '_', starting with a letter or digit 1 · C002 already appears in row 3 1 | "+
+		"name 2: is required 1 · must be at most 100 characters (this one has 101) 1 | email 1: is not a valid email address 1 | "+
+		"level 1: must be normal, silver, gold, platinum or diamond (普通, 白银, 黄金, 铂金, 钻石) 1 | phone 1: must be 11 digits starting with 1 1" {
+		t.Fatalf("rejected rows by field and reason: %q", got)
 	}
 	if above := eval[bool](b, `!!(document.querySelector("#rejected-breakdown").compareDocumentPosition(document.querySelector("#rejected-rows")) & Node.DOCUMENT_POSITION_FOLLOWING)`); !above {
 		t.Fatal("the breakdown is not above the first rejected rows")
@@ -60,11 +70,18 @@ func TestWebPageExplainsAMessyImport(t *testing.T) {
 		t.Fatalf("downloaded log (%v):\n%s", err, text)
 	}
 
-	// In Chinese the fields are named as the template names them.
+	// In Chinese the fields are named as the template names them, and the reasons are said in
+	// Chinese; two rows whose codes exist, each its own, read as the reason without values.
+	e.exec(`INSERT INTO task_items (task_id, row_no, field, message, messages)
+		SELECT id, 90 + n, 'code', 'code: K' || n || ' already exists',
+			jsonb_build_array(jsonb_build_object('field', 'code', 'code', 'row.exists', 'params', jsonb_build_object('value', 'K' || n)))
+		FROM tasks, generate_series(1, 2) n WHERE task_no = ?`, final.ID)
 	b.click("switch to Chinese", "#lang-switch")
-	b.wait("the Chinese breakdown", `document.querySelectorAll("#rejected-fields li").length === 5 && document.querySelector("#rejected-breakdown h2").innerText === "按字段统计的被拒绝行"`, 15*time.Second)
-	if zh := eval[string](b, `document.querySelector("#rejected-fields li").innerText.replace(/\s+/g, " ")`); zh != "客户编号 2" {
-		t.Fatalf("the first field in Chinese: %q", zh)
+	b.wait("the Chinese breakdown", `document.querySelectorAll("#rejected-fields > li").length === 5 && document.querySelector("#rejected-breakdown h2").innerText === "按字段统计的被拒绝行"`, 15*time.Second)
+	if zh := eval[string](b, reasons); zh != "客户编号 4：已存在 2 · 必须是 1 到 32 个字母、数字、“-”或“_”，并以字母或数字开头 1 · C002 已在第 3 行出现 1 | "+
+		"客户名称 2：必填 1 · 最多 100 个字符（此处有 101 个） 1 | 邮箱 1：不是有效的邮箱地址 1 | "+
+		"等级 1：必须是 普通、白银、黄金、铂金 或 钻石（normal、silver、gold、platinum、diamond） 1 | 手机号 1：必须是以 1 开头的 11 位数字 1" {
+		t.Fatalf("the breakdown in Chinese: %q", zh)
 	}
 	b.checkNoErrorsBut(nil)
 }

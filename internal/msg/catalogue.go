@@ -10,6 +10,8 @@ package msg
 //   - error: why a task or an attempt failed (tasks.error_code, with error_params);
 //   - problem: API refusals (problem+json code, with params);
 //   - row: rejected-row messages of an import (task_items, first_errors, error reports);
+//   - reason: a row message said of many rows, without their values (the breakdown by
+//     field and reason);
 //   - export, report: exported files' headers and sheet names.
 //
 // An English template, rendered, is the exact text stored and sent before codes existed:
@@ -216,6 +218,20 @@ var coreEntries = map[string]entry{
 	"report.errors_sheet":  {"errors", "错误"},
 	"report.summary_sheet": {"summary", "汇总"},
 	"report.rejected_rows": {"rejected rows", "被拒行数"},
+
+	// ---- reasons: a row message said of many rows, without the values each row's names
+	// (the breakdown by field and reason, when its rows' params differ) -------------------
+	"reason.too_long":      {"is too long", "过长"},
+	"reason.rounded":       {"is a rounded number; format the column as text and enter all 11 digits", "是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码"},
+	"reason.duplicate":     {"already appears in an earlier row", "已在前面的行出现"},
+	"reason.exists":        {"already exists", "已存在"},
+	"reason.cut_code":      {codeRuleEN + cutAnyEN, codeRuleZH + cutAnyZH},
+	"reason.cut_phone":     {phoneRuleEN + cutAnyEN, phoneRuleZH + cutAnyZH},
+	"reason.cut_level":     {levelRuleEN + cutAnyEN, levelRuleZH + cutAnyZH},
+	"reason.cut_text":      {"is longer than a cell may be", "超过单元格的长度上限"},
+	"reason.changed_since": {"was changed after the import; left as it is", "在导入之后又被修改，保持现状"},
+	"reason.deleted_since": {"was deleted after the import; not restored", "在导入之后被删除，未恢复"},
+	"reason.added_since":   {"was added again after the import removed it; left as it is", "被导入删除后又被重新添加，保持现状"},
 	"export.sheet":         {"Sheet1", "数据"},
 	"export.col.code":      {"code", "客户编号"},
 
@@ -259,6 +275,8 @@ const (
 	phoneRuleZH = "必须是以 1 开头的 11 位数字"
 	cutEN       = " (this one has more than {n})"
 	cutZH       = "（此处超过 {n} 个字符）"
+	cutAnyEN    = " (this one is longer than a cell may be)"
+	cutAnyZH    = "（此处超过单元格的长度上限）"
 	rowLimitEN  = "rows after row {last_row} were not imported: the sheet has more than {limit} data rows, the most one import takes; split the file and import the rest"
 	rowLimitZH  = "第 {last_row} 行之后的行未导入：工作表超过 {limit} 行数据，这是单次导入的上限；请拆分文件后导入其余部分"
 )

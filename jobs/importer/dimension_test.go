@@ -59,10 +59,10 @@ func TestErrorReportDeclaresItsRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The summary sheet: its header and the one field at fault. Then the rows sheet: row
-	// number, fields and reason, then the widest row's five original cells; three rows under
-	// the header.
-	want := []string{"A1:B2=A1:B2", "A1:H4=A1:H4"}
+	// The summary sheet: its header and the one field at fault (rows stored without their
+	// messages: no reason). Then the rows sheet: row number, fields and reason, then the
+	// widest row's five original cells; three rows under the header.
+	want := []string{"A1:C2=A1:C2", "A1:H4=A1:H4"}
 
 	l := store.Lease{TaskID: task.ID, TaskNo: task.TaskNo, Attempt: 1}
 	rel, _, err := writeErrorReport(context.Background(), st, fs, l, storage.AttemptPrefix(l.TaskNo, l.Attempt), header, LangEN)

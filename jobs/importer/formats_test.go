@@ -12,6 +12,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/store"
@@ -158,6 +159,28 @@ func TestEveryRowMessageReadsInChinese(t *testing.T) {
 	}
 }
 
+// A reason of the breakdown says its rows' values when they share them, and the message
+// without values when they differ (the breakdown drops the params).
+func TestAReasonIsSaidWithTheValuesItsRowsShare(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code   string
+		params msg.Params
+		lang   Lang
+		want   string
+	}{
+		{"row.duplicate", msg.Params{"value": "K1", "row": "2"}, LangZH, "K1 已在第 2 行出现"},
+		{"row.duplicate", nil, LangZH, "已在前面的行出现"},
+		{"row.duplicate", nil, LangEN, "already appears in an earlier row"},
+		{"row.too_long", msg.Params{"max": "100"}, LangEN, "is too long"},
+		{"row.phone", nil, LangZH, "必须是以 1 开头的 11 位数字"},
+	} {
+		if got := reasonIn(tc.code, tc.params, tc.lang); got != tc.want {
+			t.Errorf("reasonIn(%s, %v, %s) = %q, want %q", tc.code, tc.params, tc.lang, got, tc.want)
+		}
+	}
+}
+
 // The Chinese template, filled in by hand with two bad rows, imports as PARTIAL_SUCCESS with
 // a Chinese error report.
 func TestTheChineseTemplateFilledInImports(t *testing.T) {
@@ -210,13 +233,28 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first sheet counts the rejected rows by field, most first (ties by the field's
-	// name in the file's header); the rows follow on the second.
+	// The rows carry their problems as catalogue codes, one per field at fault, beside the
+	// English made from them.
+	items, err := w.st.Items(context.Background(), task.ID, 0, 10)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("rejected rows %+v, %v", items, err)
+	}
+	if m := items[1].Messages; len(m) != 3 || m[0].Field != "name" || m[0].Code != "row.required" || m[0].Params != nil ||
+		m[1].Code != "row.email" || m[2].Field != "level" || m[2].Code != "row.level" || items[1].Field != "name,email,level" ||
+		items[1].Message != "name: is required; email: is not a valid email address; level: "+msgLevel.text() {
+		t.Fatalf("row 4 stored as %+v", items[1])
+	}
+	if res.FirstErrorMessages[0].Row != 3 || res.FirstErrorMessages[0].Parts[0].Code != "row.phone" {
+		t.Fatalf("first error messages %+v", res.FirstErrorMessages)
+	}
+	// The first sheet counts the rejected rows by field and reason, most first (ties by the
+	// field's name in the file's header); the rows follow on the second.
 	if sheets := rep.GetSheetList(); !slices.Equal(sheets, []string{"汇总", "错误"}) {
 		t.Fatalf("report sheets %q, want the summary first", sheets)
 	}
 	summary, _ := rep.GetRows("汇总")
-	wantSummary := [][]string{{"字段", "被拒行数"}, {"邮箱", "1"}, {"等级", "1"}, {"客户名称", "1"}, {"手机号", "1"}}
+	wantSummary := [][]string{{"字段", "原因", "被拒行数"}, {"邮箱", "不是有效的邮箱地址", "1"}, {"等级", msgLevel.in(LangZH), "1"},
+		{"客户名称", "必填", "1"}, {"手机号", "必须是以 1 开头的 11 位数字", "1"}}
 	if len(summary) != len(wantSummary) {
 		t.Fatalf("summary %q, want %q", summary, wantSummary)
 	}
@@ -248,7 +286,8 @@ func TestTheChineseTemplateFilledInImports(t *testing.T) {
 	enSummary, _ := en.GetRows(en.GetSheetName(0))
 	enRows, _ := en.GetRows("errors")
 	done()
-	if len(enSummary) != 5 || !slices.Equal(enSummary[0], []string{"field", "rejected rows"}) || !slices.Equal(enSummary[1], []string{"email", "1"}) {
+	if len(enSummary) != 5 || !slices.Equal(enSummary[0], []string{"field", "reason", "rejected rows"}) ||
+		!slices.Equal(enSummary[1], []string{"email", "is not a valid email address", "1"}) || !slices.Equal(enSummary[3], []string{"name", "is required", "1"}) {
 		t.Fatalf("English summary: %q", enSummary)
 	}
 	if enRows[0][0] != "row" || enRows[1][2] != "phone: must be 11 digits starting with 1" || len(enRows) != 3 {

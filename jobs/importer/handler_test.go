@@ -320,8 +320,8 @@ func TestErrorReportIsAlwaysWritable(t *testing.T) {
 	}
 	defer f.Close()
 	rows, _ := f.GetRows("errors")
-	if len(rows) != 2 || len(rows[0]) != 3+maxRawCells || len(rows[1]) != 3+maxRawCells || rows[1][3] != "'=cell" || len(first) != 1 || len(first[0]) > 600 {
-		t.Fatalf("report rows %d, header %d columns, row %d columns, first cell %q, first errors %d", len(rows), len(rows[0]), len(rows[1]), rows[1][3], len(first))
+	if len(rows) != 2 || len(rows[0]) != 3+maxRawCells || len(rows[1]) != 3+maxRawCells || rows[1][3] != "'=cell" || len(first.texts) != 1 || len(first.texts[0]) > 600 || len(first.messages) != 1 {
+		t.Fatalf("report rows %d, header %d columns, row %d columns, first cell %q, first errors %d", len(rows), len(rows[0]), len(rows[1]), rows[1][3], len(first.texts))
 	}
 	if matches, _ := filepath.Glob(filepath.Join(w.fs.TempDir(), "*")); len(matches) != 0 {
 		t.Fatalf("temp files left: %v", matches)

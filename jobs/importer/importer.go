@@ -152,7 +152,9 @@ type ResultData struct {
 	ErrorReport     string   `json:"error_report,omitempty"`      // data-dir path
 	ErrorReportName string   `json:"error_report_name,omitempty"` // download name
 	FirstErrors     []string `json:"first_errors,omitempty"`      // "row 128, phone: must be …", always English (see messages.go)
-	ErrorReportLang Lang     `json:"error_report_lang,omitempty"` // the language the stored report is in
+	// FirstErrorMessages are FirstErrors as catalogue messages, in the same order.
+	FirstErrorMessages []task.RowMessage `json:"first_error_messages,omitempty"`
+	ErrorReportLang    Lang              `json:"error_report_lang,omitempty"` // the language the stored report is in
 	// NotImported says which rows were left out when the sheet turned out, while it was
 	// being imported, to hold more rows than the limit (PARTIAL_SUCCESS).
 	NotImported string `json:"not_imported,omitempty"`
@@ -665,8 +667,7 @@ func (im *Importer) read(ctx context.Context, src *sheet.Reader, cols *columns, 
 		b.rows++
 		c, errs := cols.validate(n, cells, long)
 		if len(errs) > 0 {
-			fields, msg := rowMessage(errs)
-			b.rejected = append(b.rejected, item(n, fields, msg, cells))
+			b.rejected = append(b.rejected, item(n, rowParts(errs), cells))
 		} else {
 			b.customers = append(b.customers, c)
 			b.raw = append(b.raw, rawCells(cells))
@@ -684,9 +685,12 @@ func (im *Importer) read(ctx context.Context, src *sheet.Reader, cols *columns, 
 	return nil
 }
 
-// item is a rejected row: its cells are stored cut down (rawCells), never in full.
-func item(row int, fields, message string, cells []string) store.Item {
-	return store.Item{Row: row, Field: fields, Message: message, Raw: rawJSON(cells)}
+// item is a rejected row: its problems as catalogue messages, with the fields and English
+// text they make (kept for the readers of those columns), and its cells stored cut down
+// (rawCells), never in full.
+func item(row int, parts []task.FieldMessage, cells []string) store.Item {
+	fields, message := partsText(parts)
+	return store.Item{Row: row, Field: fields, Message: message, Messages: parts, Raw: rawJSON(cells)}
 }
 
 // write is one batch's transaction: customers, rejected rows, and the batch's bookkeeping.
@@ -701,7 +705,7 @@ func (im *Importer) write(taskID int64, mode customers.Mode, b batch, cp *checkp
 		uniqueRaw := make([][]string, 0, len(b.customers))
 		for i, c := range b.customers {
 			if row, dup := first[c.Code]; dup {
-				rejected = append(rejected, item(c.Row, "code", "code: "+msgDuplicate.text(c.Code, strconv.Itoa(row)), b.raw[i]))
+				rejected = append(rejected, item(c.Row, []task.FieldMessage{msgDuplicate.of("code", c.Code, strconv.Itoa(row))}, b.raw[i]))
 				continue
 			}
 			first[c.Code] = c.Row
@@ -717,9 +721,9 @@ func (im *Importer) write(taskID int64, mode customers.Mode, b batch, cp *checkp
 			switch conflict, ok := conflicts[c.Code]; {
 			case !ok:
 			case conflict.EarlierRow > 0:
-				rejected = append(rejected, item(c.Row, "code", "code: "+msgDuplicate.text(c.Code, strconv.Itoa(conflict.EarlierRow)), uniqueRaw[i]))
+				rejected = append(rejected, item(c.Row, []task.FieldMessage{msgDuplicate.of("code", c.Code, strconv.Itoa(conflict.EarlierRow))}, uniqueRaw[i]))
 			default:
-				rejected = append(rejected, item(c.Row, "code", "code: "+msgExists.text(c.Code), uniqueRaw[i]))
+				rejected = append(rejected, item(c.Row, []task.FieldMessage{msgExists.of("code", c.Code)}, uniqueRaw[i]))
 			}
 		}
 		for i := range rejected {
@@ -820,7 +824,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	data.ErrorReport = rel
 	data.ErrorReportName = "errors-" + run.Lease.TaskNo + ".xlsx"
 	data.ErrorReportLang = lang
-	data.FirstErrors = first
+	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
 	expires := time.Now().Add(im.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires
 	res.Files = []string{rel}

@@ -11,13 +11,13 @@ import (
 	"github.com/taskcenter/taskcenter/internal/task"
 )
 
-// Row messages are stored in English in task_items and first_errors ("phone: must be 11
-// digits starting with 1"): the error report, the database and API clients read that text.
-// Their words live in the product's message catalogue (internal/msg, codes "row.*"): the
-// validator writes the English from a code and its params, and a stored text is read back
-// into code and params by the same templates (ParseMessage, ParseRowError), so rows stored
-// before any code was
-// kept still read in every language, and a text no template matches is shown as it is.
+// Row messages are catalogue messages (internal/msg, codes "row.*"): a rejected row keeps
+// its problems as codes and params (task_items.messages, a result's first_error_messages),
+// beside the English made from them (task_items.message, first_errors: "phone: must be 11
+// digits starting with 1"), which the database and API clients read. Rows and results
+// stored before the codes were kept have only the English: it is read back into code and
+// params by the same templates (ParseMessage, ParseRowError), so they still read in every
+// language, and a text no template matches is shown as it is.
 
 // Lang is a language reports and row messages are written in.
 type Lang = msg.Lang
@@ -60,8 +60,11 @@ func defMessage(code string) *message {
 	return m
 }
 
-// params are args by the message's param names.
+// params are args by the message's param names (nil without args).
 func (m *message) params(args []string) msg.Params {
+	if len(args) == 0 {
+		return nil
+	}
 	p := make(msg.Params, len(args))
 	for i, a := range args {
 		if i < len(m.names) {
@@ -73,6 +76,11 @@ func (m *message) params(args []string) msg.Params {
 
 // text is the canonical (English) text of the message with args, in the order of its params.
 func (m *message) text(args ...string) string { return msg.Render(msg.EN, m.code, m.params(args)) }
+
+// of is the message with args said of field: one part of a rejected row.
+func (m *message) of(field string, args ...string) task.FieldMessage {
+	return task.FieldMessage{Field: field, Code: m.code, Params: m.params(args)}
+}
 
 // in is the message with args in lang.
 func (m *message) in(lang Lang, args ...string) string {
@@ -141,7 +149,8 @@ func TranslateFields(fields string, lang Lang) string {
 
 // ParseMessage reads a stored row message ("phone: must be …; email: …") back into its
 // parts, each a field and a catalogue message; a part no row message matches is kept as
-// written (msg.Plain).
+// written (msg.Plain). It is for rows stored before their messages were kept
+// (task_items.messages NULL): a row stored since carries its parts (store.Item Messages).
 func ParseMessage(text string) []task.FieldMessage {
 	var out []task.FieldMessage
 	rest := text
@@ -179,7 +188,7 @@ func plainPart(field, text string) task.FieldMessage {
 }
 
 // ParseRowError reads a first_errors entry ("row 128, phone: must be …") back into its row
-// and parts.
+// and parts, for a result written before it kept its first_error_messages.
 func ParseRowError(s string) task.RowMessage {
 	if rest, ok := strings.CutPrefix(s, "row "); ok {
 		if n, m, ok := strings.Cut(rest, ", "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
@@ -195,8 +204,25 @@ func renderParts(parts []task.FieldMessage, lang Lang) string {
 	return task.RowMessage{Parts: parts}.In(lang)
 }
 
+// reasonIn is a reason of the breakdown by field and reason in lang: the row message code
+// with params when the breakdown kept them (every row of the group had the same), else the
+// catalogue's "reason.<name>", the message without the rows' values ("already appears in an
+// earlier row"). A message that names no values reads as it is.
+func reasonIn(code string, params msg.Params, lang Lang) string {
+	complete := true
+	for _, n := range msg.Names(msg.Text(msg.EN, code)) {
+		_, ok := params[n]
+		complete = complete && ok
+	}
+	if generic := "reason." + strings.TrimPrefix(code, "row."); !complete && msg.Known(generic) {
+		return msg.Render(lang, generic, nil)
+	}
+	return msg.Render(lang, code, params)
+}
+
 // TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
-// part no declared message matches is kept as written.
+// part no declared message matches is kept as written. It reads the English back
+// (ParseMessage), for rows stored before their messages were kept.
 func TranslateMessage(text string, lang Lang) string {
 	if lang != LangZH {
 		return text
@@ -204,7 +230,8 @@ func TranslateMessage(text string, lang Lang) string {
 	return renderParts(ParseMessage(text), lang)
 }
 
-// TranslateRowError puts a first_errors entry ("row 128, phone: must be …") into lang.
+// TranslateRowError puts a first_errors entry ("row 128, phone: must be …") into lang, for
+// a result written before it kept its first_error_messages.
 func TranslateRowError(s string, lang Lang) string {
 	if lang != LangZH {
 		return s

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettype"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store/customers"
 )
 
@@ -124,13 +125,15 @@ func isHeader(cells []string) bool {
 	return known >= 2
 }
 
-// fieldError is one problem with one cell.
+// fieldError is one problem with one cell: a row message and its args.
 type fieldError struct {
-	field   field
-	message string
+	field field
+	why   *message
+	args  []string
 }
 
-func (e fieldError) String() string { return fieldNames[e.field] + ": " + e.message }
+// part is the problem as a catalogue message of the field.
+func (e fieldError) part() task.FieldMessage { return e.why.of(fieldNames[e.field], e.args...) }
 
 // Limits of the customers table.
 const (
@@ -156,20 +159,20 @@ var levels = map[string]string{
 
 // tooLong is what a field must be, said of a cell longer than a cell may be (n characters
 // and more were read).
-func tooLong(f field, n string) string {
+func tooLong(f field, n string) fieldError {
 	switch f {
 	case fCode:
-		return msgCutCode.text(n)
+		return fieldError{f, msgCutCode, []string{n}}
 	case fPhone:
-		return msgCutPhone.text(n)
+		return fieldError{f, msgCutPhone, []string{n}}
 	case fLevel:
-		return msgCutLevel.text(n)
+		return fieldError{f, msgCutLevel, []string{n}}
 	case fName:
-		return msgCutText.text(strconv.Itoa(maxName), n)
+		return fieldError{f, msgCutText, []string{strconv.Itoa(maxName), n}}
 	case fEmail:
-		return msgCutText.text(strconv.Itoa(maxEmail), n)
+		return fieldError{f, msgCutText, []string{strconv.Itoa(maxEmail), n}}
 	}
-	return msgCutText.text(strconv.Itoa(maxCity), n)
+	return fieldError{f, msgCutText, []string{strconv.Itoa(maxCity), n}}
 }
 
 // cell returns the trimmed value of field f in a row (empty when the column is absent or the
@@ -188,15 +191,15 @@ func (c *columns) cell(row []string, f field) string {
 func (c *columns) validate(rowNo int, row []string, long []int) (customers.Row, []fieldError) {
 	out := customers.Row{Row: rowNo}
 	var errs []fieldError
-	bad := func(f field, message string) {
-		errs = append(errs, fieldError{f, message})
+	bad := func(f field, why *message, args ...string) {
+		errs = append(errs, fieldError{f, why, args})
 	}
 	var over [numFields]bool
 	for _, col := range long {
 		for f, i := range c {
 			if i == col && col < len(row) {
 				over[f] = true
-				bad(field(f), tooLong(field(f), sheettype.Thousands(int64(utf8.RuneCountInString(row[col])))))
+				errs = append(errs, tooLong(field(f), sheettype.Thousands(int64(utf8.RuneCountInString(row[col])))))
 			}
 		}
 	}
@@ -212,21 +215,21 @@ func (c *columns) validate(rowNo int, row []string, long []int) (customers.Row, 
 
 	for _, f := range required {
 		if !over[f] && c.cell(row, f) == "" {
-			bad(f, msgRequired.text())
+			bad(f, msgRequired)
 		}
 	}
 	if code := integral(c.cell(row, fCode)); code != "" {
 		if codePattern.MatchString(code) {
 			out.Code = code
 		} else {
-			bad(fCode, msgCode.text())
+			bad(fCode, msgCode)
 		}
 	}
 	out.Name = c.text(row, fName, maxName, bad)
 	if raw := c.cell(row, fPhone); raw != "" {
-		phone, err := normalizePhone(raw)
-		if err != "" {
-			bad(fPhone, err)
+		phone, why, args := normalizePhone(raw)
+		if why != nil {
+			bad(fPhone, why, args...)
 		} else {
 			out.Phone = phone
 		}
@@ -235,7 +238,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (customers.Row, 
 		if validEmail(email) {
 			out.Email = lower(email)
 		} else {
-			bad(fEmail, msgEmail.text())
+			bad(fEmail, msgEmail)
 		}
 	}
 	out.City = c.text(row, fCity, maxCity, bad)
@@ -244,7 +247,7 @@ func (c *columns) validate(rowNo int, row []string, long []int) (customers.Row, 
 		if canon, ok := levels[strings.ToLower(lv)]; ok {
 			out.Level = canon
 		} else {
-			bad(fLevel, msgLevel.text())
+			bad(fLevel, msgLevel)
 		}
 	}
 	return out, errs
@@ -261,10 +264,10 @@ func lower(s string) string {
 }
 
 // text returns a free-text field, or reports it when it is longer than limit characters.
-func (c *columns) text(row []string, f field, limit int, bad func(field, string)) string {
+func (c *columns) text(row []string, f field, limit int, bad func(field, *message, ...string)) string {
 	v := c.cell(row, f)
 	if n := utf8.RuneCountInString(v); n > limit {
-		bad(f, msgTooLong.text(strconv.Itoa(limit), strconv.Itoa(n)))
+		bad(f, msgTooLong, strconv.Itoa(limit), strconv.Itoa(n))
 		return ""
 	}
 	return v
@@ -272,8 +275,8 @@ func (c *columns) text(row []string, f field, limit int, bad func(field, string)
 
 // normalizePhone accepts a mainland mobile number written as digits (spaces and dashes and
 // a +86 prefix allowed), or as the number a numeric cell holds (13800138000, 1.3800138E10).
-func normalizePhone(raw string) (string, string) {
-	rule := msgPhone.text()
+// A number it refuses comes back empty, with the row message that says why and its args.
+func normalizePhone(raw string) (string, *message, []string) {
 	s := strings.Map(func(r rune) rune {
 		if r == ' ' || r == '-' || r == '\u00a0' {
 			return -1
@@ -286,18 +289,18 @@ func normalizePhone(raw string) (string, string) {
 		digits := strings.TrimRight(strings.ReplaceAll(mantissa, ".", ""), "0")
 		if strings.ContainsAny(s, "eE") && len(digits) <= 6 {
 			// Excel shows long numbers rounded to six digits: the rest is lost.
-			return "", msgRounded.text(sheettype.Clip(raw, 40))
+			return "", msgRounded, []string{sheettype.Clip(raw, 40)}
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v != float64(int64(v)) {
-			return "", rule
+			return "", msgPhone, nil
 		}
 		s = strconv.FormatInt(int64(v), 10)
 	}
 	if !phonePattern.MatchString(s) {
-		return "", rule
+		return "", msgPhone, nil
 	}
-	return s, ""
+	return s, nil, nil
 }
 
 // integral turns "1001.0" (how some writers store a whole number) into "1001".
@@ -345,15 +348,26 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// rowMessage is how a failed row reads: "phone: must be …; email: …".
-func rowMessage(errs []fieldError) (fields, message string) {
-	fs := make([]string, len(errs))
-	ms := make([]string, len(errs))
+// rowParts are a failed row's problems as catalogue messages, one per field at fault.
+func rowParts(errs []fieldError) []task.FieldMessage {
+	parts := make([]task.FieldMessage, len(errs))
 	for i, e := range errs {
-		fs[i] = fieldNames[e.field]
-		ms[i] = e.String()
+		parts[i] = e.part()
 	}
-	return strings.Join(fs, ","), strings.Join(ms, "; ")
+	return parts
+}
+
+// rowMessage is how a failed row reads: its fields "phone,email" and, in English,
+// "phone: must be …; email: …" (what task_items keeps beside the messages).
+func rowMessage(errs []fieldError) (fields, message string) { return partsText(rowParts(errs)) }
+
+// partsText is a rejected row's fields, comma-separated, and its message in English.
+func partsText(parts []task.FieldMessage) (fields, message string) {
+	fs := make([]string, len(parts))
+	for i, p := range parts {
+		fs[i] = p.Field
+	}
+	return strings.Join(fs, ","), renderParts(parts, LangEN)
 }
 
 // Bounds of the copy of a rejected row kept for the error report (task_items.raw): enough

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/msg"
+	"github.com/taskcenter/taskcenter/internal/task"
 )
 
 func TestHeaderMapping(t *testing.T) {
@@ -131,7 +132,7 @@ func TestRejectedRowCopyIsBounded(t *testing.T) {
 	for i := range wide {
 		wide[i] = strings.Repeat("x", 1000)
 	}
-	it := item(5, "name", "name: …", wide)
+	it := item(5, []task.FieldMessage{msgTooLong.of("name", "100", "1000")}, wide)
 	var cells []string
 	if err := json.Unmarshal(it.Raw, &cells); err != nil {
 		t.Fatal(err)

@@ -183,7 +183,8 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 				if raw == nil {
 					raw = []string{c.Code}
 				}
-				items[i] = store.Item{TaskID: run.Task.ID, Row: c.Row, Field: "code", Message: "code: " + why.text(c.Code), Raw: rawJSON(raw)}
+				items[i] = item(c.Row, []task.FieldMessage{why.of("code", c.Code)}, raw)
+				items[i].TaskID = run.Task.ID
 			}
 			if err := store.InsertItems(ctx, tx, items); err != nil {
 				return store.Batch{}, err
@@ -243,7 +244,8 @@ func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang, data.FirstErrors = rel, "conflicts-"+run.Lease.TaskNo+".xlsx", LangEN, first
+	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang = rel, "conflicts-"+run.Lease.TaskNo+".xlsx", LangEN
+	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
 	expires := time.Now().Add(u.cfg.ReportTTL).UTC()
 	res.ExpiresAt = &expires
 	res.Files = []string{rel}

@@ -26,7 +26,10 @@ type Files struct {
 	Expired         bool            `json:"expired"`
 	Summary         json.RawMessage `json:"summary"`
 	FirstErrors     []string        `json:"first_errors"`
-	ErrorReportLang string          `json:"error_report_lang"`
+	// FirstErrorMessages are FirstErrors as catalogue messages (results written before they
+	// were kept have none).
+	FirstErrorMessages []task.RowMessage `json:"first_error_messages"`
+	ErrorReportLang    string            `json:"error_report_lang"`
 	// ErrorDetails are a failed task's structured error details (error.details), the whole
 	// result of a task that failed before it had any other.
 	ErrorDetails   json.RawMessage `json:"error_details"`
@@ -44,9 +47,9 @@ func (r Files) detailsOnly() bool {
 
 // firstErrorsIn puts an import's first rejected rows (stored in English) into the task's
 // language: the one its uploader asked for, as the error report is.
-func firstErrorsIn(t *store.Task, fe []string) []string {
-	if len(fe) == 0 {
-		return fe
+func firstErrorsIn(t *store.Task, r Files) []string {
+	if len(r.FirstErrors) == 0 {
+		return r.FirstErrors
 	}
 	var p struct {
 		Lang string `json:"lang"`
@@ -54,23 +57,27 @@ func firstErrorsIn(t *store.Task, fe []string) []string {
 	json.Unmarshal(t.Params, &p) //nolint:errcheck // no language: English
 	lang := importer.ParseLang(p.Lang)
 	if lang == importer.LangEN {
-		return fe
+		return r.FirstErrors
 	}
-	out := make([]string, len(fe))
-	for i, m := range fe {
-		out[i] = importer.TranslateRowError(m, lang)
+	out := make([]string, len(r.FirstErrors))
+	for i, m := range firstErrorMessages(r) {
+		out[i] = m.In(lang)
 	}
 	return out
 }
 
-// firstErrorMessages reads an import's first rejected rows (stored in English) back into
-// catalogue messages.
-func firstErrorMessages(fe []string) []task.RowMessage {
-	if len(fe) == 0 {
+// firstErrorMessages are an import's first rejected rows as catalogue messages: as the
+// result keeps them, or, for a result written before it kept them, read back from the
+// English (importer.ParseRowError).
+func firstErrorMessages(r Files) []task.RowMessage {
+	if len(r.FirstErrors) == 0 {
 		return nil
 	}
-	out := make([]task.RowMessage, len(fe))
-	for i, m := range fe {
+	if len(r.FirstErrorMessages) == len(r.FirstErrors) {
+		return r.FirstErrorMessages
+	}
+	out := make([]task.RowMessage, len(r.FirstErrors))
+	for i, m := range r.FirstErrors {
 		out[i] = importer.ParseRowError(m)
 	}
 	return out
@@ -145,8 +152,8 @@ func Of(t *store.Task, live *task.Live, now time.Time, lang msg.Lang) task.View 
 	}
 	if ok && !r.detailsOnly() {
 		rv := &task.ResultView{Name: r.Name, Rows: r.Rows, Size: r.Size, ContentType: r.ContentType,
-			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r.FirstErrors),
-			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved, NothingRemovedMessage: r.NothingRemovedMessage, FirstErrorMessages: firstErrorMessages(r.FirstErrors)}
+			ExpiresAt: UTC(t.ResultExpiresAt), Expired: r.IsExpired(t, now), Summary: r.Summary, FirstErrors: firstErrorsIn(t, r),
+			DryRun: r.DryRun, NothingRemoved: r.NothingRemoved, NothingRemovedMessage: r.NothingRemovedMessage, FirstErrorMessages: firstErrorMessages(r)}
 		v.Result = rv
 		if r.File != "" && !rv.Expired {
 			v.Links.Result = self + "/result"

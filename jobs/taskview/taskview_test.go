@@ -74,3 +74,28 @@ func sameTime(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
+
+// An import's first rejected rows are said from the messages its result keeps (whatever
+// its English says); a result written before it kept them is read back from its English.
+func TestFirstErrorsAreSaidFromTheirMessages(t *testing.T) {
+	t.Parallel()
+	kept := &store.Task{TaskNo: "tsk_1", Status: store.StatusPartialSuccess, Params: []byte(`{"lang":"zh"}`),
+		Result: []byte(`{"summary":{"total":2},"first_errors":["row 7, code: K1 is a repeat"],
+			"first_error_messages":[{"row":7,"parts":[{"field":"code","code":"row.duplicate","params":{"value":"K1","row":"2"}}]}]}`)}
+	old := &store.Task{TaskNo: "tsk_2", Status: store.StatusPartialSuccess, Params: []byte(`{"lang":"zh"}`),
+		Result: []byte(`{"summary":{"total":2},"first_errors":["row 3, phone: must be 11 digits starting with 1"]}`)}
+	for _, tc := range []struct {
+		task *store.Task
+		want string
+		code string
+	}{
+		{kept, "第 7 行，客户编号：K1 已在第 2 行出现", "row.duplicate"},
+		{old, "第 3 行，手机号：必须是以 1 开头的 11 位数字", "row.phone"},
+	} {
+		v := taskview.Of(tc.task, nil, t0, msg.ZH)
+		if v.Result == nil || len(v.Result.FirstErrors) != 1 || v.Result.FirstErrors[0] != tc.want ||
+			len(v.Result.FirstErrorMessages) != 1 || v.Result.FirstErrorMessages[0].Parts[0].Code != tc.code {
+			t.Errorf("%s: result %+v", tc.task.TaskNo, v.Result)
+		}
+	}
+}

@@ -936,21 +936,40 @@
       renderBreakdown(v.rejected_breakdown || []);
       loadLog();
     }
-    // The rejected rows counted by field ("phone 414 · email 206"), from the detail only: a
-    // live event's view has none, and keeps what the detail said.
+    // The rejected rows counted by field and, under each field, by reason ("phone 414: must
+    // be 11 digits starting with 1 400 · is required 14"), from the detail only: a live
+    // event's view has none, and keeps what the detail said.
     var breakdown = [];
     function renderBreakdown(b) {
       breakdown = b;
       show($('#rejected-breakdown'), b.length > 0);
       show($('#rejected'), b.length > 0 || !$('#rejected-rows-title').hidden);
       fillList($('#rejected-fields'), b.length, function (i, li) {
-        if (!li) li = el('li', null, el('span'), ' ', el('span', { class: 'n' }));
-        var f = b[i].field;
+        if (!li) {
+          li = el('li', null, el('span', { class: 'field' }), ' ', el('span', { class: 'n' }), el('span', { class: 'colon' }),
+            el('ul', { class: 'reasons' }));
+        }
+        var f = b[i].field, reasons = b[i].reasons || [];
         setAttr(li, 'data-field', f);
-        setText(li.firstChild, has('field.' + f) ? t('field.' + f) : f);
-        setText(li.lastChild, String(b[i].count));
+        setText($('.field', li), has('field.' + f) ? t('field.' + f) : f);
+        setText($('.n', li), String(b[i].count));
+        setText($('.colon', li), reasons.length ? t('punct.colon') : '');
+        fillList($('.reasons', li), reasons.length, function (j, r) {
+          if (!r) r = el('li', null, el('span', { class: 'reason' }), ' ', el('span', { class: 'n' }));
+          setAttr(r, 'data-reason', reasons[j].code);
+          setText(r.firstChild, reasonText(reasons[j]));
+          values(r.firstChild, reasons[j].params);
+          setText(r.lastChild, String(reasons[j].count));
+          return r;
+        });
         return li;
       });
+    }
+    // reasonText is a reason of the breakdown in the page's language: its row message, with
+    // the params its rows share; a message that names values, without them, as the
+    // catalogue's "reason.<name>" ("already appears in an earlier row").
+    function reasonText(r) {
+      return say(r.code, r.params) || say('reason.' + r.code.replace(/^row\./, ''), {}) || r.code;
     }
     // The log: the newest lines (GET …/logs), more on "Load earlier lines", grouped under a
     // heading per attempt. The page shows a contiguous run of the newest lines: a reload
