@@ -133,23 +133,23 @@ func TestEveryRowMessageReadsInChinese(t *testing.T) {
 	msgs = append(msgs, "code: "+msgDuplicate.text("C002", "3"), "code: "+msgExists.text("C9"))
 	english := []string{"must", "is required", "valid", "rounded", "already", "this one"}
 	for _, m := range msgs {
-		zh := TranslateMessage(m, LangZH)
+		zh := renderParts(ParseMessage(m), LangZH)
 		for _, e := range english {
 			if strings.Contains(zh, e) {
 				t.Errorf("%q reads %q in Chinese: %q is not translated", m, zh, e)
 			}
 		}
-		if TranslateMessage(m, LangEN) != m {
+		if renderParts(ParseMessage(m), LangEN) != m {
 			t.Errorf("the English of %q changed", m)
 		}
 	}
-	if got := TranslateRowError("row 6, phone: must be 11 digits starting with 1; email: is not a valid email address", LangZH); got != "第 6 行，手机号：必须是以 1 开头的 11 位数字；邮箱：不是有效的邮箱地址" {
+	if got := ParseRowError("row 6, phone: must be 11 digits starting with 1; email: is not a valid email address").In(LangZH); got != "第 6 行，手机号：必须是以 1 开头的 11 位数字；邮箱：不是有效的邮箱地址" {
 		t.Fatalf("row error in Chinese: %q", got)
 	}
-	if got := TranslateMessage("phone: 1.38E+10 is a rounded number; format the column as text and enter all 11 digits; name: is required", LangZH); got != "手机号：1.38E+10 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码；客户名称：必填" {
+	if got := renderParts(ParseMessage("phone: 1.38E+10 is a rounded number; format the column as text and enter all 11 digits; name: is required"), LangZH); got != "手机号：1.38E+10 是被四舍五入的数字；请把该列设为文本格式，并填写完整的 11 位号码；客户名称：必填" {
 		t.Fatalf("a message holding '; ': %q", got)
 	}
-	if got := TranslateMessage("name: something new", LangZH); got != "客户名称：something new" {
+	if got := renderParts(ParseMessage("name: something new"), LangZH); got != "客户名称：something new" {
 		t.Fatalf("an unknown message: %q", got)
 	}
 	for in, want := range map[string]Lang{"zh-CN,zh;q=0.9,en;q=0.8": LangZH, "en-US,en;q=0.9,zh;q=0.8": LangEN, "": LangEN, "fr": LangEN, "zh": LangZH, "en;q=0.5,zh-TW;q=0.7": LangZH} {

@@ -219,22 +219,3 @@ func reasonIn(code string, params msg.Params, lang Lang) string {
 	}
 	return msg.Render(lang, code, params)
 }
-
-// TranslateMessage puts a stored row message ("phone: must be …; email: …") into lang. A
-// part no declared message matches is kept as written. It reads the English back
-// (ParseMessage), for rows stored before their messages were kept.
-func TranslateMessage(text string, lang Lang) string {
-	if lang != LangZH {
-		return text
-	}
-	return renderParts(ParseMessage(text), lang)
-}
-
-// TranslateRowError puts a first_errors entry ("row 128, phone: must be …") into lang, for
-// a result written before it kept its first_error_messages.
-func TranslateRowError(s string, lang Lang) string {
-	if lang != LangZH {
-		return s
-	}
-	return ParseRowError(s).In(lang)
-}
