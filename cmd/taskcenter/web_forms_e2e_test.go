@@ -1,11 +1,15 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // A form sent twice makes one task: the export form is submitted twice at once (a double
@@ -72,4 +76,27 @@ func TestTheExportFormSentTwiceMakesOneTask(t *testing.T) {
 	}
 	b.click("copy the id", "#copy-id")
 	b.wait("copied", `document.querySelector("#copy-id").innerText === "Copied"`, 5*time.Second)
+
+	// The import form sent twice at once makes one import too: an upload's key is its
+	// content with the choices that change what it does (the same file again answers the
+	// first task).
+	file := filepath.Join(t.TempDir(), "twice.csv")
+	if err := os.WriteFile(file, []byte("code,name,phone\nT001,name,13800138001\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.run("the import form", chromedp.Navigate(api.base+"/new/import"), chromedp.WaitVisible(chromedp.CSS("#import-form")))
+	b.run("pick the file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}))
+	b.run("submit it twice at once", chromedp.Evaluate[chromedp.Void](
+		`(() => { const f = document.querySelector("#import-form");
+			for (let i = 0; i < 2; i++) f.dispatchEvent(new Event("submit", { cancelable: true })); })()`))
+	b.wait("the answer", `["200", "202"].includes(document.querySelector("#answer").dataset.status || "")`, 15*time.Second)
+	// Both submits are answered: each leaves its audit row naming the task it answered with
+	// (the store writes the creating one's with the task, without an HTTP status).
+	testenv.Eventually(t, 15*time.Second, "both submits answered", func() bool {
+		return e.count(`SELECT count(*) FROM audit_events WHERE action = 'task.submit' AND actor = 'alice' AND outcome = 'success'
+			AND target IN (SELECT task_no FROM tasks WHERE type = 'import:customers')`) == 2
+	})
+	if n := e.count(`SELECT count(*) FROM tasks WHERE type = 'import:customers' AND owner = 'alice'`); n != 1 {
+		t.Fatalf("two submits of one import form made %d imports, want 1", n)
+	}
 }
