@@ -29,7 +29,7 @@ const findJS = `(() => {
 func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
-	_, api := startEnv(t, nil, "api") // no worker: every task waits until the person acts on it
+	e, api := startEnv(t, nil, "api") // no worker: every task waits until the person acts on it
 	base := api.base
 
 	// 19 exports, the first one cancelled, then three imports (the newest).
@@ -63,6 +63,13 @@ func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	b.wait("every task on one page", findJS+`__range() === "1–22 of 22" && document.querySelector("#next").disabled && location.search.includes("limit=50")`, 10*time.Second)
 	b.click("reset the filters", `#filters button[type="reset"]`)
 	b.wait("newest first, 20 a page", findJS+`__range() === "1–20 of 22" && __rows().startsWith("`+q2+`,") && location.search === ""`, 10*time.Second)
+	// Most rejected rows first: two tasks given rejected rows lead, the most first.
+	e.exec(`UPDATE tasks SET failed_count = CASE task_no WHEN ? THEN 5 ELSE 9 END WHERE task_no IN (?, ?)`, exports[3], exports[3], exports[7])
+	b.run("most rejected rows first", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#sort");
+		s.value = "failed"; s.dispatchEvent(new Event("change", { bubbles: true })); })()`))
+	b.wait("the most rejected first", findJS+`__rows().startsWith("`+exports[7]+`,`+exports[3]+`,") && location.search.includes("sort=failed")`, 10*time.Second)
+	b.click("reset the filters", `#filters button[type="reset"]`)
+	b.wait("newest first again", findJS+`__rows().startsWith("`+q2+`,") && location.search === ""`, 10*time.Second)
 
 	// --- search by file name; a reload keeps it -------------------------------------------
 	b.run("type a part of the file name", chromedp.SendKeys(chromedp.CSS("#q"), "BUDGET-20"))

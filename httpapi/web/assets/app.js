@@ -151,7 +151,14 @@
   }
 
   // ---- the API ---------------------------------------------------------------------------
+  // Once the person signs out, the page asks the API nothing more: a poll or a live update's
+  // reload due in the moment before the browser leaves would only be refused (401).
+  var signingOut = false;
+  document.addEventListener('submit', function (e) {
+    if (/\/logout$/.test(e.target.getAttribute('action') || '')) signingOut = true;
+  }, true);
   function api(method, path, body, extra) {
+    if (signingOut) return new Promise(function () {}); // the page is leaving: nothing answers
     var headers = { 'Accept': 'application/json' };
     if (extra) Object.keys(extra).forEach(function (k) { headers[k] = extra[k]; });
     var opts = { method: method, headers: headers, credentials: 'same-origin' };
@@ -1071,7 +1078,11 @@
     var actions = [
       { id: 'cancel', offered: function (v, l) { return !!l.cancel; }, make: function () {
         return el('button', { type: 'button', id: 'cancel', class: 'danger', text: t('action.cancel'), onclick: function () {
-          post(links.cancel, function (r) { if (r.data && r.data.status === 'RUNNING') actionMsg.textContent = t('action.cancel_requested'); });
+          // The answer may come after the live stream already showed the task CANCELLED: the
+          // message belongs to a task that is still RUNNING, as the page shows it.
+          post(links.cancel, function (r) {
+            if (r.data && r.data.status === 'RUNNING' && view && view.status === 'RUNNING') actionMsg.textContent = t('action.cancel_requested');
+          });
         } });
       } },
       { id: 'retry', offered: function (v, l) { return !!l.retry; }, make: function () {
