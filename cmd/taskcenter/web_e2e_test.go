@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/xuri/excelize/v2"
 )
 
 // The web page in a real browser: headless Chromium (Debian's chromium package, which
@@ -422,6 +423,25 @@ func TestWebPageInChromium(t *testing.T) {
 		t.Fatalf("Chinese rejected rows:\n%s", rejected)
 	}
 	zhShot := b.screenshot("detail-zh")
+	// An export from the Chinese page comes in Chinese: its sheet, its headers, its levels.
+	b.run("the Chinese export form", chromedp.Navigate(base+"/new/export"), chromedp.WaitVisible(chromedp.CSS("#export-form")))
+	b.run("type 上海", chromedp.SendKeys(chromedp.CSS(`input[name="city"]`), "上海"))
+	b.click("export them", "#export-submit")
+	b.wait("the Chinese export to finish", `location.pathname.startsWith("/tasks/") && document.querySelector("#task-status").dataset.status === "SUCCESS"
+		&& !!document.querySelector("#download")`, 60*time.Second)
+	b.click("download it", "#download")
+	zhFile := b.download(".xlsx", seen)
+	isXLSX(t, zhFile)
+	book, err := excelize.OpenFile(zhFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer book.Close()
+	sheets := book.GetSheetList()
+	header, err := book.GetRows(sheets[0])
+	if err != nil || len(header) < 2 || sheets[0] != "数据" || !slices.Equal(header[0][:3], []string{"客户编号", "客户名称", "手机号"}) {
+		t.Fatalf("the export from the Chinese page: sheets %q, first rows %q (%v)", sheets, header[:min(2, len(header))], err)
+	}
 	b.click("back to English", "#lang-switch")
 	b.wait("English", `document.documentElement.lang === "en"`, 10*time.Second)
 
@@ -443,7 +463,7 @@ func TestWebPageInChromium(t *testing.T) {
 	b.click("sign out", "#signout")
 	b.wait("the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`, 10*time.Second)
 	b.signIn(base, adminToken)
-	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 4 && !!document.querySelector("#console-link")
+	b.wait("every task, with owners", `document.querySelectorAll("#tasks tbody tr").length === 5 && !!document.querySelector("#console-link")
 		&& document.querySelector("#tasks thead").innerText.includes("Owner")`, 10*time.Second)
 
 	// --- no console errors, beyond the 404 bob was meant to get ---------------------------

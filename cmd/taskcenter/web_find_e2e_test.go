@@ -68,6 +68,13 @@ func TestWebPageFindsAndActsOnTasks(t *testing.T) {
 	b.run("most rejected rows first", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#sort");
 		s.value = "failed"; s.dispatchEvent(new Event("change", { bubbles: true })); })()`))
 	b.wait("the most rejected first", findJS+`__rows().startsWith("`+exports[7]+`,`+exports[3]+`,") && location.search.includes("sort=failed")`, 10*time.Second)
+	// Longest run first: two tasks given runs of 2 and 7 minutes lead, the longer first.
+	e.exec(`UPDATE tasks SET started_at = now() - interval '10 minutes',
+		finished_at = now() - interval '10 minutes' + CASE task_no WHEN ? THEN interval '2 minutes' ELSE interval '7 minutes' END
+		WHERE task_no IN (?, ?)`, exports[4], exports[4], exports[9])
+	b.run("longest run first", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#sort");
+		s.value = "duration"; s.dispatchEvent(new Event("change", { bubbles: true })); })()`))
+	b.wait("the longest first", findJS+`__rows().startsWith("`+exports[9]+`,`+exports[4]+`,") && location.search.includes("sort=duration")`, 10*time.Second)
 	b.click("reset the filters", `#filters button[type="reset"]`)
 	b.wait("newest first again", findJS+`__rows().startsWith("`+q2+`,") && location.search === ""`, 10*time.Second)
 
