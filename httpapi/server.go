@@ -401,6 +401,7 @@ type monitorLoginPage interface {
 	ConsoleLogin(w http.ResponseWriter, r *http.Request, status int, action, ssoURL, problem string, values map[string]string)
 	ConsoleSignOutPage(w http.ResponseWriter, r *http.Request, action string)
 	Continue(w http.ResponseWriter, r *http.Request, target string)
+	ConsoleSay(w http.ResponseWriter, r *http.Request, key string, values map[string]string) string
 }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)

@@ -99,6 +99,9 @@ type LoginPage interface {
 	// Continue writes a page of this site that moves the browser on to target (the
 	// provider's sign-out, which form-action 'self' would block as a redirect).
 	Continue(w http.ResponseWriter, r *http.Request, target string)
+	// ConsoleSay is the words for a message key, with its {name} values, in the visitor's
+	// language: what the console answers in plain text.
+	ConsoleSay(w http.ResponseWriter, r *http.Request, key string, values map[string]string) string
 }
 
 // AuditRecorder writes audit rows (*store.Store).
@@ -214,7 +217,7 @@ func (c *Console) Handler() http.Handler {
 		switch status {
 		case http.StatusOK:
 		case http.StatusTooManyRequests:
-			throttled(w, wait)
+			c.throttled(w, r, wait)
 			return
 		default:
 			if strings.Contains(r.Header.Get("Accept"), "text/html") {
@@ -360,10 +363,23 @@ func (c *Console) refuse(r *http.Request, credential string) (status, wait int) 
 }
 
 // throttled answers 429 with the time left in the window that throttled the request.
-func throttled(w http.ResponseWriter, secs int) {
+func (c *Console) throttled(w http.ResponseWriter, r *http.Request, secs int) {
 	secs = max(secs, 1)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	http.Error(w, fmt.Sprintf("too many refused credentials from your address or with this credential; try again in %d s", secs), http.StatusTooManyRequests)
+	http.Error(w, c.say(w, r, "login.throttled", map[string]string{"s": strconv.Itoa(secs)}), http.StatusTooManyRequests)
+}
+
+// say is the words for a message key, with its {name} values, in the visitor's language when
+// the web page is on (LoginPage.ConsoleSay), else in English (plainProblems).
+func (c *Console) say(w http.ResponseWriter, r *http.Request, key string, values map[string]string) string {
+	if c.cfg.Page != nil {
+		return c.cfg.Page.ConsoleSay(w, r, key, values)
+	}
+	out := plainProblems[key]
+	for k, v := range values {
+		out = strings.ReplaceAll(out, "{"+k+"}", v)
+	}
+	return out
 }
 
 var plainLoginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -420,10 +436,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, 
 		c.cfg.Page.ConsoleLogin(w, r, status, data.Action, data.SSO, problem, values)
 		return
 	}
-	data.Error = plainProblems[problem]
-	for k, v := range values {
-		data.Error = strings.ReplaceAll(data.Error, "{"+k+"}", v)
-	}
+	data.Error = c.say(w, r, problem, values)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := plainLoginPage.Execute(w, data); err != nil {
@@ -436,9 +449,11 @@ type loginData struct{ Action, Error, SSO string }
 
 // plainProblems are the plain sign-in page's messages.
 var plainProblems = map[string]string{
-	"console.not_admin":   "That is not an admin token.",
-	"console.unavailable": "The console cannot store sessions now (Redis unavailable); try again shortly.",
-	"login.throttled":     "Too many refused credentials from your address or with this credential; try again in {s} s.",
+	"console.not_admin":       "That is not an admin token.",
+	"console.no_task":         "No task {task}.",
+	"console.task_unreadable": "The task cannot be read now; try again shortly.",
+	"console.unavailable":     "The console cannot store sessions now (Redis unavailable); try again shortly.",
+	"login.throttled":         "Too many refused credentials from your address or with this credential; try again in {s} s.",
 }
 
 // logout answers /monitor/logout. A GET shows a page with a sign-out button (asynqmon has

@@ -32,11 +32,11 @@ func (c *Console) serveJob(w http.ResponseWriter, r *http.Request) {
 	t, err := c.cfg.Tasks.Get(r.Context(), taskNo, store.Scope{Admin: true})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		http.Error(w, "no task "+taskNo, http.StatusNotFound)
+		http.Error(w, c.say(w, r, "console.no_task", map[string]string{"task": taskNo}), http.StatusNotFound)
 		return
 	case err != nil:
 		c.logger.Error("console: find a task's job", "task", taskNo, "err", err)
-		http.Error(w, "the task cannot be read now; try again shortly", http.StatusServiceUnavailable)
+		http.Error(w, c.say(w, r, "console.task_unreadable", nil), http.StatusServiceUnavailable)
 		return
 	}
 	job, lane := jobs.JobID(t.TaskNo, t.Attempt), jobs.Lane(t)

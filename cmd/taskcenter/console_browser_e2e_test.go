@@ -64,6 +64,9 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 	job := sub.Task.ID + "-a0"
 	b.wait("the job's page", `location.pathname === "/monitor/queues/exports/tasks/`+job+`" &&
 		document.querySelector("#root").innerText.includes("`+job+`")`, 20*time.Second)
+	// A link to a task that is not there says so in the visitor's language.
+	b.run("a link to no task, in Chinese", chromedp.Navigate(api.base+"/monitor/jobs/tsk_NOSUCHTASK?lang=zh"))
+	b.wait("said in Chinese", `document.body.innerText.trim() === "没有任务 tsk_NOSUCHTASK。"`, 10*time.Second)
 
 	// A queue only a disabled type uses (bench, for bench:noop) is not served: no idle lanes
 	// in the console once a worker lists its queues.
@@ -91,8 +94,10 @@ func TestConsoleInChromiumStaysOnThisMachine(t *testing.T) {
 		t.Errorf("a request failed: %s", f)
 	}
 	unexpected := b.errorsBut(func(p string) bool {
-		// Expected: the user's token, refused as it should be.
-		return strings.Contains(p, "401") && strings.HasSuffix(p, "/monitor/login")
+		// Expected: the user's token, refused as it should be, and the link to no task (a
+		// plain-text answer names no icon, so the browser also asks for /favicon.ico).
+		return strings.Contains(p, "401") && strings.HasSuffix(p, "/monitor/login") ||
+			strings.Contains(p, "404") && (strings.Contains(p, "/monitor/jobs/tsk_NOSUCHTASK") || strings.HasSuffix(p, "/favicon.ico"))
 	})
 	if len(unexpected) > 0 {
 		t.Errorf("the console reported:\n%s", strings.Join(unexpected, "\n"))

@@ -326,13 +326,26 @@ func (w *App) ConsoleLogin(rw http.ResponseWriter, r *http.Request, status int, 
 	lang := w.lang(rw, r)
 	msg := ""
 	if problem != "" {
-		msg = w.dict[lang][problem]
-		for k, v := range values {
-			msg = strings.ReplaceAll(msg, "{"+k+"}", v)
-		}
+		msg = w.say(lang, problem, values)
 	}
 	w.render(rw, r, status, "login", pageData{Lang: lang, Console: true, Action: action, SSOURL: ssoURL, SSO: ssoURL != "",
 		TokenLogin: true, Error: msg})
+}
+
+// ConsoleSay is the page's words for key, with its {name} values, in the visitor's language
+// (monitor's LoginPage): what the console answers in plain text (a job link to no task, a
+// throttled credential).
+func (w *App) ConsoleSay(rw http.ResponseWriter, r *http.Request, key string, values map[string]string) string {
+	return w.say(w.lang(rw, r), key, values)
+}
+
+// say is the dictionary's words for key in lang, with its {name} values.
+func (w *App) say(lang, key string, values map[string]string) string {
+	msg := w.dict[lang][key]
+	for k, v := range values {
+		msg = strings.ReplaceAll(msg, "{"+k+"}", v)
+	}
+	return msg
 }
 
 // ConsoleSignOutPage writes the console's sign-out page (monitor's LoginPage): a button that
