@@ -69,6 +69,11 @@ type ReasonCount struct {
 	Code   string            `json:"code"`
 	Params map[string]string `json:"params,omitempty"`
 	Count  int64             `json:"count"`
+	// Says is the reason as the message to say, in any language with the catalogue.
+	Says struct {
+		Code   string            `json:"code"`
+		Params map[string]string `json:"params,omitempty"`
+	} `json:"says"`
 }
 
 // CancelledBy is who cancelled a task and when, from the audit trail.

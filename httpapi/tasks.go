@@ -212,7 +212,7 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 		for _, c := range counts {
 			fc := FieldCountView{Field: c.Field, Count: c.Count, Reasons: make([]ReasonCountView, len(c.Reasons))}
 			for i, r := range c.Reasons {
-				fc.Reasons[i] = ReasonCountView{Code: r.Code, Params: r.Params, Count: r.Count}
+				fc.Reasons[i] = ReasonCountView{Code: r.Code, Params: r.Params, Count: r.Count, Says: task.Reason(r.Code, r.Params)}
 			}
 			v.RejectedBreakdown = append(v.RejectedBreakdown, fc)
 		}
@@ -458,6 +458,9 @@ type ReasonCountView struct {
 	Code   string     `json:"code"`
 	Params msg.Params `json:"params,omitempty"`
 	Count  int64      `json:"count"`
+	// Says is the reason as the message to say (task.Reason): the row message with its
+	// params, or the catalogue's "reason.<name>" when the rows' values differ.
+	Says msg.Message `json:"says"`
 }
 
 // Log page sizes: the default, and the most one page may ask for.

@@ -313,8 +313,10 @@ func TestTheDetailExplainsRejectedRowsAndTheWholeLogPages(t *testing.T) {
 		t.Fatalf("detail: %d %s", rec.Code, rec.Body)
 	}
 	want := []FieldCountView{
-		{Field: "phone", Count: 3, Reasons: []ReasonCountView{{Code: "row.rounded", Params: msg.Params{"value": "1.38E+10"}, Count: 1}}},
-		{Field: "code", Count: 2, Reasons: []ReasonCountView{{Code: "row.duplicate", Count: 2}}},
+		{Field: "phone", Count: 3, Reasons: []ReasonCountView{{Code: "row.rounded", Params: msg.Params{"value": "1.38E+10"}, Count: 1,
+			Says: msg.Message{Code: "row.rounded", Params: msg.Params{"value": "1.38E+10"}}}}},
+		// The rows repeat different codes: the reason is said without them.
+		{Field: "code", Count: 2, Reasons: []ReasonCountView{{Code: "row.duplicate", Count: 2, Says: msg.Message{Code: "reason.duplicate"}}}},
 		{Field: "email", Count: 1, Reasons: []ReasonCountView{}}, {Field: "name", Count: 1, Reasons: []ReasonCountView{}}}
 	if !reflect.DeepEqual(d.RejectedBreakdown, want) {
 		t.Fatalf("breakdown %+v, want %+v", d.RejectedBreakdown, want)

@@ -30,3 +30,20 @@ func (p FieldMessage) In(lang msg.Lang) string {
 	}
 	return msg.Render(lang, "row.part", msg.Params{"field": p.Field, "what": what})
 }
+
+// Reason is a reason of an import's breakdown by field and reason as the message to say: the
+// row message's code with its params when the group kept them (every row had the same), else
+// the catalogue's "reason.<name>", the message without the rows' values ("already appears in
+// an earlier row"). A message that names no values reads as it is. The error report and the
+// API (and through it the page) say reasons with this.
+func Reason(code string, params msg.Params) msg.Message {
+	complete := true
+	for _, n := range msg.Names(msg.Text(msg.EN, code)) {
+		_, ok := params[n]
+		complete = complete && ok
+	}
+	if generic := "reason." + strings.TrimPrefix(code, "row."); !complete && msg.Known(generic) {
+		return msg.Message{Code: generic}
+	}
+	return msg.Message{Code: code, Params: params}
+}

@@ -204,18 +204,7 @@ func renderParts(parts []task.FieldMessage, lang Lang) string {
 	return task.RowMessage{Parts: parts}.In(lang)
 }
 
-// reasonIn is a reason of the breakdown by field and reason in lang: the row message code
-// with params when the breakdown kept them (every row of the group had the same), else the
-// catalogue's "reason.<name>", the message without the rows' values ("already appears in an
-// earlier row"). A message that names no values reads as it is.
+// reasonIn is a reason of the breakdown by field and reason in lang (task.Reason).
 func reasonIn(code string, params msg.Params, lang Lang) string {
-	complete := true
-	for _, n := range msg.Names(msg.Text(msg.EN, code)) {
-		_, ok := params[n]
-		complete = complete && ok
-	}
-	if generic := "reason." + strings.TrimPrefix(code, "row."); !complete && msg.Known(generic) {
-		return msg.Render(lang, generic, nil)
-	}
-	return msg.Render(lang, code, params)
+	return task.Reason(code, params).In(lang)
 }

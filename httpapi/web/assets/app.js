@@ -972,11 +972,11 @@
         return li;
       });
     }
-    // reasonText is a reason of the breakdown in the page's language: its row message, with
-    // the params its rows share; a message that names values, without them, as the
-    // catalogue's "reason.<name>" ("already appears in an earlier row").
+    // reasonText is a reason of the breakdown in the page's language: the message the API
+    // says it with (its row message with the params its rows share, or the catalogue's
+    // "reason.<name>" when their values differ).
     function reasonText(r) {
-      return say(r.code, r.params) || say('reason.' + r.code.replace(/^row\./, ''), {}) || r.code;
+      return say(r.says.code, r.says.params) || r.code;
     }
     // The log: the newest lines (GET …/logs), more on "Load earlier lines", grouped under a
     // heading per attempt. The page shows a contiguous run of the newest lines: a reload
