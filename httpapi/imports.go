@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/taskcenter/taskcenter/httpapi/automation"
 	"github.com/taskcenter/taskcenter/httpapi/identity"
 	"github.com/taskcenter/taskcenter/httpapi/problem"
 	"github.com/taskcenter/taskcenter/httpapi/request"
@@ -72,31 +70,18 @@ func (s *Server) submitImport(w http.ResponseWriter, r *http.Request, p identity
 		return problem.New(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			`send multipart/form-data with the spreadsheet in a "file" field (curl -F file=@customers.xlsx)`)
 	}
-	// The import reads the form, stores and checks the file and says what to submit; the
-	// handler keeps the notification fields and answers in HTTP. The checks read the stored
-	// upload (ranged reads on s3): the request's time, not a query's.
-	var (
-		notify automation.Notify
-		hook   *automation.Notify
-	)
-	sub, err := s.Uploads.SubmitForm(r.Context(), p.User, importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")},
-		multipartForm{mr}, limit, importer.Others{
-			Values: map[string]*string{"notify_url": &notify.URL, "notify_secret": &notify.Secret},
-			Done: func() error {
-				hook = automation.NotifyOf(notify.URL, notify.Secret)
-				return hook.Check(r.Context(), s.automation)
-			},
-		})
+	// The import reads the form, checks its notification, stores and checks the file and
+	// submits the task; the handler answers in HTTP. The checks read the stored upload
+	// (ranged reads on s3): the request's time, not a query's.
+	res, err := s.Uploads.SubmitForm(r.Context(), p.User, problem.RequestID(r.Context()),
+		importer.Submit{Mode: importer.ModeUpsert, Lang: r.Header.Get("Accept-Language")}, multipartForm{mr}, limit)
 	if fe := (*importer.FormError)(nil); errors.As(err, &fe) {
 		return uploadError(fe.Err, limit)
 	}
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
-	defer cancel()
-	sub.RequestID = problem.RequestID(r.Context())
-	return s.submit(w, r.WithContext(ctx), sub, hook)
+	return s.answerSubmit(w, r, res)
 }
 
 // importResubmit is the JSON body of a re-submit: the earlier import task, and the choices
@@ -131,24 +116,13 @@ func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identi
 		return problem.New(http.StatusUnprocessableEntity, "invalid_submit", "from_task "+m.English()).
 			WithErrors(problem.Field("from_task", m))
 	}
-	qctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
-	from, err := s.Store.Get(qctx, body.FromTask, p.Scope())
-	if errors.Is(err, store.ErrNotFound) {
-		from, err = s.Store.GetArchived(qctx, body.FromTask, p.Scope())
-	}
-	cancel()
+	res, err := s.Uploads.Resubmit(r.Context(), p.User, p.Scope(), problem.RequestID(r.Context()), importer.Resubmit{
+		FromTask: body.FromTask, Columns: body.Columns, Mode: body.Mode, Sheet: body.Sheet, Encoding: body.Encoding,
+		Lang: body.Lang, DryRun: body.DryRun, Notify: importer.Notify{URL: body.NotifyURL, Secret: body.NotifySecret}})
 	if err != nil {
 		return err
 	}
-	sub, err := s.Uploads.ResubmitFrom(r.Context(), from, p.User, importer.Resubmit{Columns: body.Columns,
-		Mode: body.Mode, Sheet: body.Sheet, Encoding: body.Encoding, Lang: body.Lang, DryRun: body.DryRun})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.QueryTimeout)
-	defer cancel()
-	sub.RequestID = problem.RequestID(r.Context())
-	return s.submit(w, r.WithContext(ctx), sub, automation.NotifyOf(body.NotifyURL, body.NotifySecret))
+	return s.answerSubmit(w, r, res)
 }
 
 // multipartForm is a multipart body as the import reads it: one field at a time, with the

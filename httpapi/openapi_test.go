@@ -71,8 +71,9 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 	// The argument of each constructor that is the code (when a literal): the API's own, and
 	// the file problems of an upload (which answer as problems with their code).
 	constructors := map[string]int{"problem.New": 1, "problem.Say": 1, "problem.BadRequest": 0, "problem.Invalid": 0, "decodeProblem": 0,
-		"problem": 1} // the importer's own file problems
-	used := problemCodes(t, constructors, "*.go", "*/*.go", "../jobs/importer/*.go")
+		"problem":    1, // the importer's own file problems
+		"fieldError": 0} // a webhook's refused URL or secret
+	used := problemCodes(t, constructors, "*.go", "*/*.go", "../jobs/importer/*.go", "../jobs/webhook/*.go")
 	// The spreadsheet readers' codes (internal/sheet/sheettype's Code constants), which an upload's
 	// problems answer with.
 	maps.Copy(used, codeConstants(t, "../internal/sheet/sheettype/*.go", "Code"))

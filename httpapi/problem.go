@@ -13,6 +13,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/pg"
 	"github.com/taskcenter/taskcenter/store/schedules"
@@ -47,6 +48,8 @@ func refusalProblem(err error) *problem.Problem {
 		conflict *store.ConflictError
 		bad      *jobs.BadInputError
 		busy     *jobs.BusyError
+		target   *webhook.FieldError
+		reused   *jobs.KeyReusedError
 	)
 	switch {
 	case errors.As(err, &filter):
@@ -70,6 +73,10 @@ func refusalProblem(err error) *problem.Problem {
 		return p
 	case errors.As(err, &bad):
 		return problem.New(http.StatusUnprocessableEntity, bad.Code, bad.Message)
+	case errors.As(err, &reused):
+		return problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused", reused.Error())
+	case errors.As(err, &target):
+		return problem.New(http.StatusUnprocessableEntity, target.Code, target.Message).WithErrors(problem.Field(target.Field, target.Reason))
 	case errors.As(err, &busy):
 		p := problem.New(http.StatusTooManyRequests, "queue_busy", busy.Error())
 		if busy.Owner != "" {

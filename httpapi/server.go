@@ -46,6 +46,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/textcheck"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/audit"
 )
@@ -84,9 +85,9 @@ type Deps struct {
 	Postgres         jobs.Dependency
 	IdentityProvider jobs.Dependency
 	ObjectStore      jobs.Dependency
-	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
-	// allows none.
-	Webhooks automation.URLChecker
+	// Webhooks checks webhook URLs and secrets, a subscription's or a submit's notify_url
+	// (webhooks.allowed_hosts). Nil allows no URL.
+	Webhooks *webhook.Policy
 	// Redis, when set, carries the live event streams (one subscription per process) and the
 	// web page's sessions. Without it both are off and the API answers polls only.
 	Redis redis.UniversalClient

@@ -32,6 +32,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/noop"
 	"github.com/taskcenter/taskcenter/jobs/report"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/storetest"
 )
@@ -85,8 +86,8 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	registry.Register(noop.TaskType())
 	registry.Register(report.CustomerStatsTaskType(pg.DB, fs, report.Config{}))
 	d := Deps{
-		Types: registry, Uploads: importer.NewUploads(st, fs, sheet.Limits{MaxUncompressed: 100 << 20, MaxEntries: 1000, MaxRows: 100_000}),
-		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil),
+		Types: registry,
+		Store: st, Submitter: jobs.NewSubmitter(st, enq, types, nil, nil, logger, nil).WithNotifyPayload(webhook.BuildPayload),
 		Board: jobs.NewProgressBoard(rdb), Files: fs, Logger: logger,
 		Tokens: config.Tokens{{Token: aliceToken, User: "alice", Role: config.RoleUser},
 			{Token: bobToken, User: "bob", Role: config.RoleUser}, {Token: adminToken, User: "ops", Role: config.RoleAdmin}},
@@ -94,6 +95,10 @@ func newAPIOn(t *testing.T, sc storage.Config, change ...func(*Deps)) *apiEnv {
 	}
 	for _, c := range change {
 		c(&d)
+	}
+	if d.Uploads == nil {
+		d.Uploads = importer.NewUploads(importer.UploadsDeps{Store: st, Files: fs, Limits: d.Import.File,
+			Submitter: d.Submitter, Notifications: d.Webhooks, QueryTimeout: d.QueryTimeout})
 	}
 	srv := New(d)
 	// Every exchange of the test is held to the OpenAPI document.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -81,7 +80,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, taskType, params, 0, "", automation.NotifyOf(req.NotifyURL, req.NotifySecret))
+	return s.submitType(w, r, p, taskType, params, 0, "", notifyFields{req.NotifyURL, req.NotifySecret})
 }
 
 // submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
@@ -98,13 +97,13 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, automation.NotifyOf(req.NotifyURL, req.NotifySecret))
+	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyFields{req.NotifyURL, req.NotifySecret})
 }
 
 // submitType submits a task of a registered type: its parameters decoded strictly and
 // prepared for the caller by the type itself, so this file holds no per-type code.
 func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.Principal, typeName string, rawParams json.RawMessage,
-	priority int, title string, notify *automation.Notify) error {
+	priority int, title string, notify notifyFields) error {
 	key, err := request.IdempotencyKey(r)
 	if err != nil {
 		return err
@@ -114,8 +113,14 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.P
 		return err
 	}
 	sub.RequestID = problem.RequestID(r.Context())
-	return s.submit(w, r, sub, notify)
+	if sub.Notify, err = s.Webhooks.Notify(r.Context(), notify.URL, notify.Secret, sub.Owner); err != nil {
+		return err
+	}
+	return s.submit(w, r, sub)
 }
+
+// notifyFields are a submit body's notify_url and notify_secret.
+type notifyFields struct{ URL, Secret string }
 
 // prepareSubmission turns a submit of a registered type into a Submission, or the problem
 // that refuses it.
@@ -154,7 +159,7 @@ func (s *Server) prepareSubmission(p identity.Principal, typeName string, rawPar
 	if own := strings.TrimSpace(title); own != "" {
 		named = jobs.Title{Text: own}
 	}
-	return jobs.Submission{Type: t.Name, Owner: p.User, BizKey: idempotencyBizKey(key), Params: params,
+	return jobs.Submission{Type: t.Name, Owner: p.User, BizKey: jobs.CallerKey(key), Params: params,
 		Priority: priority, Title: named.Text, TitleMessage: named.Message}, nil
 }
 
@@ -178,57 +183,30 @@ func trimmedOr(s, def string) string {
 	return strings.TrimSpace(s)
 }
 
-func idempotencyBizKey(key string) string {
-	if key == "" {
-		return ""
-	}
-	return "idem:" + key
-}
-
-// submit creates the task and answers 202 (created) or 200 (an earlier identical submit).
-// A key reused with different parameters is refused rather than silently answered with a
-// task that does something else. With a notify_url the task gets a webhook subscription,
-// committed with it (the URL is checked first, so a refused one leaves no task behind, and a
-// subscription that cannot be written takes the task with it).
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission, notify *automation.Notify) error {
-	if err := notify.Check(r.Context(), s.automation); err != nil {
-		return err
-	}
-	sub.Notify = notify.Subscription(sub.Owner)
+// submit creates the task and answers (answerSubmit).
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, sub jobs.Submission) error {
 	res, err := s.Submitter.SubmitMany(r.Context(), []jobs.Submission{sub})
 	if err != nil {
 		return err
 	}
-	t, created := res[0].Task, res[0].Created
-	if res[0].Err != nil {
-		return res[0].Err
-	}
-	status := http.StatusAccepted
-	if !created {
-		if strings.HasPrefix(sub.BizKey, "idem:") && !jsonEqual(t.Params, sub.Params) {
-			return problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
-				"this Idempotency-Key was already used for a request with different parameters (task "+t.TaskNo+")")
-		}
-		status = http.StatusOK
-	}
-	hook, err := notify.Bind(r.Context(), s.automation, t, res[0].Subscription, sub.Owner)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), t, readerLang(w, r)), Duplicate: !created, Webhook: hook})
-	return nil
+	return s.answerSubmit(w, r, res[0])
 }
 
-// jsonEqual compares two JSON documents by value (Postgres jsonb reorders keys).
-func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
+// answerSubmit answers a submit: 202 and the task it created, or 200 and an earlier identical
+// submit's, with the webhook its notify_url made or bound (jobs.Submitter checks a reused
+// key and binds the notification; a refused URL was refused before, leaving no task).
+func (s *Server) answerSubmit(w http.ResponseWriter, r *http.Request, res jobs.SubmitResult) error {
+	if res.Err != nil {
+		return res.Err
 	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
+	status := http.StatusAccepted
+	if !res.Created {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+res.Task.TaskNo)
+	writeJSON(w, status, SubmitView{Task: s.view(context.WithoutCancel(r.Context()), res.Task, readerLang(w, r)),
+		Duplicate: !res.Created, Webhook: automation.SubmittedView(res)})
+	return nil
 }
 
 // maxBatch caps one batch submit.
@@ -293,9 +271,6 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.
 			switch {
 			case sr.Err != nil:
 				out[i].Result, out[i].Problem = "problem", toProblem(sr.Err)
-			case !sr.Created && strings.HasPrefix(subs[k].BizKey, "idem:") && !jsonEqual(sr.Task.Params, subs[k].Params):
-				out[i].Result, out[i].Problem = "problem", problem.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
-					"this idempotency_key was already used for a submit with different parameters (task "+sr.Task.TaskNo+")")
 			default:
 				v := taskview.Of(sr.Task, nil, time.Now(), readerLang(w, r))
 				out[i].Task = &v

@@ -346,7 +346,7 @@ func (s taskRoutes) undoTask(w http.ResponseWriter, r *http.Request, p identity.
 	sub.RequestID = problem.RequestID(r.Context())
 	// The request's audit row is this route's (task.undo on the import, written once the
 	// answer is known), not the undo task's submit row.
-	return s.submit(w, r.WithContext(audit.NewContext(r.Context(), nil)), sub, nil)
+	return s.submit(w, r.WithContext(audit.NewContext(r.Context(), nil)), sub)
 }
 
 // taskFiles reads the task a download names, if p may see it, and what it says of its files.

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +53,46 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("queue %s has %d or more tasks waiting; try again later", e.Queue, e.Limit)
 }
 
+// KeyReusedError refuses a submit whose caller's own idempotency key (CallerKey) already
+// named a request with other parameters: answering it with that task would do something
+// else than asked.
+type KeyReusedError struct{ TaskNo string }
+
+func (e *KeyReusedError) Error() string {
+	return "this idempotency key was already used for a submit with different parameters (task " + e.TaskNo + ")"
+}
+
+// CallerKey is the BizKey of a submit that carries its caller's idempotency key ("" for
+// none): the owner's same key names one request.
+func CallerKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return callerKeyPrefix + key
+}
+
+const callerKeyPrefix = "idem:"
+
+// replayOf answers sub with t, the task its BizKey already names: refused with a
+// *KeyReusedError when the key is the caller's and the parameters differ.
+func replayOf(sub Submission, t *store.Task) SubmitResult {
+	if strings.HasPrefix(sub.BizKey, callerKeyPrefix) && !jsonEqual(t.Params, sub.Params) {
+		return SubmitResult{Task: t, Err: &KeyReusedError{TaskNo: t.TaskNo}}
+	}
+	return SubmitResult{Task: t}
+}
+
+// jsonEqual compares two JSON documents by value (Postgres jsonb reorders keys).
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
 // Submission is one submit.
 type Submission struct {
 	Type      string
@@ -66,16 +108,18 @@ type Submission struct {
 	// NewTitle); nil for the submitter's own.
 	TitleMessage *msg.Message
 	// Notify, when set, is a webhook subscription created with the task, in the same
-	// transaction: both exist, or neither.
+	// transaction: both exist, or neither. When the submit is answered with an existing
+	// task, the subscription is bound to that task (WithNotifyPayload), once per URL.
 	Notify *webhooks.NewSubscription
 }
 
 // Submitter creates tasks: admission control, insert (the source of truth), then enqueue.
 type Submitter struct {
 	store    *store.Store
-	board    *ProgressBoard // optional: announces new tasks to live streams
-	creator  *Creator       // optional: groups the inserts of concurrent single submits
-	retry    *Reenqueuer    // optional: tries a failed enqueue again every second
+	payload  store.PayloadFunc // builds the deliveries of a notification bound to an existing task
+	board    *ProgressBoard    // optional: announces new tasks to live streams
+	creator  *Creator          // optional: groups the inserts of concurrent single submits
+	retry    *Reenqueuer       // optional: tries a failed enqueue again every second
 	enqueuer *Enqueuer
 	types    map[string]SubmitPolicy
 	waiting  *waitingCounts // the queues' backlogs and the owners' waiting tasks
@@ -107,16 +151,22 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (task *store.Tas
 type SubmitResult struct {
 	Task    *store.Task
 	Created bool
-	// Subscription is the submission's Notify subscription, when its task was created.
-	Subscription *webhooks.Subscription
-	// Err refuses this submission alone (unknown type, queue busy, owner's cap).
+	// Subscription is the submission's Notify subscription: created with the task, bound to
+	// the existing task, or the one that task already had for the URL (SubscriptionCreated
+	// false: its secret is not the caller's to see again).
+	Subscription        *webhooks.Subscription
+	SubscriptionCreated bool
+	// Err refuses this submission alone (unknown type, queue busy, owner's cap, the
+	// caller's key reused with other parameters).
 	Err error
 }
 
 // SubmitMany creates many tasks in one transaction and hands them to asynq: the batch submit.
 // Each submission is admitted on its own (a replay answered with its task, a busy queue or an
 // owner over their cap refused); the admitted ones are inserted in one statement and enqueued
-// concurrently. An error return means nothing was created.
+// concurrently. An error return means nothing was created, but for a notification that could
+// not be bound to an existing task (bindNotify): the same submit again is answered with the
+// same task and binds it.
 func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]SubmitResult, error) {
 	res := make([]SubmitResult, len(subs))
 	var (
@@ -132,7 +182,7 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 		if sub.BizKey != "" {
 			// A replay of an earlier submit is answered even when the queue is full.
 			if t, err := s.store.FindByKey(ctx, sub.Owner, sub.Type, sub.BizKey); err == nil {
-				res[i] = SubmitResult{Task: t}
+				res[i] = replayOf(sub, t)
 				continue
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return nil, err
@@ -153,30 +203,62 @@ func (s *Submitter) SubmitMany(ctx context.Context, subs []Submission) ([]Submit
 			MaxRetry:  p.MaxRetry, TimeoutSeconds: p.TimeoutSeconds, RetryBase: p.RetryBase, MaxRuntime: p.MaxRuntime, StallAfter: p.StallAfter,
 			Notify: sub.Notify})
 	}
-	if len(nts) == 0 {
-		return res, nil
+	if len(nts) > 0 {
+		if err := s.create(ctx, subs, nts, admitted, res); err != nil {
+			return nil, err
+		}
 	}
+	return res, s.bindNotify(ctx, subs, res)
+}
+
+// create inserts the admitted submissions' tasks (nts, for subs[admitted[k]]), records their
+// results and hands the new ones to asynq.
+func (s *Submitter) create(ctx context.Context, subs []Submission, nts []store.NewTask, admitted []int, res []SubmitResult) error {
 	create := s.store.CreateMany
 	if s.creator != nil && len(nts) == 1 {
 		create = s.creator.Create
 	}
 	created, err := create(ctx, nts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var fresh []*store.Task
 	for k, c := range created {
-		res[admitted[k]] = SubmitResult{Task: c.Task, Created: c.Created, Subscription: c.Subscription}
 		if !c.Created {
+			res[admitted[k]] = replayOf(subs[admitted[k]], c.Task)
 			continue
 		}
+		res[admitted[k]] = SubmitResult{Task: c.Task, Created: true, Subscription: c.Subscription, SubscriptionCreated: c.Subscription != nil}
 		fresh = append(fresh, c.Task)
 		if s.observer != nil {
 			s.observer.TaskSubmitted(c.Task.Type)
 		}
 	}
 	s.announceAndEnqueue(ctx, fresh)
-	return res, nil
+	return nil
+}
+
+// bindNotify binds each notification whose submit was answered with an existing task to that
+// task (store.CreateTaskSubscription: the events it already has are delivered too). It runs
+// whatever becomes of the request: the task exists, and a caller that tries again binds the
+// same subscription.
+func (s *Submitter) bindNotify(ctx context.Context, subs []Submission, res []SubmitResult) error {
+	for i, sub := range subs {
+		r := &res[i]
+		if sub.Notify == nil || r.Task == nil || r.Created || r.Err != nil {
+			continue
+		}
+		if s.payload == nil {
+			return errors.New("jobs: the submitter cannot bind a notification to an existing task without WithNotifyPayload")
+		}
+		ns := *sub.Notify
+		ns.Owner = r.Task.Owner
+		var err error
+		if r.Subscription, r.SubscriptionCreated, err = s.store.CreateTaskSubscription(context.WithoutCancel(ctx), r.Task.ID, ns, s.payload); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // admit checks a submission against its queue's backlog limit and its owner's waiting cap,
@@ -326,6 +408,14 @@ func (s *Submitter) WithBoard(b *ProgressBoard) *Submitter {
 // second until Redis answers; without it they wait for the cleanup round.
 func (s *Submitter) WithReenqueuer(r *Reenqueuer) *Submitter {
 	s.retry = r
+	return s
+}
+
+// WithNotifyPayload lets the submitter bind a submit's notification to the existing task it
+// is answered with, building the deliveries of the events that task already has with
+// payload (jobs/webhook's BuildPayload).
+func (s *Submitter) WithNotifyPayload(payload store.PayloadFunc) *Submitter {
+	s.payload = payload
 	return s
 }
 

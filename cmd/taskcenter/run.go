@@ -526,7 +526,7 @@ func (p *process) wire() error {
 	p.creator = jobs.NewCreator(p.st, batch.Config{MaxBatch: cfg.Worker.BatchMax, Observer: p.metrics.Writes("submit")}, p.logger)
 	p.retry = jobs.NewReenqueuer(p.st, p.enqueuer, jobs.ReenqueueInterval, p.logger)
 	p.submitter = jobs.NewSubmitter(p.st, p.enqueuer, submitTypes, limits, p.metrics, p.logger, p.redisDep).
-		WithBoard(p.board).WithCreator(p.creator).WithReenqueuer(p.retry)
+		WithBoard(p.board).WithCreator(p.creator).WithReenqueuer(p.retry).WithNotifyPayload(webhook.BuildPayload)
 	p.cleanup.Queues = queues
 	return nil
 }
@@ -628,7 +628,8 @@ func (p *process) startAPI() error {
 		AuditLog: cfg.Auth.Audit.Log, OIDC: p.oidc}
 	api := httpapi.New(httpapi.Deps{
 		Auth: authDeps, Schedules: cfg.Schedules,
-		Types: p.types, Uploads: importer.NewUploads(p.st, p.files, p.imports), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
+		Types: p.types, Uploads: importer.NewUploads(importer.UploadsDeps{Store: p.st, Files: p.files, Limits: p.imports,
+			Submitter: p.submitter, Notifications: hookPolicy, QueryTimeout: cfg.Database.QueryTimeout}), Store: p.st, Submitter: p.submitter, Board: p.board, Files: p.files, Tokens: cfg.Auth.Tokens,
 		Logger: p.logger, QueryTimeout: cfg.Database.QueryTimeout, Observe: p.metrics.ObserveHTTP, Webhooks: hookPolicy,
 		Postgres: dependency(p.pgDep), IdentityProvider: dependency(p.idpDep), ObjectStore: dependency(p.storeDep),
 		Import: httpapi.ImportLimits{MaxUploadBytes: cfg.Import.MaxUploadBytes, File: p.imports, MaxConcurrentUploads: cfg.Import.MaxConcurrentUploads,

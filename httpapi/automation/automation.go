@@ -1,8 +1,8 @@
 // Package automation serves the API's resources that act without a person at the keyboard:
 // webhook subscriptions and their deliveries (webhooks.go), which tell a URL of a task's
-// events, and users' schedules (schedules.go), which submit a task on a cron spec. It also
-// holds the notify_url a submit may carry (Notify): a subscription bound to the new task,
-// which the REST API's submits (exports, imports, the generic submit) check and bind here.
+// events, and users' schedules (schedules.go), which submit a task on a cron spec. The webhook
+// a submit's notify_url made is answered in its view (SubmittedView); jobs/webhook checks the
+// URL and jobs.Submitter binds it.
 //
 // Its handlers have the REST API's shape, func(w, r, Principal) error: httpapi routes them,
 // checks their scopes and writes their audit rows, and turns the errors they return into
@@ -12,10 +12,9 @@
 package automation
 
 import (
-	"context"
-
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/jobs/webhook"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -28,14 +27,8 @@ type Config struct {
 	Submitter *jobs.Submitter
 	// Schedules bounds users' schedules (how often, how many). Zero: the config defaults.
 	Schedules config.Schedules
-	// Webhooks checks webhook URLs (jobs/webhook's Policy: webhooks.allowed_hosts). Nil
-	// allows none.
-	Webhooks URLChecker
-}
-
-// URLChecker decides whether webhooks may be sent to a URL (jobs/webhook's Policy).
-type URLChecker interface {
-	CheckURL(ctx context.Context, url string) error
+	// Webhooks checks webhook URLs and secrets (webhooks.allowed_hosts). Nil allows no URL.
+	Webhooks *webhook.Policy
 }
 
 // Service holds the handlers of /api/v1/webhooks and /api/v1/schedules.

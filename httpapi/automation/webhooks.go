@@ -2,7 +2,6 @@ package automation
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"github.com/taskcenter/taskcenter/internal/config"
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/textcheck"
+	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
-	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
@@ -70,8 +69,6 @@ type DeliveryAttemptView struct {
 }
 
 const (
-	maxSecret        = 200
-	minSecret        = 16
 	maxWebhookEvents = 20
 )
 
@@ -104,10 +101,7 @@ func (s *Service) CreateWebhook(w http.ResponseWriter, r *http.Request, p identi
 	if err != nil {
 		return err
 	}
-	if err := s.checkWebhookURL(r.Context(), "url", req.URL); err != nil {
-		return err
-	}
-	secret, err := webhookSecret("secret", req.Secret)
+	secret, err := s.Webhooks.CheckTarget(r.Context(), "url", req.URL, "secret", req.Secret)
 	if err != nil {
 		return err
 	}
@@ -142,45 +136,6 @@ func webhookEvents(events []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// checkWebhookURL refuses a URL the policy does not allow, saying why.
-func (s *Service) checkWebhookURL(ctx context.Context, field, url string) error {
-	if url == "" {
-		m := msg.New("row.required")
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+m.English()).WithErrors(problem.Field(field, m))
-	}
-	if m, bad := textcheck.Problem(url, webhook.MaxURLLength); bad {
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" "+m.English()).WithErrors(problem.Field(field, m))
-	}
-	checker := s.Webhooks
-	if checker == nil {
-		checker, _ = webhook.NewPolicy(nil)
-	}
-	if err := checker.CheckURL(ctx, url); err != nil {
-		var na *webhook.NotAllowedError
-		if !errors.As(err, &na) {
-			return err
-		}
-		return problem.New(http.StatusUnprocessableEntity, "webhook_url_not_allowed", field+" cannot be used: "+na.Reason.English()).
-			WithErrors(problem.Field(field, na.Reason))
-	}
-	return nil
-}
-
-// webhookSecret checks a secret the caller chose, or makes one (256 random bits).
-func webhookSecret(field, secret string) (string, error) {
-	if secret == "" {
-		return "whsec_" + strings.ToLower(rand.Text()+rand.Text()), nil
-	}
-	m, bad := textcheck.Problem(secret, maxSecret)
-	if !bad && len(secret) < minSecret {
-		m, bad = msg.New("field_error.too_short", "min", strconv.Itoa(minSecret)), true
-	}
-	if bad {
-		return "", problem.New(http.StatusUnprocessableEntity, "bad_secret", field+" "+m.English()).WithErrors(problem.Field(field, m))
-	}
-	return secret, nil
 }
 
 func webhookView(sub *webhooks.Subscription, taskNo string) WebhookView {
@@ -335,65 +290,15 @@ func (s *Service) Redeliver(w http.ResponseWriter, r *http.Request, p identity.P
 	return nil
 }
 
-// Notify is a submit's notify_url (and optional notify_secret).
-type Notify struct {
-	URL     string
-	Secret  string
-	checked bool
-}
-
-// Check validates a submit's notification before the task is created, so a refused URL
-// leaves no task behind.
-func (n *Notify) Check(ctx context.Context, s *Service) error {
-	if n == nil || n.checked {
+// SubmittedView is the webhook a submit's notify_url made or bound (res.Subscription), with
+// its secret when this submit created it; nil when the submit asked for none.
+func SubmittedView(res jobs.SubmitResult) *WebhookView {
+	if res.Subscription == nil {
 		return nil
 	}
-	if err := s.checkWebhookURL(ctx, "notify_url", n.URL); err != nil {
-		return err
+	v := webhookView(res.Subscription, res.Task.TaskNo)
+	if res.SubscriptionCreated {
+		v.Secret = res.Subscription.Secret
 	}
-	secret, err := webhookSecret("notify_secret", n.Secret)
-	n.Secret, n.checked = secret, err == nil
-	return err
-}
-
-// Subscription is the subscription a new task is submitted with: the URL, told of the
-// task's endings.
-func (n *Notify) Subscription(by string) *webhooks.NewSubscription {
-	if n == nil {
-		return nil
-	}
-	return &webhooks.NewSubscription{URL: n.URL, Events: webhook.TerminalEvents, Secret: n.Secret, CreatedBy: by}
-}
-
-// Bind answers the subscription of a submit: the one committed with a new task (made), or,
-// for a resubmit that returned an existing task, that task's subscription for the URL (the
-// existing one without its secret, or a new one).
-func (n *Notify) Bind(ctx context.Context, s *Service, t *store.Task, made *webhooks.Subscription, by string) (*WebhookView, error) {
-	if n == nil {
-		return nil, nil
-	}
-	if made != nil {
-		v := webhookView(made, t.TaskNo)
-		v.Secret = n.Secret
-		return &v, nil
-	}
-	ns := n.Subscription(by)
-	ns.Owner = t.Owner
-	sub, created, err := s.Store.CreateTaskSubscription(context.WithoutCancel(ctx), t.ID, *ns, webhook.BuildPayload)
-	if err != nil {
-		return nil, err
-	}
-	v := webhookView(sub, t.TaskNo)
-	if created {
-		v.Secret = n.Secret
-	}
-	return &v, nil
-}
-
-// NotifyOf makes the notification of a submit body's fields (nil when there is none).
-func NotifyOf(url, secret string) *Notify {
-	if url == "" && secret == "" {
-		return nil
-	}
-	return &Notify{URL: url, Secret: secret}
+	return &v
 }

@@ -24,51 +24,46 @@ type FormError struct{ Err error }
 func (e *FormError) Error() string { return "the upload could not be read: " + e.Err.Error() }
 func (e *FormError) Unwrap() error { return e.Err }
 
-// Others are the form's fields the caller reads besides the import's: each named field's
-// value is stored where Values points, and Done is called once the form is read, before the
-// file is checked, and may refuse the upload. Fields nobody reads are skipped unread.
-type Others struct {
-	Values map[string]*string
-	Done   func() error
-}
-
 // maxChoice is the longest value a form field other than the file (and columns) may have.
 const maxChoice = 256
 
 // maxColumnsField is the longest columns field: a mapping of every field, long headers.
 const maxColumnsField = 4 << 10
 
-// SubmitForm reads an import's form and returns the task's submission for owner. The file is
-// streamed to storage as it arrives (receive); each of the uploader's choices is checked as it
-// arrives (Submit.Set, over defaults), so a bad one is refused before a large file after it
-// is read; a field the import does not read goes to others (the caller's own fields, such as
-// a notification). Then the stored file is checked (accept). maxBytes
+// SubmitForm reads an import's form and submits its task for owner. The file is streamed to
+// storage as it arrives (receive); each of the uploader's choices is checked as it arrives
+// (Submit.Set, over defaults), so a bad one is refused before a large file after it is read;
+// fields the import does not read are skipped unread. Then the notification is checked, the
+// stored file is checked (accept), and the task is submitted with its notification. maxBytes
 // bounds the file; ctx bounds the reads and the checks (the request's).
-func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit, form Form, maxBytes int64,
-	others Others) (jobs.Submission, error) {
+func (u *Uploads) SubmitForm(ctx context.Context, owner, requestID string, defaults Submit, form Form, maxBytes int64) (jobs.SubmitResult, error) {
 	choice := defaults
-	var received *receivedFile
+	var (
+		received *receivedFile
+		notify   Notify
+	)
 	defer func() { received.Discard() }()
+	fields := map[string]*string{"notify_url": &notify.URL, "notify_secret": &notify.Secret}
 	for {
 		name, filename, body, err := form.NextField()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return jobs.Submission{}, &FormError{err}
+			return jobs.SubmitResult{}, &FormError{err}
 		}
 		if name == "file" {
 			if received != nil {
-				return jobs.Submission{}, badForm(`send one "file" field`)
+				return jobs.SubmitResult{}, badForm(`send one "file" field`)
 			}
 			if received, err = u.receive(ctx, filename, body, maxBytes); err != nil {
-				return jobs.Submission{}, err // a FileProblem, a FormError, or the store's failure
+				return jobs.SubmitResult{}, err // a FileProblem, a FormError, or the store's failure
 			}
 			continue
 		}
-		dest, theirs := others.Values[name]
-		if !theirs && !isChoice(name) {
-			continue // a field nobody reads
+		dest, isNotify := fields[name]
+		if !isNotify && !isChoice(name) {
+			continue // a field the import does not read
 		}
 		limit := maxChoice
 		if name == "columns" {
@@ -76,25 +71,27 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner string, defaults Submit,
 		}
 		value, err := smallField(body, limit)
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.SubmitResult{}, err
 		}
-		if theirs {
+		if isNotify {
 			*dest = value
 		} else if err := choice.Set(name, value); err != nil {
-			return jobs.Submission{}, err
+			return jobs.SubmitResult{}, err
 		}
 	}
 	if received == nil {
-		return jobs.Submission{}, badForm(`the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
+		return jobs.SubmitResult{}, badForm(`the form has no "file" field; send the spreadsheet as file=@customers.xlsx`)
 	}
-	if others.Done != nil {
-		if err := others.Done(); err != nil {
-			return jobs.Submission{}, err
-		}
+	ns, err := u.checkNotify(ctx, notify, owner)
+	if err != nil {
+		return jobs.SubmitResult{}, err
 	}
 	sub, err := u.accept(ctx, received, owner, choice)
 	received = nil // accept consumed it
-	return sub, err
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	return u.submit(ctx, sub, ns, requestID)
 }
 
 // smallField reads a short form value, up to limit bytes; a longer one is refused.

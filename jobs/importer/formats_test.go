@@ -21,7 +21,7 @@ import (
 // submitAs goes through the real submit side (receive, accept) and creates the task.
 func (w *world) submitAs(name string, content []byte, o Submit) (*store.Task, jobs2Sub, error) {
 	w.t.Helper()
-	up := NewUploads(w.st, w.fs, sheet.Limits{})
+	up := NewUploads(UploadsDeps{Store: w.st, Files: w.fs})
 	r, err := up.receive(context.Background(), name, bytes.NewReader(content), 64<<20)
 	if err != nil {
 		return nil, jobs2Sub{}, err

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,20 +14,46 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// Resubmit is what a re-submit changes of an earlier import: its upload is imported again
-// with these choices over the earlier task's. A nil field keeps the earlier choice; Columns
-// non-nil replaces the mapping (empty: none).
+// Resubmit is a re-submit of an earlier import, FromTask: its upload is imported again with
+// these choices over the earlier task's. A nil field keeps the earlier choice; Columns
+// non-nil replaces the mapping (empty: none). Notify subscribes a webhook to the new task,
+// as with an upload.
 type Resubmit struct {
+	FromTask                    string
 	Columns                     map[string]string
 	Mode, Sheet, Encoding, Lang *string
 	DryRun                      *bool
+	Notify                      Notify
 }
 
-// ResubmitFrom returns the submission that imports the stored upload of the import task from
-// again, for owner, with r's choices over from's: no new upload. The upload is kept for the
-// upload TTL from now; one already swept is a FileProblem of kind Gone (upload_missing).
+// Resubmit imports the stored upload of the import task r.FromTask again, for owner, with
+// r's choices over that task's: no new upload. The task must be one scope sees, live or
+// archived (another user's is store.ErrNotFound, as reading it is). The upload is kept for
+// the upload TTL from now; one already swept is a FileProblem of kind Gone (upload_missing).
 // ctx bounds the checks (the request's).
-func (u *Uploads) ResubmitFrom(ctx context.Context, from *store.Task, owner string, r Resubmit) (jobs.Submission, error) {
+func (u *Uploads) Resubmit(ctx context.Context, owner string, scope store.Scope, requestID string, r Resubmit) (jobs.SubmitResult, error) {
+	ns, err := u.checkNotify(ctx, r.Notify, owner)
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, cmp.Or(u.queryTimeout, recordTimeout))
+	from, err := u.store.Get(qctx, r.FromTask, scope)
+	if errors.Is(err, store.ErrNotFound) {
+		from, err = u.store.GetArchived(qctx, r.FromTask, scope)
+	}
+	cancel()
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	sub, err := u.resubmission(ctx, from, owner, r)
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	return u.submit(ctx, sub, ns, requestID)
+}
+
+// resubmission is the submission that imports from's upload again with r's choices.
+func (u *Uploads) resubmission(ctx context.Context, from *store.Task, owner string, r Resubmit) (jobs.Submission, error) {
 	if from.Type != Type {
 		return jobs.Submission{}, &FileProblem{Kind: Invalid, Code: "not_an_import", Field: "from_task",
 			Message:      fmt.Sprintf("task %s is %s, not an import; re-submit an import task", from.TaskNo, from.Type),

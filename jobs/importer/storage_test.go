@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskcenter/taskcenter/internal/sheet"
 	"github.com/taskcenter/taskcenter/internal/sheet/sheettest"
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/testenv"
@@ -87,7 +86,7 @@ func TestImportsReadTheStoredUpload(t *testing.T) {
 func TestOversizedUploadLeavesNothing(t *testing.T) {
 	t.Parallel()
 	w := newWorldOn(t, Config{}, s3Config(t))
-	up := NewUploads(w.st, w.fs, sheet.Limits{})
+	up := NewUploads(UploadsDeps{Store: w.st, Files: w.fs})
 	big := strings.Repeat("code,name,phone\n", 1<<17) // 2 MiB: past the 1 MiB read-ahead of an unsized put
 	_, err := up.receive(context.Background(), "big.csv", strings.NewReader(big), 1<<20)
 	var fp *FileProblem

@@ -68,7 +68,7 @@ func TestSubmitCountsABoundedPrefix(t *testing.T) {
 			w := newWorld(t, Config{BatchSize: 1000, Limits: lim})
 			content := customersCSV("P", c.rows)
 			var read atomic.Int64
-			up := NewUploads(w.st, countingStore{w.fs, &read}, lim)
+			up := NewUploads(UploadsDeps{Store: w.st, Files: countingStore{w.fs, &read}, Limits: lim})
 			up.countBytes = countBytes
 			r, err := up.receive(context.Background(), "many.csv", bytes.NewReader(content), 64<<20)
 			if err != nil {
@@ -107,7 +107,7 @@ func TestSubmitCountsABoundedPrefix(t *testing.T) {
 func TestSubmitRefusesAPrefixOverTheRowLimit(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, Config{})
-	up := NewUploads(w.st, w.fs, sheet.Limits{MaxRows: 50})
+	up := NewUploads(UploadsDeps{Store: w.st, Files: w.fs, Limits: sheet.Limits{MaxRows: 50}})
 	up.countBytes = 4 << 10
 	r, err := up.receive(context.Background(), "many.csv", bytes.NewReader(customersCSV("Q", 5000)), 64<<20)
 	if err != nil {

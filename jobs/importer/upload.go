@@ -21,15 +21,19 @@ import (
 	"github.com/taskcenter/taskcenter/store"
 )
 
-// Uploads is the import's submit side, the use case behind POST /api/v1/imports: an upload is
-// streamed into the store (under storage.Incoming, no local copy on the API node) while it
-// is hashed, checked where it is stored, recorded (the record, not the object's age, keeps
-// it from the upload sweeper), moved under its content hash, and becomes the task's
-// submission. The same owner, content, mode and sheet make the same task.
+// Uploads is the import's submit side, the use case behind POST /api/v1/imports, from the
+// form to the task: an upload is streamed into the store (under storage.Incoming, no local
+// copy on the API node) while it is hashed, its notification checked, the file checked where
+// it is stored, recorded (the record, not the object's age, keeps it from the upload
+// sweeper), moved under its content hash, and submitted with its notification. The same
+// owner, content, mode and sheet make the same task.
 type Uploads struct {
-	store  *store.Store
-	files  storage.Store
-	limits sheet.Limits
+	store         *store.Store
+	files         storage.Store
+	limits        sheet.Limits
+	submitter     *jobs.Submitter
+	notifications Notifications
+	queryTimeout  time.Duration
 	// countBytes bounds the bytes of the sheet (or text) submit reads to count its rows
 	// (sheet.Options.CountBytes): submitCountBytes, smaller in tests.
 	countBytes int64
@@ -42,9 +46,24 @@ type Uploads struct {
 // a file over the limit, or not text in its encoding, with nothing written.
 const submitCountBytes = 4 << 20
 
+// UploadsDeps is what the import's submit side works with.
+type UploadsDeps struct {
+	Store  *store.Store
+	Files  storage.Store
+	Limits sheet.Limits
+	// Submitter creates the import's task and hands it to the workers.
+	Submitter *jobs.Submitter
+	// Notifications checks a submit's notify_url (jobs/webhook's Policy).
+	Notifications Notifications
+	// QueryTimeout bounds the submit's statements (zero: the request's time alone); the
+	// upload's reads and checks take the request's time.
+	QueryTimeout time.Duration
+}
+
 // NewUploads returns the import's submit side.
-func NewUploads(st *store.Store, fs storage.Store, limits sheet.Limits) *Uploads {
-	return &Uploads{store: st, files: fs, limits: limits, countBytes: submitCountBytes}
+func NewUploads(d UploadsDeps) *Uploads {
+	return &Uploads{store: d.Store, files: d.Files, limits: d.Limits, submitter: d.Submitter, notifications: d.Notifications,
+		queryTimeout: d.QueryTimeout, countBytes: submitCountBytes}
 }
 
 // receivedFile is an uploaded file, stored under storage.Incoming and hashed, not yet checked or

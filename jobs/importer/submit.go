@@ -1,0 +1,51 @@
+package importer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store/webhooks"
+)
+
+// Notifications checks a submit's notify_url and notify_secret and makes the webhook
+// subscription its task is submitted with (jobs/webhook's Policy); nil when neither is
+// given.
+type Notifications interface {
+	Notify(ctx context.Context, url, secret, by string) (*webhooks.NewSubscription, error)
+}
+
+// Notify is a submit's notify_url and notify_secret: a webhook told of the task's ending.
+type Notify struct{ URL, Secret string }
+
+// errNoNotifications is a notify_url sent to an Uploads made without Notifications.
+var errNoNotifications = errors.New("importer: notify_url given but the uploads check no notifications")
+
+// checkNotify checks n for owner before the upload is checked, so a refused URL costs no
+// reading of the file and leaves no task.
+func (u *Uploads) checkNotify(ctx context.Context, n Notify, owner string) (*webhooks.NewSubscription, error) {
+	if n == (Notify{}) {
+		return nil, nil
+	}
+	if u.notifications == nil {
+		return nil, errNoNotifications
+	}
+	return u.notifications.Notify(ctx, n.URL, n.Secret, owner)
+}
+
+// submit hands sub, with its notification ns, to the submitter: the task and its webhook are
+// created together, or an earlier identical import answers with the webhook bound to it.
+// The statements get the query timeout; the reads and checks before had the request's time.
+func (u *Uploads) submit(ctx context.Context, sub jobs.Submission, ns *webhooks.NewSubscription, requestID string) (jobs.SubmitResult, error) {
+	sub.Notify, sub.RequestID = ns, requestID
+	if u.queryTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.queryTimeout)
+		defer cancel()
+	}
+	res, err := u.submitter.SubmitMany(ctx, []jobs.Submission{sub})
+	if err != nil {
+		return jobs.SubmitResult{}, err
+	}
+	return res[0], nil
+}
