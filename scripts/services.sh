@@ -6,6 +6,7 @@
 #   scripts/services.sh down     stop what this script started (data is kept)
 #   scripts/services.sh status   say what is reachable
 #   scripts/services.sh s3       start only the S3 gateway (and create the bucket)
+#   scripts/services.sh prune-test-dbs   drop the test databases store/storetest left (after the suite)
 #   scripts/services.sh tools    install what the tests need besides the servers (promtool, chromium, pgbouncer, redis-sentinel, versitygw,
 #                                the npm tools of scripts/contract.sh, scripts/a11y.sh and scripts/oidc-provider.sh)
 #
@@ -183,6 +184,21 @@ SQL
 pg_may_create_db() {
   [[ $(PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" \
     -c 'SELECT rolcreatedb FROM pg_roles WHERE rolname = current_user' 2>/dev/null) == t ]]
+}
+
+# pg_prune_test_dbs drops the databases the tests left (store/storetest names them
+# tctest_<unix seconds, hex>_<random> and leaves them: in Postgres 15 each DROP DATABASE forces
+# a checkpoint, which in the middle of the suite kept its tests waiting on fsync). One made in
+# the last minute, or with someone connected (a run in progress), is left alone; so is any
+# database not named that way.
+pg_prune_test_dbs() {
+  PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" <<'SQL' >/dev/null 2>&1 || true
+SELECT format('DROP DATABASE IF EXISTS %I', datname) FROM pg_database
+WHERE datname ~ '^tctest_[0-9a-f]+_[a-z0-9]+$'
+  AND ('x' || lpad(split_part(datname, '_', 2), 16, '0'))::bit(64)::bigint < extract(epoch FROM now()) - 60
+  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)
+ORDER BY datname \gexec
+SQL
 }
 
 # pg_own_socket prints the socket directory of the private cluster this script started, when
@@ -409,6 +425,13 @@ case $cmd in
     fi ;;
   s3) storage_backend=s3; s3_up; log "ready: s3 $s3_addr/$s3_bucket" ;;
   tools) tools_up ;;
+  prune-test-dbs)
+    before=$(PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" \
+      -c "SELECT count(*) FROM pg_database WHERE datname ~ '^tctest_'" 2>/dev/null || echo 0)
+    pg_prune_test_dbs
+    after=$(PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" \
+      -c "SELECT count(*) FROM pg_database WHERE datname ~ '^tctest_'" 2>/dev/null || echo 0)
+    log "test databases: dropped $(( before - after )), $after left" ;;
   down) redis_down; pg_down; s3_down ;;
   status)
     if redis_ping; then log "redis: up at $redis_addr"; else log "redis: down"; fi
@@ -418,5 +441,5 @@ case $cmd in
     else
       log "storage: local (the data dir)"
     fi ;;
-  *) die "usage: $0 up|down|status|s3|tools" ;;
+  *) die "usage: $0 up|down|status|s3|tools|prune-test-dbs" ;;
 esac

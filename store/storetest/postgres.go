@@ -43,8 +43,7 @@ const templateLockID = 0x7463746d706c // "tctmpl"
 // errNoCreateDB is the role lacking the right to create databases.
 var errNoCreateDB = errors.New("the role may not create databases")
 
-// NewPostgres gives the test a database of its own with every migration applied, and drops it
-// when the test ends.
+// NewPostgres gives the test a database of its own with every migration applied.
 //
 // The migrations run once per set of migration files, into a template database named by a
 // digest of those files (tctmpl_<digest>); each test gets a copy of it (CREATE DATABASE …
@@ -52,7 +51,14 @@ var errNoCreateDB = errors.New("the role may not create databases")
 // the migration lock that all tests of all packages share). A template stays for the next run
 // and for other checkouts with the same migrations; one for files that changed is built
 // beside it. Where the role may not create databases (CREATEDB; `make services` grants it),
-// each test gets a schema of its own in the configured database instead, migrated there.
+// each test gets a schema of its own in the configured database instead, migrated there, and
+// dropped when the test ends.
+//
+// A test's database is not dropped when the test ends: in Postgres 15 every DROP DATABASE
+// forces an immediate checkpoint, and a few hundred of them during the suite wrote gigabytes
+// and kept the suite's tests waiting on fsync. `make test` drops them after the suite
+// (scripts/services.sh prune-test-dbs); a test run some other way leaves them for that, and
+// NewPostgres itself drops the oldest when more than keepDatabases have piled up.
 func NewPostgres(t testing.TB) *Postgres {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -65,7 +71,7 @@ func NewPostgres(t testing.TB) *Postgres {
 	if err := store.Ping(ctx, admin); err != nil {
 		t.Fatalf("storetest: Postgres at %s is not reachable (run `make services`): %v", redactURL(testenv.DatabaseURL()), err)
 	}
-	name := "t_" + strings.ToLower(rand.Text()[:12])
+	name := fmt.Sprintf("%s%x_%s", databasePrefix, time.Now().Unix(), strings.ToLower(rand.Text()[:8]))
 	pg, err := copyTemplate(ctx, t, admin, name)
 	if errors.Is(err, errNoCreateDB) {
 		pg, err = migratedSchema(ctx, t, admin, name)
@@ -83,10 +89,10 @@ func copyTemplate(ctx context.Context, t testing.TB, admin *bun.DB, name string)
 	if err != nil {
 		return nil, err
 	}
+	pruneDatabases(ctx, admin, keepDatabases)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
 		return nil, fmt.Errorf("create database from %s: %w", tmpl, noCreateDB(err))
 	}
-	t.Cleanup(func() { dropDatabase(t, name) })
 	u := withSearchPath(onDatabase(testenv.DatabaseURL(), name), name)
 	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
 	if err != nil {
@@ -144,6 +150,14 @@ func template(ctx context.Context, admin *bun.DB) (string, error) {
 		admin.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE "+build+" WITH (FORCE)") //nolint:errcheck
 		return "", fmt.Errorf("name the template: %w", err)
 	}
+	// The templates of earlier migration files are done with (a checkout still on them builds
+	// its own again).
+	var old []string
+	if err := admin.NewRaw(`SELECT datname FROM pg_database WHERE datname ~ '^tctmpl_[0-9a-f]{16}$' AND datname <> ?`, name).Scan(ctx, &old); err == nil {
+		for _, o := range old {
+			admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+o) //nolint:errcheck // one being copied stays for later
+		}
+	}
 	return name, nil
 }
 
@@ -183,9 +197,8 @@ func migratedSchema(ctx context.Context, t testing.TB, admin *bun.DB, name strin
 	return &Postgres{URL: u, Schema: name, DB: db}, nil
 }
 
-// onAdminConnection runs fn at the end of a test on a connection of its own to the
-// configured database, within 30 s; nothing runs when it cannot connect.
-func onAdminConnection(fn func(ctx context.Context, a *bun.DB)) {
+// dropSchema drops the test's schema at its end, within 30 s, on a connection of its own.
+func dropSchema(t testing.TB, name string) {
 	a, err := store.Open(testenv.DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
 	if err != nil {
 		return
@@ -193,40 +206,33 @@ func onAdminConnection(fn func(ctx context.Context, a *bun.DB)) {
 	defer a.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fn(ctx, a)
+	if _, err := a.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+		t.Logf("storetest: drop schema %s: %v", name, err)
+	}
 }
 
-// dropSchema drops the test's schema at its end.
-func dropSchema(t testing.TB, name string) {
-	onAdminConnection(func(ctx context.Context, a *bun.DB) {
-		if _, err := a.ExecContext(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Logf("storetest: drop schema %s: %v", name, err)
-		}
-	})
-}
+// databasePrefix starts the name of every test database: tctest_<unix seconds, hex>_<random>.
+const databasePrefix = "tctest_"
 
-// dropDatabase drops the test's database at its end. DROP DATABASE … WITH (FORCE) would
-// refuse while autovacuum works in it (a role that is not a superuser may not end that
-// process), so the test's own connections are ended first and a plain DROP, which stops
-// autovacuum and waits a few seconds for backends to leave, is tried a few times.
-func dropDatabase(t testing.TB, name string) {
-	onAdminConnection(func(ctx context.Context, a *bun.DB) {
-		for attempt := 1; ; attempt++ {
-			_, err := a.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE datname = ? AND usename = current_user AND pid <> pg_backend_pid()`, name)
-			if err == nil {
-				if _, err = a.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err == nil {
-					return
-				}
-			}
-			var pe *pgconn.PgError
-			if attempt == 5 || !errors.As(err, &pe) || pe.Code != "55006" { // object_in_use
-				t.Logf("storetest: drop database %s: %v", name, err)
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
+// keepDatabases is how many test databases may pile up (about 9 MB each) before NewPostgres
+// drops the oldest; `make test` makes fewer than half as many and drops them after the suite.
+const keepDatabases = 800
+
+// pruneDatabases drops up to 20 of the oldest test databases, older than ten minutes and with
+// no one connected, when more than keep exist. Best effort: one it cannot drop now is left
+// for later.
+func pruneDatabases(ctx context.Context, admin *bun.DB, keep int) {
+	var names []string
+	err := admin.NewRaw(`SELECT datname FROM (
+			SELECT datname, count(*) OVER () AS n FROM pg_database WHERE datname ~ ('^' || ? || '[0-9a-f]+_')) d
+		WHERE n > ? AND ('x' || lpad(split_part(datname, '_', 2), 16, '0'))::bit(64)::bigint < extract(epoch FROM now()) - 600
+		ORDER BY datname LIMIT 20`, databasePrefix, keep).Scan(ctx, &names)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name) //nolint:errcheck // in use or gone: left for later
+	}
 }
 
 // migrationsDigest is a digest of the migration files' names and contents.

@@ -2,9 +2,14 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
 )
 
@@ -36,7 +41,43 @@ func TestNewPostgresGivesEachTestItsOwnMigratedTables(t *testing.T) {
 	}
 }
 
-// BenchmarkNewPostgres measures a test's database set-up (its drop runs at the end).
+// Test databases left behind are dropped, oldest first, once too many have piled up; one
+// made in the last ten minutes stays, as does any database not named as a test's.
+func TestLeftDatabasesArePrunedOldestFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin, err := store.Open(testenv.DatabaseURL(), store.OpenOptions{MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	suffix := strings.ToLower(rand.Text()[:8])
+	old, recent := databasePrefix+"10_"+suffix, fmt.Sprintf("%s%x_%s", databasePrefix, time.Now().Unix(), suffix)
+	other := "tcother_" + suffix
+	for _, name := range []string{old, recent, other} {
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name) }) //nolint:errcheck
+	}
+	exists := func(name string) bool {
+		ok, err := databaseExists(ctx, admin, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	pruneDatabases(ctx, admin, 1<<20) // not too many yet
+	if !exists(old) {
+		t.Fatal("a test database was dropped before too many piled up")
+	}
+	pruneDatabases(ctx, admin, 0)
+	if exists(old) || !exists(recent) || !exists(other) {
+		t.Fatalf("after pruning: old %v (want dropped), recent %v, other %v (want kept)", exists(old), exists(recent), exists(other))
+	}
+}
+
+// BenchmarkNewPostgres measures a test's database set-up.
 func BenchmarkNewPostgres(b *testing.B) {
 	for b.Loop() {
 		NewPostgres(b)
