@@ -55,12 +55,7 @@ func (s taskRoutes) listTasks(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	now, lang := time.Now(), readerLang(w, r)
-	out := ListView{Items: make([]TaskView, len(tasks)), Counts: make(map[store.Status]int64, len(task.AllStatuses))}
-	for i := range tasks {
-		out.Items[i] = taskview.Of(&tasks[i], nil, now, lang)
-	}
-	s.addWaits(r.Context(), tasks, out.Items, now)
+	out := ListView{Items: s.views(r.Context(), tasks, readerLang(w, r)), Counts: make(map[store.Status]int64, len(task.AllStatuses))}
 	for _, st := range task.AllStatuses {
 		out.Counts[st] = counts[st]
 		if len(f.Statuses) == 0 || slices.Contains(f.Statuses, st) {
@@ -223,15 +218,33 @@ func (s *Server) detail(ctx context.Context, t *store.Task, archived bool, readR
 // view renders a task for a reader of lang with its live progress from Redis when it is
 // running; when Redis has none (or is down) the database's per-batch copy is shown.
 func (s *Server) view(ctx context.Context, t *store.Task, lang msg.Lang) TaskView {
-	if t.Status == store.StatusRunning {
-		if live, ok, err := s.Board.Get(ctx, t.TaskNo); err == nil && ok {
-			return taskview.Of(t, &live, time.Now(), lang)
+	return s.views(ctx, []store.Task{*t}, lang)[0]
+}
+
+// views renders tasks as view does, with the live progress of the running ones read in one
+// round trip: the list shows what the task's own page shows.
+func (s *Server) views(ctx context.Context, tasks []store.Task, lang msg.Lang) []TaskView {
+	var running []string
+	for i := range tasks {
+		if tasks[i].Status == store.StatusRunning {
+			running = append(running, tasks[i].TaskNo)
 		}
 	}
+	var live map[string]task.Live
+	if len(running) > 0 {
+		live, _ = s.Board.GetMany(ctx, running) // without Redis: the progress the rows keep
+	}
 	now := time.Now()
-	views := []TaskView{taskview.Of(t, nil, now, lang)}
-	s.addWaits(ctx, []store.Task{*t}, views, now)
-	return views[0]
+	views := make([]TaskView, len(tasks))
+	for i := range tasks {
+		if l, ok := live[tasks[i].TaskNo]; ok {
+			views[i] = taskview.Of(&tasks[i], &l, now, lang)
+		} else {
+			views[i] = taskview.Of(&tasks[i], nil, now, lang)
+		}
+	}
+	s.addWaits(ctx, tasks, views, now)
+	return views
 }
 
 // addWaits puts each waiting task's place in its queue into its view (views[i] is tasks[i]).

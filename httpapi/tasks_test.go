@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
+	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/store"
@@ -398,5 +399,37 @@ func TestTheDetailExplainsRejectedRowsAndTheWholeLogPages(t *testing.T) {
 	d = DetailView{}
 	if json.Unmarshal(rec.Body.Bytes(), &d) != nil || !d.Archived || !reflect.DeepEqual(d.RejectedBreakdown, want) {
 		t.Fatalf("archived detail: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A running task's live progress (Redis) is what the list shows, as its own page does: the
+// rows' per-batch copy lags behind it, and a list read must not step a page back.
+func TestTheListShowsARunningTasksLiveProgress(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	running, waiting := e.imported("alice", "live.xlsx"), e.imported("alice", "later.xlsx")
+	if _, err := e.pg.DB.ExecContext(ctx, `UPDATE tasks SET status = 'RUNNING', attempt = 1, started_at = now(),
+		progress_current = 50, progress_total = 3000, total_count = 50, success_count = 48, failed_count = 2 WHERE id = ?`, running.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Board.Set(ctx, running.TaskNo, "alice", 250, 3000, task.Counts{Total: 250, Success: 240, Failed: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var detail DetailView
+	if rec := e.call("GET", "/api/v1/tasks/"+running.TaskNo, aliceToken, nil); rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &detail) != nil {
+		t.Fatalf("detail: %d %s", rec.Code, rec.Body)
+	}
+	byID := map[string]TaskView{}
+	for _, v := range e.list(aliceToken, "").Items {
+		byID[v.ID] = v
+	}
+	got := byID[running.TaskNo]
+	if got.Progress.Current != 250 || got.Counts.Success != 240 || got.Progress != detail.Progress || got.Counts != detail.Counts {
+		t.Fatalf("list shows progress %+v counts %+v; the task's page %+v %+v; want 250 and 240 on both",
+			got.Progress, got.Counts, detail.Progress, detail.Counts)
+	}
+	if v := byID[waiting.TaskNo]; v.Status != store.StatusPending {
+		t.Fatalf("the waiting task: %+v", v)
 	}
 }

@@ -147,6 +147,31 @@ func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (task.Live, bool
 	if err != nil || len(m) == 0 {
 		return task.Live{}, false, err
 	}
+	return liveOf(m), true, nil
+}
+
+// GetMany returns the live progress of the tasks that have some, by task number, in one
+// round trip (a page of the task list).
+func (b *ProgressBoard) GetMany(ctx context.Context, taskNos []string) (map[string]task.Live, error) {
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(taskNos))
+	for i, no := range taskNos {
+		cmds[i] = pipe.HGetAll(ctx, progressKey(no))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make(map[string]task.Live, len(taskNos))
+	for i, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			out[taskNos[i]] = liveOf(m)
+		}
+	}
+	return out, nil
+}
+
+// liveOf reads a progress hash.
+func liveOf(m map[string]string) task.Live {
 	var l task.Live
 	l.Progress.Current, _ = strconv.ParseInt(m["current"], 10, 64)
 	l.Progress.Total, _ = strconv.ParseInt(m["total"], 10, 64)
@@ -162,7 +187,7 @@ func (b *ProgressBoard) Get(ctx context.Context, taskNo string) (task.Live, bool
 	if first, ok := sampleOf([]string{m["first_current"], m["first_at"]}); ok {
 		l.First = &first
 	}
-	return l, true, nil
+	return l
 }
 
 // sampleOf reads the first sample kept in a progress hash: [first_current, first_at].
