@@ -85,20 +85,8 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 			out.Close()
 		}
 	}()
-	for _, c := range byField {
-		label, said := fieldLabel(c.Field, lang), int64(0)
-		for _, r := range c.Reasons {
-			if err := out.Row([]any{label, reasonIn(r.Code, r.Params, lang), r.Count}); err != nil {
-				return nil, firstRows{}, err
-			}
-			said += r.Count
-		}
-		// Rows stored without their messages count under the field with no reason.
-		if c.Count > said {
-			if err := out.Row([]any{label, "", c.Count - said}); err != nil {
-				return nil, firstRows{}, err
-			}
-		}
+	if err := writeSummary(out, byField, lang); err != nil {
+		return nil, firstRows{}, err
 	}
 	if err := out.NextSheet(sheet, append(titles[:], header...)); err != nil {
 		return nil, firstRows{}, err
@@ -142,6 +130,26 @@ func renderErrorReport(ctx context.Context, st *store.Store, fs storage.Store, t
 	}
 	ok = true
 	return out, first, nil
+}
+
+// writeSummary writes the summary sheet's rows: each field's rejected rows by reason; rows
+// stored without their messages count under the field with no reason.
+func writeSummary(out *xlsxsafe.Writer, byField []store.FieldCount, lang Lang) error {
+	for _, c := range byField {
+		label, said := fieldLabel(c.Field, lang), int64(0)
+		for _, r := range c.Reasons {
+			if err := out.Row([]any{label, reasonIn(r.Code, r.Params, lang), r.Count}); err != nil {
+				return err
+			}
+			said += r.Count
+		}
+		if c.Count > said {
+			if err := out.Row([]any{label, "", c.Count - said}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ErrorReportIn writes the error report of a finished import in lang to a local scratch file
