@@ -88,13 +88,23 @@ func newBrowser(t *testing.T) *browserSession {
 	oneBrowser <- struct{}{}
 	t.Cleanup(func() { <-oneBrowser }) // registered first, so it runs after the browser has closed
 	exe := chromium(t)
-	// Kept after the test (t.TempDir would be removed), so the printed screenshots can be
-	// looked at; the browser profile and downloads are in it too.
-	dir, err := os.MkdirTemp("", "taskcenter-web-e2e-")
+	// The screenshots stay after the test so the printed ones can be looked at: under
+	// TASKCENTER_TEST_REPORTS when it is set (`make test` empties it before each run),
+	// otherwise in the temp dir when the test failed. The browser profile and downloads go.
+	reports := os.Getenv("TASKCENTER_TEST_REPORTS")
+	if reports != "" {
+		reports = filepath.Join(reports, "browser")
+		os.MkdirAll(reports, 0o755) //nolint:errcheck // MkdirTemp says what is wrong
+	}
+	dir, err := os.MkdirTemp(reports, "taskcenter-web-e2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if reports == "" && !t.Failed() {
+			os.RemoveAll(dir) //nolint:errcheck
+			return
+		}
 		os.RemoveAll(filepath.Join(dir, "profile"))   //nolint:errcheck
 		os.RemoveAll(filepath.Join(dir, "downloads")) //nolint:errcheck
 	})

@@ -216,7 +216,7 @@ const databasePrefix = "tctest_"
 
 // keepDatabases is how many test databases may pile up (about 9 MB each) before NewPostgres
 // drops the oldest; `make test` makes fewer than half as many and drops them after the suite.
-const keepDatabases = 800
+const keepDatabases = 400
 
 // pruneDatabases drops up to 20 of the oldest test databases, older than ten minutes and with
 // no one connected, when more than keep exist. Best effort: one it cannot drop now is left
