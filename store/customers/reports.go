@@ -2,7 +2,6 @@ package customers
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -21,10 +20,10 @@ func By(ctx context.Context, tx bun.Tx, column string) ([][]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pg.Collect(rows, func(r *sql.Rows) ([]any, error) {
+	return pg.Collect(rows, func(row func(dest ...any) error) ([]any, error) {
 		var k string
 		var n int64
-		err := r.Scan(&k, &n)
+		err := row(&k, &n)
 		return []any{k, n}, err
 	})
 }
@@ -39,10 +38,10 @@ func ImportsByDay(ctx context.Context, tx bun.Tx, scope pg.Scope, days int) ([][
 	if err != nil {
 		return nil, err
 	}
-	return pg.Collect(rows, func(r *sql.Rows) ([]any, error) {
+	return pg.Collect(rows, func(row func(dest ...any) error) ([]any, error) {
 		var day time.Time
 		var n, total, success, failed int64
-		err := r.Scan(&day, &n, &total, &success, &failed)
+		err := row(&day, &n, &total, &success, &failed)
 		return []any{day.Format(time.DateOnly), n, total, success, failed}, err
 	})
 }

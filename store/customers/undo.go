@@ -2,7 +2,6 @@ package customers
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -167,8 +166,8 @@ func compareImages(ctx context.Context, tx bun.Tx, importID int64, codes []strin
 	if err != nil {
 		return nil, fmt.Errorf("compare the before-images: %w", err)
 	}
-	imgs, err := pg.Collect(rows, func(r *sql.Rows) (m image, err error) {
-		err = r.Scan(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level)
+	imgs, err := pg.Collect(rows, func(row func(dest ...any) error) (m image, err error) {
+		err = row(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level)
 		return m, err
 	})
 	if err != nil {

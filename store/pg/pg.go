@@ -120,12 +120,13 @@ func Explain(ctx context.Context, db *bun.DB, query string, args ...any) (string
 }
 
 // Collect reads every row of rows (a query's answer; closed here) through scan, in order: for
-// rows that are not a model, or where bun's reflection would show on a profile.
-func Collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+// rows that are not a model, or where bun's reflection would show on a profile. scan is given
+// the row's Scan, to read the columns into its own variables.
+func Collect[T any](rows *sql.Rows, scan func(row func(dest ...any) error) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
-		v, err := scan(rows)
+		v, err := scan(rows.Scan)
 		if err != nil {
 			return nil, err
 		}
@@ -138,8 +139,8 @@ func Collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 }
 
 // Scalar scans a row of one column into a T: Collect's scan for a list of values.
-func Scalar[T any](r *sql.Rows) (v T, err error) {
-	err = r.Scan(&v)
+func Scalar[T any](row func(dest ...any) error) (v T, err error) {
+	err = row(&v)
 	return v, err
 }
 
