@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ func TestFairShareKeepsOneUserFromStarvingOthers(t *testing.T) {
 	const taskTime = 150 * time.Millisecond
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, MaxRunningPerOwner: 1})
 	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	sub := NewSubmitter(f.st, f.enqueuer(),
-		map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3, TimeoutSeconds: 600, Priority: PriorityDefault, MaxWaitingPerOwner: 100}},
-		nil, nil, logger, nil)
+	sub := f.submitter(SubmitPolicy{Queue: "work", MaxRetry: 3, TimeoutSeconds: 600, Priority: PriorityDefault, MaxWaitingPerOwner: 100})
 
 	accepted, refused := 0, 0
 	for range 1200 {

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -15,9 +14,7 @@ func TestPriorityLanesOrderTheWork(t *testing.T) {
 	t.Parallel()
 	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
 	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	sub := NewSubmitter(f.st, f.enqueuer(), map[string]SubmitPolicy{"test:work": {Queue: "work", MaxRetry: 3,
-		TimeoutSeconds: 600, Priority: PriorityDefault}}, nil, nil, logger, nil)
+	sub := f.submitter(SubmitPolicy{Queue: "work", MaxRetry: 3, TimeoutSeconds: 600, Priority: PriorityDefault})
 	for range 200 {
 		if _, _, err := sub.Submit(ctx, Submission{Type: "test:work", Owner: "alice", Priority: 9}); err != nil {
 			t.Fatal(err)
