@@ -252,7 +252,7 @@ func (im *Importer) begin(ctx context.Context, run *jobs.Run, p Params) (*opened
 	if err != nil {
 		return nil, jobs.Result{}, err
 	}
-	cp, err := readCheckpoint(run.Task.Checkpoint)
+	cp, err := readCheckpoint[checkpoint](run.Task.Checkpoint)
 	if err != nil {
 		obj.Close()
 		return nil, jobs.Result{}, err
@@ -399,10 +399,10 @@ func (im *Importer) openUpload(ctx context.Context, key string) (*watchedObject,
 	return &watchedObject{Object: stored}, nil
 }
 
-// readCheckpoint reads where an earlier attempt's last committed batch ended; the zero
-// checkpoint when there is none.
-func readCheckpoint(b []byte) (checkpoint, error) {
-	var cp checkpoint
+// readCheckpoint reads where an earlier attempt's last committed batch ended (an import's
+// checkpoint, an undo's undoCheckpoint); the zero checkpoint when there is none.
+func readCheckpoint[C any](b []byte) (C, error) {
+	var cp C
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &cp); err != nil {
 			return cp, fmt.Errorf("read checkpoint: %w", err)

@@ -148,11 +148,9 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 	if imp.FinishedAt == nil {
 		return jobs.Result{}, jobs.BadInput("import_not_finished", "the import %s is %s again; an undo needs it finished", p.Import, imp.Status)
 	}
-	var cp undoCheckpoint
-	if len(run.Task.Checkpoint) > 0 {
-		if err := json.Unmarshal(run.Task.Checkpoint, &cp); err != nil {
-			return jobs.Result{}, fmt.Errorf("read checkpoint: %w", err)
-		}
+	cp, err := readCheckpoint[undoCheckpoint](run.Task.Checkpoint)
+	if err != nil {
+		return jobs.Result{}, err
 	}
 	batchSize := max(u.cfg.BatchSize, 1)
 	batches := 0
