@@ -39,11 +39,7 @@ func (e *apiEnv) count(query string, args ...any) int {
 
 // outcomes reads results as "id outcome code" lines.
 func outcomes(results []BulkResult) []string {
-	out := make([]string, len(results))
-	for i, r := range results {
-		out[i] = strings.TrimSpace(r.ID + " " + r.Outcome + " " + r.Code)
-	}
-	return out
+	return mapped(results, func(r BulkResult) string { return strings.TrimSpace(r.ID + " " + r.Outcome + " " + r.Code) })
 }
 
 // A bulk cancel and a bulk retry answer for each task, in the order named, by the single

@@ -233,11 +233,7 @@ func eventIDs(t *testing.T, st *store.Store, task *store.Task) []int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]int64, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
+	return mapped(evs, func(e store.Event) int64 { return e.ID })
 }
 
 func TestTaskStreamDeliversStatusAndProgressInOrderThenEnds(t *testing.T) {

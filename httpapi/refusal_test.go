@@ -336,7 +336,7 @@ func TestAProviderSignInPassesFromAThrottledAddress(t *testing.T) {
 		t.Fatalf("sign-in start: %d %s", begin.Code, begin.Body)
 	}
 	state := begin.Result().Cookies()[0]
-	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noRedirects := testenv.NoRedirects()
 	res, err := noRedirects.Get(begin.Header().Get("Location"))
 	if err != nil {
 		t.Fatal(err)

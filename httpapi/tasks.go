@@ -272,15 +272,25 @@ func (s *Server) addWaits(ctx context.Context, tasks []store.Task, views []TaskV
 
 // cancelTask answers POST /api/v1/tasks/{id}/cancel.
 func (s taskRoutes) cancelTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
+	return s.act(w, r, p, s.cancel, http.StatusOK)
+}
+
+// act answers the action do (cancel, retry) on the task the request names, with the task as
+// it now is; an accepted action (202: the task runs again) points at the task to follow.
+func (s taskRoutes) act(w http.ResponseWriter, r *http.Request, p identity.Principal,
+	do func(context.Context, string, identity.Principal) (*store.Task, error), status int) error {
 	id, err := request.TaskID(r)
 	if err != nil {
 		return err
 	}
-	t, err := s.cancel(r.Context(), id, p)
+	t, err := do(r.Context(), id, p)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.view(r.Context(), t, readerLang(w, r)))
+	if status == http.StatusAccepted {
+		w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
+	}
+	writeJSON(w, status, s.view(r.Context(), t, readerLang(w, r)))
 	return nil
 }
 
@@ -313,17 +323,7 @@ func (s *Server) changed(ctx context.Context, t *store.Task) {
 
 // retryTask answers POST /api/v1/tasks/{id}/retry.
 func (s taskRoutes) retryTask(w http.ResponseWriter, r *http.Request, p identity.Principal) error {
-	id, err := request.TaskID(r)
-	if err != nil {
-		return err
-	}
-	t, err := s.retry(r.Context(), id, p)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/tasks/"+t.TaskNo)
-	writeJSON(w, http.StatusAccepted, s.view(r.Context(), t, readerLang(w, r)))
-	return nil
+	return s.act(w, r, p, s.retry, http.StatusAccepted)
 }
 
 // retry runs the task id again if p may see it and its rules allow (task.CanRetry, in the

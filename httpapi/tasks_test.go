@@ -47,9 +47,14 @@ func (e *apiEnv) list(token, query string) ListView {
 }
 
 func ids(views []TaskView) []string {
-	out := make([]string, len(views))
-	for i, v := range views {
-		out[i] = v.ID
+	return mapped(views, func(v TaskView) string { return v.ID })
+}
+
+// mapped is f of each of xs, in order.
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }

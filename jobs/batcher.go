@@ -19,45 +19,70 @@ import (
 //
 // The grouping itself (by arrival, with an optional short wait) is internal/batch's.
 
+// call is one caller's request to a batcher (in) and, once its batch is written, its answer.
+type call[In, Out any] struct {
+	in   In
+	out  Out
+	err  error
+	done chan struct{}
+}
+
+// answer hands the caller its answer.
+func (r *call[In, Out]) answer(out Out, err error) {
+	r.out, r.err = out, err
+	close(r.done)
+}
+
+// calls is what the batchers share: a caller waits for its own answer, flush writes a batch
+// and answers every call in it.
+type calls[In, Out any] struct {
+	b *batch.Batcher[call[In, Out]]
+}
+
+func newCalls[In, Out any](cfg batch.Config, flush func(context.Context, []*call[In, Out])) calls[In, Out] {
+	return calls[In, Out]{b: batch.New(cfg, flush)}
+}
+
+// do queues in with whatever other calls are in flight and waits for its answer.
+func (c calls[In, Out]) do(ctx context.Context, in In) (Out, error) {
+	r := &call[In, Out]{in: in, done: make(chan struct{})}
+	if err := c.b.Submit(ctx, r, r.done); err != nil {
+		var zero Out
+		return zero, err
+	}
+	return r.out, r.err
+}
+
+// Close answers what is queued and stops.
+func (c calls[In, Out]) Close() { c.b.Close() }
+
 // Completer groups the endings of attempts (see the note above).
 type Completer struct {
 	store  *store.Store
 	logger *slog.Logger
-	b      *batch.Batcher[completion]
+	calls[store.Ending, *store.Task]
 }
 
-type completion struct {
-	ending store.Ending
-	task   *store.Task
-	err    error
-	done   chan struct{}
-}
+type completion = call[store.Ending, *store.Task]
 
 // NewCompleter starts a completer; Close stops it.
 func NewCompleter(st *store.Store, cfg batch.Config, logger *slog.Logger) *Completer {
 	c := &Completer{store: st, logger: logger}
-	c.b = batch.New(cfg, c.flush)
+	c.calls = newCalls(cfg, c.flush)
 	return c
 }
 
 // End writes one attempt's ending with whatever others are ending now, and returns its row,
 // or an error wrapping store.ErrFenced when the attempt no longer owns the task.
 func (c *Completer) End(ctx context.Context, e store.Ending) (*store.Task, error) {
-	r := &completion{ending: e, done: make(chan struct{})}
-	if err := c.b.Submit(ctx, r, r.done); err != nil {
-		return nil, err
-	}
-	return r.task, r.err
+	return c.do(ctx, e)
 }
-
-// Close answers what is queued and stops.
-func (c *Completer) Close() { c.b.Close() }
 
 func (c *Completer) flush(ctx context.Context, batch []*completion) {
 	writeOrSplit(c.logger, "endings", batch, func(rs []*completion) error {
 		endings := make([]store.Ending, len(rs))
 		for i, r := range rs {
-			endings[i] = r.ending
+			endings[i] = r.in
 		}
 		ended, err := c.write(ctx, endings)
 		if err != nil {
@@ -109,16 +134,15 @@ func (c *Completer) write(ctx context.Context, endings []store.Ending) (map[int6
 }
 
 func (c *Completer) answer(r *completion, ended map[int64]*store.Task, err error) {
-	l := r.ending.Lease
+	l := r.in.Lease
 	switch t := ended[l.TaskID]; {
 	case err != nil:
-		r.err = fmt.Errorf("end %s: %w", l, err)
+		r.answer(nil, fmt.Errorf("end %s: %w", l, err))
 	case t != nil && t.Attempt == l.Attempt:
-		r.task = t
+		r.answer(t, nil)
 	default:
-		r.err = fmt.Errorf("end %s: %w", l, store.ErrFenced)
+		r.answer(nil, fmt.Errorf("end %s: %w", l, store.ErrFenced))
 	}
-	close(r.done)
 }
 
 // ClaimBatcher groups the claims of one worker process (see the note above).
@@ -126,48 +150,37 @@ type ClaimBatcher struct {
 	store         *store.Store
 	worker        string
 	takeoverAfter time.Duration
-	b             *batch.Batcher[claimReq]
+	calls[int64, store.ClaimResult]
 }
 
-type claimReq struct {
-	id   int64
-	res  store.ClaimResult
-	err  error
-	done chan struct{}
-}
+type claimReq = call[int64, store.ClaimResult]
 
 // NewClaimBatcher starts a claim batcher for worker; Close stops it.
 func NewClaimBatcher(st *store.Store, worker string, takeoverAfter time.Duration, cfg batch.Config) *ClaimBatcher {
 	c := &ClaimBatcher{store: st, worker: worker, takeoverAfter: takeoverAfter}
-	c.b = batch.New(cfg, c.flush)
+	c.calls = newCalls(cfg, c.flush)
 	return c
 }
 
 // Claim claims one task with whatever other claims are in flight; the answer is exactly
 // store.ClaimTask's.
 func (c *ClaimBatcher) Claim(ctx context.Context, id int64) (*store.Claimed, error) {
-	r := &claimReq{id: id, done: make(chan struct{})}
-	if err := c.b.Submit(ctx, r, r.done); err != nil {
+	res, err := c.do(ctx, id)
+	if err != nil {
 		return nil, err
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.res.Claimed, r.res.Err
+	return res.Claimed, res.Err
 }
-
-// Close answers what is queued and stops.
-func (c *ClaimBatcher) Close() { c.b.Close() }
 
 func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
 	// Two deliveries of one task in one batch: one claim, the other hears it is running.
 	byID := map[int64][]*claimReq{}
 	var ids []int64
 	for _, r := range batch {
-		if len(byID[r.id]) == 0 {
-			ids = append(ids, r.id)
+		if len(byID[r.in]) == 0 {
+			ids = append(ids, r.in)
 		}
-		byID[r.id] = append(byID[r.id], r)
+		byID[r.in] = append(byID[r.in], r)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	res, err := c.store.ClaimTasks(cctx, ids, c.worker, c.takeoverAfter)
@@ -176,14 +189,13 @@ func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
 		for i, r := range reqs {
 			switch {
 			case err != nil:
-				r.err = err
+				r.answer(store.ClaimResult{}, err)
 			case i == 0:
-				r.res = res[id]
+				r.answer(res[id], nil)
 			default:
-				r.res = store.ClaimResult{Err: &store.NotClaimableError{ClaimOutcome: store.ClaimOutcome{Status: store.StatusRunning,
-					Attempt: 0, RetryIn: c.takeoverAfter}}}
+				r.answer(store.ClaimResult{Err: &store.NotClaimableError{ClaimOutcome: store.ClaimOutcome{Status: store.StatusRunning,
+					Attempt: 0, RetryIn: c.takeoverAfter}}}, nil)
 			}
-			close(r.done)
 		}
 	}
 }
@@ -195,20 +207,15 @@ func (c *ClaimBatcher) flush(ctx context.Context, batch []*claimReq) {
 type Creator struct {
 	store  *store.Store
 	logger *slog.Logger
-	b      *batch.Batcher[createReq]
+	calls[[]store.NewTask, []store.Created]
 }
 
-type createReq struct {
-	nts  []store.NewTask
-	res  []store.Created
-	err  error
-	done chan struct{}
-}
+type createReq = call[[]store.NewTask, []store.Created]
 
 // NewCreator starts a creator; Close stops it.
 func NewCreator(st *store.Store, cfg batch.Config, logger *slog.Logger) *Creator {
 	c := &Creator{store: st, logger: logger}
-	c.b = batch.New(cfg, c.flush)
+	c.calls = newCalls(cfg, c.flush)
 	return c
 }
 
@@ -222,21 +229,14 @@ func (c *Creator) Create(ctx context.Context, nts []store.NewTask) ([]store.Crea
 			}
 		}
 	}
-	r := &createReq{nts: nts, done: make(chan struct{})}
-	if err := c.b.Submit(ctx, r, r.done); err != nil {
-		return nil, err
-	}
-	return r.res, r.err
+	return c.do(ctx, nts)
 }
-
-// Close answers what is queued and stops.
-func (c *Creator) Close() { c.b.Close() }
 
 func (c *Creator) flush(ctx context.Context, batch []*createReq) {
 	writeOrSplit(c.logger, "submits", batch, func(rs []*createReq) error {
 		var all []store.NewTask
 		for _, r := range rs {
-			all = append(all, r.nts...)
+			all = append(all, r.in...)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		created, err := c.store.CreateMany(wctx, all)
@@ -245,12 +245,9 @@ func (c *Creator) flush(ctx context.Context, batch []*createReq) {
 			return err
 		}
 		for _, r := range rs {
-			r.res, created = created[:len(r.nts)], created[len(r.nts):]
-			close(r.done)
+			r.answer(created[:len(r.in)], nil)
+			created = created[len(r.in):]
 		}
 		return nil
-	}, func(r *createReq, err error) {
-		r.err = err
-		close(r.done)
-	})
+	}, func(r *createReq, err error) { r.answer(nil, err) })
 }

@@ -2,7 +2,10 @@ package jobs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/batch"
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/audit"
 )
 
 // Forty attempts ending at once share a few statements; every one ends with its own row.
@@ -144,5 +148,87 @@ func TestClaimBatcherClaimsEachTaskOnce(t *testing.T) {
 	}
 	if n := f.count(ctx, "SELECT count(*) FROM task_runs"); n != 20 {
 		t.Fatalf("%d run rows for 20 claims", n)
+	}
+}
+
+// Forty requests submitting at once share a few insert statements, yet each gets its own task,
+// its own audit row naming its own actor and request, and its own outbox event. A submit whose
+// row the database refuses fails alone (the batch is written again one submit at a time), and
+// two submits with the same idempotency key in one batch make one task.
+func TestCreatorGroupsSubmitsAndKeepsEachRequestsOwnRows(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3})
+	c := NewCreator(f.st, batch.Config{MaxBatch: 64, MaxWait: 20 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	defer c.Close()
+
+	const n = 40
+	type answer struct {
+		created []store.Created
+		err     error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			actor := fmt.Sprintf("user%02d", i)
+			ctx := audit.NewContext(context.Background(), &audit.Origin{Actor: actor, Via: "token", ClientAddr: "10.0.0.1", RequestID: "req-" + actor})
+			nt := store.NewTask{TaskNo: "tsk_" + rand.Text(), Type: "test:work", Owner: actor, Queue: "work", MaxRetry: 3, TimeoutSeconds: 60}
+			switch i {
+			case 7:
+				nt.Params = json.RawMessage(`{"broken":`) // the database refuses this row's params
+			case 11, 12:
+				nt.Owner, nt.BizKey = "shared", "idem:same-key" // one task for both
+			}
+			created, err := c.Create(ctx, []store.NewTask{nt})
+			answers[i] = answer{created, err}
+		})
+	}
+	wg.Wait()
+
+	ctx := context.Background()
+	for i, a := range answers {
+		switch {
+		case i == 7:
+			if a.err == nil {
+				t.Fatal("the submit with broken params was accepted")
+			}
+		case a.err != nil:
+			t.Fatalf("submit %d failed with its batch: %v", i, a.err)
+		case len(a.created) != 1:
+			t.Fatalf("submit %d: %d answers", i, len(a.created))
+		}
+	}
+	if a, b := answers[11].created[0], answers[12].created[0]; a.Task.ID != b.Task.ID || a.Created == b.Created {
+		t.Fatalf("same key: tasks %d and %d, created %v and %v; want one task, created once", a.Task.ID, b.Task.ID, a.Created, b.Created)
+	}
+	for i, a := range answers {
+		if i == 7 || i == 11 || i == 12 {
+			continue
+		}
+		actor := fmt.Sprintf("user%02d", i)
+		task := a.created[0].Task
+		if !a.created[0].Created || task.Owner != actor {
+			t.Fatalf("submit %d answered with %s's task (created %v)", i, task.Owner, a.created[0].Created)
+		}
+		var auditActor, auditReq string
+		if err := f.pg.DB.QueryRowContext(ctx, `SELECT actor, request_id FROM audit_events WHERE action = 'task.submit' AND target = ?`,
+			task.TaskNo).Scan(&auditActor, &auditReq); err != nil {
+			t.Fatalf("audit row of submit %d: %v", i, err)
+		}
+		if auditActor != actor || auditReq != "req-"+actor {
+			t.Fatalf("submit %d's audit row names %s / %s", i, auditActor, auditReq)
+		}
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM tasks"); got != n-2 {
+		t.Fatalf("%d tasks; want %d", got, n-2)
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM audit_events WHERE action = 'task.submit'"); got != n-2 {
+		t.Fatalf("%d submit audit rows; want %d (one per task created)", got, n-2)
+	}
+	if got := f.count(ctx, "SELECT count(*) FROM task_events WHERE event = 'task.submitted'"); got != n-2 {
+		t.Fatalf("%d submitted events; want %d", got, n-2)
+	}
+	if flushes := c.b.Flushes(); flushes >= n {
+		t.Fatalf("%d flushes for %d submits: nothing was grouped", flushes, n)
 	}
 }

@@ -70,6 +70,11 @@ func (f *rtFixture) enqueuer() *Enqueuer {
 	return NewEnqueuer(asynq.NewClientFromRedisClient(f.rdb), f.insp, nil)
 }
 
+// submitter submits "test:work" tasks under policy through the fixture's enqueuer.
+func (f *rtFixture) submitter(policy SubmitPolicy) *Submitter {
+	return NewSubmitter(f.st, f.enqueuer(), map[string]SubmitPolicy{"test:work": policy}, nil, nil, slog.New(slog.DiscardHandler), nil)
+}
+
 // workers starts asynq workers that hand the queue "work" to rt, slots at a time, its lanes
 // in strict priority order.
 func (f *rtFixture) workers(rt *Runtime, slots int) *Workers {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -252,19 +251,13 @@ func TestConsoleIsForAdminsOnly(t *testing.T) {
 		return srv
 	}
 	srv := console(ConsoleConfig{Username: "ops", Password: "correct horse battery"})
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noRedirect := testenv.NoRedirects()
 	get := func(c *http.Client, path string, set func(*http.Request)) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)
 		if set != nil {
 			set(req)
 		}
-		res, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res, string(b)
+		return testenv.Send(t, c, req)
 	}
 	bearer := func(tok string) func(*http.Request) {
 		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }

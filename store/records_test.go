@@ -260,15 +260,7 @@ func TestRejectedRowsAreCountedByField(t *testing.T) {
 		f.Exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, ?, ?, 'x')", task.ID, i+2, fields)
 	}
 	f.Exec("INSERT INTO task_items (task_id, row_no, field, message) VALUES (?, 2, 'name', 'x')", other.ID)
-	want := []store.FieldCount{{Field: "phone", Count: 3}, {Field: "email", Count: 2}, {Field: "level", Count: 2}, {Field: "name", Count: 1}}
-	got, err := f.S.RejectedByField(ctx, task.ID, false)
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("breakdown %+v, %v; want %+v", got, err, want)
-	}
-	f.Exec("INSERT INTO task_items_archive (id, task_id, row_no, field, message, raw, created_at) SELECT id, task_id, row_no, field, message, raw, created_at FROM task_items WHERE task_id = ?", task.ID)
-	if got, err := f.S.RejectedByField(ctx, task.ID, true); err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("archived breakdown %+v, %v", got, err)
-	}
+	f.wantBreakdown(task.ID, []store.FieldCount{{Field: "phone", Count: 3}, {Field: "email", Count: 2}, {Field: "level", Count: 2}, {Field: "name", Count: 1}})
 	if got, err := f.S.RejectedByField(ctx, other.ID+1000, false); err != nil || len(got) != 0 {
 		t.Fatalf("a task without rejected rows: %+v, %v", got, err)
 	}
@@ -311,17 +303,24 @@ func TestRejectedRowsAreCountedByFieldAndReason(t *testing.T) {
 		{Field: "email", Count: 2, Reasons: []store.ReasonCount{{Code: "row.email", Count: 1}}},
 		{Field: "name", Count: 1, Reasons: []store.ReasonCount{{Code: "row.too_long", Params: msg.Params{"max": "100", "n": "120"}, Count: 1}}},
 	}
-	got, err := f.S.RejectedByField(ctx, tk.ID, false)
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("breakdown\n%+v, %v; want\n%+v", got, err, want)
-	}
 	read, err := f.S.Items(ctx, tk.ID, 0, 10)
 	if err != nil || len(read) != len(items) || !reflect.DeepEqual(read[1].Messages, items[1].Messages) || read[6].Messages != nil {
 		t.Fatalf("rows read back (%v): %+v", err, read)
 	}
-	f.Exec("INSERT INTO task_items_archive (id, task_id, row_no, field, message, messages, raw, created_at) SELECT id, task_id, row_no, field, message, messages, raw, created_at FROM task_items WHERE task_id = ?", tk.ID)
-	if got, err := f.S.RejectedByField(ctx, tk.ID, true); err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("archived breakdown %+v, %v", got, err)
+	f.wantBreakdown(tk.ID, want)
+}
+
+// wantBreakdown fails the test unless the rejected rows of the task id break down as want,
+// as they are and once they are copied to the archive.
+func (f *fixture) wantBreakdown(id int64, want []store.FieldCount) {
+	f.T.Helper()
+	ctx := context.Background()
+	if got, err := f.S.RejectedByField(ctx, id, false); err != nil || !reflect.DeepEqual(got, want) {
+		f.T.Fatalf("breakdown\n%+v, %v; want\n%+v", got, err, want)
+	}
+	f.Exec("INSERT INTO task_items_archive (id, task_id, row_no, field, message, messages, raw, created_at) SELECT id, task_id, row_no, field, message, messages, raw, created_at FROM task_items WHERE task_id = ?", id)
+	if got, err := f.S.RejectedByField(ctx, id, true); err != nil || !reflect.DeepEqual(got, want) {
+		f.T.Fatalf("archived breakdown %+v, %v", got, err)
 	}
 }
 

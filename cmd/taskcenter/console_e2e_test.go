@@ -6,9 +6,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
-var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+var noRedirect = testenv.NoRedirects()
 
 // consoleDo sends a console request with an optional session cookie or bearer token.
 func consoleDo(t *testing.T, base, method, path string, cookie *http.Cookie, token string, form url.Values) (*http.Response, string) {
@@ -27,13 +29,7 @@ func consoleDo(t *testing.T, base, method, path string, cookie *http.Cookie, tok
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, string(b)
+	return testenv.Send(t, noRedirect, req)
 }
 
 // Across two API replicas sharing Redis: a login works on both, a logout

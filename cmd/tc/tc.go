@@ -175,24 +175,17 @@ func (t *cli) dispatch(ctx context.Context, args []string) (int, error) {
 	t.c = c
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "import":
-		return t.importCmd(ctx, rest)
-	case "export":
-		return t.exportCmd(ctx, rest)
-	case "submit":
-		return t.submitCmd(ctx, rest)
-	case "ls", "list":
-		return t.lsCmd(ctx, rest)
-	case "show":
-		return t.showCmd(ctx, rest)
-	case "watch":
-		return t.watchCmd(ctx, rest)
 	case "cancel", "retry":
 		return t.actCmd(ctx, cmd, rest)
-	case "undo":
-		return t.undoCmd(ctx, rest)
 	case "download", "error-report":
 		return t.downloadCmd(ctx, cmd, rest)
+	}
+	subcommands := map[string]func(context.Context, []string) (int, error){
+		"import": t.importCmd, "export": t.exportCmd, "submit": t.submitCmd, "ls": t.lsCmd, "list": t.lsCmd,
+		"show": t.showCmd, "watch": t.watchCmd, "undo": t.undoCmd,
+	}
+	if sub, ok := subcommands[cmd]; ok {
+		return sub(ctx, rest)
 	}
 	return 0, usagef("tc.unknown_command", "cmd", strconv.Quote(cmd), "help", "tc help")
 }

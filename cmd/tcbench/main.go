@@ -58,6 +58,11 @@ func one(run func(ctx context.Context, b *bench) (Figure, error)) func(ctx conte
 	}
 }
 
+// sized makes a benchmark that reports a single row from run over n rows or tasks.
+func sized(run func(ctx context.Context, b *bench, n int) (Figure, error), n int) func(ctx context.Context, b *bench) ([]Figure, error) {
+	return one(func(ctx context.Context, b *bench) (Figure, error) { return run(ctx, b, n) })
+}
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	// Child modes: the raw baselines, run in their own process.
 	if len(args) > 0 && strings.HasPrefix(args[0], "raw-") {
@@ -123,15 +128,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 func benchmarks() []benchmark {
 	return []benchmark{
 		{"submit", one(benchSubmit)},
-		{"pipeline", one(benchPipeline(20_000))},
+		{"pipeline", sized(benchPipeline, 20_000)},
 		{"export", one(benchExport)},
 		{"import", benchImport(0)}, // -import-rows
 		{"import-1m", benchImport(1_000_000)},
-		{"import-s3", one(benchImportS3(300_000))},
-		{"import-gbk", one(benchCSVEncodings(300_000))},
+		{"import-s3", sized(benchImportS3, 300_000)},
+		{"import-gbk", sized(benchCSVEncodings, 300_000)},
 		{"import-wide", one(benchWideImport(3_000, 16_000))},
-		{"submit-big", one(benchBigSubmit(30_000_000))},
-		{"cleanup", one(benchCleanup(1_000_000))},
+		{"submit-big", sized(benchBigSubmit, 30_000_000)},
+		{"cleanup", sized(benchCleanup, 1_000_000)},
 		{"sse", one(benchSSE)},
 	}
 }

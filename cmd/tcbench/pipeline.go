@@ -114,120 +114,118 @@ func benchSubmit(ctx context.Context, b *bench) (Figure, error) {
 //
 // with the CPU each spends per task (taskcenter, Postgres and Redis processes, from /proc) and
 // the share of HOT updates on the tasks table.
-func benchPipeline(n int) func(ctx context.Context, b *bench) (Figure, error) {
-	return func(ctx context.Context, b *bench) (Figure, error) {
-		const concurrency = 32
-		// drainChild runs asynq's own drain in a child process: bare (floor ""), or with a lease
-		// floor in its handler (leasefloor.go): lean, the least Postgres any fenced lease
-		// needs; model, the least statements on taskcenter's own tables.
-		drainChild := func(floor string) (map[string]float64, error) {
-			if err := b.flushRedis(); err != nil {
+func benchPipeline(ctx context.Context, b *bench, n int) (Figure, error) {
+	const concurrency = 32
+	// drainChild runs asynq's own drain in a child process: bare (floor ""), or with a lease
+	// floor in its handler (leasefloor.go): lean, the least Postgres any fenced lease
+	// needs; model, the least statements on taskcenter's own tables.
+	drainChild := func(floor string) (map[string]float64, error) {
+		if err := b.flushRedis(); err != nil {
+			return nil, err
+		}
+		args := []string{"-n", fmt.Sprint(n), "-concurrency", fmt.Sprint(concurrency), "-redis", b.redisAddr, "-db", fmt.Sprint(b.redisDB)}
+		if floor != "" {
+			args = append(args, "-pg", b.schemaURL, "-floor", floor)
+		}
+		out, _, err := b.child("raw-asynq", args...)
+		return out, err
+	}
+	// The references run before and after taskcenter's runs: on a shared host the ceiling
+	// drifts within minutes, so each reference is the mean of its two, and a drift of bare
+	// asynq over 25 % is reported (the ratios of such a run say little).
+	kinds := []string{"", floorLean, floorModel}
+	references := func() ([]map[string]float64, error) {
+		out := make([]map[string]float64, len(kinds))
+		for i, k := range kinds {
+			m, err := drainChild(k)
+			if err != nil {
 				return nil, err
 			}
-			args := []string{"-n", fmt.Sprint(n), "-concurrency", fmt.Sprint(concurrency), "-redis", b.redisAddr, "-db", fmt.Sprint(b.redisDB)}
-			if floor != "" {
-				args = append(args, "-pg", b.schemaURL, "-floor", floor)
-			}
-			out, _, err := b.child("raw-asynq", args...)
-			return out, err
+			out[i] = m
 		}
-		// The references run before and after taskcenter's runs: on a shared host the ceiling
-		// drifts within minutes, so each reference is the mean of its two, and a drift of bare
-		// asynq over 25 % is reported (the ratios of such a run say little).
-		kinds := []string{"", floorLean, floorModel}
-		references := func() ([]map[string]float64, error) {
-			out := make([]map[string]float64, len(kinds))
-			for i, k := range kinds {
-				m, err := drainChild(k)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = m
-			}
-			return out, nil
-		}
-		before, err := references()
-		if err != nil {
-			return Figure{}, err
-		}
-		raw := before[0]
-		env := []string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED=false", fmt.Sprintf("TASKCENTER_QUEUES_BENCH_CONCURRENCY=%d", concurrency)}
-		single, err := b.endToEnd(ctx, n, env, false)
-		if err != nil {
-			return Figure{}, err
-		}
-		batch, err := b.endToEnd(ctx, n, env, true)
-		if err != nil {
-			return Figure{}, err
-		}
-		drain, err := b.drainRate(ctx, n, env)
-		if err != nil {
-			return Figure{}, err
-		}
-		afterRefs, err := references()
-		if err != nil {
-			return Figure{}, err
-		}
-		after := afterRefs[0]
-		mean := func(i int) map[string]float64 {
-			m := make(map[string]float64, len(before[i]))
-			for k, v := range before[i] {
-				m[k] = (v + afterRefs[i][k]) / 2
-			}
-			return m
-		}
-		floor, model := mean(1), mean(2)
-		bareBefore, bareAfter := raw["processed_per_second"], after["processed_per_second"]
-		bare := (bareBefore + bareAfter) / 2
-		drift := math.Abs(bareBefore-bareAfter) / min(bareBefore, bareAfter)
-		steadiness := fmt.Sprintf("bare asynq %.0f/s before and %.0f/s after taskcenter's runs", bareBefore, bareAfter)
-		if drift > 0.25 {
-			steadiness += fmt.Sprintf(" — the host drifted %.0f %% during the run: its ratios are unreliable, run again", 100*drift)
-		}
-		measure := map[string]float64{
-			"single_per_second": single.rate, "batch_per_second": batch.rate, "workers_per_second": drain.rate,
-			"single_ratio": single.rate / bare, "batch_ratio": batch.rate / bare, "workers_ratio": drain.rate / bare,
-			"cpu_ms_per_task_taskcenter": batch.cpu.taskcenter, "cpu_ms_per_task_postgres": batch.cpu.postgres,
-			"cpu_ms_per_task_redis": batch.cpu.redis, "hot_update_share": batch.hot,
-			"workers_cpu_ms_per_task_taskcenter": drain.cpu.taskcenter, "workers_cpu_ms_per_task_postgres": drain.cpu.postgres,
-			"workers_cpu_ms_per_task_redis": drain.cpu.redis,
-		}
-		for i, name := range map[int]string{1: "lease_floor", 2: "model_floor"} {
-			m := mean(i)
-			measure[name+"_per_second"] = m["processed_per_second"]
-			measure[name+"_ratio"] = m["processed_per_second"] / bare
-			measure[name+"_per_second_before"] = before[i]["processed_per_second"]
-			measure[name+"_per_second_after"] = afterRefs[i]["processed_per_second"]
-			for _, part := range []string{"process", "postgres", "redis"} {
-				measure[name+"_cpu_ms_per_task_"+part] = m["cpu_ms_per_task_"+part]
-			}
-		}
-		met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
-		return Figure{
-			Name:    fmt.Sprintf("pipeline %d no-op tasks", n),
-			Measure: measure,
-			Baseline: map[string]float64{"processed_per_second": bare, "processed_per_second_before": bareBefore,
-				"processed_per_second_after": bareAfter, "enqueue_per_second": raw["enqueue_per_second"],
-				"drain_cpu_ms_per_task_process": raw["cpu_ms_per_task_process"], "drain_cpu_ms_per_task_redis": raw["cpu_ms_per_task_redis"]},
-			Ratio:  batch.rate / bare,
-			Target: "batch ≥ 0.5×, single ≥ 0.3×, workers alone ≥ 0.6× bare asynq",
-			Met:    met,
-			Note: fmt.Sprintf("single %.0f/s (%.2f×), batch %.0f/s (%.2f×), workers %.0f/s (%.2f×) vs bare asynq %.0f/s (%s); CPU per task (batch run): "+
-				"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
-				"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates; "+
-				"lease floor (bare asynq whose jobs claim and end a 6-column row in grouped fenced updates; mean of before and after) %.0f/s (%.2f×), "+
-				"CPU per task: its process %.2f ms, Postgres %.2f ms, Redis %.2f ms; model floor (the same on taskcenter's own tables: "+
-				"the wide task row with its indexes, a run row and an outbox event per transition) %.0f/s (%.2f×), CPU per task: "+
-				"its process %.2f ms, Postgres %.2f ms, Redis %.2f ms",
-				single.rate, single.rate/bare, batch.rate, batch.rate/bare, drain.rate, drain.rate/bare, bare, steadiness,
-				batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, drain.cpu.taskcenter, drain.cpu.postgres, drain.cpu.redis,
-				raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot,
-				floor["processed_per_second"], floor["processed_per_second"]/bare, floor["cpu_ms_per_task_process"],
-				floor["cpu_ms_per_task_postgres"], floor["cpu_ms_per_task_redis"],
-				model["processed_per_second"], model["processed_per_second"]/bare, model["cpu_ms_per_task_process"],
-				model["cpu_ms_per_task_postgres"], model["cpu_ms_per_task_redis"]),
-		}, nil
+		return out, nil
 	}
+	before, err := references()
+	if err != nil {
+		return Figure{}, err
+	}
+	raw := before[0]
+	env := []string{"TASKCENTER_TYPES_BENCH_NOOP_DISABLED=false", fmt.Sprintf("TASKCENTER_QUEUES_BENCH_CONCURRENCY=%d", concurrency)}
+	single, err := b.endToEnd(ctx, n, env, false)
+	if err != nil {
+		return Figure{}, err
+	}
+	batch, err := b.endToEnd(ctx, n, env, true)
+	if err != nil {
+		return Figure{}, err
+	}
+	drain, err := b.drainRate(ctx, n, env)
+	if err != nil {
+		return Figure{}, err
+	}
+	afterRefs, err := references()
+	if err != nil {
+		return Figure{}, err
+	}
+	after := afterRefs[0]
+	mean := func(i int) map[string]float64 {
+		m := make(map[string]float64, len(before[i]))
+		for k, v := range before[i] {
+			m[k] = (v + afterRefs[i][k]) / 2
+		}
+		return m
+	}
+	floor, model := mean(1), mean(2)
+	bareBefore, bareAfter := raw["processed_per_second"], after["processed_per_second"]
+	bare := (bareBefore + bareAfter) / 2
+	drift := math.Abs(bareBefore-bareAfter) / min(bareBefore, bareAfter)
+	steadiness := fmt.Sprintf("bare asynq %.0f/s before and %.0f/s after taskcenter's runs", bareBefore, bareAfter)
+	if drift > 0.25 {
+		steadiness += fmt.Sprintf(" — the host drifted %.0f %% during the run: its ratios are unreliable, run again", 100*drift)
+	}
+	measure := map[string]float64{
+		"single_per_second": single.rate, "batch_per_second": batch.rate, "workers_per_second": drain.rate,
+		"single_ratio": single.rate / bare, "batch_ratio": batch.rate / bare, "workers_ratio": drain.rate / bare,
+		"cpu_ms_per_task_taskcenter": batch.cpu.taskcenter, "cpu_ms_per_task_postgres": batch.cpu.postgres,
+		"cpu_ms_per_task_redis": batch.cpu.redis, "hot_update_share": batch.hot,
+		"workers_cpu_ms_per_task_taskcenter": drain.cpu.taskcenter, "workers_cpu_ms_per_task_postgres": drain.cpu.postgres,
+		"workers_cpu_ms_per_task_redis": drain.cpu.redis,
+	}
+	for i, name := range map[int]string{1: "lease_floor", 2: "model_floor"} {
+		m := mean(i)
+		measure[name+"_per_second"] = m["processed_per_second"]
+		measure[name+"_ratio"] = m["processed_per_second"] / bare
+		measure[name+"_per_second_before"] = before[i]["processed_per_second"]
+		measure[name+"_per_second_after"] = afterRefs[i]["processed_per_second"]
+		for _, part := range []string{"process", "postgres", "redis"} {
+			measure[name+"_cpu_ms_per_task_"+part] = m["cpu_ms_per_task_"+part]
+		}
+	}
+	met := batch.rate >= 0.5*bare && single.rate >= 0.3*bare && drain.rate >= 0.6*bare
+	return Figure{
+		Name:    fmt.Sprintf("pipeline %d no-op tasks", n),
+		Measure: measure,
+		Baseline: map[string]float64{"processed_per_second": bare, "processed_per_second_before": bareBefore,
+			"processed_per_second_after": bareAfter, "enqueue_per_second": raw["enqueue_per_second"],
+			"drain_cpu_ms_per_task_process": raw["cpu_ms_per_task_process"], "drain_cpu_ms_per_task_redis": raw["cpu_ms_per_task_redis"]},
+		Ratio:  batch.rate / bare,
+		Target: "batch ≥ 0.5×, single ≥ 0.3×, workers alone ≥ 0.6× bare asynq",
+		Met:    met,
+		Note: fmt.Sprintf("single %.0f/s (%.2f×), batch %.0f/s (%.2f×), workers %.0f/s (%.2f×) vs bare asynq %.0f/s (%s); CPU per task (batch run): "+
+			"taskcenter %.2f ms, Postgres %.2f ms, Redis %.2f ms; CPU per task (workers alone): taskcenter %.2f ms, Postgres %.2f ms, "+
+			"Redis %.2f ms; bare asynq's drain: its process %.2f ms, Redis %.2f ms; HOT %.0f%% of task updates; "+
+			"lease floor (bare asynq whose jobs claim and end a 6-column row in grouped fenced updates; mean of before and after) %.0f/s (%.2f×), "+
+			"CPU per task: its process %.2f ms, Postgres %.2f ms, Redis %.2f ms; model floor (the same on taskcenter's own tables: "+
+			"the wide task row with its indexes, a run row and an outbox event per transition) %.0f/s (%.2f×), CPU per task: "+
+			"its process %.2f ms, Postgres %.2f ms, Redis %.2f ms",
+			single.rate, single.rate/bare, batch.rate, batch.rate/bare, drain.rate, drain.rate/bare, bare, steadiness,
+			batch.cpu.taskcenter, batch.cpu.postgres, batch.cpu.redis, drain.cpu.taskcenter, drain.cpu.postgres, drain.cpu.redis,
+			raw["cpu_ms_per_task_process"], raw["cpu_ms_per_task_redis"], 100*batch.hot,
+			floor["processed_per_second"], floor["processed_per_second"]/bare, floor["cpu_ms_per_task_process"],
+			floor["cpu_ms_per_task_postgres"], floor["cpu_ms_per_task_redis"],
+			model["processed_per_second"], model["processed_per_second"]/bare, model["cpu_ms_per_task_process"],
+			model["cpu_ms_per_task_postgres"], model["cpu_ms_per_task_redis"]),
+	}, nil
 }
 
 // pipelineRun is one measured pipeline run.

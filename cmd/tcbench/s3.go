@@ -20,37 +20,35 @@ import (
 // over a temp dir): the upload streams into the bucket, submit checks it there with ranged
 // reads, the worker imports it with ranged reads. The ratio is s3 over local; RSS is the
 // service's peak.
-func benchImportS3(rows int) func(ctx context.Context, b *bench) (Figure, error) {
-	return func(ctx context.Context, b *bench) (Figure, error) {
-		file, err := b.importFile(rows)
-		if err != nil {
-			return Figure{}, err
-		}
-		local, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-local-%d", rows))
-		if err != nil {
-			return Figure{}, fmt.Errorf("local: %w", err)
-		}
-		gw, err := startGateway(ctx, filepath.Join(b.dataDir, "s3"))
-		if err != nil {
-			return Figure{}, err
-		}
-		defer gw.stop()
-		s3, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-s3-%d", rows), gw.env()...)
-		if err != nil {
-			return Figure{}, fmt.Errorf("s3: %w", err)
-		}
-		ratio := s3.took.Seconds() / local.took.Seconds()
-		return Figure{
-			Name: fmt.Sprintf("import %d rows on s3", rows),
-			Note: fmt.Sprintf("s3: upload+checks %.2fs, run %.2fs; local: upload+checks %.2fs, run %.2fs (versitygw on this machine)",
-				s3.phases.Upload, s3.phases.Run, local.phases.Upload, local.phases.Run),
-			Measure:  map[string]float64{"seconds": s3.took.Seconds(), "peak_rss_mb": s3.rss, "per_second": float64(rows) / s3.took.Seconds()},
-			Baseline: map[string]float64{"seconds": local.took.Seconds(), "peak_rss_mb": local.rss, "per_second": float64(rows) / local.took.Seconds()},
-			Ratio:    ratio,
-			Target:   "≤1.5× local, ≤200 MB",
-			Met:      ratio <= 1.5 && s3.rss <= 200,
-		}, nil
+func benchImportS3(ctx context.Context, b *bench, rows int) (Figure, error) {
+	file, err := b.importFile(rows)
+	if err != nil {
+		return Figure{}, err
 	}
+	local, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-local-%d", rows))
+	if err != nil {
+		return Figure{}, fmt.Errorf("local: %w", err)
+	}
+	gw, err := startGateway(ctx, filepath.Join(b.dataDir, "s3"))
+	if err != nil {
+		return Figure{}, err
+	}
+	defer gw.stop()
+	s3, err := b.importOnce(ctx, file, rows, importFlavours()[0], fmt.Sprintf("import-s3-%d", rows), gw.env()...)
+	if err != nil {
+		return Figure{}, fmt.Errorf("s3: %w", err)
+	}
+	ratio := s3.took.Seconds() / local.took.Seconds()
+	return Figure{
+		Name: fmt.Sprintf("import %d rows on s3", rows),
+		Note: fmt.Sprintf("s3: upload+checks %.2fs, run %.2fs; local: upload+checks %.2fs, run %.2fs (versitygw on this machine)",
+			s3.phases.Upload, s3.phases.Run, local.phases.Upload, local.phases.Run),
+		Measure:  map[string]float64{"seconds": s3.took.Seconds(), "peak_rss_mb": s3.rss, "per_second": float64(rows) / s3.took.Seconds()},
+		Baseline: map[string]float64{"seconds": local.took.Seconds(), "peak_rss_mb": local.rss, "per_second": float64(rows) / local.took.Seconds()},
+		Ratio:    ratio,
+		Target:   "≤1.5× local, ≤200 MB",
+		Met:      ratio <= 1.5 && s3.rss <= 200,
+	}, nil
 }
 
 // gateway is a Versity S3 Gateway the benchmark runs over a directory.

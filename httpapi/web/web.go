@@ -126,7 +126,7 @@ func New(cfg Config) (*App, error) {
 	for _, page := range []string{"login", "list", "detail", "import", "export", "continue", "signout"} {
 		t, err := template.New("layout.html").Funcs(template.FuncMap{
 			"t": func(string) string { return "" }, // replaced per request
-		}).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		}).ParseFS(files, "templates/layout.html", "templates/filters.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
 		}

@@ -154,12 +154,15 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir (TASKCENTER_DATA_DIR) must be set to a writable directory")
 	}
-	c.Storage.validate(bad)
-	c.HTTP.validate(bad)
+	for _, section := range []interface {
+		validate(bad func(string, ...any))
+	}{
+		c.Storage, c.HTTP, c.Redis, c.Auth, c.Worker, c.Export, c.Import, c.Alerts, c.Console, c.Metrics, c.Log,
+		c.Webhooks, c.Web, c.Events, c.Schedules,
+	} {
+		section.validate(bad)
+	}
 	c.Database.validate(c.Worker, bad)
-	c.Redis.validate(bad)
-	c.Auth.validate(bad)
-	c.Worker.validate(bad)
 	if len(c.Queues) == 0 {
 		bad("queues must define at least one queue")
 	}
@@ -169,17 +172,7 @@ func (c *Config) Validate() error {
 	for _, name := range slices.Sorted(maps.Keys(c.Types)) {
 		c.Types[name].validate(name, c.Queues, c.Worker, bad)
 	}
-	c.Export.validate(bad)
-	c.Import.validate(bad)
 	c.Cleanup.validate(c.Queues, bad)
-	c.Alerts.validate(bad)
-	c.Console.validate(bad)
-	c.Metrics.validate(bad)
-	c.Log.validate(bad)
-	c.Webhooks.validate(bad)
-	c.Web.validate(bad)
-	c.Events.validate(bad)
-	c.Schedules.validate(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration:\n  - %w", joinLines(errs))
 	}

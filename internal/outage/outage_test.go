@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // An outage of any length is two log lines: its start and its end with a summary.
@@ -69,16 +70,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// observed records what the trackers tell the metrics.
-type observed struct {
-	mu     sync.Mutex
-	up     map[string]bool
-	errors map[string]int
-}
-
-func (o *observed) DependencyUp(name string, up bool) { o.mu.Lock(); o.up[name] = up; o.mu.Unlock() }
-func (o *observed) DependencyError(name string)       { o.mu.Lock(); o.errors[name]++; o.mu.Unlock() }
-
 // Each dependency is its own: an identity provider's outage is logged and counted as the
 // identity provider's, and Postgres stays up. A webhook receiver's outage names its host,
 // counts against the webhook targets and leaves no up/down series: one customer's dead
@@ -87,7 +78,7 @@ func TestEachDependencyIsItsOwn(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	obs := &observed{up: map[string]bool{}, errors: map[string]int{}}
+	obs := &testenv.Dependencies{}
 	pg := New("postgres", logger, obs)
 	idp := New("identity_provider", logger, obs)
 	hook := NewTarget("webhook_target", "hooks.example.com:443", logger, obs)
@@ -100,9 +91,7 @@ func TestEachDependencyIsItsOwn(t *testing.T) {
 	if pg.Down() || !idp.Down() || !hook.Down() {
 		t.Fatalf("down: postgres %v, identity provider %v, webhook target %v", pg.Down(), idp.Down(), hook.Down())
 	}
-	obs.mu.Lock()
-	up, errs := maps.Clone(obs.up), maps.Clone(obs.errors)
-	obs.mu.Unlock()
+	up, errs := obs.Seen()
 	if !maps.Equal(up, map[string]bool{"postgres": true, "identity_provider": false}) {
 		t.Fatalf("dependency_up: %v", up)
 	}

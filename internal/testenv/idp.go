@@ -235,7 +235,7 @@ func Sign(t testing.TB, kp *mockoidc.Keypair, c jwt.MapClaims) string {
 // consents, and returns the code the provider sends back.
 func Authorize(t testing.TB, authURL string) string {
 	t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := NoRedirects()
 	res, err := c.Get(authURL)
 	if err != nil {
 		t.Fatal(err)

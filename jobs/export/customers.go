@@ -7,7 +7,6 @@ import (
 
 	"github.com/taskcenter/taskcenter/internal/msg"
 	"github.com/taskcenter/taskcenter/internal/storage"
-	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store/customers"
 )
 
@@ -30,26 +29,19 @@ type CustomerParams struct {
 }
 
 // Customers is the export:customers handler.
-type Customers struct{ exporter }
+type Customers = handler[CustomerParams]
 
 // NewCustomers returns the customer export handler.
 func NewCustomers(db *bun.DB, fs storage.Store, cfg Config) *Customers {
-	return &Customers{exporter{db: db, files: fs, cfg: cfg}}
+	return &Customers{exporter: exporter{db: db, files: fs, cfg: cfg}, name: CustomersType, file: "customers", selected: CustomerParams.selected}
 }
 
-// Type implements jobs.Handler.
-func (c *Customers) Type() string { return CustomersType }
-
-// Run implements jobs.Handler.
-func (c *Customers) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
-	var p CustomerParams
-	if err := run.Params(&p); err != nil {
-		return jobs.Result{}, err
-	}
+// selected is the source of the customers p selects, once p is valid.
+func (p CustomerParams) selected(*bun.DB) (source, error) {
 	if err := p.Filter.Validate(); err != nil {
-		return jobs.Result{}, err
+		return nil, err
 	}
-	return c.export(ctx, run, customerSource{f: p.Filter, lang: msg.ParseLang(p.Lang)}, downloadName("customers", run.Task.TaskNo))
+	return customerSource{f: p.Filter, lang: msg.ParseLang(p.Lang)}, nil
 }
 
 type customerSource struct {

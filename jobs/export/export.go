@@ -59,6 +59,32 @@ type exporter struct {
 	cfg   Config
 }
 
+// handler is an export's jobs.Handler: it reads the task's params P, which check themselves
+// and say the source they select (selected), and exports that source to a file named
+// after what it holds (file).
+type handler[P any] struct {
+	exporter
+	name     string
+	file     string
+	selected func(p P, db *bun.DB) (source, error)
+}
+
+// Type implements jobs.Handler.
+func (h *handler[P]) Type() string { return h.name }
+
+// Run implements jobs.Handler.
+func (h *handler[P]) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
+	var p P
+	if err := run.Params(&p); err != nil {
+		return jobs.Result{}, err
+	}
+	src, err := h.selected(p, h.db)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	return h.export(ctx, run, src, downloadName(h.file, run.Task.TaskNo))
+}
+
 type page struct {
 	rows [][]any
 	err  error

@@ -27,13 +27,9 @@ func TestExportDeclaresItsRange(t *testing.T) {
 		SELECT 'C' || i, 'name ' || i, '13800138000', 'c' || i || '@example.com', 'Shanghai', 'gold'
 		FROM generate_series(1, ?) AS i`, customers)
 
-	rt := w.Runtime(NewCustomers(w.PG.DB, w.Files, Config{PageSize: 1000, ResultTTL: time.Hour, MaxRows: 10_000}),
-		jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute})
-
-	params, _ := json.Marshal(CustomerParams{})
-	task := w.Create(t, store.NewTask{Type: CustomersType, Owner: "alice", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
+	h := NewCustomers(w.PG.DB, w.Files, Config{PageSize: 1000, ResultTTL: time.Hour, MaxRows: 10_000})
 	var res ResultData
-	if done := w.Succeed(t, rt, task, &res); res.Rows != customers {
+	if done := w.RunExport(t, h, "alice", CustomerParams{}, &res); res.Rows != customers {
 		t.Fatalf("export of %d rows: %s", customers, done.Result)
 	}
 	// Eight columns; the header and a row per customer.
@@ -54,13 +50,10 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 	waiting := w.Create(t, store.NewTask{Type: "import:customers", Owner: "alice", Queue: "imports", MaxRetry: 1, TimeoutSeconds: 600,
 		Params: json.RawMessage(`{}`), Title: title.English(), TitleMessage: &title})
 	cfg := Config{PageSize: 100, ResultTTL: time.Hour, MaxRows: 1000}
-	policy := jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute}
-	export := func(t *testing.T, h jobs.Handler, typ string, params any) [][]string {
+	export := func(t *testing.T, h jobs.Handler, params any) [][]string {
 		t.Helper()
-		raw, _ := json.Marshal(params)
-		task := w.Create(t, store.NewTask{Type: typ, Owner: "bob", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: raw})
 		var res ResultData
-		w.Succeed(t, w.Runtime(h, policy), task, &res)
+		w.RunExport(t, h, "bob", params, &res)
 		f, err := excelize.OpenFile(w.Path(res.File))
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +88,7 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 		{"", "Sheet1", []string{"task_no", "type", "owner", "status"}, []string{"code", "name", "phone"}, "PENDING", "import:customers", "gold", "title", "Import 客户.xlsx"},
 	} {
 		t.Run("lang "+tc.lang, func(t *testing.T) {
-			got := export(t, tasks, TasksType, TaskParams{Scope: store.Scope{Admin: true}, Lang: tc.lang})
+			got := export(t, tasks, TaskParams{Scope: store.Scope{Admin: true}, Lang: tc.lang})
 			if got[0][0] != tc.sheet || !slices.Equal(got[1][:4], tc.taskHeader) {
 				t.Fatalf("task export: sheet %q, header %q; want %q, %q", got[0][0], got[1], tc.sheet, tc.taskHeader)
 			}
@@ -107,7 +100,7 @@ func TestExportsAreWrittenInTheirLanguage(t *testing.T) {
 			if header, row := got[1], only(got, waiting.TaskNo); header[len(header)-1] != tc.titleHeader || len(row) != len(header) || row[len(row)-1] != tc.title {
 				t.Fatalf("task export: header %q, row %q; want the title %q under %q", header, row, tc.title, tc.titleHeader)
 			}
-			got = export(t, customers, CustomersType, CustomerParams{Lang: tc.lang})
+			got = export(t, customers, CustomerParams{Lang: tc.lang})
 			if got[0][0] != tc.sheet || !slices.Equal(got[1][:3], tc.customerHeader) {
 				t.Fatalf("customer export: sheet %q, header %q; want %q, %q", got[0][0], got[1], tc.sheet, tc.customerHeader)
 			}

@@ -39,29 +39,22 @@ type TaskFilter struct {
 }
 
 // Tasks is the export:tasks handler.
-type Tasks struct{ exporter }
+type Tasks = handler[TaskParams]
 
 // NewTasks returns the task-list export handler.
 func NewTasks(db *bun.DB, fs storage.Store, cfg Config) *Tasks {
-	return &Tasks{exporter{db: db, files: fs, cfg: cfg}}
+	return &Tasks{exporter: exporter{db: db, files: fs, cfg: cfg}, name: TasksType, file: "tasks", selected: TaskParams.selected}
 }
 
-// Type implements jobs.Handler.
-func (t *Tasks) Type() string { return TasksType }
-
-// Run implements jobs.Handler.
-func (t *Tasks) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
-	var p TaskParams
-	if err := run.Params(&p); err != nil {
-		return jobs.Result{}, err
-	}
+// selected is the source of the tasks p selects, read from db, once p is valid.
+func (p TaskParams) selected(db *bun.DB) (source, error) {
 	if err := p.Filter.Validate(); err != nil {
-		return jobs.Result{}, err
+		return nil, err
 	}
 	if !p.Scope.Admin && p.Scope.Owner == "" {
-		return jobs.Result{}, jobs.BadInput("bad_params", "the export has no owner scope")
+		return nil, jobs.BadInput("bad_params", "the export has no owner scope")
 	}
-	return t.export(ctx, run, taskSource{p: p, db: t.db, lang: msg.ParseLang(p.Lang)}, downloadName("tasks", run.Task.TaskNo))
+	return taskSource{p: p, db: db, lang: msg.ParseLang(p.Lang)}, nil
 }
 
 type taskSource struct {

@@ -18,21 +18,23 @@ var defaultPolicy = jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeou
 
 // CustomersTaskType declares export:customers.
 func CustomersTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
-	return jobs.Type{
-		Name: CustomersType, Description: "Export customers, optionally filtered by city, level or code prefix, to an .xlsx file.",
-		Queue: "exports", Submittable: true, Policy: defaultPolicy,
-		NewParams: func() jobs.Params { return &CustomerParams{} },
-		Handler:   NewCustomers(db, fs, cfg),
-	}
+	return taskType(NewCustomers(db, fs, cfg), "Export customers, optionally filtered by city, level or code prefix, to an .xlsx file.")
 }
 
 // TasksTaskType declares export:tasks.
 func TasksTaskType(db *bun.DB, fs storage.Store, cfg Config) jobs.Type {
+	return taskType(NewTasks(db, fs, cfg), "Export your task list (an admin: everyone's, or one owner's), filtered like the list API, to an .xlsx file.")
+}
+
+// taskType declares the export h runs: both exports share their queue and policy.
+func taskType[P any, PP interface {
+	*P
+	jobs.Params
+}](h *handler[P], description string) jobs.Type {
 	return jobs.Type{
-		Name: TasksType, Description: "Export your task list (an admin: everyone's, or one owner's), filtered like the list API, to an .xlsx file.",
-		Queue: "exports", Submittable: true, Policy: defaultPolicy,
-		NewParams: func() jobs.Params { return &TaskParams{} },
-		Handler:   NewTasks(db, fs, cfg),
+		Name: h.name, Description: description, Queue: "exports", Submittable: true, Policy: defaultPolicy,
+		NewParams: func() jobs.Params { return PP(new(P)) },
+		Handler:   h,
 	}
 }
 

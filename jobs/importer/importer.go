@@ -89,14 +89,49 @@ type Config struct {
 	ReportTTL time.Duration
 }
 
-// Importer is the import:customers handler.
-type Importer struct {
+// writer is what the import and its undo share: where they write (the customers, the
+// rejected rows, the error report) and how they end.
+type writer struct {
 	store *store.Store
 	files storage.Store
 	cfg   Config
 
 	// afterCommit, when set (by tests), runs after each batch has committed.
 	afterCommit func(ctx context.Context, run *jobs.Run, batch int)
+}
+
+// finalRow re-reads the task of run's lease for its final counts. Another attempt having
+// taken the task over fences this one: its ending must not write.
+func (w *writer) finalRow(ctx context.Context, run *jobs.Run) (*store.Task, error) {
+	row, err := w.store.GetByID(ctx, run.Lease.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if row.Attempt != run.Lease.Attempt {
+		return nil, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, row.Attempt, store.ErrFenced)
+	}
+	return row, nil
+}
+
+// withReport writes the error report of the attempt's rejected rows (under header, in lang;
+// downloaded as name-<task>.xlsx) and makes it part of res and of its data: the file, kept for
+// the report TTL, and the first errors.
+func (w *writer) withReport(ctx context.Context, run *jobs.Run, res jobs.Result, data *ResultData, name string, header []string, lang Lang) (jobs.Result, error) {
+	rel, first, err := writeErrorReport(ctx, w.store, w.files, run.Lease, run.TempPrefix(), header, lang)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang = rel, name+"-"+run.Lease.TaskNo+".xlsx", lang
+	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
+	expires := time.Now().Add(w.cfg.ReportTTL).UTC()
+	res.ExpiresAt = &expires
+	res.Files = []string{rel}
+	return res, nil
+}
+
+// Importer is the import:customers handler.
+type Importer struct {
+	writer
 	// inLastStep, when set (by tests), runs inside the last step's transaction once its work
 	// is done; an error rolls the step back.
 	inLastStep func(ctx context.Context, run *jobs.Run) error
@@ -106,7 +141,7 @@ type Importer struct {
 
 // New returns the import handler.
 func New(st *store.Store, fs storage.Store, cfg Config) *Importer {
-	return &Importer{store: st, files: fs, cfg: cfg}
+	return &Importer{writer: writer{store: st, files: fs, cfg: cfg}}
 }
 
 // Type implements jobs.Handler.
@@ -252,7 +287,7 @@ func (im *Importer) begin(ctx context.Context, run *jobs.Run, p Params) (*opened
 	if err != nil {
 		return nil, jobs.Result{}, err
 	}
-	cp, err := readCheckpoint(run.Task.Checkpoint)
+	cp, err := readCheckpoint[checkpoint](run.Task.Checkpoint)
 	if err != nil {
 		obj.Close()
 		return nil, jobs.Result{}, err
@@ -399,10 +434,10 @@ func (im *Importer) openUpload(ctx context.Context, key string) (*watchedObject,
 	return &watchedObject{Object: stored}, nil
 }
 
-// readCheckpoint reads where an earlier attempt's last committed batch ended; the zero
-// checkpoint when there is none.
-func readCheckpoint(b []byte) (checkpoint, error) {
-	var cp checkpoint
+// readCheckpoint reads where an earlier attempt's last committed batch ended (an import's
+// checkpoint, an undo's undoCheckpoint); the zero checkpoint when there is none.
+func readCheckpoint[C any](b []byte) (C, error) {
+	var cp C
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &cp); err != nil {
 			return cp, fmt.Errorf("read checkpoint: %w", err)
@@ -752,12 +787,9 @@ func (im *Importer) write(taskID int64, mode customers.Mode, b batch, cp *checkp
 // the lease's attempt, never after the re-read row's: a superseded attempt must not touch
 // the live attempt's files.
 func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (jobs.Result, error) {
-	row, err := im.store.GetByID(ctx, run.Lease.TaskID)
+	row, err := im.finalRow(ctx, run)
 	if err != nil {
 		return jobs.Result{}, err
-	}
-	if row.Attempt != run.Lease.Attempt {
-		return jobs.Result{}, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, row.Attempt, store.ErrFenced)
 	}
 	if row.TotalCount == 0 {
 		return jobs.Result{}, jobs.BadInput("no_rows", "the sheet has a header row but no data rows below it")
@@ -816,19 +848,7 @@ func (im *Importer) finish(ctx context.Context, run *jobs.Run, readErr error) (j
 	if counts.Failed == 0 {
 		return res, nil
 	}
-	lang := ParseLang(p.Lang)
-	rel, first, err := writeErrorReport(ctx, im.store, im.files, run.Lease, run.TempPrefix(), cp.Header, lang)
-	if err != nil {
-		return jobs.Result{}, err
-	}
-	data.ErrorReport = rel
-	data.ErrorReportName = "errors-" + run.Lease.TaskNo + ".xlsx"
-	data.ErrorReportLang = lang
-	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
-	expires := time.Now().Add(im.cfg.ReportTTL).UTC()
-	res.ExpiresAt = &expires
-	res.Files = []string{rel}
-	return res, nil
+	return im.withReport(ctx, run, res, &data, "errors", cp.Header, ParseLang(p.Lang))
 }
 
 // TitleMessage implements jobs.Titled: the file it imports, the mode when it is not the
@@ -851,11 +871,18 @@ func (*Params) Prepare(jobs.Who) error { return nil }
 // TaskType declares import:customers. It is submitted by uploading a file (POST
 // /api/v1/imports), not through the generic submit.
 func TaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
+	return importsType(New(st, fs, cfg), "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
+		"POST /api/v1/imports", func() jobs.Params { return &Params{} })
+}
+
+// importsType declares a type of the imports queue that is submitted through its own route
+// (via), not the generic submit: the import and its undo share their retry and time limits.
+func importsType(h jobs.Handler, description, via string, params func() jobs.Params) jobs.Type {
 	return jobs.Type{
-		Name: Type, Description: "Import customers from an uploaded .xlsx or .csv file (POST /api/v1/imports).",
-		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/imports",
-		NewParams: func() jobs.Params { return &Params{} },
+		Name: h.Type(), Description: description,
+		Queue: "imports", Submittable: false, SubmitVia: via,
+		NewParams: params,
 		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
-		Handler:   New(st, fs, cfg),
+		Handler:   h,
 	}
 }

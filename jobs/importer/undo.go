@@ -105,18 +105,11 @@ func undoable(imp *store.Task, keep time.Duration, now time.Time) (Params, error
 // its checkpoint (the last code done), fenced by the attempt, so it resumes exactly and a
 // cancel leaves every batch whole. A customer changed again since the import is left as it
 // is and reported as a rejected row with the reason, in the undo's own error report.
-type Undoer struct {
-	store *store.Store
-	files storage.Store
-	cfg   Config
-
-	// afterCommit, when set (by tests), runs after each batch has committed.
-	afterCommit func(ctx context.Context, run *jobs.Run, batch int)
-}
+type Undoer struct{ writer }
 
 // NewUndoer returns the undo handler.
 func NewUndoer(st *store.Store, fs storage.Store, cfg Config) *Undoer {
-	return &Undoer{store: st, files: fs, cfg: cfg}
+	return &Undoer{writer{store: st, files: fs, cfg: cfg}}
 }
 
 // Type implements jobs.Handler.
@@ -148,11 +141,9 @@ func (u *Undoer) Run(ctx context.Context, run *jobs.Run) (jobs.Result, error) {
 	if imp.FinishedAt == nil {
 		return jobs.Result{}, jobs.BadInput("import_not_finished", "the import %s is %s again; an undo needs it finished", p.Import, imp.Status)
 	}
-	var cp undoCheckpoint
-	if len(run.Task.Checkpoint) > 0 {
-		if err := json.Unmarshal(run.Task.Checkpoint, &cp); err != nil {
-			return jobs.Result{}, fmt.Errorf("read checkpoint: %w", err)
-		}
+	cp, err := readCheckpoint[undoCheckpoint](run.Task.Checkpoint)
+	if err != nil {
+		return jobs.Result{}, err
 	}
 	batchSize := max(u.cfg.BatchSize, 1)
 	batches := 0
@@ -219,12 +210,9 @@ func mustJSON(v any) json.RawMessage {
 // finish reads the undo's counts, writes its error report when customers were left alone,
 // and decides its status like an import's.
 func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.Result, error) {
-	row, err := u.store.GetByID(ctx, run.Lease.TaskID)
+	row, err := u.finalRow(ctx, run)
 	if err != nil {
 		return jobs.Result{}, err
-	}
-	if row.Attempt != run.Lease.Attempt {
-		return jobs.Result{}, fmt.Errorf("finish %s (the task is at attempt %d): %w", run.Lease, row.Attempt, store.ErrFenced)
 	}
 	counts := task.Counts{Total: row.TotalCount, Success: row.SuccessCount, Failed: row.FailedCount}
 	data := ResultData{Summary: Summary{Total: counts.Total, Success: counts.Success, Failed: counts.Failed}, Undoes: p.Import}
@@ -240,26 +228,12 @@ func (u *Undoer) finish(ctx context.Context, run *jobs.Run, p UndoParams) (jobs.
 	if counts.Failed == 0 {
 		return res, nil
 	}
-	rel, first, err := writeErrorReport(ctx, u.store, u.files, run.Lease, run.TempPrefix(), undoHeader, LangEN)
-	if err != nil {
-		return jobs.Result{}, err
-	}
-	data.ErrorReport, data.ErrorReportName, data.ErrorReportLang = rel, "conflicts-"+run.Lease.TaskNo+".xlsx", LangEN
-	data.FirstErrors, data.FirstErrorMessages = first.texts, first.messages
-	expires := time.Now().Add(u.cfg.ReportTTL).UTC()
-	res.ExpiresAt = &expires
-	res.Files = []string{rel}
-	return res, nil
+	return u.withReport(ctx, run, res, &data, "conflicts", undoHeader, LangEN)
 }
 
 // UndoTaskType declares import:customers-undo, on the imports' queue. It is submitted by
 // POST /api/v1/tasks/{id}/undo, not through the generic submit.
 func UndoTaskType(st *store.Store, fs storage.Store, cfg Config) jobs.Type {
-	return jobs.Type{
-		Name: UndoType, Description: "Undo a customer import: restore what it changed (POST /api/v1/tasks/{id}/undo).",
-		Queue: "imports", Submittable: false, SubmitVia: "POST /api/v1/tasks/{id}/undo",
-		NewParams: func() jobs.Params { return &UndoParams{} },
-		Policy:    jobs.Policy{MaxRetry: 3, RetryBase: 30 * time.Second, Timeout: 30 * time.Minute, MaxRuntime: 6 * time.Hour, StallAfter: 10 * time.Minute},
-		Handler:   NewUndoer(st, fs, cfg),
-	}
+	return importsType(NewUndoer(st, fs, cfg), "Undo a customer import: restore what it changed (POST /api/v1/tasks/{id}/undo).",
+		"POST /api/v1/tasks/{id}/undo", func() jobs.Params { return &UndoParams{} })
 }

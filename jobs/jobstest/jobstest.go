@@ -82,6 +82,19 @@ func (w *World) Create(t testing.TB, nt store.NewTask) *store.Task {
 	return task
 }
 
+// RunExport runs one task of h's type on the exports queue, owned by owner and given params,
+// on a runtime of its own (one retry, a minute per attempt), as Succeed does: the result is
+// decoded into result, and t fails unless the task ended SUCCESS.
+func (w *World) RunExport(t testing.TB, h jobs.Handler, owner string, params, result any) *store.Task {
+	t.Helper()
+	raw, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := w.Create(t, store.NewTask{Type: h.Type(), Owner: owner, Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: raw})
+	return w.Succeed(t, w.Runtime(h, jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute}), task, result)
+}
+
 // Succeed runs one attempt of task on rt, as Deliver does, and decodes the result it stored
 // into result; t fails unless the attempt ended the task SUCCESS.
 func (w *World) Succeed(t testing.TB, rt *jobs.Runtime, task *store.Task, result any) *store.Task {

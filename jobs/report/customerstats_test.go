@@ -1,14 +1,12 @@
 package report
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/xlsxsafe/xlsxtest"
-	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/jobstest"
 	"github.com/taskcenter/taskcenter/store"
 	"github.com/taskcenter/taskcenter/store/storetest"
@@ -30,12 +28,8 @@ func TestCustomerStatsSheetsDeclareTheirRange(t *testing.T) {
 	}
 
 	typ := CustomerStatsTaskType(w.PG.DB, w.Files, Config{ResultTTL: time.Hour})
-	rt := w.Runtime(typ.Handler, jobs.TypePolicy{MaxRetry: 1, RetryBase: time.Second, MaxRuntime: time.Minute})
-
-	params, _ := json.Marshal(CustomerStatsParams{Days: 30, Scope: store.Scope{Owner: "alice"}})
-	task := w.Create(t, store.NewTask{Type: CustomerStatsType, Owner: "alice", Queue: "exports", MaxRetry: 1, TimeoutSeconds: 600, Params: params})
 	var res ResultData
-	if done := w.Succeed(t, rt, task, &res); res.File == "" {
+	if done := w.RunExport(t, typ.Handler, "alice", CustomerStatsParams{Days: 30, Scope: store.Scope{Owner: "alice"}}, &res); res.File == "" {
 		t.Fatalf("report without a file: %s", done.Result)
 	}
 	got := xlsxtest.SheetRanges(t, w.Path(res.File))

@@ -4,23 +4,12 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskcenter/taskcenter/internal/testenv"
 	"github.com/taskcenter/taskcenter/jobs/webhook"
 )
-
-// errorCounts is the metrics' view of the dispatcher: failed operations per dependency.
-type errorCounts struct {
-	mu sync.Mutex
-	up map[string]bool
-	n  map[string]int
-}
-
-func (c *errorCounts) DependencyUp(name string, up bool) { c.mu.Lock(); c.up[name] = up; c.mu.Unlock() }
-func (c *errorCounts) DependencyError(name string)       { c.mu.Lock(); c.n[name]++; c.mu.Unlock() }
 
 // A receiver that stops answering is the receiver's outage, told apart from the service's own
 // dependencies: one WARN line naming its host when it goes, one summary when it is back, its
@@ -32,7 +21,7 @@ func TestAnUnreachableReceiverIsOneOutageOfItsOwn(t *testing.T) {
 	rcv := newReceiver(t)
 	f.subscribe("alice", rcv.url(), webhook.TerminalEvents...)
 	logs := &testenv.SyncBuffer{}
-	counts := &errorCounts{up: map[string]bool{}, n: map[string]int{}}
+	counts := &testenv.Dependencies{} // the metrics' view of the dispatcher
 	p, err := webhook.NewPolicy([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -47,9 +36,8 @@ func TestAnUnreachableReceiverIsOneOutageOfItsOwn(t *testing.T) {
 		f.finish("alice")
 	}
 	failed := func() int {
-		counts.mu.Lock()
-		defer counts.mu.Unlock()
-		return counts.n["webhook_target"]
+		_, errs := counts.Seen()
+		return errs["webhook_target"]
 	}
 	testenv.Eventually(t, 10*time.Second, "attempts failing while the receiver is down", func() bool { return failed() >= 6 })
 	rcv.Start()
@@ -69,9 +57,7 @@ func TestAnUnreachableReceiverIsOneOutageOfItsOwn(t *testing.T) {
 	if n := strings.Count(out, `"level":"WARN"`); n != 1 {
 		t.Fatalf("%d WARN lines for one receiver's outage:\n%s", n, out)
 	}
-	counts.mu.Lock()
-	defer counts.mu.Unlock()
-	if len(counts.up) != 0 {
-		t.Fatalf("a receiver's outage reported dependency_up: %v", counts.up)
+	if up, _ := counts.Seen(); len(up) != 0 {
+		t.Fatalf("a receiver's outage reported dependency_up: %v", up)
 	}
 }

@@ -20,17 +20,12 @@ func By(ctx context.Context, tx bun.Tx, column string) ([][]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out [][]any
-	for rows.Next() {
+	return pg.Collect(rows, func(row func(dest ...any) error) ([]any, error) {
 		var k string
 		var n int64
-		if err := rows.Scan(&k, &n); err != nil {
-			return nil, err
-		}
-		out = append(out, []any{k, n})
-	}
-	return out, rows.Err()
+		err := row(&k, &n)
+		return []any{k, n}, err
+	})
 }
 
 // ImportsByDay counts the imports scope may see, and their rows, per UTC day over the last
@@ -43,15 +38,10 @@ func ImportsByDay(ctx context.Context, tx bun.Tx, scope pg.Scope, days int) ([][
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out [][]any
-	for rows.Next() {
+	return pg.Collect(rows, func(row func(dest ...any) error) ([]any, error) {
 		var day time.Time
 		var n, total, success, failed int64
-		if err := rows.Scan(&day, &n, &total, &success, &failed); err != nil {
-			return nil, err
-		}
-		out = append(out, []any{day.Format(time.DateOnly), n, total, success, failed})
-	}
-	return out, rows.Err()
+		err := row(&day, &n, &total, &success, &failed)
+		return []any{day.Format(time.DateOnly), n, total, success, failed}, err
+	})
 }

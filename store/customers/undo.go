@@ -130,16 +130,8 @@ func nextImageCodes(ctx context.Context, tx bun.Tx, importID int64, after string
 	if err != nil {
 		return nil, fmt.Errorf("read the before-images: %w", err)
 	}
-	defer rows.Close()
-	var codes []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, fmt.Errorf("read the before-images: %w", err)
-		}
-		codes = append(codes, c)
-	}
-	if err := rows.Err(); err != nil {
+	codes, err := pg.Collect(rows, pg.Scalar[string])
+	if err != nil {
 		return nil, fmt.Errorf("read the before-images: %w", err)
 	}
 	return codes, nil
@@ -174,16 +166,11 @@ func compareImages(ctx context.Context, tx bun.Tx, importID int64, codes []strin
 	if err != nil {
 		return nil, fmt.Errorf("compare the before-images: %w", err)
 	}
-	defer rows.Close()
-	var imgs []image
-	for rows.Next() {
-		var m image
-		if err := rows.Scan(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level); err != nil {
-			return nil, fmt.Errorf("compare the before-images: %w", err)
-		}
-		imgs = append(imgs, m)
-	}
-	if err := rows.Err(); err != nil {
+	imgs, err := pg.Collect(rows, func(row func(dest ...any) error) (m image, err error) {
+		err = row(&m.Code, &m.Row, &m.Inserted, &m.Removed, &m.Present, &m.Untouched, &m.Name, &m.Phone, &m.Email, &m.City, &m.Level)
+		return m, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("compare the before-images: %w", err)
 	}
 	return imgs, nil

@@ -1,7 +1,7 @@
 // Package pg is what package store and its subpackages (store/audit, store/customers,
 // store/schedules, store/stats, store/tokens, store/uploads, store/webhooks)
-// share about talking to Postgres: the statement runner (One, All, Exec, and Prune for the
-// retention deletes), the WHERE builder (Conditions), the classification of errors
+// share about talking to Postgres: the statement runner (One, All, Exec, Collect for rows
+// scanned by hand, and Prune for the retention deletes), the WHERE builder (Conditions), the classification of errors
 // (IsUnavailable, IsTimeout, IsNoRows), a few column helpers, and Scope, the visibility every
 // listing binds. It imports none of them, so each can import it.
 //
@@ -115,16 +115,33 @@ func Explain(ctx context.Context, db *bun.DB, query string, args ...any) (string
 	if err != nil {
 		return "", err
 	}
+	lines, err := Collect(rows, Scalar[string])
+	return strings.Join(lines, "\n"), err
+}
+
+// Collect reads every row of rows (a query's answer; closed here) through scan, in order: for
+// rows that are not a model, or where bun's reflection would show on a profile. scan is given
+// the row's Scan, to read the columns into its own variables.
+func Collect[T any](rows *sql.Rows, scan func(row func(dest ...any) error) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var lines []string
+	var out []T
 	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
+		v, err := scan(rows.Scan)
+		if err != nil {
+			return nil, err
 		}
-		lines = append(lines, line)
+		out = append(out, v)
 	}
-	return strings.Join(lines, "\n"), rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Scalar scans a row of one column into a T: Collect's scan for a list of values.
+func Scalar[T any](row func(dest ...any) error) (v T, err error) {
+	err = row(&v)
+	return v, err
 }
 
 // Conditions builds a WHERE clause whose values are numbered parameters.

@@ -1,10 +1,10 @@
-package schedules_test
+package schedules
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/taskcenter/taskcenter/store/internal/columntest"
-	"github.com/taskcenter/taskcenter/store/schedules"
 )
 
 // The schedules' statements are tested through the schedulers that run them (jobs/schedule)
@@ -13,5 +13,5 @@ import (
 // The column list the statements name is exactly the model's columns, in model order.
 func TestColumnListsMatchModels(t *testing.T) {
 	t.Parallel()
-	columntest.Check(t, schedules.ColumnLists())
+	columntest.Check(t, map[reflect.Type]string{reflect.TypeFor[Schedule](): columns})
 }

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -134,31 +135,29 @@ func TestEventsNobodyWantsAreNotLeftForTheFanOut(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	pending := func() int {
+	// fanOut checks how many events are left for the fan-out (when), then fans them out and
+	// checks the deliveries made: as many.
+	fanOut := func(want int, when string) {
+		t.Helper()
 		var n int
 		if err := f.DB.DB.QueryRowContext(ctx, `SELECT count(*) FROM task_events WHERE webhooks_at IS NULL`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		if n != want {
+			t.Fatalf("%d events left for the fan-out %s; want %d", n, when, want)
+		}
+		if got := f.fanOutAll(); got != want {
+			t.Fatalf("%d deliveries %s; want %d", got, when, want)
+		}
 	}
 	quiet := f.Task()
 	f.succeed(quiet)
-	if n := pending(); n != 0 {
-		t.Fatalf("%d events left for the fan-out with no subscription at all", n)
-	}
-	if got := f.fanOutAll(); got != 0 {
-		t.Fatalf("%d deliveries with no subscription", got)
-	}
+	fanOut(0, "with no subscription at all")
 
 	terminal := f.subscribe("alice", terminalEvents...)
 	heard := f.Task()
 	f.succeed(heard)
-	if n := pending(); n != 1 {
-		t.Fatalf("%d events pending; want 1 (the terminal event the subscription wants; not submitted or started)", n)
-	}
-	if got := f.fanOutAll(); got != 1 {
-		t.Fatalf("%d deliveries; want 1", got)
-	}
+	fanOut(1, "with one subscription (the terminal event it wants; not submitted or started)")
 	if got, want := f.deliveredEvents(terminal), []string{heard.TaskNo + " task.succeeded"}; !slices.Equal(got, want) {
 		t.Fatalf("subscription got %v, want %v (nothing of the task finished before it existed)", got, want)
 	}
@@ -188,26 +187,24 @@ func TestFanOutNeitherSkipsLateCommitsNorSeesRollbacks(t *testing.T) {
 	sub := f.subscribe("alice", terminalEvents...)
 	early, late, rolled := f.Task(), f.Task(), f.Task()
 
-	insertEvent := `INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
-		SELECT id, task_no, owner, type, 'task.succeeded', 'SUCCESS', 1, 'test' FROM tasks WHERE id = $1`
+	// insertEvent inserts the task's event in a transaction it leaves open.
+	insertEvent := func(task *store.Task) *sql.Tx {
+		t.Helper()
+		tx, err := f.DB.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck // done already when the test passes
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, task_no, owner, task_type, event, status, attempt, actor)
+			SELECT id, task_no, owner, type, 'task.succeeded', 'SUCCESS', 1, 'test' FROM tasks WHERE id = $1`, task.ID); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
 	// A transaction draws the smaller id and stays open...
-	slow, err := f.DB.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slow.Rollback() }) //nolint:errcheck // done already when the test passes
-	if _, err := slow.ExecContext(ctx, insertEvent, early.ID); err != nil {
-		t.Fatal(err)
-	}
+	slow := insertEvent(early)
 	// ...one that will roll back too...
-	doomed, err := f.DB.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { doomed.Rollback() }) //nolint:errcheck // done already when the test passes
-	if _, err := doomed.ExecContext(ctx, insertEvent, rolled.ID); err != nil {
-		t.Fatal(err)
-	}
+	doomed := insertEvent(rolled)
 	// ...while a later event commits and is fanned out.
 	f.succeed(late)
 	if got := f.fanOutAll(); got != 1 {

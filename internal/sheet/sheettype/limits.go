@@ -37,26 +37,19 @@ type Limits struct {
 // switched off.
 func (l Limits) WithDefaults() Limits {
 	d := config.Default().Import
-	if l.MaxUncompressed <= 0 {
-		l.MaxUncompressed = d.MaxUncompressedBytes
-	}
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = d.MaxEntries
-	}
-	if l.MaxRows <= 0 {
-		l.MaxRows = d.MaxRows
-	}
-	if l.MaxCellChars <= 0 {
-		l.MaxCellChars = d.MaxCellChars
-	}
-	if l.MaxColumns <= 0 {
-		l.MaxColumns = d.MaxColumns
-	}
-	if l.MaxRowBytes <= 0 {
-		l.MaxRowBytes = d.MaxRowBytes
-	}
-	if l.MaxSharedStrings <= 0 {
-		l.MaxSharedStrings = d.MaxSharedStrings
-	}
+	orDefault(&l.MaxUncompressed, d.MaxUncompressedBytes)
+	orDefault(&l.MaxEntries, d.MaxEntries)
+	orDefault(&l.MaxRows, d.MaxRows)
+	orDefault(&l.MaxCellChars, d.MaxCellChars)
+	orDefault(&l.MaxColumns, d.MaxColumns)
+	orDefault(&l.MaxRowBytes, d.MaxRowBytes)
+	orDefault(&l.MaxSharedStrings, d.MaxSharedStrings)
 	return l
+}
+
+// orDefault sets the limit *v to d unless it is positive.
+func orDefault[T int | int64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }

@@ -1,9 +1,0 @@
-package audit
-
-import "reflect"
-
-// ColumnLists maps each model's type to the column list its statements name (for the test
-// that keeps them in step).
-func ColumnLists() map[reflect.Type]string {
-	return map[reflect.Type]string{reflect.TypeFor[Event](): columns}
-}
