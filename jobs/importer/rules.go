@@ -312,11 +312,11 @@ func integral(s string) string {
 }
 
 // validEmail accepts a bare address: a dot-atom local part (RFC 5322 atext and dots), an
-// '@', and a domain of letters, digits and hyphens in two or more dot-separated labels.
-// It allocates nothing: it runs on every row.
+// '@', and a domain of letters, digits and hyphens in two or more dot-separated labels;
+// beyond ASCII, valid UTF-8 only. It allocates nothing: it runs on every row.
 func validEmail(s string) bool {
 	at := strings.LastIndexByte(s, '@')
-	if len(s) > maxEmail || at < 1 || at > 64 || at == len(s)-1 {
+	if len(s) > maxEmail || at < 1 || at > 64 || at == len(s)-1 || !utf8.ValidString(s) {
 		return false
 	}
 	local, domain := s[:at], s[at+1:]
