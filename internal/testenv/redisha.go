@@ -5,7 +5,6 @@ package testenv
 // the test's temp dir, stopped when the test ends. scripts/services.sh installs the programs.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,6 +22,8 @@ import (
 // RedisProc is one redis-server or redis-sentinel a test owns.
 type RedisProc struct {
 	cmd  *exec.Cmd
+	out  *SyncBuffer
+	done chan struct{} // closed when the process has exited
 	once sync.Once
 }
 
@@ -30,12 +31,16 @@ type RedisProc struct {
 func StartRedisProc(t testing.TB, bin string, args ...string) *RedisProc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &SyncBuffer{Limit: 8 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s (scripts/services.sh tools installs it): %v", bin, err)
 	}
-	p := &RedisProc{cmd: cmd}
+	p := &RedisProc{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		cmd.Wait() //nolint:errcheck // killed, or exited on its own: answering tells
+		close(p.done)
+	}()
 	t.Cleanup(p.Kill)
 	return p
 }
@@ -44,16 +49,51 @@ func StartRedisProc(t testing.TB, bin string, args ...string) *RedisProc {
 func (p *RedisProc) Kill() {
 	p.once.Do(func() {
 		p.cmd.Process.Kill() //nolint:errcheck // it may have exited already
-		p.cmd.Wait()         //nolint:errcheck // killed
+		<-p.done
 	})
 }
 
-// WaitRedis waits until a Redis at addr answers.
-func WaitRedis(t testing.TB, addr string) {
+// startOnFreePort starts bin with the arguments argsFor gives for a free loopback port, and
+// waits until it answers there. Another process can take the port between FreePort and the
+// server's bind (on a busy machine, an outgoing connection's ephemeral port): a server that
+// exits before it answers is started again on another port, up to five times.
+func startOnFreePort(t testing.TB, bin string, argsFor func(port int) []string) (*RedisProc, int) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		port := FreePort(t)
+		p := StartRedisProc(t, bin, argsFor(port)...)
+		if p.answers(fmt.Sprintf("127.0.0.1:%d", port), 15*time.Second) {
+			return p, port
+		}
+		select {
+		case <-p.done:
+			if attempt < 5 {
+				continue
+			}
+		default:
+		}
+		t.Fatalf("%s on port %d did not answer within 15s: %s", bin, port, p.out.String())
+	}
+}
+
+// answers waits until the process answers PING at addr, and says false when it exited first
+// or within has passed.
+func (p *RedisProc) answers(addr string, within time.Duration) bool {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
-	Eventually(t, 15*time.Second, "redis at "+addr, func() bool { return c.Ping(context.Background()).Err() == nil })
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return false
+		default:
+		}
+		if c.Ping(context.Background()).Err() == nil {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
 }
 
 // SentinelSet is a master, its replica and three Sentinels watching them (master name
@@ -78,29 +118,27 @@ func NewSentinelSet(t testing.TB) *SentinelSet {
 		t.Fatalf("redis-sentinel is not installed (scripts/services.sh tools installs it): %v", err)
 	}
 	dir := t.TempDir()
-	master, replica := FreePort(t), FreePort(t)
-	set := &SentinelSet{MasterAddr: fmt.Sprintf("127.0.0.1:%d", master), ReplicaAddr: fmt.Sprintf("127.0.0.1:%d", replica), ReplicaPort: replica}
-	for _, port := range []int{master, replica} {
-		args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "", "--appendonly", "no",
-			"--dbfilename", fmt.Sprintf("dump-%d.rdb", port)}
-		if port == replica {
-			args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(master))
-		}
-		proc := StartRedisProc(t, "redis-server", args...)
-		if port == master {
-			set.Master = proc
-		}
-		WaitRedis(t, fmt.Sprintf("127.0.0.1:%d", port))
+	set := &SentinelSet{}
+	server := func(port int, extra ...string) []string {
+		return append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "", "--appendonly", "no",
+			"--dbfilename", fmt.Sprintf("dump-%d.rdb", port)}, extra...)
 	}
+	var master int
+	set.Master, master = startOnFreePort(t, "redis-server", func(port int) []string { return server(port) })
+	_, replica := startOnFreePort(t, "redis-server", func(port int) []string {
+		return server(port, "--replicaof", "127.0.0.1", strconv.Itoa(master))
+	})
+	set.MasterAddr, set.ReplicaAddr, set.ReplicaPort = fmt.Sprintf("127.0.0.1:%d", master), fmt.Sprintf("127.0.0.1:%d", replica), replica
 	for i := range 3 {
-		port := FreePort(t)
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
-		body := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %[2]s 1000\nsentinel failover-timeout %[2]s 5000\n",
-			port, SentinelMaster, master)
-		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		StartRedisProc(t, sentinelBin, conf)
+		_, port := startOnFreePort(t, sentinelBin, func(port int) []string {
+			conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
+			body := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %[2]s 1000\nsentinel failover-timeout %[2]s 5000\n",
+				port, SentinelMaster, master)
+			if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{conf}
+		})
 		set.Sentinels = append(set.Sentinels, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	set.Sentinel = redis.NewSentinelClient(&redis.Options{Addr: set.Sentinels[0]})
@@ -127,12 +165,13 @@ func NewRedisCluster(t testing.TB, masters, replicas int) *RedisCluster {
 	dir := t.TempDir()
 	c := &RedisCluster{Procs: map[string]*RedisProc{}}
 	for range masters * (1 + replicas) {
-		port := FreePort(t)
+		p, port := startOnFreePort(t, "redis-server", func(port int) []string {
+			return []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "",
+				"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
+				"--cluster-node-timeout", "2000"}
+		})
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		c.Procs[addr] = StartRedisProc(t, "redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "",
-			"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
-			"--cluster-node-timeout", "2000")
-		WaitRedis(t, addr)
+		c.Procs[addr] = p
 		c.Nodes = append(c.Nodes, addr)
 	}
 	out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, c.Nodes...),
