@@ -670,11 +670,15 @@
       });
     }
     // stale: v, read from the list, is older than what its row shows already (a live event
-    // came while the read was under way); the row keeps the newer view.
+    // came while the read was under way); the row keeps the newer view. Within one running
+    // attempt progress only grows, whatever the rows' updated_at say (the list reads the row
+    // and the live progress apart, so its updated_at may be newer than its progress).
     function stale(shown, v) {
+      var ahead = ((shown.progress || {}).current || 0) > ((v.progress || {}).current || 0);
+      if (shown.status === 'RUNNING' && v.status === 'RUNNING' && shown.attempt === v.attempt) return ahead;
       var a = Date.parse(shown.updated_at), b = Date.parse(v.updated_at);
       if (a !== b) return a > b;
-      return shown.status === v.status && ((shown.progress || {}).current || 0) > ((v.progress || {}).current || 0);
+      return shown.status === v.status && ahead;
     }
     function toFirstPage() {
       stack = []; cursor = ''; at = 0; selected = {};
