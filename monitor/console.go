@@ -279,7 +279,7 @@ func (c *Console) audit(r *http.Request, who, action, target, outcome string, st
 	if c.cfg.Audit == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), audit.WriteTimeout)
 	defer cancel()
 	e := audit.Event{Actor: who, Via: "console", Action: action, Target: target, Outcome: outcome, Status: status, Detail: detail,
 		ClientAddr: c.clientAddr(r)}

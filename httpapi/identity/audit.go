@@ -80,7 +80,7 @@ func (s *Service) CountRefusal(r *http.Request, route string, pr *problem.Proble
 // Count writes a counted audit row's attempt (audit.Trail.CountAudit) and logs what it wrote.
 // Attempts that cannot be written are logged as lost.
 func (s *Service) Count(ctx context.Context, e audit.Event) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), audit.WriteTimeout)
 	defer cancel()
 	n, err := s.cfg.Store.CountAudit(ctx, e)
 	if n > 0 {
@@ -104,7 +104,7 @@ func truncate(s string, n int) string {
 // logged as lost, with everything it held: the log is the trail's fallback.
 func (s *Service) Record(ctx context.Context, e audit.Event) {
 	s.LogAudit(ctx, e, 1)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), audit.WriteTimeout)
 	defer cancel()
 	if err := s.cfg.Store.RecordAudit(ctx, e); err != nil {
 		s.cfg.Logger.LogAttrs(ctx, slog.LevelError, "audit row not recorded", slog.String("action", e.Action), slog.String("actor", e.Actor),

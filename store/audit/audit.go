@@ -25,6 +25,11 @@ import (
 	"github.com/taskcenter/taskcenter/store/pg"
 )
 
+// WriteTimeout bounds the write of one audit row, apart from the request it records: a row
+// of the trail is worth a longer wait than a read, so a slow Postgres delays the answer
+// rather than losing the row (one that still cannot be written is logged in full).
+const WriteTimeout = 10 * time.Second
+
 // Trail writes and reads the audit trail.
 type Trail struct {
 	db *bun.DB
