@@ -79,10 +79,16 @@ func (t *Tracker) Fail(err error) {
 }
 
 // OK records a successful operation. The first success after an outage logs its summary.
-func (t *Tracker) OK() {
+func (t *Tracker) OK() { t.okSince(time.Time{}) }
+
+// okSince records the success of an operation that began at start (zero: just now). One that
+// began before the outage's first failure ends nothing: a probe in flight when the
+// dependency went away can still be answered (a server shutting down finishes its requests),
+// and the failure is the newer news.
+func (t *Tracker) okSince(start time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.down {
+	if !t.down || !start.IsZero() && start.Before(t.since) {
 		return
 	}
 	t.down = false
@@ -116,6 +122,7 @@ func (t *Tracker) Suppress() bool {
 func (t *Tracker) Probe(ctx context.Context, interval time.Duration, ping func(context.Context) error) {
 	every.Run(ctx, interval, func(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, interval)
+		start := time.Now()
 		err := ping(pctx)
 		cancel()
 		switch {
@@ -123,7 +130,7 @@ func (t *Tracker) Probe(ctx context.Context, interval time.Duration, ping func(c
 		case err != nil:
 			t.Fail(err)
 		default:
-			t.OK()
+			t.okSince(start)
 		}
 	})
 }

@@ -115,3 +115,21 @@ func TestEachDependencyIsItsOwn(t *testing.T) {
 		t.Fatalf("no summary for the receiver:\n%s", buf.String())
 	}
 }
+
+// A probe answered after the dependency failed, for a ping sent before it did (a server
+// shutting down finishes the requests it has), does not end the outage; one sent after does.
+func TestAProbeSentBeforeTheFailureEndsNoOutage(t *testing.T) {
+	t.Parallel()
+	tr := New("identity_provider", slog.New(slog.DiscardHandler), nil)
+	sent := time.Now()
+	time.Sleep(time.Millisecond)
+	tr.Fail(errors.New("connection refused"))
+	tr.okSince(sent)
+	if !tr.Down() {
+		t.Fatal("a ping sent before the failure ended the outage")
+	}
+	tr.okSince(time.Now())
+	if tr.Down() {
+		t.Fatal("a ping sent after the failure did not end the outage")
+	}
+}
