@@ -127,9 +127,12 @@ type Outgoing struct {
 // out together with its deliveries) never changes back except by Redeliver: a concurrent
 // claim or result write that has not committed, and so still holds its row locked, leaves the
 // earlier delivery unfinished in this snapshot. Two claims that pick the same delivery meet
-// on its row lock and the second, re-checking state and due_at, skips it. The claim is an
-// UPDATE that waits rather than FOR UPDATE SKIP LOCKED on purpose: a claim skipping rows
-// another holds would take the subscription's next ones and could pass its cap.
+// on its row lock and the second, re-checking state and due_at, skips it. The claim waits
+// for a row lock rather than using SKIP LOCKED on purpose: a claim skipping rows another
+// holds would take the subscription's next ones and could pass its cap. It locks its rows in
+// the order of their ids before it updates them, so two claims that picked some of the same
+// rows wait for each other in one order and never deadlock (an UPDATE joined to the picked
+// rows locks them in whatever order its join reads them).
 func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription int, lease time.Duration) ([]Outgoing, error) {
 	return pg.List[Outgoing](ctx, s.db, "claim webhook deliveries", `
 		WITH busy AS (
@@ -150,10 +153,14 @@ func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, perSubscription i
 			FROM due LEFT JOIN busy USING (subscription_id)
 		), picked AS (
 			SELECT id FROM ranked WHERE slot <= $2 ORDER BY due_at, id LIMIT $1
+		), locked AS MATERIALIZED (
+			SELECT d.id FROM webhook_deliveries d
+			WHERE d.id IN (SELECT id FROM picked) AND d.state IN ('pending', 'sending') AND d.due_at <= now()
+			ORDER BY d.id FOR UPDATE OF d
 		), claimed AS (
 			UPDATE webhook_deliveries d SET state = 'sending', attempts = d.attempts + 1,
 				due_at = now() + make_interval(secs => $3), updated_at = now()
-			FROM picked WHERE d.id = picked.id AND d.state IN ('pending', 'sending') AND d.due_at <= now()
+			FROM locked WHERE d.id = locked.id
 			RETURNING `+pg.Prefixed("d.", deliveryColumns)+`
 		)
 		SELECT c.id, c.delivery_no, c.subscription_id, c.event_id, c.event, c.task_no, c.payload, c.state, c.attempts, c.due_at,
