@@ -24,6 +24,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs/importer"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // ImportLimits bound uploads.
@@ -118,7 +119,7 @@ func (s *Server) resubmitImport(w http.ResponseWriter, r *http.Request, p identi
 	}
 	res, err := s.Uploads.Resubmit(r.Context(), p.User, p.Scope(), problem.RequestID(r.Context()), importer.Resubmit{
 		FromTask: body.FromTask, Columns: body.Columns, Mode: body.Mode, Sheet: body.Sheet, Encoding: body.Encoding,
-		Lang: body.Lang, DryRun: body.DryRun, Notify: importer.Notify{URL: body.NotifyURL, Secret: body.NotifySecret}})
+		Lang: body.Lang, DryRun: body.DryRun, Notify: webhooks.Notify{URL: body.NotifyURL, Secret: body.NotifySecret}})
 	if err != nil {
 		return err
 	}

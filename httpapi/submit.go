@@ -20,6 +20,7 @@ import (
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/jobs/export"
 	"github.com/taskcenter/taskcenter/jobs/taskview"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // exportRequest is the body of POST /api/v1/exports.
@@ -80,7 +81,7 @@ func (s *Server) submitExport(w http.ResponseWriter, r *http.Request, p identity
 	if err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, taskType, params, 0, "", notifyFields{req.NotifyURL, req.NotifySecret})
+	return s.submitType(w, r, p, taskType, params, 0, "", webhooks.Notify{URL: req.NotifyURL, Secret: req.NotifySecret})
 }
 
 // submitTask answers POST /api/v1/tasks {type, params, title?, priority?}: a task of any type
@@ -97,13 +98,13 @@ func (s *Server) submitTask(w http.ResponseWriter, r *http.Request, p identity.P
 	if err := request.DecodeJSON(r, &req); err != nil {
 		return err
 	}
-	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, notifyFields{req.NotifyURL, req.NotifySecret})
+	return s.submitType(w, r, p, req.Type, req.Params, req.Priority, req.Title, webhooks.Notify{URL: req.NotifyURL, Secret: req.NotifySecret})
 }
 
 // submitType submits a task of a registered type: its parameters decoded strictly and
 // prepared for the caller by the type itself, so this file holds no per-type code.
 func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.Principal, typeName string, rawParams json.RawMessage,
-	priority int, title string, notify notifyFields) error {
+	priority int, title string, notify webhooks.Notify) error {
 	key, err := request.IdempotencyKey(r)
 	if err != nil {
 		return err
@@ -113,14 +114,11 @@ func (s *Server) submitType(w http.ResponseWriter, r *http.Request, p identity.P
 		return err
 	}
 	sub.RequestID = problem.RequestID(r.Context())
-	if sub.Notify, err = s.Webhooks.Notify(r.Context(), notify.URL, notify.Secret, sub.Owner); err != nil {
+	if sub.Notify, err = s.Webhooks.Notify(r.Context(), notify, sub.Owner); err != nil {
 		return err
 	}
 	return s.submit(w, r, sub)
 }
-
-// notifyFields are a submit body's notify_url and notify_secret.
-type notifyFields struct{ URL, Secret string }
 
 // prepareSubmission turns a submit of a registered type into a Submission, or the problem
 // that refuses it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/taskcenter/taskcenter/jobs"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // Form is an upload form as the client sent it, one field at a time (the HTTP layer's
@@ -40,7 +41,7 @@ func (u *Uploads) SubmitForm(ctx context.Context, owner, requestID string, defau
 	choice := defaults
 	var (
 		received *receivedFile
-		notify   Notify
+		notify   webhooks.Notify
 	)
 	defer func() { received.Discard() }()
 	fields := map[string]*string{"notify_url": &notify.URL, "notify_secret": &notify.Secret}

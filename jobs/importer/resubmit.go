@@ -12,6 +12,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/jobs"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/webhooks"
 )
 
 // Resubmit is a re-submit of an earlier import, FromTask: its upload is imported again with
@@ -23,7 +24,7 @@ type Resubmit struct {
 	Columns                     map[string]string
 	Mode, Sheet, Encoding, Lang *string
 	DryRun                      *bool
-	Notify                      Notify
+	Notify                      webhooks.Notify
 }
 
 // Resubmit imports the stored upload of the import task r.FromTask again, for owner, with

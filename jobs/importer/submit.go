@@ -12,25 +12,22 @@ import (
 // subscription its task is submitted with (jobs/webhook's Policy); nil when neither is
 // given.
 type Notifications interface {
-	Notify(ctx context.Context, url, secret, by string) (*webhooks.NewSubscription, error)
+	Notify(ctx context.Context, n webhooks.Notify, by string) (*webhooks.NewSubscription, error)
 }
-
-// Notify is a submit's notify_url and notify_secret: a webhook told of the task's ending.
-type Notify struct{ URL, Secret string }
 
 // errNoNotifications is a notify_url sent to an Uploads made without Notifications.
 var errNoNotifications = errors.New("importer: notify_url given but the uploads check no notifications")
 
 // checkNotify checks n for owner before the upload is checked, so a refused URL costs no
 // reading of the file and leaves no task.
-func (u *Uploads) checkNotify(ctx context.Context, n Notify, owner string) (*webhooks.NewSubscription, error) {
-	if n == (Notify{}) {
+func (u *Uploads) checkNotify(ctx context.Context, n webhooks.Notify, owner string) (*webhooks.NewSubscription, error) {
+	if n == (webhooks.Notify{}) {
 		return nil, nil
 	}
 	if u.notifications == nil {
 		return nil, errNoNotifications
 	}
-	return u.notifications.Notify(ctx, n.URL, n.Secret, owner)
+	return u.notifications.Notify(ctx, n, owner)
 }
 
 // submit hands sub, with its notification ns, to the submitter: the task and its webhook are

@@ -80,13 +80,13 @@ func (p *Policy) checkTargetURL(ctx context.Context, field, url string) error {
 // Notify checks a submit's notify_url and notify_secret and returns the subscription the
 // task is submitted with: told of the task's endings, created by by. Nil when the submit
 // asks for no notification.
-func (p *Policy) Notify(ctx context.Context, url, secret, by string) (*webhooks.NewSubscription, error) {
-	if url == "" && secret == "" {
+func (p *Policy) Notify(ctx context.Context, n webhooks.Notify, by string) (*webhooks.NewSubscription, error) {
+	if n == (webhooks.Notify{}) {
 		return nil, nil
 	}
-	secret, err := p.CheckTarget(ctx, "notify_url", url, "notify_secret", secret)
+	secret, err := p.CheckTarget(ctx, "notify_url", n.URL, "notify_secret", n.Secret)
 	if err != nil {
 		return nil, err
 	}
-	return &webhooks.NewSubscription{URL: url, Events: TerminalEvents, Secret: secret, CreatedBy: by}, nil
+	return &webhooks.NewSubscription{URL: n.URL, Events: TerminalEvents, Secret: secret, CreatedBy: by}, nil
 }

@@ -51,6 +51,10 @@ var (
 	ErrDeliveryNotFound = errors.New("webhook delivery not found")
 )
 
+// Notify is a submit's notify_url and notify_secret: a webhook told of the task's endings.
+// jobs/webhook's Policy checks it and makes the NewSubscription the task is submitted with.
+type Notify struct{ URL, Secret string }
+
 // NewSubscription is what creating a subscription needs.
 type NewSubscription struct {
 	Owner     string
