@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -59,8 +58,8 @@ func VersityGW() (string, error) {
 			dirs = append(dirs, filepath.Join(p, "bin"))
 		}
 	}
-	if _, file, _, ok := runtime.Caller(0); ok {
-		dirs = append(dirs, filepath.Join(filepath.Dir(file), "..", "..", "bin"))
+	if root, err := ModuleRoot(); err == nil {
+		dirs = append(dirs, filepath.Join(root, "bin"))
 	}
 	for _, d := range dirs {
 		p := filepath.Join(d, "versitygw")

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/taskcenter/taskcenter/internal/testenv"
 )
 
 // Fixture is the content of the file name in testdata/imports.
@@ -20,20 +22,12 @@ func Fixture(t testing.TB, name string) []byte {
 	return b
 }
 
-// dir is testdata/imports at the root of the module, found from the test's working
-// directory (its package's directory) up.
+// dir is testdata/imports at the root of the module.
 func dir(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "testdata", "imports")
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no go.mod above %s", wd)
-		}
-	}
+	return filepath.Join(root, "testdata", "imports")
 }
