@@ -504,8 +504,11 @@
     // older view arriving late is ignored unless fresh says it is the server's answer now.
     function update(v, fresh) {
       var r = rows[v.id];
-      if (!fresh && r && r.view && Date.parse(r.view.updated_at) > Date.parse(v.updated_at) && r.view.status !== v.status && terminal(r.view.status)) {
-        return r;
+      if (r && r.view) {
+        if (!fresh && Date.parse(r.view.updated_at) > Date.parse(v.updated_at) && r.view.status !== v.status && terminal(r.view.status)) {
+          return r;
+        }
+        v = keepProgress(r.view, v);
       }
       if (!r) r = rows[v.id] = row(v);
       r.view = v;
@@ -654,7 +657,7 @@
         d.items.forEach(function (v) {
           keep[v.id] = true;
           var r = rows[v.id];
-          prev = place(tbody, (r && r.view && stale(r.view, v) ? r : update(v, true)).tr, prev);
+          prev = place(tbody, (r && r.view && older(r.view, v) ? r : update(v, true)).tr, prev);
         });
         Object.keys(rows).forEach(function (id) { if (!keep[id]) { drop(rows[id].tr); delete rows[id]; } });
         Object.keys(selected).forEach(function (id) { if (!keep[id]) delete selected[id]; });
@@ -669,16 +672,19 @@
         showSelection();
       });
     }
-    // stale: v, read from the list, is older than what its row shows already (a live event
-    // came while the read was under way); the row keeps the newer view. Within one running
-    // attempt progress only grows, whatever the rows' updated_at say (the list reads the row
-    // and the live progress apart, so its updated_at may be newer than its progress).
-    function stale(shown, v) {
+    // older: v, read from the list, is older than what its row shows already (a live event
+    // came while the read was under way); the row keeps the newer view.
+    function older(shown, v) {
+      return Date.parse(shown.updated_at) > Date.parse(v.updated_at);
+    }
+    // keepProgress is v with the progress and counts of shown when shown is further along in
+    // the same running attempt, where progress only grows. A list read and the live events
+    // read a running task's progress apart: a read can see progress that a live event still on
+    // its way had not, and a list read's row can be newer than its progress.
+    function keepProgress(shown, v) {
       var ahead = ((shown.progress || {}).current || 0) > ((v.progress || {}).current || 0);
-      if (shown.status === 'RUNNING' && v.status === 'RUNNING' && shown.attempt === v.attempt) return ahead;
-      var a = Date.parse(shown.updated_at), b = Date.parse(v.updated_at);
-      if (a !== b) return a > b;
-      return shown.status === v.status && ahead;
+      if (!ahead || shown.status !== 'RUNNING' || v.status !== 'RUNNING' || shown.attempt !== v.attempt) return v;
+      return Object.assign({}, v, { progress: shown.progress, counts: shown.counts });
     }
     function toFirstPage() {
       stack = []; cursor = ''; at = 0; selected = {};
