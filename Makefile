@@ -22,11 +22,13 @@ run: services
 	$(GO) run ./cmd/taskcenter serve --roles all
 
 ## test: start Redis and Postgres if needed, lint the OpenAPI document, run the whole test
-## suite with the race detector (then drop the test databases it made) (every exchange of the API and end-to-end tests is checked
+## suite with the race detector (every exchange of the API and end-to-end tests is checked
 ## against the document; the model tests of the state machine and of the worker runtime run
 ## 200 seeds each), compile a generated TypeScript client against the bodies the suite
 ## recorded, then run each fuzz target briefly. go vet and the document's lint run side by
-## side (neither needs the other, and vet alone leaves a CPU idle while it waits on a build)
+## side (neither needs the other, and vet alone leaves a CPU idle while it waits on a build);
+## the test databases the suite made are dropped while the client and the fuzz targets run
+## (dropping waits on the disk, they on the CPUs)
 test: services
 	@scripts/services.sh tools
 	@scripts/contract.sh lint > data/contract-lint.log 2>&1 & lint=$$!; \
@@ -35,10 +37,13 @@ test: services
 	  [ $$vet -eq 0 ] && [ $$st -eq 0 ] || { echo "make test: go vet or the contract lint failed" >&2; exit 1; }
 	@rm -rf data/contract-bodies data/test-reports
 	TASKCENTER_CONTRACT_RECORD=$(CURDIR)/data/contract-bodies TASKCENTER_TEST_REPORTS=$(CURDIR)/data/test-reports \
-	  $(GO) test -race -count=1 -timeout 20m -p $(TESTPKGS) $(PKGS); st=$$?; scripts/services.sh prune-test-dbs; exit $$st
-	@cat data/test-reports/*.txt 2>/dev/null || true
-	@scripts/contract.sh client data/contract-bodies
-	@scripts/fuzz.sh 3s
+	  $(GO) test -race -count=1 -timeout 20m -p $(TESTPKGS) $(PKGS); st=$$?; \
+	  scripts/services.sh prune-test-dbs & prune=$$!; \
+	  if [ $$st -eq 0 ]; then \
+	    cat data/test-reports/*.txt 2>/dev/null; \
+	    scripts/contract.sh client data/contract-bodies && scripts/fuzz.sh 3s; st=$$?; \
+	  fi; \
+	  wait $$prune; exit $$st
 
 ## soak: the model tests of the state machine (store) and of the worker runtime (jobs) over
 ## 10,000 seeds each (TASKCENTER_MODEL_SEEDS to change)
