@@ -78,8 +78,22 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	if final.Status != "SUCCESS" || final.Result.Rows != 12000 {
 		t.Fatalf("after the kill: %+v", final)
 	}
-	if len(final.Attempts) != 2 || final.Attempts[0].Status != "SUPERSEDED" || final.Attempts[1].Trigger != "takeover" {
-		t.Fatalf("attempts = %+v, want the killed one superseded and a takeover", final.Attempts)
+	// The killed attempt superseded, then the takeover. Under load the takeover's own attempt
+	// can end on a temporary database error (a progress write waiting past the lock timeout,
+	// a third of this test's 1 s takeover window) and be retried: the attempts after it are
+	// such retries, and the last one succeeded.
+	ok := len(final.Attempts) >= 2 && final.Attempts[0].Status == "SUPERSEDED" && final.Attempts[1].Trigger == "takeover" &&
+		final.Attempts[len(final.Attempts)-1].Status == "SUCCESS"
+	if ok {
+		for _, a := range final.Attempts[2:] {
+			ok = ok && a.Trigger == "retry"
+		}
+		for _, a := range final.Attempts[1 : len(final.Attempts)-1] {
+			ok = ok && a.Status == "RETRY_WAIT" && strings.Contains(a.Error, "temporary database error")
+		}
+	}
+	if !ok {
+		t.Fatalf("attempts = %+v, want the killed one superseded, a takeover, and only retries after a temporary database error before the success", final.Attempts)
 	}
 	// One result file: the killed attempt never committed its half-written one.
 	results, _ := filepath.Glob(filepath.Join(e.dataDir, "results", "*"))
