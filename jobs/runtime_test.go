@@ -162,12 +162,13 @@ func TestHandlerBlockedForeverEndsTimeoutAfterStallAfter(t *testing.T) {
 // Progress keeps a slow attempt alive: stalling is about progress, not duration.
 func TestProgressingAttemptIsNotStalled(t *testing.T) {
 	t.Parallel()
-	// The attempt runs about 4 s, more than twice stall_after, reporting every 100 ms.
-	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 1500 * time.Millisecond})
+	// The attempt runs about 8 s, more than twice stall_after, reporting every 100 ms. A
+	// stall_after of 1.5 s was passed on a loaded machine by one late progress write.
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour, StallAfter: 3 * time.Second})
 	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
-		for i := range 40 {
+		for i := range 80 {
 			time.Sleep(100 * time.Millisecond)
-			if err := run.Progress(ctx, int64(i), 40); err != nil {
+			if err := run.Progress(ctx, int64(i), 80); err != nil {
 				return Result{}, err
 			}
 		}

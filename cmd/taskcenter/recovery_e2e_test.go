@@ -78,21 +78,7 @@ func TestWorkerKilledMidExportIsTakenOverAndFinishes(t *testing.T) {
 	if final.Status != "SUCCESS" || final.Result.Rows != 12000 {
 		t.Fatalf("after the kill: %+v", final)
 	}
-	// The killed attempt superseded, then the takeover. Under load the takeover's own attempt
-	// can end on a temporary database error (a progress write waiting past the lock timeout,
-	// a third of this test's 1 s takeover window) and be retried: the attempts after it are
-	// such retries, and the last one succeeded.
-	ok := len(final.Attempts) >= 2 && final.Attempts[0].Status == "SUPERSEDED" && final.Attempts[1].Trigger == "takeover" &&
-		final.Attempts[len(final.Attempts)-1].Status == "SUCCESS"
-	if ok {
-		for _, a := range final.Attempts[2:] {
-			ok = ok && a.Trigger == "retry"
-		}
-		for _, a := range final.Attempts[1 : len(final.Attempts)-1] {
-			ok = ok && a.Status == "RETRY_WAIT" && strings.Contains(a.Error, "temporary database error")
-		}
-	}
-	if !ok {
+	if !final.takenOverThenEnded("SUCCESS") {
 		t.Fatalf("attempts = %+v, want the killed one superseded, a takeover, and only retries after a temporary database error before the success", final.Attempts)
 	}
 	// One result file: the killed attempt never committed its half-written one.
@@ -287,4 +273,22 @@ func TestTasksSubmittedDuringARedisOutageAreEnqueuedWhenItAnswers(t *testing.T) 
 	if n := e.count("SELECT count(*) FROM task_runs"); n != 3 {
 		t.Fatalf("%d attempts for 3 tasks, want one each", n)
 	}
+}
+
+// takenOverThenEnded says whether the task's attempts are the killed one superseded, then the
+// takeover, and then only retries after a temporary database error until the last attempt
+// ended in status. Under load the takeover's own attempt can end on such an error (a progress
+// write waiting past the lock timeout, a third of these tests' 1 s takeover window) and be
+// retried.
+func (task taskJSON) takenOverThenEnded(status string) bool {
+	a := task.Attempts
+	if len(a) < 2 || a[0].Status != "SUPERSEDED" || a[1].Trigger != "takeover" || a[len(a)-1].Status != status {
+		return false
+	}
+	for i := 2; i < len(a); i++ {
+		if a[i].Trigger != "retry" || a[i-1].Status != "RETRY_WAIT" || !strings.Contains(a[i-1].Error, "temporary database error") {
+			return false
+		}
+	}
+	return true
 }
