@@ -190,8 +190,8 @@ pg_may_create_db() {
 # tctest_<unix seconds, hex>_<random> and leaves them: in Postgres 15 each DROP DATABASE forces
 # a checkpoint, which in the middle of the suite kept its tests waiting on fsync). One made in
 # the last minute, or with someone connected (a run in progress), is left alone; so is any
-# database not named that way. Eight sessions drop at once: checkpoints requested together
-# are served by one, so 300 databases take about a quarter of the time one session took.
+# database not named that way. Eight sessions drop at once (2026-12-03, host vm: 103 databases
+# in 9 s, 89 ms each, where one session took 114 ms each).
 pg_prune_test_dbs() {
   local list; list=$(mktemp)
   PGPASSWORD=$pg_pass PGCONNECT_TIMEOUT=3 psql -X -q -At -h "$pg_host" -p "$pg_port" -U "$pg_user" -d "$pg_db" <<'SQL' >"$list" 2>/dev/null || true
