@@ -14,6 +14,15 @@ PKGS    := ./...
 # (at go test's default, one per CPU, a 2-core machine's CPUs sat half idle).
 TESTPKGS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 
+# Where `make test` puts the test binaries it links and the files its tests write: a
+# directory on /dev/shm (memory) when that has 4 GB free, else the system's temporary
+# directory. Linking the race-instrumented test binaries writes a few gigabytes; on a disk
+# that waits for writes, linking them all took 128 s, against 55 s in memory (2026-12-03,
+# host vm, `go test -race -run '^$$' ./...` with a warm build cache).
+TESTTMP ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && \
+  [ $$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}') -ge 4194304 ] 2>/dev/null && \
+  mkdir -p /dev/shm/taskcenter-test && echo /dev/shm/taskcenter-test)
+
 .PHONY: run test services services-stop services-status build vet fmt clean soak fuzz chaos
 
 ## run: start Redis and Postgres if needed (and, with TASKCENTER_STORAGE_BACKEND=s3, an S3
@@ -36,6 +45,7 @@ test: services
 	  wait $$lint; st=$$?; cat data/contract-lint.log; \
 	  [ $$vet -eq 0 ] && [ $$st -eq 0 ] || { echo "make test: go vet or the contract lint failed" >&2; exit 1; }
 	@rm -rf data/contract-bodies data/test-reports
+	$(if $(TESTTMP),export GOTMPDIR=$(TESTTMP) TMPDIR=$(TESTTMP);) \
 	TASKCENTER_CONTRACT_RECORD=$(CURDIR)/data/contract-bodies TASKCENTER_TEST_REPORTS=$(CURDIR)/data/test-reports \
 	  $(GO) test -race -count=1 -timeout 20m -p $(TESTPKGS) $(PKGS); st=$$?; \
 	  scripts/services.sh prune-test-dbs & prune=$$!; \

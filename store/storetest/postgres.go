@@ -93,6 +93,13 @@ func copyTemplate(ctx context.Context, t testing.TB, admin *bun.DB, name string)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
 		return nil, fmt.Errorf("create database from %s: %w", tmpl, noCreateDB(err))
 	}
+	// A test's database is thrown away, so its commits need not wait for the disk: without
+	// this, the suite's few hundred databases queued every commit on one WAL fsync. Every
+	// session on it (the test's, and the taskcenter processes an end-to-end test starts)
+	// takes the setting; the cluster and its other databases keep theirs.
+	if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+name+" SET synchronous_commit = off"); err != nil {
+		return nil, fmt.Errorf("set up the copy: %w", err)
+	}
 	u := withSearchPath(onDatabase(testenv.DatabaseURL(), name), name)
 	db, err := store.Open(u, store.OpenOptions{MaxOpenConns: 8})
 	if err != nil {
