@@ -15,6 +15,7 @@ import (
 	"github.com/taskcenter/taskcenter/internal/storage"
 	"github.com/taskcenter/taskcenter/internal/task"
 	"github.com/taskcenter/taskcenter/store"
+	"github.com/taskcenter/taskcenter/store/pg"
 )
 
 // Run is one attempt's handle on its task, given to Handler.Run. It carries the lease that
@@ -124,14 +125,23 @@ func (r *Run) Checkpoint(ctx context.Context) error {
 // Progress records progress: in the database (with a heartbeat) on every call, which handlers
 // make once per batch, and on the Redis board at most every progress interval. It then does
 // the Checkpoint check.
+//
+// A write that runs out of time (a lock timeout on a task row someone else holds, or a
+// statement timeout) is skipped rather than ending the attempt: a progress report is worth
+// less than the work behind it, and the attempt stays fenced all the same, by the next
+// progress write, batch commit or heartbeat. The attempt still counts as moving.
 func (r *Run) Progress(ctx context.Context, current, total int64) error {
 	req, err := r.rt.store.Progress(ctx, r.Lease, current, total)
-	if err != nil {
+	switch {
+	case err == nil:
+		r.observeCancel(req)
+		r.putBoard(ctx, current, total)
+	case ctx.Err() == nil && pg.IsTimeout(err):
+		r.Logger.Warn("progress not recorded: the database did not answer in time", "err", err)
+	default:
 		return err
 	}
-	r.observeCancel(req)
 	r.moved(current, total)
-	r.putBoard(ctx, current, total)
 	return r.Checkpoint(ctx)
 }
 

@@ -183,6 +183,68 @@ func TestProgressingAttemptIsNotStalled(t *testing.T) {
 	}
 }
 
+// A progress write that waits past the lock timeout on a task row someone else holds is
+// skipped, not the end of the attempt: the attempt goes on and ends SUCCESS on its first
+// attempt, with the progress of the writes that got through.
+func TestAProgressWriteTimedOutOnAHeldRowKeepsTheAttempt(t *testing.T) {
+	t.Parallel()
+	f := newRTFixture(t, TypePolicy{MaxRetry: 3, RetryBase: time.Second, MaxRuntime: time.Hour})
+	db, err := store.Open(f.pg.URL, store.OpenOptions{MaxOpenConns: 8, LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f.st = store.New(db)
+	held, skipped, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	rt := f.runtime(handlerFunc(func(ctx context.Context, run *Run) (Result, error) {
+		if err := run.Progress(ctx, 1, 3); err != nil {
+			return Result{}, err
+		}
+		held <- struct{}{} // the test takes the row's lock
+		<-held
+		if err := run.Progress(ctx, 2, 3); err != nil {
+			return Result{}, err
+		}
+		close(skipped)
+		<-released
+		return Result{}, run.Progress(ctx, 3, 3)
+	}), "w1")
+	task := f.task()
+	done := make(chan error, 1)
+	go func() { done <- deliver(rt, task) }()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the attempt ended before its first progress write: %v", err)
+	}
+	ctx := context.Background()
+	tx, err := f.pg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM tasks WHERE id = ? FOR UPDATE`, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	held <- struct{}{}
+	select {
+	case <-skipped:
+	case err := <-done:
+		tx.Rollback() //nolint:errcheck
+		t.Fatalf("the attempt ended on a progress write that waited for a held row: %v (%s)", err, f.get(task.ID).ErrorMessage)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	close(released)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := f.get(task.ID)
+	if got.Status != store.StatusSuccess || got.Attempt != 1 || got.ProgressCurrent != 3 {
+		t.Fatalf("status %s, attempt %d, progress %d: want SUCCESS on attempt 1 at 3 (%q)", got.Status, got.Attempt, got.ProgressCurrent, got.ErrorMessage)
+	}
+}
+
 // A user cancels a running task, then the attempt hits a transient error: the task ends
 // CANCELLED and nothing is enqueued to run it again.
 func TestCancelledTaskIsNeverRetriedWhateverErrorFollows(t *testing.T) {
