@@ -37,7 +37,8 @@ run: services
 ## recorded, then run each fuzz target briefly. go vet and the document's lint run side by
 ## side (neither needs the other, and vet alone leaves a CPU idle while it waits on a build);
 ## the test databases the suite made are dropped while the client and the fuzz targets run
-## (dropping waits on the disk, they on the CPUs)
+## (dropping waits on the disk, they on the CPUs), and the client (one TypeScript compile,
+## one CPU) is checked while the fuzz targets are built and run
 test: services
 	@scripts/services.sh tools
 	@scripts/contract.sh lint > data/contract-lint.log 2>&1 & lint=$$!; \
@@ -51,7 +52,8 @@ test: services
 	  scripts/services.sh prune-test-dbs & prune=$$!; \
 	  if [ $$st -eq 0 ]; then \
 	    cat data/test-reports/*.txt 2>/dev/null; \
-	    scripts/contract.sh client data/contract-bodies && scripts/fuzz.sh 3s; st=$$?; \
+	    scripts/contract.sh client data/contract-bodies & client=$$!; \
+	    scripts/fuzz.sh 3s; st=$$?; wait $$client || st=1; \
 	  fi; \
 	  wait $$prune; exit $$st
 
