@@ -112,9 +112,8 @@ type rmWorld struct {
 func newRMWorld(t *testing.T) *rmWorld {
 	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	// The model checks logic, not durability: commits need not wait for the disk.
 	open := func(conns int) *bun.DB {
-		db, err := store.Open(pg.URL+"&synchronous_commit=off", store.OpenOptions{MaxOpenConns: conns})
+		db, err := store.Open(pg.URL, store.OpenOptions{MaxOpenConns: conns})
 		if err != nil {
 			t.Fatal(err)
 		}

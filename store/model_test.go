@@ -84,13 +84,6 @@ func (a *alertLog) count(taskNo string) int {
 func newModelWorld(t *testing.T) *modelWorld {
 	pg := storetest.NewPostgres(t)
 	rd := testenv.NewRedis(t)
-	// The model checks logic, not durability: commits need not wait for the disk.
-	db, err := store.Open(pg.URL+"&synchronous_commit=off", store.OpenOptions{MaxOpenConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	pg.DB = db
 	root := t.TempDir()
 	fs, err := storage.New(context.Background(), storage.Config{}, root)
 	if err != nil {

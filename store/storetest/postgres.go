@@ -95,8 +95,9 @@ func copyTemplate(ctx context.Context, t testing.TB, admin *bun.DB, name string)
 	}
 	// A test's database is thrown away, so its commits need not wait for the disk: without
 	// this, the suite's few hundred databases queued every commit on one WAL fsync. Every
-	// session on it (the test's, and the taskcenter processes an end-to-end test starts)
-	// takes the setting; the cluster and its other databases keep theirs.
+	// session on it (the test's, the taskcenter processes an end-to-end test starts, those
+	// through PgBouncer) takes the setting; the cluster and its other databases keep theirs.
+	// A schema of the configured database (no CREATEDB) keeps the server's setting.
 	if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+name+" SET synchronous_commit = off"); err != nil {
 		return nil, fmt.Errorf("set up the copy: %w", err)
 	}
